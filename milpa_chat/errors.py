@@ -1,0 +1,70 @@
+"""Exceptions of milpa-chat, split by audience.
+
+* :class:`DeclarationError` — a developer mistake found when a tool is declared or registered.
+  Raised at import/registration time, with the fix in the message.
+* :class:`MissingExtraError` — an optional dependency is not installed; names the exact
+  ``pip install`` command.
+* :class:`StoreError` and subclasses — the durable store cannot be used as asked.
+
+Runtime outcomes of a tool call are never exceptions: ``ToolRegistry.call`` returns a
+``ToolResult`` with an error code instead.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DeclarationError",
+    "MilpaError",
+    "MissingExtraError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreSchemaError",
+    "ToolAlreadyRegisteredError",
+]
+
+
+class MilpaError(Exception):
+    """Base class of every exception raised by milpa-chat."""
+
+
+class DeclarationError(MilpaError, TypeError):
+    """A tool or parameter is declared in a way the runtime cannot serve.
+
+    The message says what is wrong and how to fix it.
+    """
+
+
+class ToolAlreadyRegisteredError(DeclarationError):
+    """A second tool was registered under a name that is already taken."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Tool already registered: {name!r}. Tool names are unique per registry; "
+            f"rename one of them (the first argument of @tool) or use a second ToolRegistry."
+        )
+        self.name = name
+
+
+class MissingExtraError(MilpaError, ImportError):
+    """An optional dependency of milpa-chat is missing."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        self.feature = feature
+        self.extra = extra
+        self.module = module
+        super().__init__(
+            f"{feature} needs the {module!r} package, which is not installed. "
+            f'Install it with: pip install "milpa-chat[{extra}]"'
+        )
+
+
+class StoreError(MilpaError):
+    """The store refused an operation or could not be opened."""
+
+
+class StoreCorruptError(StoreError):
+    """The database file or server holds something that is not a readable milpa-chat store."""
+
+
+class StoreSchemaError(StoreError):
+    """The database belongs to another application or to an incompatible milpa-chat version."""

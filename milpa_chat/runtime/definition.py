@@ -1,0 +1,115 @@
+"""What the registry knows about one tool, and the contract of argument validators.
+
+``@tool`` (``declare.py``) and ``ToolRegistry.register`` both produce a :class:`ToolDefinition`;
+the pipeline (``registry.py``) only ever reads these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+
+__all__ = [
+    "ArgumentError",
+    "ArgumentsValidator",
+    "InvalidArguments",
+    "ToolDefinition",
+    "ValidatedArgs",
+    "VerifyPolicy",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentError:
+    """One failed check. ``path`` is dotted (``filters.tags.2``); empty for the whole object."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class InvalidArguments(Exception):
+    """Raised by a validator; carries every failed check, not only the first."""
+
+    def __init__(self, errors: list[ArgumentError]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(str(e) for e in errors))
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedArgs:
+    """Arguments after validation and clamping.
+
+    ``wire`` is the JSON form (what a confirm snapshot stores, what plans and audit show);
+    ``call`` is what the handler receives (enum members, pydantic models, ...). For tools with
+    only JSON-native parameters both may be the same dict.
+    """
+
+    wire: dict[str, Any]
+    call: dict[str, Any]
+
+
+class ArgumentsValidator(Protocol):
+    """Compiled once per tool. Raises :class:`InvalidArguments` listing every error with its path."""
+
+    def __call__(self, args: Mapping[str, Any], /) -> ValidatedArgs: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyPolicy:
+    """A tool that needs someone else's approval before it runs (``@tool(verify=...)``).
+
+    ``approver_scopes``: an approver needs one of these scopes. ``four_eyes``: the requester
+    may not approve their own request. ``quorum``: how many distinct approvers must grant.
+    ``expires_in``: seconds until an undecided request expires.
+    """
+
+    approver_scopes: tuple[str, ...] = ()
+    four_eyes: bool = True
+    quorum: int = 1
+    expires_in: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if self.quorum < 1:
+            raise ValueError(f"VerifyPolicy(quorum=...) must be at least 1, got {self.quorum}")
+        if self.expires_in <= 0:
+            raise ValueError(f"VerifyPolicy(expires_in=...) must be positive seconds, got {self.expires_in}")
+        if isinstance(self.approver_scopes, str):
+            object.__setattr__(self, "approver_scopes", (self.approver_scopes,))
+        else:
+            object.__setattr__(self, "approver_scopes", tuple(self.approver_scopes))
+
+
+Invoke = Callable[[dict[str, Any], "ToolContext"], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A registered tool.
+
+    ``invoke(call_args, ctx)`` runs the handler: it returns the value, or an awaitable when
+    ``is_async``. ``validator`` is compiled at registration; ``input_schema`` is the JSON
+    Schema (2020-12) the model and the explorer see.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    validator: ArgumentsValidator
+    invoke: Invoke
+    is_async: bool
+    scopes: tuple[str, ...] = ()
+    mutating: bool = False
+    confirm: bool = False
+    timeout: float = 30.0
+    version: str | None = None
+    output_schema: dict[str, Any] | None = None
+    verify: VerifyPolicy | None = None
+    tags: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,182 @@
+"""The store protocol: durable records and the atomic operations the runtime and chat need.
+
+The store knows nothing of tools. It keeps JSON records in named collections, append-only
+streams, and sliding-window rate counters. Every state change that must happen once is a
+single atomic operation of the backend:
+
+* :meth:`Store.insert` — create only if absent (dedup claims, new requests);
+* :meth:`Store.update` — compare-and-set on the record's ``version`` (decide an approval);
+* :meth:`Store.take` — delete and return, to exactly one caller (consume a token).
+
+All methods are coroutines. Times are UNIX seconds from the store's ``clock``; a record
+with ``expires_at`` in the past no longer exists for any operation (``get`` returns
+``None``, ``insert`` may reuse its key, ``purge_expired`` deletes it).
+
+Values must be JSON objects (``dict`` with ``str`` keys and JSON values); anything else
+raises :class:`~milpa_chat.errors.StoreError` naming the collection and key, before any
+write happens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from milpa_chat.errors import StoreError
+
+__all__ = ["Clock", "RateDecision", "Record", "Store", "StreamEntry", "check_value"]
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One stored record. ``version`` starts at 1 and grows by one on every write."""
+
+    collection: str
+    key: str
+    value: dict[str, Any]
+    version: int
+    created_at: float
+    updated_at: float
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEntry:
+    """One entry of an append-only stream; ``seq`` grows strictly within the stream."""
+
+    stream: str
+    seq: int
+    value: dict[str, Any]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    """Outcome of :meth:`Store.hit`.
+
+    ``remaining`` is the budget left in the window after this hit (0 when denied);
+    ``retry_after`` is how many seconds until a hit of the same cost would fit (0.0 when allowed).
+    """
+
+    allowed: bool
+    remaining: int
+    retry_after: float
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable state behind one small protocol. See the module docstring for semantics."""
+
+    clock: Clock
+
+    async def get(self, collection: str, key: str) -> Record | None:
+        """The live record, or ``None`` when absent or expired."""
+        ...
+
+    async def insert(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record | None:
+        """Create the record only if no live record has this key. ``None`` when one exists."""
+        ...
+
+    async def put(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record:
+        """Create or replace (the version grows by one). ``ttl=None`` means never expires."""
+        ...
+
+    async def update(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        ttl: float | None = None,
+    ) -> Record | None:
+        """Replace the value only if the live record is at ``expected_version``.
+
+        Returns the new record, or ``None`` when the record is gone or another writer won.
+        ``ttl=None`` keeps the current expiry.
+        """
+        ...
+
+    async def take(
+        self, collection: str, key: str, *, expected_version: int | None = None
+    ) -> Record | None:
+        """Delete the live record and return it; at most one concurrent caller gets it."""
+        ...
+
+    async def delete(self, collection: str, key: str) -> bool:
+        """Delete the record; ``True`` when something live was deleted."""
+        ...
+
+    async def scan(
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Live records ordered by key; ``where`` keeps those whose top-level fields equal the values."""
+        ...
+
+    async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:
+        """Append to a stream (conversation history, audit trail)."""
+        ...
+
+    async def read(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[StreamEntry]:
+        """Entries with ``seq > after`` in order, at most ``limit`` of them."""
+        ...
+
+    async def trim(self, stream: str, *, keep_last: int) -> int:
+        """Delete all but the newest ``keep_last`` entries; returns how many were deleted."""
+        ...
+
+    async def hit(self, key: str, *, cost: int, limit: int, window: float) -> RateDecision:
+        """Sliding-window rate counter: record ``cost`` under ``key`` if the last ``window``
+        seconds hold at most ``limit - cost``; otherwise record nothing and deny."""
+        ...
+
+    async def purge_expired(self) -> int:
+        """Delete expired records (and rate-window entries older than their window)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections. The store must not be used afterwards."""
+        ...
+
+
+def check_value(collection: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a record value: a JSON object that round-trips. Returns a plain-dict copy."""
+    if not isinstance(collection, str) or not collection:
+        raise StoreError(f"collection must be a non-empty string, got {collection!r}")
+    if not isinstance(key, str) or not key:
+        raise StoreError(f"key must be a non-empty string, got {key!r} (collection {collection!r})")
+    if not isinstance(value, Mapping):
+        raise StoreError(
+            f"value of {collection}/{key} must be a JSON object (a dict), got {type(value).__name__}"
+        )
+    try:
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(
+            f"value of {collection}/{key} is not JSON-serialisable ({exc}); "
+            "store only dicts, lists, strings, numbers, booleans and None"
+        ) from exc
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def expiry(now: float, ttl: float | None) -> float | None:
+    if ttl is None:
+        return None
+    if not isinstance(ttl, int | float) or math.isnan(ttl) or ttl <= 0:
+        raise StoreError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+    return now + float(ttl)

@@ -1,0 +1,238 @@
+"""``MemoryStore``: the in-process backend for tests and notebooks. Nothing survives a restart."""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from milpa_chat.store.base import Clock, RateDecision, Record, StreamEntry, check_value, expiry
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Thread-safe in-memory store. Atomic operations hold one lock for their whole duration."""
+
+    def __init__(self, *, clock: Clock = time.time) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._records: dict[str, dict[str, Record]] = {}
+        self._streams: dict[str, list[StreamEntry]] = {}
+        self._seq: dict[str, int] = {}
+        self._hits: dict[str, deque[tuple[float, int]]] = {}
+        self._closed = False
+
+    # ----------------------------------------------------------- helpers
+    def _live(self, collection: str, key: str, now: float) -> Record | None:
+        rec = self._records.get(collection, {}).get(key)
+        if rec is None:
+            return None
+        if rec.expires_at is not None and rec.expires_at <= now:
+            del self._records[collection][key]
+            return None
+        return rec
+
+    @staticmethod
+    def _copy(rec: Record | None) -> Record | None:
+        if rec is None:
+            return None
+        return Record(
+            rec.collection, rec.key, copy.deepcopy(rec.value), rec.version,
+            rec.created_at, rec.updated_at, rec.expires_at,
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            from milpa_chat.errors import StoreError
+
+            raise StoreError("MemoryStore is closed")
+
+    # ----------------------------------------------------------- records
+    async def get(self, collection: str, key: str) -> Record | None:
+        with self._lock:
+            self._check_open()
+            return self._copy(self._live(collection, key, self.clock()))
+
+    async def insert(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record | None:
+        data = check_value(collection, key, value)
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            if self._live(collection, key, now) is not None:
+                return None
+            rec = Record(collection, key, data, 1, now, now, expiry(now, ttl))
+            self._records.setdefault(collection, {})[key] = rec
+            return self._copy(rec)
+
+    async def put(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record:
+        data = check_value(collection, key, value)
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            old = self._live(collection, key, now)
+            rec = Record(
+                collection, key, data,
+                (old.version + 1) if old else 1,
+                old.created_at if old else now,
+                now,
+                expiry(now, ttl),
+            )
+            self._records.setdefault(collection, {})[key] = rec
+            result = self._copy(rec)
+            assert result is not None
+            return result
+
+    async def update(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        ttl: float | None = None,
+    ) -> Record | None:
+        data = check_value(collection, key, value)
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            old = self._live(collection, key, now)
+            if old is None or old.version != expected_version:
+                return None
+            rec = Record(
+                collection, key, data, old.version + 1, old.created_at, now,
+                old.expires_at if ttl is None else expiry(now, ttl),
+            )
+            self._records[collection][key] = rec
+            return self._copy(rec)
+
+    async def take(
+        self, collection: str, key: str, *, expected_version: int | None = None
+    ) -> Record | None:
+        with self._lock:
+            self._check_open()
+            old = self._live(collection, key, self.clock())
+            if old is None or (expected_version is not None and old.version != expected_version):
+                return None
+            del self._records[collection][key]
+            return old
+
+    async def delete(self, collection: str, key: str) -> bool:
+        with self._lock:
+            self._check_open()
+            old = self._live(collection, key, self.clock())
+            if old is None:
+                return False
+            del self._records[collection][key]
+            return True
+
+    async def scan(
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+    ) -> list[Record]:
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            out: list[Record] = []
+            for key in sorted(self._records.get(collection, {})):
+                if not key.startswith(prefix):
+                    continue
+                rec = self._live(collection, key, now)
+                if rec is None:
+                    continue
+                if where and any(rec.value.get(k, _MISSING) != v for k, v in where.items()):
+                    continue
+                copied = self._copy(rec)
+                assert copied is not None
+                out.append(copied)
+                if limit is not None and len(out) >= limit:
+                    break
+            return out
+
+    # ----------------------------------------------------------- streams
+    async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:
+        data = check_value(stream, "append", value)
+        with self._lock:
+            self._check_open()
+            seq = self._seq.get(stream, 0) + 1
+            self._seq[stream] = seq
+            entry = StreamEntry(stream, seq, data, self.clock())
+            self._streams.setdefault(stream, []).append(entry)
+            return StreamEntry(stream, seq, copy.deepcopy(data), entry.at)
+
+    async def read(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[StreamEntry]:
+        with self._lock:
+            self._check_open()
+            entries = self._streams.get(stream, [])
+            start = bisect.bisect_right([e.seq for e in entries], after)
+            chosen = entries[start:] if limit is None else entries[start : start + limit]
+            return [StreamEntry(e.stream, e.seq, copy.deepcopy(e.value), e.at) for e in chosen]
+
+    async def trim(self, stream: str, *, keep_last: int) -> int:
+        with self._lock:
+            self._check_open()
+            entries = self._streams.get(stream, [])
+            drop = max(0, len(entries) - max(0, keep_last))
+            if drop:
+                self._streams[stream] = entries[drop:]
+            return drop
+
+    # ------------------------------------------------------------- rates
+    async def hit(self, key: str, *, cost: int, limit: int, window: float) -> RateDecision:
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            hits = self._hits.setdefault(key, deque())
+            while hits and hits[0][0] <= now - window:
+                hits.popleft()
+            used = sum(c for _, c in hits)
+            if used + cost > limit:
+                return RateDecision(False, max(0, limit - used), _retry_after(hits, used, cost, limit, window, now))
+            hits.append((now, cost))
+            return RateDecision(True, limit - used - cost, 0.0)
+
+    async def purge_expired(self) -> int:
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            n = 0
+            for coll in self._records.values():
+                for key in [k for k, r in coll.items() if r.expires_at is not None and r.expires_at <= now]:
+                    del coll[key]
+                    n += 1
+            return n
+
+    async def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+
+_MISSING = object()
+
+
+def _retry_after(
+    hits: deque[tuple[float, int]], used: int, cost: int, limit: int, window: float, now: float
+) -> float:
+    """Seconds until enough old hits leave the window for ``cost`` to fit."""
+    if cost > limit:
+        return math.inf
+    need = used + cost - limit
+    freed = 0
+    for at, c in hits:
+        freed += c
+        if freed >= need:
+            return max(0.0, at + window - now)
+    return window
