@@ -20,6 +20,7 @@ __all__ = [
     "StoreError",
     "StoreSchemaError",
     "ToolAlreadyRegisteredError",
+    "ToolError",
 ]
 
 
@@ -68,3 +69,17 @@ class StoreCorruptError(StoreError):
 
 class StoreSchemaError(StoreError):
     """The database belongs to another application or to an incompatible milpa-chat version."""
+
+
+class ToolError(MilpaError):
+    """Raise inside a tool to return a typed error with a message meant for the caller.
+
+    ``raise ToolError("Note 5 does not exist", code=ErrorCode.NOT_FOUND)`` becomes
+    ``ToolResult.error("Note 5 does not exist", code="NOT_FOUND")``. Any other exception becomes
+    ``INTERNAL_ERROR`` with no internals shown.
+    """
+
+    def __init__(self, message: str, *, code: str = "INTERNAL_ERROR", data: object = None) -> None:
+        super().__init__(message)
+        self.code = str(code)
+        self.data = data

@@ -1,0 +1,69 @@
+"""The tool runtime (seed 000): declare tools, then run every call through one pipeline.
+
+resolve -> validate -> authorize -> rate limit -> confirm / verify -> execute -> audit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.runtime.audit import AuditLogger, redact
+from milpa_chat.runtime.confirm import ConfirmationToken, ConfirmationTokenStore
+from milpa_chat.runtime.context import ToolContext
+from milpa_chat.runtime.definition import ToolDefinition, VerifyPolicy
+from milpa_chat.runtime.events import (
+    EventDispatcher,
+    InterceptionSlot,
+    ToolExecuted,
+    ToolExecuting,
+    ToolFailed,
+)
+from milpa_chat.runtime.policy import ChannelPolicy, PolicyGate, PolicyRule, RuleProvider
+from milpa_chat.runtime.ratelimit import RateLimiter
+from milpa_chat.runtime.registry import ToolRegistry
+from milpa_chat.runtime.result import ErrorCode, ToolResult
+from milpa_chat.runtime.verification import HumanVerifier, Verification, VerificationRefused
+from milpa_chat.runtime.verification_tool import VerificationTool
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.declare import Param, tool
+
+
+def __getattr__(name: str) -> Any:
+    # ``tool`` and ``Param`` live in ``declare``, which imports pydantic: loaded on first use so
+    # that ``import milpa_chat`` stays cheap for code that only handles results and contexts.
+    if name in ("tool", "Param"):
+        from milpa_chat.runtime import declare
+
+        return getattr(declare, name)
+    raise AttributeError(f"module 'milpa_chat.runtime' has no attribute {name!r}")
+
+
+__all__ = [
+    "AuditLogger",
+    "ChannelPolicy",
+    "ConfirmationToken",
+    "ConfirmationTokenStore",
+    "ErrorCode",
+    "EventDispatcher",
+    "HumanVerifier",
+    "InterceptionSlot",
+    "Param",
+    "PolicyGate",
+    "PolicyRule",
+    "RateLimiter",
+    "RuleProvider",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolExecuted",
+    "ToolExecuting",
+    "ToolFailed",
+    "ToolRegistry",
+    "ToolResult",
+    "Verification",
+    "VerificationRefused",
+    "VerificationTool",
+    "VerifyPolicy",
+    "redact",
+    "tool",
+]

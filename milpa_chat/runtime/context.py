@@ -40,7 +40,7 @@ class ToolContext:
     request_id: str = field(default_factory=new_request_id)
     ip: str | None = None
     user_agent: str | None = None
-    extra: Mapping[str, Any] = field(default=_EMPTY)
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     mode: Mode = "execute"
 
     def __post_init__(self) -> None:

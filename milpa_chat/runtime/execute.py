@@ -1,0 +1,108 @@
+"""The execute step: the ``tool.executing`` anchor, the call itself, events and audit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.errors import ToolError
+from milpa_chat.runtime.events import InterceptionSlot, ToolExecuted, ToolExecuting, ToolFailed
+from milpa_chat.runtime.gates import base_meta, fail
+from milpa_chat.runtime.result import ErrorCode, ToolResult
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import ToolDefinition, ValidatedArgs
+    from milpa_chat.runtime.registry import ToolRegistry
+
+log = logging.getLogger("milpa_chat.registry")
+
+VETOED = "Tool execution vetoed by an event listener"
+
+
+async def execute(
+    registry: ToolRegistry, tool: ToolDefinition, args: ValidatedArgs, ctx: ToolContext, t0: float
+) -> ToolResult:
+    dispatcher = registry.dispatcher
+    if dispatcher.has_listeners("tool.executing"):
+        intercepted = await _intercept(registry, tool, args.wire, ctx, t0)
+        if intercepted is not None:
+            return intercepted
+    t_exec = perf_counter()
+    try:
+        if tool.is_async:
+            value = await tool.invoke(args.call, ctx)
+        else:
+            value = await asyncio.to_thread(tool.invoke, args.call, ctx)
+    except ToolError as exc:
+        result = fail(tool.name, ctx, t0, exc.code, str(exc), exc.data)
+        return await _finish(registry, tool, args.wire, ctx, result, False)
+    except Exception as exc:
+        return await _failed(registry, tool, args.wire, ctx, t0, exc)
+    exec_time = perf_counter() - t_exec
+    result = _wrap(value, tool.name, ctx, t0)
+    if exec_time > tool.timeout:
+        result = result.with_meta(
+            timeout_exceeded=True, execution_time=round(exec_time, 3), timeout_limit=tool.timeout
+        )
+    return await _finish(registry, tool, args.wire, ctx, result, False)
+
+
+def _wrap(value: Any, name: str, ctx: ToolContext, t0: float) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return ToolResult(value.success, value.data, value.message, value.error,
+                          {**base_meta(name, ctx, t0), **value.meta})
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json")
+    return ToolResult(True, value, None, None, base_meta(name, ctx, t0))
+
+
+async def _finish(
+    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext,
+    result: ToolResult, cache_served: bool,
+) -> ToolResult:
+    if registry.dispatcher.has_listeners("tool.executed"):
+        await registry.dispatcher.dispatch(
+            "tool.executed", {"event": ToolExecuted(tool.name, ctx, wire, result, cache_served)}
+        )
+    registry.audit.executed(ctx, tool.name, wire, result)
+    return result
+
+
+async def _failed(
+    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext,
+    t0: float, exc: Exception,
+) -> ToolResult:
+    took = (perf_counter() - t0) * 1000
+    log.error("Tool %r raised %s (request %s)", tool.name, type(exc).__name__, ctx.request_id, exc_info=exc)
+    if registry.dispatcher.has_listeners("tool.failed"):
+        await registry.dispatcher.dispatch("tool.failed", {"event": ToolFailed(tool.name, ctx, wire, exc, took)})
+    registry.audit.failed(ctx, tool.name, wire, took)
+    return fail(
+        tool.name, ctx, t0, ErrorCode.INTERNAL_ERROR,
+        f"Tool '{tool.name}' failed with an internal error (request {ctx.request_id}); "
+        "the details are in the server log.",
+    )
+
+
+async def _intercept(
+    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
+) -> ToolResult | None:
+    """Dispatch ``tool.executing``; a listener may answer for the tool or veto it."""
+    slot = InterceptionSlot()
+    try:
+        await registry.dispatcher.dispatch(
+            "tool.executing", {"event": ToolExecuting(tool.name, ctx, wire), "slot": slot}, raise_errors=True
+        )
+    except Exception:
+        log.exception("A tool.executing listener failed for %r; the tool was not run", tool.name)
+        return fail(tool.name, ctx, t0, ErrorCode.INTERNAL_ERROR,
+                    f"A tool.executing listener failed; '{tool.name}' was not run (request {ctx.request_id}).")
+    if slot.has_result:
+        return await _finish(registry, tool, wire, ctx, _wrap(slot.result, tool.name, ctx, t0), True)
+    if slot.stopped:
+        return ToolResult.blocked(VETOED).with_meta(base_meta(tool.name, ctx, t0))
+    return None

@@ -1,0 +1,190 @@
+"""The pipeline's branches that stop a call before execution, as small functions of the registry.
+
+Kept apart from ``registry.py`` so the happy path there reads top to bottom.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.runtime.result import ErrorCode, ToolResult
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.audit import AuditLogger
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import InvalidArguments, ToolDefinition
+    from milpa_chat.runtime.registry import ToolRegistry
+
+INVALID_TOKEN = "Invalid or expired confirmation token"
+
+
+def base_meta(tool: str, ctx: ToolContext, t0: float | None) -> dict[str, Any]:
+    return {
+        "tool": tool,
+        "took_ms": 0.0 if t0 is None else round((perf_counter() - t0) * 1000, 3),
+        "request_id": ctx.request_id,
+        "channel": ctx.channel,
+        "principal": ctx.principal,
+    }
+
+
+def fail(
+    tool: str, ctx: ToolContext, t0: float | None, code: ErrorCode | str, message: str,
+    data: Any = None, **meta: Any,
+) -> ToolResult:
+    m = base_meta(tool, ctx, t0)
+    m["code"] = str(code)
+    m.update(meta)
+    m["type"] = "error"
+    return ToolResult(False, data, None, message, m)
+
+
+def finish_meta(result: ToolResult, tool: str, ctx: ToolContext, t0: float) -> ToolResult:
+    """Add the registry's meta keys under the result's own (the result's keys win)."""
+    return ToolResult(
+        result.success, result.data, result.message, result.error,
+        {**base_meta(tool, ctx, t0), **result.meta},
+    )
+
+
+def not_found(name: str, tools: Mapping[str, ToolDefinition], ctx: ToolContext) -> ToolResult:
+    close = difflib.get_close_matches(str(name), list(tools), n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    return fail(str(name), ctx, None, ErrorCode.TOOL_NOT_FOUND, f"Tool not found: {name}.{hint}",
+                {"suggestions": close})
+
+
+def invalid(audit: AuditLogger, tool: str, ctx: ToolContext, t0: float, exc: InvalidArguments) -> ToolResult:
+    errors = [str(e) for e in exc.errors]
+    audit.validation_failed(ctx, tool, errors)
+    return fail(
+        tool, ctx, t0, ErrorCode.VALIDATION_ERROR, "; ".join(errors),
+        {"errors": [{"path": e.path, "message": e.message} for e in exc.errors]},
+    )
+
+
+async def rate_limit(
+    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
+) -> ToolResult | None:
+    assert registry.rate_limiter is not None
+    denial = await registry.rate_limiter.check(ctx, tool)
+    if denial is None:
+        return None
+    registry.audit.call(ctx, tool.name, wire, False, str(ErrorCode.RATE_LIMITED), (perf_counter() - t0) * 1000)
+    retry = None if denial.retry_after == float("inf") else round(denial.retry_after, 3)
+    return fail(tool.name, ctx, t0, ErrorCode.RATE_LIMITED, denial.reason, retry_after_seconds=retry)
+
+
+def plan(
+    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
+) -> ToolResult:
+    """Plan mode: everything up to authorize ran; report what would happen, run nothing."""
+    data = {
+        "plan": {
+            "tool": tool.name,
+            "mutating": tool.mutating,
+            "requires_confirmation": tool.verify is None and registry.policy.requires_confirmation(ctx, tool),
+            "requires_verification": tool.verify is not None,
+            "scopes_required": list(tool.scopes),
+            "timeout": tool.timeout,
+            "args": registry.audit.redact(wire),
+        }
+    }
+    return ToolResult(True, data, f"Plan: '{tool.name}' would run (dry run, nothing executed).",
+                      None, base_meta(tool.name, ctx, t0))
+
+
+def action_summary(tool: str, wire: Mapping[str, Any], redact: Any) -> str:
+    """``tool(key=value, ...)``: the first three scalar arguments, secrets redacted."""
+    shown = redact(dict(wire))
+    parts = [
+        f"{k}={v}" for k, v in shown.items()
+        if isinstance(v, str | int | float | bool) and not isinstance(v, dict)
+    ][:3]
+    return f"{tool}({', '.join(parts)})"
+
+
+async def ask_confirmation(
+    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
+) -> ToolResult:
+    """First call of a confirm tool: snapshot the arguments, hand back a one-time token."""
+    summary = action_summary(tool.name, wire, registry.audit.redact)
+    token = await registry.confirmations.create(tool.name, wire, summary, principal=ctx.principal)
+    meta = base_meta(tool.name, ctx, t0)
+    meta.update(type="confirmation", requires_confirmation=True)
+    data = {
+        "requires_confirmation": True,
+        "confirm_token": token.token,
+        "action_summary": summary,
+        "expires_at": token.expires_at.isoformat(timespec="seconds"),
+        "mutating": tool.mutating,
+    }
+    return ToolResult(True, data, summary, None, meta)
+
+
+async def open_verification(
+    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
+) -> ToolResult:
+    """First call of a ``verify=`` tool: open a durable request that approvers decide."""
+    assert tool.verify is not None
+    summary = action_summary(tool.name, wire, registry.audit.redact)
+    req = await registry.verifier.open_for_tool(tool, wire, ctx, summary)
+    meta = base_meta(tool.name, ctx, t0)
+    meta.update(type="confirmation", requires_confirmation=True, requires_verification=True,
+                action="verify", target=tool.name, target_id=req.id)
+    data = {
+        "requires_verification": True,
+        "request_id": req.id,
+        "action_summary": summary,
+        "expires_at": req.expires_at_iso,
+        "approver_scopes": list(tool.verify.approver_scopes),
+        "quorum": tool.verify.quorum,
+        "four_eyes": tool.verify.four_eyes,
+    }
+    return ToolResult(True, data, f"'{tool.name}' needs approval: {summary}. Request {req.id} is waiting "
+                      f"for {tool.verify.quorum} approver(s).", None, meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A second call that redeems a confirm token or an approved verification."""
+
+    args: dict[str, Any]
+    confirm_token: str | None = None
+    verification_id: str | None = None
+
+
+async def load_replay(
+    registry: ToolRegistry, tool: ToolDefinition, args: Mapping[str, Any], ctx: ToolContext
+) -> Replay | ToolResult:
+    """Look up (without consuming) the snapshot a replay will run; other arguments are inert."""
+    token, vid = args.get("confirm_token"), args.get("verification_id")
+    if token is not None:
+        pending = await registry.confirmations.peek(token) if isinstance(token, str) else None
+        if pending is None or pending.tool != tool.name or pending.principal != ctx.principal:
+            return fail(tool.name, ctx, None, ErrorCode.VALIDATION_ERROR, INVALID_TOKEN)
+        return Replay(pending.args, confirm_token=token)
+    problem = await registry.verifier.check_executable(vid, tool.name, ctx)
+    if isinstance(problem, str):
+        return fail(tool.name, ctx, None, ErrorCode.FORBIDDEN, problem)
+    return Replay(problem, verification_id=vid)
+
+
+async def claim_replay(
+    registry: ToolRegistry, tool: ToolDefinition, replay: Replay, ctx: ToolContext, t0: float
+) -> ToolResult | None:
+    """Atomically consume the token / claim the approved request; ``None`` when this caller won."""
+    if replay.confirm_token is not None:
+        got = await registry.confirmations.consume(replay.confirm_token, tool.name, principal=ctx.principal)
+        if got is None:
+            return fail(tool.name, ctx, t0, ErrorCode.VALIDATION_ERROR, INVALID_TOKEN)
+        return None
+    assert replay.verification_id is not None
+    claimed = await registry.verifier.claim_execution(replay.verification_id, tool.name, ctx)
+    if isinstance(claimed, str):
+        return fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, claimed)
+    return None

@@ -1,0 +1,228 @@
+"""``ToolRegistry``: registration, the catalogue, and the call pipeline.
+
+Every :meth:`ToolRegistry.call` runs, in order: resolve -> validate (JSON schema, then clamps) ->
+authorize (channel policy, scopes, rules) -> rate limit -> plan mode -> verify / confirm gate ->
+``tool.executing`` -> execute -> ``tool.executed`` / ``tool.failed`` -> audit. It never raises for a
+runtime outcome: every failure is a :class:`ToolResult` with an :class:`ErrorCode`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.errors import ToolAlreadyRegisteredError
+from milpa_chat.runtime import gates
+from milpa_chat.runtime.audit import AuditLogger
+from milpa_chat.runtime.catalogue import TokenEstimator, summary_of
+from milpa_chat.runtime.confirm import ConfirmationTokenStore
+from milpa_chat.runtime.context import ToolContext
+from milpa_chat.runtime.definition import InvalidArguments, ToolDefinition, VerifyPolicy
+from milpa_chat.runtime.events import EventDispatcher
+from milpa_chat.runtime.execute import execute
+from milpa_chat.runtime.policy import PolicyGate
+from milpa_chat.runtime.result import ErrorCode, ToolResult
+from milpa_chat.runtime.sync import run_sync
+from milpa_chat.store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.ratelimit import RateLimiter
+    from milpa_chat.runtime.verification import HumanVerifier
+    from milpa_chat.store.base import Store
+
+__all__ = ["ToolRegistry"]
+
+log = logging.getLogger("milpa_chat.registry")
+
+
+class ToolRegistry:
+    """Holds tools and runs every call through the pipeline.
+
+    ``store`` keeps confirm tokens, verification requests and rate windows (a
+    :class:`~milpa_chat.store.MemoryStore` by default: pass a ``SqliteStore`` or ``PostgresStore``
+    so nothing pending is lost on restart).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store | None = None,
+        policy: PolicyGate | None = None,
+        dispatcher: EventDispatcher | None = None,
+        audit: AuditLogger | None = None,
+        rate_limiter: RateLimiter | None = None,
+        verifier: HumanVerifier | None = None,
+        confirm_ttl: float = 60.0,
+    ) -> None:
+        self.store: Store = store if store is not None else MemoryStore()
+        self.policy = policy or PolicyGate()
+        self.dispatcher = dispatcher or EventDispatcher()
+        self.audit = audit or AuditLogger()
+        self.rate_limiter = rate_limiter
+        self.confirmations = ConfirmationTokenStore(self.store, ttl=confirm_ttl)
+        self._verifier = verifier
+        self.tokens = TokenEstimator()
+        self._tools: dict[str, ToolDefinition] = {}
+
+    # ------------------------------------------------------------ registration
+    @property
+    def verifier(self) -> HumanVerifier:
+        """The verifier that keeps approval requests (created on first use, on this registry's store)."""
+        if self._verifier is None:
+            from milpa_chat.runtime.verification import HumanVerifier
+
+            self._verifier = HumanVerifier(self.store, dispatcher=self.dispatcher)
+        return self._verifier
+
+    def add(self, definition: ToolDefinition) -> ToolDefinition:
+        """Register a ready :class:`ToolDefinition`."""
+        if definition.name in self._tools:
+            raise ToolAlreadyRegisteredError(definition.name)
+        self._tools[definition.name] = definition
+        return definition
+
+    def scan(self, obj: object) -> int:
+        """Register every ``@tool`` of a module, an instance, a class or a single function."""
+        from milpa_chat.runtime.declare import definitions_from
+
+        found = definitions_from(obj)
+        clash = [d.name for d in found if d.name in self._tools]
+        if clash:
+            raise ToolAlreadyRegisteredError(clash[0])
+        for d in found:
+            self.add(d)
+        return len(found)
+
+    def register(
+        self,
+        name: str,
+        description: str,
+        input_schema: dict[str, Any],
+        handler: Callable[[dict[str, Any], ToolContext], Any | Awaitable[Any]],
+        *,
+        scopes: Sequence[str] = (),
+        mutating: bool = False,
+        confirm: bool = False,
+        timeout: float = 30.0,
+        version: str | None = None,
+        output_schema: dict[str, Any] | None = None,
+        verify: VerifyPolicy | None = None,
+        tags: Sequence[str] = (),
+    ) -> ToolDefinition:
+        """Register a tool by hand with a JSON schema; ``handler(args, ctx)`` may be sync or async."""
+        from milpa_chat.runtime.declare import definition_from_schema
+
+        return self.add(
+            definition_from_schema(
+                name, description, input_schema, handler, scopes=scopes, mutating=mutating,
+                confirm=confirm, timeout=timeout, version=version, output_schema=output_schema,
+                verify=verify, tags=tags,
+            )
+        )
+
+    def has(self, name: str) -> bool:
+        return name in self._tools
+
+    __contains__ = has
+
+    def get(self, name: str) -> ToolDefinition | None:
+        return self._tools.get(name)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[ToolDefinition]:
+        return iter(list(self._tools.values()))
+
+    # --------------------------------------------------------------- catalogue
+    def get_tool_definitions(self) -> list[ToolDefinition]:
+        return list(self._tools.values())
+
+    def get_tool_summaries(self, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+        """``[{name, description, inputSchema[, version, outputSchema]}]`` in registration order.
+
+        With ``ctx``, only the tools whose scopes that caller holds.
+        """
+        return [
+            summary_of(t) for t in self._tools.values()
+            if ctx is None or not t.scopes or ctx.has_any_scope(t.scopes)
+        ]
+
+    def get_tools_within_budget(
+        self, model: str, priority_tools: Sequence[str] | None = None, ctx: ToolContext | None = None
+    ) -> dict[str, Any]:
+        """The summaries that fit 30 % of ``model``'s context; priority tools are considered first."""
+        summaries = self.get_tool_summaries(ctx)
+        if priority_tools:
+            wanted = set(priority_tools)
+            summaries = [s for s in summaries if s["name"] in wanted] + [
+                s for s in summaries if s["name"] not in wanted
+            ]
+        out = self.tokens.select_within_budget(summaries, self.tokens.tool_budget(model))
+        if out["excluded"]:
+            names = out["excluded"]
+            log.warning(
+                "Token budget exceeded. Excluded %d tools: %s%s",
+                len(names), ", ".join(names[:5]), "..." if len(names) > 5 else "",
+            )
+        return out
+
+    # -------------------------------------------------------------------- call
+    async def call(
+        self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """Run ``name`` with ``args`` for ``ctx`` (``ToolContext.cli()`` by default) through the pipeline."""
+        t0 = perf_counter()
+        if ctx is None:
+            ctx = ToolContext.cli()
+        tool = self._tools.get(name)
+        if tool is None:
+            return gates.not_found(name, self._tools, ctx)
+        if args is None:
+            args = {}
+        elif not isinstance(args, Mapping):
+            return gates.fail(
+                tool.name, ctx, t0, ErrorCode.VALIDATION_ERROR,
+                f"Arguments for '{name}' must be a JSON object (a dict), got {type(args).__name__}.",
+            )
+        replay: gates.Replay | None = None
+        if "confirm_token" in args or "verification_id" in args:
+            loaded = await gates.load_replay(self, tool, args, ctx)
+            if isinstance(loaded, ToolResult):
+                return gates.finish_meta(loaded, tool.name, ctx, t0)
+            replay = loaded
+            args = loaded.args
+        try:
+            validated = tool.validator(args)
+        except InvalidArguments as exc:
+            return gates.invalid(self.audit, tool.name, ctx, t0, exc)
+        denial = await self.policy.authorize(ctx, tool)
+        if denial is not None:
+            self.audit.denied(ctx, tool.name, denial)
+            return gates.fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, denial)
+        if self.rate_limiter is not None:
+            limited = await gates.rate_limit(self, tool, validated.wire, ctx, t0)
+            if limited is not None:
+                return limited
+        if ctx.mode == "plan":
+            return gates.plan(self, tool, validated.wire, ctx, t0)
+        if replay is not None:
+            claimed = await gates.claim_replay(self, tool, replay, ctx, t0)
+            if claimed is not None:
+                return claimed
+        elif tool.verify is not None:
+            return await gates.open_verification(self, tool, validated.wire, ctx, t0)
+        elif not tool.extra.get("self_confirming") and self.policy.requires_confirmation(ctx, tool):
+            return await gates.ask_confirmation(self, tool, validated.wire, ctx, t0)
+        result = await execute(self, tool, validated, ctx, t0)
+        if replay is not None and replay.verification_id is not None:
+            await self.verifier.finish(replay.verification_id, result)
+        return result
+
+    def call_sync(
+        self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """Blocking facade over :meth:`call`; also works inside a running event loop (Jupyter)."""
+        return run_sync(self.call(name, args, ctx))
