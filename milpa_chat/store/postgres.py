@@ -1,0 +1,396 @@
+"""``PostgresStore``: one database shared by several bot workers.
+
+psycopg 3 connections in a small pool, driven from a dedicated thread pool so the event loop never
+blocks. Every write that must happen once is one atomic statement (``INSERT ... ON CONFLICT``,
+``UPDATE ... WHERE version = ...``, ``DELETE ... RETURNING``) or, for rate windows, a short
+transaction holding a per-key advisory lock. Tables are named ``milpa_*`` in the given schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from milpa_chat._extras import require
+from milpa_chat.errors import StoreError, StoreSchemaError
+from milpa_chat.store._sql import (
+    SCHEMA_VERSION,
+    ThreadedStore,
+    check_meta,
+    encode,
+    is_live,
+    matches,
+    prefilters,
+    prefix_upper,
+    rate_decision,
+    to_record,
+)
+from milpa_chat.store.base import Clock, RateDecision, Record, StreamEntry, expiry
+
+require("psycopg", extra="postgres", feature="PostgresStore")
+require("psycopg_pool", extra="postgres", feature="PostgresStore")
+
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+from psycopg.conninfo import conninfo_to_dict  # noqa: E402
+from psycopg_pool import ConnectionPool  # noqa: E402
+
+__all__ = ["PostgresStore"]
+
+_COLS = "key, value::text, version, created_at, updated_at, expires_at"
+_LIVE = "({t}.expires_at IS NULL OR {t}.expires_at > %(now)s)"
+_SCHEMA = [
+    "CREATE TABLE {meta} (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)",
+    "CREATE TABLE {records} (collection text COLLATE \"C\" NOT NULL, key text COLLATE \"C\" NOT NULL, "
+    "value json NOT NULL, version bigint NOT NULL, created_at double precision NOT NULL, "
+    "updated_at double precision NOT NULL, expires_at double precision, PRIMARY KEY (collection, key))",
+    "CREATE INDEX ON {records} (expires_at) WHERE expires_at IS NOT NULL",
+    "CREATE TABLE {heads} (stream text COLLATE \"C\" PRIMARY KEY, seq bigint NOT NULL)",
+    "CREATE TABLE {streams} (stream text COLLATE \"C\" NOT NULL, seq bigint NOT NULL, value json NOT NULL, "
+    "at double precision NOT NULL, PRIMARY KEY (stream, seq))",
+    "CREATE TABLE {hits} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text COLLATE \"C\" NOT NULL, "
+    "at double precision NOT NULL, cost bigint NOT NULL, expires_at double precision NOT NULL)",
+    "CREATE INDEX ON {hits} (key, at)",
+    "CREATE INDEX ON {hits} (expires_at)",
+]
+_TABLES = {"meta": "milpa_meta", "records": "milpa_records", "heads": "milpa_stream_heads",
+           "streams": "milpa_streams", "hits": "milpa_hits"}
+
+
+def _lock_id(*parts: str) -> int:
+    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def describe_dsn(dsn: str) -> str:
+    """``user@host:port/dbname`` of a DSN, never its password."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparsable DSN>"
+    return (f"{info.get('user', '')}@{info.get('host', 'localhost')}:{info.get('port', 5432)}"
+            f"/{info.get('dbname', '')}")
+
+
+class PostgresStore(ThreadedStore):
+    """Durable store in PostgreSQL; creates ``schema`` and its ``milpa_*`` tables when absent.
+
+    Raises :class:`StoreError` when the server cannot be reached and :class:`StoreSchemaError`
+    when the schema already holds tables of another application or of a newer milpa-chat.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Clock = time.time,
+        schema: str = "public",
+        min_size: int = 1,
+        max_size: int = 10,
+    ) -> None:
+        self.schema = schema
+        self._where = f"PostgreSQL {describe_dsn(dsn)} schema {schema!r}"
+        self._cache: dict[str, bytes] = {}
+        self._q = {name: sql.Identifier(schema, table) for name, table in _TABLES.items()}
+        self._initialise(dsn)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, kwargs={"autocommit": True}, open=False,
+            name=f"milpa-{schema}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=30.0)
+        except Exception as exc:
+            self._pool.close()
+            raise StoreError(f"cannot open connections to {self._where}: {exc}") from exc
+        super().__init__(clock=clock, workers=max_size, name="milpa-postgres")
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._where})"
+
+    def _describe(self) -> str:
+        return repr(self)
+
+    def _sql(self, template: str) -> bytes:
+        """The statement for ``template`` with this schema's table names, composed once."""
+        query = self._cache.get(template)
+        if query is None:
+            live = _LIVE.replace("{t}", "{records}")
+            query = sql.SQL(template.replace("{live}", live)).format(**self._q).as_bytes(None)
+            self._cache[template] = query
+        return query
+
+    # ----------------------------------------------------------- opening
+    def _initialise(self, dsn: str) -> None:
+        try:
+            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to {self._where}: {str(exc).strip()}. Check that the server is running "
+                "and that the DSN (postgresql://user@host:port/dbname) is right."
+            ) from exc
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_id("milpa-init", self.schema),))
+                fresh, schema_exists = self._inspect(conn)
+                if fresh:
+                    if not schema_exists:
+                        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+                    for statement in _SCHEMA:
+                        conn.execute(sql.SQL(statement).format(**self._q))
+                    conn.execute(
+                        sql.SQL("INSERT INTO {} VALUES ('application', 'milpa-chat'), ('schema_version', %s)")
+                        .format(self._q["meta"]), (str(SCHEMA_VERSION),),
+                    )
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot prepare {self._where}: {str(exc).strip()}") from exc
+        finally:
+            conn.close()
+
+    def _inspect(self, conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
+        """``(fresh, schema_exists)``; raises when the schema holds foreign milpa tables."""
+        schema_exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone()
+        tables = sorted(row[0] for row in conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname LIKE 'milpa\\_%%'",
+            (self.schema,),
+        ))
+        if "milpa_meta" in tables:
+            try:
+                with conn.transaction():
+                    rows = conn.execute(sql.SQL("SELECT key::text, value::text FROM {}").format(self._q["meta"]))
+                    meta = {str(k): str(v) for k, v in rows}
+            except psycopg.Error as exc:
+                raise StoreSchemaError(
+                    f"{self._where} has a milpa_meta table milpa-chat cannot read ({str(exc).strip()}); "
+                    "it will not touch it. Use another schema: PostgresStore(dsn, schema=...)."
+                ) from exc
+            check_meta(meta, self._where)
+            return False, True
+        if tables:
+            raise StoreSchemaError(
+                f"{self._where} already has tables {', '.join(tables)} but no milpa_meta table; they were not "
+                "made by milpa-chat, which will not touch them. Use another schema: PostgresStore(dsn, schema=...)."
+            )
+        return True, schema_exists is not None
+
+    # ------------------------------------------------------- connections
+    def _translate(self, exc: Exception) -> StoreError | None:
+        if isinstance(exc, psycopg.Error):
+            return StoreError(f"{self._where} failed: {str(exc).strip()}")
+        return None
+
+    def _one(self, query: bytes, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        with self._pool.connection() as conn:
+            row: tuple[Any, ...] | None = conn.execute(query, params).fetchone()
+            return row
+
+    def _record(self, collection: str, query: bytes, params: Mapping[str, Any]) -> Record | None:
+        row = self._one(query, params)
+        return None if row is None else to_record(collection, row)
+
+    async def close(self) -> None:
+        await self._shutdown(self._pool.close)
+
+    # ----------------------------------------------------------- records
+    async def get(self, collection: str, key: str) -> Record | None:
+        query = self._sql(f"SELECT {_COLS} FROM {{records}} WHERE collection = %(c)s AND key = %(k)s AND {{live}}")
+        return await self._run(self._now_record, collection, query, {"c": collection, "k": key})
+
+    def _now_record(self, collection: str, query: bytes, params: dict[str, Any]) -> Record | None:
+        return self._record(collection, query, {**params, "now": self.clock()})
+
+    async def insert(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record | None:
+        text = encode(collection, key, value)
+        expiry(0.0, ttl)
+        query = self._sql(
+            "INSERT INTO {records} AS r VALUES (%(c)s, %(k)s, %(v)s::json, 1, %(now)s, %(now)s, %(exp)s) "
+            "ON CONFLICT (collection, key) DO UPDATE SET value = EXCLUDED.value, version = 1, "
+            "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at "
+            f"WHERE NOT {_LIVE.format(t='r')} RETURNING {_COLS}"
+        )
+        return await self._run(self._write_record, collection, query, {"c": collection, "k": key, "v": text}, ttl)
+
+    def _write_record(self, collection: str, query: bytes, params: dict[str, Any], ttl: float | None) -> Record | None:
+        now = self.clock()
+        return self._record(collection, query, {**params, "now": now, "exp": expiry(now, ttl), "keep": ttl is None})
+
+    async def put(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record:
+        text = encode(collection, key, value)
+        expiry(0.0, ttl)
+        live = _LIVE.format(t="r")
+        query = self._sql(
+            "INSERT INTO {records} AS r VALUES (%(c)s, %(k)s, %(v)s::json, 1, %(now)s, %(now)s, %(exp)s) "
+            "ON CONFLICT (collection, key) DO UPDATE SET value = EXCLUDED.value, "
+            f"version = CASE WHEN {live} THEN r.version + 1 ELSE 1 END, "
+            f"created_at = CASE WHEN {live} THEN r.created_at ELSE EXCLUDED.created_at END, "
+            f"updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at RETURNING {_COLS}"
+        )
+        record = await self._run(self._write_record, collection, query, {"c": collection, "k": key, "v": text}, ttl)
+        assert record is not None
+        return record
+
+    async def update(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        ttl: float | None = None,
+    ) -> Record | None:
+        text = encode(collection, key, value)
+        expiry(0.0, ttl)
+        query = self._sql(
+            "UPDATE {records} SET value = %(v)s::json, version = version + 1, updated_at = %(now)s, "
+            "expires_at = CASE WHEN %(keep)s THEN expires_at ELSE %(exp)s::double precision END "
+            f"WHERE collection = %(c)s AND key = %(k)s AND version = %(ver)s AND {{live}} RETURNING {_COLS}"
+        )
+        params = {"c": collection, "k": key, "v": text, "ver": expected_version}
+        return await self._run(self._write_record, collection, query, params, ttl)
+
+    async def take(
+        self, collection: str, key: str, *, expected_version: int | None = None
+    ) -> Record | None:
+        version = "" if expected_version is None else " AND version = %(ver)s"
+        query = self._sql(
+            f"DELETE FROM {{records}} WHERE collection = %(c)s AND key = %(k)s AND {{live}}{version} RETURNING {_COLS}"
+        )
+        params = {"c": collection, "k": key, "ver": expected_version}
+        return await self._run(self._now_record, collection, query, params)
+
+    async def delete(self, collection: str, key: str) -> bool:
+        query = self._sql("DELETE FROM {records} WHERE collection = %(c)s AND key = %(k)s RETURNING expires_at")
+        return await self._run(self._delete, query, {"c": collection, "k": key})
+
+    def _delete(self, query: bytes, params: dict[str, Any]) -> bool:
+        row = self._one(query, params)
+        return row is not None and is_live(row[0], self.clock())
+
+    async def scan(
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+    ) -> list[Record]:
+        return await self._run(self._scan, collection, dict(where or {}), prefix, limit)
+
+    def _scan_query(self, where: dict[str, Any], prefix: str) -> tuple[bytes, dict[str, Any]]:
+        text = f"SELECT {_COLS} FROM {{records}} WHERE collection = %(c)s AND key > %(after)s AND {{live}}"
+        params: dict[str, Any] = {"lo": prefix}
+        if prefix:
+            text += " AND key >= %(lo)s"
+        upper = prefix_upper(prefix)
+        if upper is not None:
+            text += " AND key < %(hi)s"
+            params["hi"] = upper
+        for i, (field, wanted) in enumerate(prefilters(where)):
+            text += f" AND value->>%(f{i})s " + ("IS NULL" if wanted is None else f"= %(w{i})s")
+            params[f"f{i}"], params[f"w{i}"] = field, wanted
+        return self._sql(text + " ORDER BY key LIMIT %(batch)s"), params
+
+    def _scan(self, collection: str, where: dict[str, Any], prefix: str, limit: int | None) -> list[Record]:
+        if limit is not None and limit <= 0:
+            return []
+        query, params = self._scan_query(where, prefix)
+        batch = 500 if limit is None else max(limit, 100)
+        params.update(c=collection, now=self.clock(), after="", batch=batch)
+        out: list[Record] = []
+        with self._pool.connection() as conn:
+            while True:
+                rows = conn.execute(query, params).fetchall()
+                for row in rows:
+                    record = to_record(collection, row)
+                    if matches(record.value, where):
+                        out.append(record)
+                        if limit is not None and len(out) >= limit:
+                            return out
+                if len(rows) < batch:
+                    return out
+                params["after"] = rows[-1][0]
+
+    # ----------------------------------------------------------- streams
+    async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:
+        text = encode(stream, "append", value)
+        query = self._sql(
+            "WITH h AS (INSERT INTO {heads} AS h VALUES (%(s)s, 1) "
+            "ON CONFLICT (stream) DO UPDATE SET seq = h.seq + 1 RETURNING seq) "
+            "INSERT INTO {streams} SELECT %(s)s, h.seq, %(v)s::json, %(at)s FROM h RETURNING seq, value::text, at"
+        )
+        return await self._run(self._append, stream, query, text)
+
+    def _append(self, stream: str, query: bytes, text: str) -> StreamEntry:
+        row = self._one(query, {"s": stream, "v": text, "at": self.clock()})
+        assert row is not None
+        seq, value, at = row
+        return StreamEntry(stream, int(seq), _loads(value), float(at))
+
+    async def read(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[StreamEntry]:
+        query = self._sql(
+            "SELECT seq, value::text, at FROM {streams} WHERE stream = %(s)s AND seq > %(after)s "
+            "ORDER BY seq LIMIT %(limit)s::bigint"
+        )
+        params = {"s": stream, "after": after, "limit": None if limit is None else max(0, limit)}
+        return await self._run(self._read, stream, query, params)
+
+    def _read(self, stream: str, query: bytes, params: dict[str, Any]) -> list[StreamEntry]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(query, params).fetchall()
+        return [
+            StreamEntry(stream, int(seq), _loads(value), float(at))
+            for seq, value, at in rows
+        ]
+
+    async def trim(self, stream: str, *, keep_last: int) -> int:
+        query = self._sql(
+            "DELETE FROM {streams} WHERE stream = %(s)s AND seq <= (SELECT seq FROM {streams} "
+            "WHERE stream = %(s)s ORDER BY seq DESC OFFSET %(keep)s LIMIT 1)"
+        )
+        return await self._run(self._rowcount, query, {"s": stream, "keep": max(0, keep_last)})
+
+    def _rowcount(self, query: bytes, params: dict[str, Any]) -> int:
+        with self._pool.connection() as conn:
+            return conn.execute(query, params).rowcount
+
+    # ------------------------------------------------------------- rates
+    async def hit(self, key: str, *, cost: int, limit: int, window: float) -> RateDecision:
+        return await self._run(self._hit, key, cost, limit, window)
+
+    def _hit(self, key: str, cost: int, limit: int, window: float) -> RateDecision:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_id("milpa-hit", self.schema, key),))
+            now = self.clock()
+            params = {"k": key, "now": now, "cut": now - window, "cost": cost, "exp": now + window}
+            conn.execute(self._sql("DELETE FROM {hits} WHERE key = %(k)s AND at <= %(cut)s"), params)
+            hits = conn.execute(self._sql("SELECT at, cost FROM {hits} WHERE key = %(k)s ORDER BY at, id"), params)
+            decision = rate_decision(hits.fetchall(), cost=cost, limit=limit, window=window, now=now)
+            if decision.allowed:
+                conn.execute(self._sql(
+                    "INSERT INTO {hits} (key, at, cost, expires_at) VALUES (%(k)s, %(now)s, %(cost)s, %(exp)s)"
+                ), params)
+        return decision
+
+    async def purge_expired(self) -> int:
+        return await self._run(self._purge)
+
+    def _purge(self) -> int:
+        params = {"now": self.clock()}
+        with self._pool.connection() as conn, conn.transaction():
+            n = conn.execute(self._sql(
+                "DELETE FROM {records} WHERE expires_at IS NOT NULL AND expires_at <= %(now)s"
+            ), params).rowcount
+            conn.execute(self._sql("DELETE FROM {hits} WHERE expires_at <= %(now)s"), params)
+        return n
+
+
+def _loads(text: str) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(text)
+    return value

@@ -1,0 +1,415 @@
+"""``SqliteStore``: the default backend — one SQLite file in WAL mode, safe across threads and processes.
+
+Every operation runs on a small dedicated thread pool (one connection per thread), never on the
+event loop. Each write that must happen once is a single ``BEGIN IMMEDIATE`` transaction, so any
+number of stores, threads and processes may share the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from milpa_chat.errors import StoreCorruptError, StoreError, StoreSchemaError
+from milpa_chat.store._sql import (
+    SCHEMA_VERSION,
+    ThreadedStore,
+    check_meta,
+    encode,
+    is_live,
+    matches,
+    prefilters,
+    prefix_upper,
+    rate_decision,
+    to_record,
+)
+from milpa_chat.store.base import Clock, RateDecision, Record, StreamEntry, expiry
+
+__all__ = ["SqliteStore"]
+
+_MAGIC = b"SQLite format 3\x00"
+_COLS = "key, value, version, created_at, updated_at, expires_at"
+_LIVE = "(expires_at IS NULL OR expires_at > :now)"
+_SCHEMA = """
+CREATE TABLE milpa_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE milpa_records (
+    collection TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, version INTEGER NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL,
+    PRIMARY KEY (collection, key));
+CREATE INDEX milpa_records_expiry ON milpa_records (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE milpa_stream_heads (stream TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE milpa_streams (
+    stream TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL, at REAL NOT NULL,
+    PRIMARY KEY (stream, seq));
+CREATE TABLE milpa_hits (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL, at REAL NOT NULL, cost INTEGER NOT NULL,
+    expires_at REAL NOT NULL);
+CREATE INDEX milpa_hits_key ON milpa_hits (key, at);
+CREATE INDEX milpa_hits_expiry ON milpa_hits (expires_at);
+"""
+_CORRUPT_CODES = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
+
+
+class SqliteStore(ThreadedStore):
+    """Durable store in one SQLite file (created with its tables when absent).
+
+    ``busy_timeout`` is how long a write waits for another writer before failing.
+    Raises :class:`StoreCorruptError` when the file is not a SQLite database and
+    :class:`StoreSchemaError` when it belongs to another application; neither touches the file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Clock = time.time, busy_timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self.busy_timeout = float(busy_timeout)
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._open_file()
+        super().__init__(clock=clock, workers=4, name="milpa-sqlite")
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+    def _describe(self) -> str:
+        return repr(self)
+
+    # ----------------------------------------------------------- opening
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.OperationalError as exc:
+            raise StoreError(
+                f"cannot open SQLite store {str(self.path)!r}: {exc}. Check that the directory "
+                f"{str(self.path.parent)!r} exists and is writable."
+            ) from exc
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    def _open_file(self) -> None:
+        self._check_header()
+        conn = self._connect()
+        try:
+            if self._inspect(conn):
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if self._inspect(conn):
+                        for statement in _SCHEMA.split(";"):
+                            if statement.strip():
+                                conn.execute(statement)
+                        conn.execute(
+                            "INSERT INTO milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', ?)",
+                            (str(SCHEMA_VERSION),),
+                        )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(str(exc)) from exc
+        finally:
+            conn.close()
+
+    def _check_header(self) -> None:
+        if self.path.is_dir():
+            raise StoreError(f"SQLite store path {str(self.path)!r} is a directory; give a file path such as "
+                             f"{str(self.path / 'milpa.db')!r}")
+        try:
+            with self.path.open("rb") as fh:
+                head = fh.read(len(_MAGIC))
+        except FileNotFoundError:
+            return
+        if head and head != _MAGIC:
+            raise self._corrupt("the file does not start with the SQLite header")
+
+    def _corrupt(self, detail: str) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"{str(self.path)!r} is not a readable SQLite database ({detail}); milpa-chat left it untouched. "
+            "Move it aside (restore it from a backup if it held your data) or point the store at another file."
+        )
+
+    def _inspect(self, conn: sqlite3.Connection) -> bool:
+        """``True`` when the file is empty of tables (ready to initialise); raise when foreign."""
+        tables = sorted(
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not row[0].startswith("sqlite_")
+        )
+        if "milpa_meta" in tables:
+            try:
+                meta = dict(conn.execute("SELECT key, value FROM milpa_meta").fetchall())
+            except sqlite3.OperationalError as exc:
+                raise StoreSchemaError(
+                    f"{str(self.path)!r} has a milpa_meta table milpa-chat cannot read ({exc}); "
+                    "it will not touch the file. Point the store at a separate file."
+                ) from exc
+            check_meta({str(k): str(v) for k, v in meta.items()}, repr(str(self.path)))
+            return False
+        if tables:
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            raise StoreSchemaError(
+                f"{str(self.path)!r} is a SQLite database of another application (tables: {shown}) without "
+                "a milpa_meta table; milpa-chat will not touch it. Use a separate file for the store."
+            )
+        return True
+
+    # ------------------------------------------------------- connections
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _translate(self, exc: Exception) -> StoreError | None:
+        if not isinstance(exc, sqlite3.Error):
+            return None
+        if getattr(exc, "sqlite_errorname", "") in _CORRUPT_CODES:
+            return self._corrupt(str(exc))
+        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
+            return StoreError(
+                f"{str(self.path)!r} stayed locked by another writer for more than {self.busy_timeout}s; "
+                "raise busy_timeout or find the process holding a long transaction."
+            )
+        return StoreError(f"SQLite store {str(self.path)!r} failed: {exc}")
+
+    def _release(self) -> None:
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+
+    async def close(self) -> None:
+        await self._shutdown(self._release)
+
+    # ----------------------------------------------------------- records
+    async def get(self, collection: str, key: str) -> Record | None:
+        return await self._run(self._get, collection, key)
+
+    def _get(self, collection: str, key: str) -> Record | None:
+        row = self._conn().execute(
+            f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE}",
+            {"c": collection, "k": key, "now": self.clock()},
+        ).fetchone()
+        return None if row is None else to_record(collection, row)
+
+    async def insert(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record | None:
+        text = encode(collection, key, value)
+        expiry(0.0, ttl)
+        return await self._run(self._insert, collection, key, text, ttl)
+
+    def _insert(self, collection: str, key: str, text: str, ttl: float | None) -> Record | None:
+        with self._write() as conn:
+            now = self.clock()
+            rows = conn.execute(
+                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp) "
+                f"ON CONFLICT (collection, key) DO UPDATE SET value = :v, version = 1, created_at = :now, "
+                f"updated_at = :now, expires_at = :exp WHERE NOT {_LIVE} RETURNING {_COLS}",
+                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl)},
+            ).fetchall()
+        return to_record(collection, rows[0]) if rows else None
+
+    async def put(
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+    ) -> Record:
+        text = encode(collection, key, value)
+        expiry(0.0, ttl)
+        return await self._run(self._put, collection, key, text, ttl)
+
+    def _put(self, collection: str, key: str, text: str, ttl: float | None) -> Record:
+        with self._write() as conn:
+            now = self.clock()
+            rows = conn.execute(
+                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp) "
+                f"ON CONFLICT (collection, key) DO UPDATE SET value = :v, "
+                f"version = CASE WHEN {_LIVE} THEN version + 1 ELSE 1 END, "
+                f"created_at = CASE WHEN {_LIVE} THEN created_at ELSE :now END, "
+                f"updated_at = :now, expires_at = :exp RETURNING {_COLS}",
+                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl)},
+            ).fetchall()
+        return to_record(collection, rows[0])
+
+    async def update(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        ttl: float | None = None,
+    ) -> Record | None:
+        text = encode(collection, key, value)
+        expiry(0.0, ttl)
+        return await self._run(self._update, collection, key, text, expected_version, ttl)
+
+    def _update(
+        self, collection: str, key: str, text: str, expected: int, ttl: float | None
+    ) -> Record | None:
+        with self._write() as conn:
+            now = self.clock()
+            rows = conn.execute(
+                f"UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "
+                f"expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END "
+                f"WHERE collection = :c AND key = :k AND version = :ver AND {_LIVE} RETURNING {_COLS}",
+                {"c": collection, "k": key, "v": text, "now": now, "ver": expected,
+                 "keep": ttl is None, "exp": expiry(now, ttl)},
+            ).fetchall()
+        return to_record(collection, rows[0]) if rows else None
+
+    async def take(
+        self, collection: str, key: str, *, expected_version: int | None = None
+    ) -> Record | None:
+        return await self._run(self._take, collection, key, expected_version)
+
+    def _take(self, collection: str, key: str, expected: int | None) -> Record | None:
+        with self._write() as conn:
+            rows = conn.execute(
+                f"DELETE FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE} "
+                f"AND (:ver IS NULL OR version = :ver) RETURNING {_COLS}",
+                {"c": collection, "k": key, "now": self.clock(), "ver": expected},
+            ).fetchall()
+        return to_record(collection, rows[0]) if rows else None
+
+    async def delete(self, collection: str, key: str) -> bool:
+        return await self._run(self._delete, collection, key)
+
+    def _delete(self, collection: str, key: str) -> bool:
+        with self._write() as conn:
+            rows = conn.execute(
+                "DELETE FROM milpa_records WHERE collection = ? AND key = ? RETURNING expires_at",
+                (collection, key),
+            ).fetchall()
+            return bool(rows) and is_live(rows[0][0], self.clock())
+
+    async def scan(
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+    ) -> list[Record]:
+        return await self._run(self._scan, collection, dict(where or {}), prefix, limit)
+
+    def _scan(self, collection: str, where: dict[str, Any], prefix: str, limit: int | None) -> list[Record]:
+        if limit is not None and limit <= 0:
+            return []
+        sql = f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key >= :lo AND {_LIVE}"
+        params: dict[str, Any] = {"c": collection, "lo": prefix, "now": self.clock()}
+        upper = prefix_upper(prefix)
+        if upper is not None:
+            sql += " AND key < :hi"
+            params["hi"] = upper
+        for i, (field, wanted) in enumerate(prefilters(where)):
+            sql += f" AND json_extract(value, :p{i}) " + ("IS NULL" if wanted is None else f"= :w{i}")
+            params[f"p{i}"], params[f"w{i}"] = f'$."{field}"', wanted
+        out: list[Record] = []
+        cursor = self._conn().execute(sql + " ORDER BY key", params)
+        try:
+            for row in cursor:
+                record = to_record(collection, row)
+                if matches(record.value, where):
+                    out.append(record)
+                    if limit is not None and len(out) >= limit:
+                        break
+        finally:
+            cursor.close()
+        return out
+
+    # ----------------------------------------------------------- streams
+    async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:
+        text = encode(stream, "append", value)
+        return await self._run(self._append, stream, text)
+
+    def _append(self, stream: str, text: str) -> StreamEntry:
+        with self._write() as conn:
+            ((seq,),) = conn.execute(
+                "INSERT INTO milpa_stream_heads VALUES (?, 1) "
+                "ON CONFLICT (stream) DO UPDATE SET seq = seq + 1 RETURNING seq",
+                (stream,),
+            ).fetchall()
+            at = self.clock()
+            conn.execute("INSERT INTO milpa_streams VALUES (?, ?, ?, ?)", (stream, seq, text, at))
+        return StreamEntry(stream, int(seq), _loads(text), at)
+
+    async def read(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[StreamEntry]:
+        return await self._run(self._read, stream, after, limit)
+
+    def _read(self, stream: str, after: int, limit: int | None) -> list[StreamEntry]:
+        rows = self._conn().execute(
+            "SELECT seq, value, at FROM milpa_streams WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (stream, after, -1 if limit is None else max(0, limit)),
+        ).fetchall()
+        return [StreamEntry(stream, int(seq), _loads(value), float(at)) for seq, value, at in rows]
+
+    async def trim(self, stream: str, *, keep_last: int) -> int:
+        return await self._run(self._trim, stream, keep_last)
+
+    def _trim(self, stream: str, keep_last: int) -> int:
+        with self._write() as conn:
+            cursor = conn.execute(
+                "DELETE FROM milpa_streams WHERE stream = :s AND seq <= (SELECT seq FROM milpa_streams "
+                "WHERE stream = :s ORDER BY seq DESC LIMIT 1 OFFSET :keep)",
+                {"s": stream, "keep": max(0, keep_last)},
+            )
+            return cursor.rowcount
+
+    # ------------------------------------------------------------- rates
+    async def hit(self, key: str, *, cost: int, limit: int, window: float) -> RateDecision:
+        return await self._run(self._hit, key, cost, limit, window)
+
+    def _hit(self, key: str, cost: int, limit: int, window: float) -> RateDecision:
+        with self._write() as conn:
+            now = self.clock()
+            conn.execute("DELETE FROM milpa_hits WHERE key = ? AND at <= ?", (key, now - window))
+            hits = conn.execute(
+                "SELECT at, cost FROM milpa_hits WHERE key = ? ORDER BY at, id", (key,)
+            ).fetchall()
+            decision = rate_decision(hits, cost=cost, limit=limit, window=window, now=now)
+            if decision.allowed:
+                conn.execute(
+                    "INSERT INTO milpa_hits (key, at, cost, expires_at) VALUES (?, ?, ?, ?)",
+                    (key, now, cost, now + window),
+                )
+        return decision
+
+    async def purge_expired(self) -> int:
+        return await self._run(self._purge)
+
+    def _purge(self) -> int:
+        with self._write() as conn:
+            now = self.clock()
+            n = conn.execute(
+                "DELETE FROM milpa_records WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+            ).rowcount
+            conn.execute("DELETE FROM milpa_hits WHERE expires_at <= ?", (now,))
+        return n
+
+
+def _loads(text: str) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(text)
+    return value
