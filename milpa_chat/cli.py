@@ -1,0 +1,156 @@
+"""The ``milpa-chat`` command.
+
+    milpa-chat tools [pkg.mod:obj]                list the tools of a registry, module or object
+    milpa-chat call NAME --args JSON [--tools pkg.mod:obj] [--plan] [--yes]
+    milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from milpa_chat.runtime.context import ToolContext
+from milpa_chat.runtime.registry import ToolRegistry
+from milpa_chat.runtime.result import ToolResult
+
+DEFAULT_TOOLS = "milpa_chat.demo:tools"
+
+
+class CliError(Exception):
+    """A usage problem; printed without a traceback, exit status 2."""
+
+
+def load_registry(spec: str) -> ToolRegistry:
+    """``pkg.mod:obj`` -> a registry. ``obj`` may be a ToolRegistry, a factory returning one, a class
+    (instantiated without arguments), an instance or module with ``@tool`` methods; without ``:obj``
+    the module itself is scanned."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"cannot import {module_name!r} ({exc}); pass --tools package.module:object") from exc
+    obj: Any = module
+    if attr:
+        try:
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise CliError(f"{module_name!r} has no attribute {attr!r}") from exc
+    if isinstance(obj, type):
+        obj = obj()
+    elif callable(obj) and not isinstance(obj, ToolRegistry) and not hasattr(obj, "__milpa_tool__"):
+        obj = obj()
+    if isinstance(obj, ToolRegistry):
+        return obj
+    registry = ToolRegistry()
+    if registry.scan(obj) == 0:
+        raise CliError(f"{spec!r} declares no @tool functions or methods")
+    return registry
+
+
+def render(result: ToolResult) -> str:
+    try:
+        from milpa_chat.renderers import RendererRegistry
+
+        text = RendererRegistry.default().render(result, ToolContext.cli())
+        if isinstance(text, str):
+            return text
+    except ImportError:
+        pass
+    return result.to_json()
+
+
+def cmd_tools(ns: argparse.Namespace) -> int:
+    registry = load_registry(ns.tools)
+    for summary in registry.get_tool_summaries():
+        defn = registry.get(summary["name"])
+        assert defn is not None
+        flags = [f for f, on in (("mutating", defn.mutating), ("confirm", defn.confirm),
+                                 ("needs approval", defn.verify is not None)) if on]
+        scopes = f" [scopes: {', '.join(defn.scopes)}]" if defn.scopes else ""
+        extra = f" ({', '.join(flags)})" if flags else ""
+        print(f"{summary['name']}{extra}{scopes}\n    {summary['description']}")
+        for pname, pschema in summary["inputSchema"].get("properties", {}).items():
+            required = pname in summary["inputSchema"].get("required", [])
+            print(f"    - {pname}: {pschema.get('type', 'any')}{'' if required else ' (optional)'}"
+                  f"{' — ' + pschema['description'] if pschema.get('description') else ''}")
+    return 0
+
+
+def _parse_args(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"--args is not valid JSON ({exc.msg} at column {exc.colno}); "
+                       "example: --args '{\"note_id\": 5}'") from exc
+    if not isinstance(value, dict):
+        raise CliError(f"--args must be a JSON object like '{{\"page\": 1}}', got {type(value).__name__}")
+    return value
+
+
+def _ask(prompt: str) -> bool:
+    try:
+        answer = input(prompt)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes", "confirm")
+
+
+async def _call(ns: argparse.Namespace) -> int:
+    registry = load_registry(ns.tools)
+    args = _parse_args(ns.args)
+    ctx = ToolContext.cli()
+    if ns.plan:
+        ctx = ctx.as_plan()
+    result = await registry.call(ns.name, args, ctx)
+    print(render(result))
+    token = result.confirm_token
+    if result.success and token and result.data.get("requires_confirmation"):
+        if ns.yes or _ask("Confirm? [y/N] "):
+            result = await registry.call(ns.name, {"confirm_token": token}, ctx)
+            print(render(result))
+        else:
+            print("Cancelled — nothing was done.")
+            return 1
+    return 0 if result.success else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="milpa-chat", description="Tools whose risky actions humans approve.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_tools = sub.add_parser("tools", help="list the tools of a module or object")
+    p_tools.add_argument("tools", nargs="?", default=DEFAULT_TOOLS, help="pkg.mod:obj (default: the demo tools)")
+    p_call = sub.add_parser("call", help="call a tool through the whole pipeline (cli channel)")
+    p_call.add_argument("name")
+    p_call.add_argument("--args", default="{}", help="arguments as a JSON object")
+    p_call.add_argument("--tools", default=DEFAULT_TOOLS, help="pkg.mod:obj holding the tools")
+    p_call.add_argument("--plan", action="store_true", help="dry run: validate and authorize only")
+    p_call.add_argument("--yes", action="store_true", help="confirm without asking")
+    p_demo = sub.add_parser("demo", help="walk through the pipeline locally on SQLite")
+    p_demo.add_argument("--store", default=None, help="SQLite file to use (default: a temporary file)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        if ns.command == "tools":
+            return cmd_tools(ns)
+        if ns.command == "call":
+            return asyncio.run(_call(ns))
+        from milpa_chat.demo import run_demo
+
+        return asyncio.run(run_demo(ns.store))
+    except CliError as exc:
+        print(f"milpa-chat: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
