@@ -1,0 +1,1 @@
+"""Renderers: a ToolResult or an approval card as each channel's native payload."""

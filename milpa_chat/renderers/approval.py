@@ -1,0 +1,217 @@
+"""Approval cards (DESIGN section 5): the channel-neutral view and the message it becomes.
+
+The chat layer builds an :class:`ApprovalView` from its durable ``Approval`` record and hands
+it to any renderer's ``render_approval``. A *pending* card says who asks, which tool, with
+which (redacted) arguments, why, whether it changes data, until when, and carries the
+buttons (Confirm/Cancel for ``confirm``, Approve/Reject for ``verification``; each button's
+ref is the approval id). Every other state is a *decided* card: who decided what, when and
+through which surface, the outcome, and no buttons. ``expired`` and ``cancelled`` say that
+nothing was done.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeAlias, get_args
+
+from milpa_chat.renderers._build import Builder, Limits, when
+from milpa_chat.renderers._redact import redact
+from milpa_chat.renderers._text import json_text, to_plain
+from milpa_chat.renderers.model import (
+    Actions,
+    Block,
+    Button,
+    Code,
+    Document,
+    Fields,
+    Heading,
+    Message,
+    Paragraph,
+    Span,
+    Tone,
+)
+
+__all__ = ["ApprovalKind", "ApprovalState", "ApprovalView", "compose_approval"]
+
+ApprovalKind: TypeAlias = Literal["confirm", "verification"]
+ApprovalState: TypeAlias = Literal[
+    "pending", "approved", "rejected", "cancelled", "expired", "executing", "executed", "failed"
+]
+
+_SURFACES: Final = {
+    "telegram": "Telegram",
+    "slack": "Slack",
+    "jupyter": "Jupyter",
+    "cli": "the command line",
+    "web": "the web",
+    "mcp": "MCP",
+}
+# state -> (heading verb, icon, tone)
+_HEADINGS: Final[dict[str, tuple[str, str, Tone]]] = {
+    "approved": ("Approved", "✅", "success"),
+    "executing": ("Running", "⏳", "info"),
+    "executed": ("Done", "✅", "success"),
+    "failed": ("Failed", "❌", "danger"),
+    "rejected": ("Rejected", "⛔", "danger"),
+    "cancelled": ("Cancelled", "✖️", "warning"),
+    "expired": ("Expired", "⌛", "warning"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalView:
+    """What an approval card shows. Plain data; the chat layer fills it from its record.
+
+    Fields:
+        id: the opaque approval id; every button's ref (``"<action>:<id>"`` ≤ 64 bytes, so
+            at most 56 bytes).
+        kind: ``"confirm"`` (the requester confirms their own call: Confirm/Cancel) or
+            ``"verification"`` (someone else decides: Approve/Reject).
+        tool: the tool's name. arguments: the exact arguments (redacted on display).
+        requester / requester_principal: display name and principal (``telegram:123``).
+        expires_at: when the request lapses (timezone-aware; shown in UTC).
+        state: ``pending``, ``approved``, ``rejected``, ``cancelled``, ``expired``,
+            ``executing``, ``executed`` or ``failed``.
+        reason: why the call needs a decision (or the requester's reason).
+        mutating: whether the tool changes data.
+        decided_by / decided_at / decided_via: the decider's display name, the moment
+            (timezone-aware) and the surface (``telegram``, ``slack``, ``jupyter``, ...).
+        decision_note: the decider's comment (e.g. why it was rejected).
+        outcome: what running the tool produced (result or error text).
+        approvals_required / approved_by: quorum size and who approved so far.
+    """
+
+    id: str
+    kind: ApprovalKind
+    tool: str
+    arguments: Mapping[str, Any]
+    requester: str
+    requester_principal: str
+    expires_at: _dt.datetime
+    state: ApprovalState = "pending"
+    reason: str | None = None
+    mutating: bool = True
+    decided_by: str | None = None
+    decided_at: _dt.datetime | None = None
+    decided_via: str | None = None
+    decision_note: str | None = None
+    outcome: str | None = None
+    approvals_required: int = 1
+    approved_by: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.kind not in get_args(ApprovalKind):
+            raise ValueError(f"ApprovalView.kind must be 'confirm' or 'verification', got {self.kind!r}")
+        if self.state not in get_args(ApprovalState):
+            raise ValueError(f"ApprovalView.state must be one of {get_args(ApprovalState)}, got {self.state!r}")
+        for name in ("expires_at", "decided_at"):
+            moment = getattr(self, name)
+            if moment is not None and (not isinstance(moment, _dt.datetime) or moment.tzinfo is None):
+                raise ValueError(
+                    f"ApprovalView.{name} must be a timezone-aware datetime (e.g. datetime.now(UTC)), got {moment!r}"
+                )
+        Button("x", "confirm", self.id)  # raises with the limit in the message when the id is too long
+        if not isinstance(self.arguments, Mapping):
+            raise TypeError(f"ApprovalView.arguments must be a mapping, got {type(self.arguments).__name__}")
+
+
+def compose_approval(view: ApprovalView, *, limits: Limits | None = None) -> Message:
+    """The card for ``view`` in its current state."""
+    b = Builder(limits or Limits())
+    tool = b.text(view.tool, 100)
+    args = redact(to_plain(dict(view.arguments)))
+    blocks: list[Block] = [_heading(view, tool), *_facts(view, b)]
+    if view.reason:
+        blocks.append(Paragraph.of(Span("Why: ", "bold"), b.text(view.reason)))
+    blocks.append(Code(b.text(json_text(args) if args else "{}"), "json"))
+    blocks += _decision(view, b) if view.state != "pending" else [_buttons(view)]
+    return Message(tuple(blocks), _summary(view, tool, b), _tone(view), b.truncated, lambda: _document(args))
+
+
+def _heading(view: ApprovalView, tool: str) -> Heading:
+    if view.state == "pending":
+        if view.kind == "confirm":
+            return Heading(f"Confirm: {tool}", "🔐")
+        return Heading(f"Approval needed: {tool}", "🛂")
+    verb, icon, _ = _HEADINGS[view.state]
+    if view.state == "approved" and view.kind == "confirm":
+        verb = "Confirmed"
+    return Heading(f"{verb}: {tool}", icon)
+
+
+def _facts(view: ApprovalView, b: Builder) -> list[Block]:
+    items = [
+        ("Tool", b.text(view.tool, 100)),
+        ("Requested by", f"{b.text(view.requester, 100)} ({b.text(view.requester_principal, 100)})"),
+        ("Changes data", "yes" if view.mutating else "no (read-only)"),
+    ]
+    if view.state == "pending":
+        items.append(("Expires", when(view.expires_at)))
+    if view.kind == "verification" and view.approvals_required > 1:
+        names = ", ".join(b.text(n, 60) for n in view.approved_by[:10])
+        progress = f"{len(view.approved_by)} of {view.approvals_required}"
+        items.append(("Approvals", f"{progress} ({names})" if names else progress))
+    return [Fields(tuple(items))]
+
+
+def _buttons(view: ApprovalView) -> Actions:
+    if view.kind == "confirm":
+        return Actions.row(Button("✅ Confirm", "confirm", view.id, "primary"), Button("✖ Cancel", "cancel", view.id))
+    return Actions.row(
+        Button("✅ Approve", "approve", view.id, "primary"), Button("⛔ Reject", "reject", view.id, "danger")
+    )
+
+
+def _by(view: ApprovalView, b: Builder) -> str:
+    parts = []
+    if view.decided_by:
+        parts.append(f"by {b.text(view.decided_by, 100)}")
+    if view.decided_via:
+        parts.append(f"via {_SURFACES.get(view.decided_via, b.text(view.decided_via, 40))}")
+    if view.decided_at is not None:
+        parts.append(f"at {when(view.decided_at)}")
+    return " ".join(parts)
+
+
+def _decision(view: ApprovalView, b: Builder) -> list[Block]:
+    if view.state == "expired":
+        return [Paragraph.of(Span(f"Expired at {when(view.expires_at)} without a decision. Nothing was done.", "bold"))]
+    verb = "Confirmed" if view.kind == "confirm" else "Approved"
+    verb = {"rejected": "Rejected", "cancelled": "Cancelled"}.get(view.state, verb)
+    by = _by(view, b)
+    blocks: list[Block] = [Paragraph.of(Span(f"{verb} {by}".strip() + ".", "bold"))]
+    if view.decision_note:
+        blocks.append(Paragraph.of(Span("Note: ", "bold"), b.text(view.decision_note)))
+    if view.state in ("rejected", "cancelled"):
+        blocks.append(Paragraph.of("Nothing was done."))
+    elif view.state == "executing":
+        blocks.append(Paragraph.of(Span("Running now…", "italic")))
+    elif view.state in ("executed", "failed"):
+        label = "Outcome: " if view.state == "executed" else "Error: "
+        blocks.append(Paragraph.of(Span(label, "bold"), b.text(view.outcome or "(no output)")))
+    return blocks
+
+
+def _summary(view: ApprovalView, tool: str, b: Builder) -> str:
+    who = b.text(view.requester, 100)
+    if view.state == "pending":
+        if view.kind == "confirm":
+            return f"Confirm {tool}? (requested by {who})"
+        return f"Approval needed: {who} asks to run {tool}"
+    verb = _heading(view, tool).text.split(":", 1)[0]
+    by = _by(view, b)
+    return f"{verb}: {tool}" + (f" ({by})" if by and view.state != "expired" else "")
+
+
+def _tone(view: ApprovalView) -> Tone:
+    if view.state == "pending":
+        return "warning"
+    return _HEADINGS[view.state][2]
+
+
+def _document(args: Any) -> Document:
+    text = json.dumps(args, ensure_ascii=False, indent=2)
+    return Document("arguments.json", text.encode("utf-8", "replace"), "application/json")

@@ -1,0 +1,304 @@
+"""Telegram: HTML parse-mode messages with inline keyboards, valid by construction.
+
+Each message dict holds the keyword arguments of ``sendMessage`` / ``editMessageText``
+(without ``chat_id``): ``text``, ``parse_mode="HTML"``, ``link_preview_options`` and, on
+the last message, ``reply_markup`` with the ``inline_keyboard``. Guarantees:
+
+* every ``& < >`` of data is escaped; only ``b i code pre`` tags are used, always balanced;
+* no message text exceeds 4,096 UTF-16 code units, counted on the HTML *source* (the
+  parsed text Telegram limits is never longer); long output is split between lines, a
+  ``<pre>`` block cut by a split is closed and reopened, never an open tag or an entity;
+* at most ``max_messages`` messages: beyond that, and whenever a value was shortened, the
+  payload carries a :class:`~milpa_chat.renderers.model.Document` with everything;
+* ``callback_data`` ≤ 64 bytes (checked by :class:`Button`), ≤ 8 buttons a row, ≤ 100 in all.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from milpa_chat.renderers._build import Limits
+from milpa_chat.renderers._text import clean, joins_previous, utf16_len
+from milpa_chat.renderers.base import MessageRenderer
+from milpa_chat.renderers.model import (
+    Actions,
+    Block,
+    Button,
+    Code,
+    Divider,
+    Document,
+    Fields,
+    Heading,
+    ItemList,
+    Message,
+    Note,
+    Paragraph,
+    Table,
+    chunked,
+)
+
+__all__ = ["MAX_MESSAGE_LENGTH", "TelegramPayload", "TelegramRenderer"]
+
+MAX_MESSAGE_LENGTH: Final = 4096
+MAX_ROW_BUTTONS: Final = 8
+MAX_BUTTONS: Final = 100
+_LINE_BUDGET: Final = MAX_MESSAGE_LENGTH - 96  # room for a <pre><code class=...> wrapper around a line
+_STYLE_TAGS: Final = {
+    "plain": ("", ""),
+    "bold": ("<b>", "</b>"),
+    "italic": ("<i>", "</i>"),
+    "code": ("<code>", "</code>"),
+}
+
+_Seg = tuple[str, str, str]  # (open tag, close tag, raw text)
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramPayload:
+    """Messages to send in order (``Bot.send_message(chat_id, **m)``) and an optional document
+    (``send_document``) holding everything when something was shortened."""
+
+    messages: tuple[dict[str, Any], ...]
+    document: Document | None = None
+
+    @property
+    def text(self) -> str:
+        """All message texts, joined by blank lines (for logs and tests)."""
+        return "\n\n".join(m["text"] for m in self.messages)
+
+
+@dataclass(slots=True)
+class _Piece:
+    html: str
+    group: int  # pieces of one <pre> share a group; -1 for ordinary lines
+    wrap: tuple[str, str] = ("", "")
+
+
+class TelegramRenderer(MessageRenderer[TelegramPayload]):
+    """Renders for the ``telegram`` channel. ``max_messages`` caps how many messages one result becomes."""
+
+    channels: ClassVar[tuple[str, ...]] = ("telegram",)
+    default_limits: ClassVar[Limits] = Limits(value_chars=1000, text_chars=3000, cell_chars=80, items=200)
+
+    def __init__(self, *, max_messages: int = 5, **options: Any) -> None:
+        super().__init__(**options)
+        if max_messages < 1:
+            raise ValueError("TelegramRenderer(max_messages=...) must be at least 1")
+        self.max_messages = max_messages
+
+    def render_message(self, message: Message) -> TelegramPayload:
+        pieces = _pieces(message.blocks)
+        document = message.document() if message.truncated else None
+        if document is not None:
+            pieces += _note_pieces(document)
+        pages = _pack(pieces)
+        if len(pages) > self.max_messages:
+            document = document or message.document()
+            pages = pages[: self.max_messages]
+            if document is not None:
+                _fit_note(pages[-1], _note_pieces(document))
+        texts = [_page_html(p) or "…" for p in pages] or ["…"]
+        messages = [_message(t) for t in texts]
+        keyboard = _keyboard(message.buttons)
+        if keyboard:
+            messages[-1]["reply_markup"] = {"inline_keyboard": keyboard}
+        return TelegramPayload(tuple(messages), document)
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": True}}
+
+
+def _keyboard(buttons: tuple[Button, ...]) -> list[list[dict[str, str]]]:
+    rows = chunked(buttons[:MAX_BUTTONS], MAX_ROW_BUTTONS)
+    return [[{"text": clean(b.label), "callback_data": b.callback_data} for b in row] for row in rows]
+
+
+# ------------------------------------------------------------------ blocks -> pieces
+def _pieces(blocks: tuple[Block, ...]) -> list[_Piece]:
+    pieces: list[_Piece] = []
+    for index, block in enumerate(blocks):
+        if isinstance(block, Actions):
+            continue
+        if pieces:
+            pieces.append(_Piece("", -1))
+        if isinstance(block, Code):
+            pieces += _code(block, index)
+        else:
+            pieces += [_Piece(h, -1) for line in _lines(block) for h in _wrap(line)]
+    return pieces
+
+
+def _lines(block: Block) -> list[list[_Seg]]:
+    if isinstance(block, Heading):
+        return [[("<b>", "</b>", f"{block.icon} {t}".strip())] for t in block.text.split("\n")]
+    if isinstance(block, Paragraph):
+        return _paragraph(block)
+    if isinstance(block, Fields):
+        out: list[list[_Seg]] = []
+        for name, value in block.items:
+            first, *rest = value.split("\n")
+            out.append([("<b>", "</b>", f"{name}:"), ("", "", f" {first}")])
+            out += [[("", "", f"  {line}")] for line in rest]
+        return out
+    if isinstance(block, ItemList):
+        return _items(block)
+    if isinstance(block, Table):
+        return [_row(block, row) for row in block.rows]
+    if isinstance(block, Note):
+        return [[("<i>", "</i>", line)] for line in block.text.split("\n")]
+    if isinstance(block, Divider):
+        return [[("", "", "────────")]]
+    return []
+
+
+def _paragraph(block: Paragraph) -> list[list[_Seg]]:
+    lines: list[list[_Seg]] = [[]]
+    for span in block.spans:
+        tags = _STYLE_TAGS[span.style]
+        for i, part in enumerate(span.text.split("\n")):
+            if i:
+                lines.append([])
+            lines[-1].append((*tags, part))
+    return lines
+
+
+def _items(block: ItemList) -> list[list[_Seg]]:
+    out: list[list[_Seg]] = []
+    for n, item in enumerate(block.items, 1):
+        first, *rest = item.split("\n")
+        out.append([("", "", f"{n}. " if block.ordered else "• "), ("", "", first)])
+        out += [[("", "", f"   {line}")] for line in rest]
+    return out
+
+
+def _row(table: Table, row: tuple[str, ...]) -> list[_Seg]:
+    segs: list[_Seg] = [("", "", "• ")]
+    titles = [c for c in row[: table.title_columns] if c]
+    for i, cell in enumerate(titles):
+        shown = f"#{cell}" if i == 0 and table.columns[0] == "Id" else cell
+        segs.append(("<b>", "</b>", shown) if i == 0 else ("", "", f" {shown}"))
+    rest = [(c, v) for c, v in zip(table.columns[table.title_columns :], row[table.title_columns :], strict=False) if v]
+    for i, (column, value) in enumerate(rest):
+        segs.append(("", "", (" — " if titles and i == 0 else " · " if i else "") + f"{column}: {value}"))
+    return segs
+
+
+def _code(block: Code, group: int) -> list[_Piece]:
+    language = "".join(ch for ch in block.language if ch.isalnum() or ch in "+-_")[:20]
+    wrap = ('<pre><code class="language-' + language + '">', "</code></pre>") if language else ("<pre>", "</pre>")
+    return [_Piece(h, group, wrap) for line in block.text.split("\n") for h in _wrap([("", "", line)])]
+
+
+# ------------------------------------------------------------------ escaping and hard wraps
+def _esc(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _wrap(line: list[_Seg], budget: int = _LINE_BUDGET) -> list[str]:
+    """HTML of one logical line, cut into pieces of at most ``budget`` UTF-16 units; each
+    piece closes every tag it opens."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for open_, close, raw in line:
+        overhead = len(open_) + len(close)
+        rest = raw
+        while rest:
+            piece, after = _take(rest, budget - size - overhead)
+            if not piece and current:  # no room left on this piece of the line: start the next
+                out.append("".join(current))
+                current, size = [], 0
+                continue
+            if not piece:  # cannot happen with a sane budget; still guarantees progress
+                piece, after = rest[:1], rest[1:]
+            escaped = _esc(piece)
+            current.append(open_ + escaped + close)
+            size += overhead + utf16_len(escaped)
+            rest = after
+            if rest:
+                out.append("".join(current))
+                current, size = [], 0
+    if current or not out:
+        out.append("".join(current))
+    return out
+
+
+def _take(text: str, room: int) -> tuple[str, str]:
+    """The longest prefix of ``text`` whose escaped form fits ``room`` units (preferring a cut
+    after a space, not inside a combining sequence), and the rest."""
+    if room <= 0:
+        return "", text
+    if len(text) * 5 <= room or utf16_len(_esc(text)) <= room:
+        return text, ""
+    used, cut = 0, 0
+    for ch in text:
+        used += 5 if ch == "&" else 4 if ch in "<>" else 2 if ord(ch) > 0xFFFF else 1
+        if used > room:
+            break
+        cut += 1
+    space = text.rfind(" ", 0, cut)
+    if space > cut * 3 // 4:
+        return text[: space + 1], text[space + 1 :]
+    whole = cut
+    while cut > 0 and (joins_previous(text[cut]) or text[cut - 1] == "\u200d"):
+        cut -= 1
+    cut = cut or whole  # one endless combining sequence: cut it anyway
+    return text[:cut], text[cut:]
+
+
+# ------------------------------------------------------------------ packing into messages
+def _pack(pieces: list[_Piece]) -> list[list[_Piece]]:
+    """Pieces in pages of at most 4,096 UTF-16 units (an upper bound: wrappers and newlines
+    are counted as they are added, trailing blank lines are dropped later)."""
+    pages: list[list[_Piece]] = []
+    page: list[_Piece] = []
+    size = 0
+    for piece in pieces:
+        blank = not piece.html and piece.group == -1
+        cost = _cost(page, piece)
+        if page and size + cost > MAX_MESSAGE_LENGTH:
+            pages.append(page)
+            page, size = [], 0
+            cost = _cost(page, piece)
+        if blank and not page:
+            continue  # no blank line at the top of a message
+        page.append(piece)
+        size += cost
+    if page:
+        pages.append(page)
+    return pages
+
+
+def _cost(page: list[_Piece], piece: _Piece) -> int:
+    opens = piece.group != -1 and (not page or page[-1].group != piece.group)
+    wrapper = len(piece.wrap[0]) + len(piece.wrap[1]) if opens else 0
+    return utf16_len(piece.html) + 1 + wrapper
+
+
+def _size(page: list[_Piece]) -> int:
+    return utf16_len(_page_html(page))
+
+
+def _page_html(page: list[_Piece]) -> str:
+    while page and not page[-1].html and page[-1].group == -1:
+        page = page[:-1]
+    lines = []
+    for i, piece in enumerate(page):
+        opens = piece.group != -1 and (i == 0 or page[i - 1].group != piece.group)
+        closes = piece.group != -1 and (i == len(page) - 1 or page[i + 1].group != piece.group)
+        lines.append((piece.wrap[0] if opens else "") + piece.html + (piece.wrap[1] if closes else ""))
+    return "\n".join(lines)
+
+
+def _note_pieces(document: Document) -> list[_Piece]:
+    text = f"Shortened for chat; the full content is in the attached file {document.filename}."
+    return [_Piece("", -1), _Piece(f"<i>{_esc(text)}</i>", -1)]
+
+
+def _fit_note(page: list[_Piece], note: list[_Piece]) -> None:
+    while page and _size(page + note) > MAX_MESSAGE_LENGTH:
+        page.pop()
+    page += note
