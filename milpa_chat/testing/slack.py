@@ -1,0 +1,49 @@
+"""Test a Slack app with the real slack-bolt / slack_sdk and no network.
+
+* :class:`SlackApiServer` is a local Slack Web API on 127.0.0.1 (``WebClient(base_url=api.base_url)``) that
+  keeps channels, messages with their edit history, ephemeral messages, modals and every call, validates Block
+  Kit like Slack, and serves ``response_url``.
+* :class:`SlackEvents` delivers slash commands, events and button taps to the running app over HTTP, signed
+  with the app's signing secret; :class:`SlackRequestSigner` and :class:`SlackPayloads` do the same for
+  ``app.dispatch(BoltRequest(**signer.sign(payloads.command(...)).bolt_kwargs()))`` in-process.
+
+Needs the ``slack`` extra (slack-sdk, aiohttp).
+"""
+
+from __future__ import annotations
+
+from milpa_chat.testing.slack_blocks import MAX_MESSAGE_BLOCKS, MAX_VIEW_BLOCKS, block_errors
+from milpa_chat.testing.slack_events import SlackAckTimeout, SlackAppResponse, SlackEvents
+from milpa_chat.testing.slack_models import (
+    SlackApiCall,
+    SlackChannel,
+    SlackMessage,
+    SlackMessageVersion,
+    SlackMethodError,
+    SlackView,
+)
+from milpa_chat.testing.slack_payloads import SlackPayloads, new_event_id
+from milpa_chat.testing.slack_server import SlackApiServer
+from milpa_chat.testing.slack_signing import STALE_AGE, SlackRequest, SlackRequestSigner, SlackSignedRequest
+
+__all__ = [
+    "MAX_MESSAGE_BLOCKS",
+    "MAX_VIEW_BLOCKS",
+    "STALE_AGE",
+    "SlackAckTimeout",
+    "SlackApiCall",
+    "SlackApiServer",
+    "SlackAppResponse",
+    "SlackChannel",
+    "SlackEvents",
+    "SlackMessage",
+    "SlackMessageVersion",
+    "SlackMethodError",
+    "SlackPayloads",
+    "SlackRequest",
+    "SlackRequestSigner",
+    "SlackSignedRequest",
+    "SlackView",
+    "block_errors",
+    "new_event_id",
+]

@@ -1,0 +1,250 @@
+"""The request bodies Slack sends to an app: slash commands, Events API callbacks, ``block_actions``.
+
+With a :class:`SlackApiServer` attached, payloads carry a working ``response_url`` and ``trigger_id`` from that
+server, user messages that events refer to are recorded there, and the channels they mention exist there.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from milpa_chat.testing.slack_models import SlackMessage
+from milpa_chat.testing.slack_server import SlackApiServer
+from milpa_chat.testing.slack_signing import SlackRequest
+
+LEGACY_TOKEN = "verification-token"
+
+
+def _now_ts() -> str:
+    return f"{time.time():.6f}"
+
+
+def new_event_id() -> str:
+    """``Ev`` followed by ten upper-case letters and digits, like Slack's event ids."""
+    alphabet = string.ascii_uppercase + string.digits
+    return "Ev" + "".join(secrets.choice(alphabet) for _ in range(10))
+
+
+class SlackPayloads:
+    """Builds Slack's request bodies for one workspace and one app."""
+
+    def __init__(
+        self,
+        *,
+        api: SlackApiServer | None = None,
+        team_id: str | None = None,
+        team_domain: str = "test-team",
+        api_app_id: str = "A0APP",
+        bot_user_id: str | None = None,
+    ) -> None:
+        self.api = api
+        self.team_id = team_id or (api.workspace.team_id if api else "T1")
+        self.team_domain = team_domain
+        self.api_app_id = api_app_id
+        self.bot_user_id = bot_user_id or (api.workspace.bot_user_id if api else "U0BOT")
+
+    # --- slash commands ----------------------------------------------------------------------------------------
+
+    def command(
+        self,
+        command: str,
+        text: str = "",
+        *,
+        user: str = "U1",
+        channel: str = "C1",
+        user_name: str | None = None,
+        channel_name: str | None = None,
+        response_url: str | None = None,
+        trigger_id: str | None = None,
+    ) -> SlackRequest:
+        """A slash command (form body), e.g. ``command("/milpa", "tools", user="U1", channel="C1")``."""
+        fields: dict[str, Any] = {
+            "token": LEGACY_TOKEN,
+            "team_id": self.team_id,
+            "team_domain": self.team_domain,
+            "channel_id": channel,
+            "channel_name": channel_name or self._channel_name(channel),
+            "user_id": user,
+            "user_name": user_name or user.lower(),
+            "command": command,
+            "text": text,
+            "api_app_id": self.api_app_id,
+            "is_enterprise_install": "false",
+        }
+        url = response_url or self._response_url(channel, user=user, message_ts=None, ephemeral=False)
+        if url is not None:
+            fields["response_url"] = url
+        fields["trigger_id"] = trigger_id or self._trigger_id()
+        return SlackRequest.form("command", fields)
+
+    # --- Events API --------------------------------------------------------------------------------------------
+
+    def event(
+        self, event: Mapping[str, Any], *, event_id: str | None = None, event_time: int | None = None
+    ) -> SlackRequest:
+        """An ``event_callback`` envelope around ``event`` (``event_ts`` is added when missing)."""
+        inner = dict(event)
+        inner.setdefault("event_ts", inner.get("ts") or _now_ts())
+        envelope = {
+            "token": LEGACY_TOKEN,
+            "team_id": self.team_id,
+            "api_app_id": self.api_app_id,
+            "event": inner,
+            "type": "event_callback",
+            "event_id": event_id or new_event_id(),
+            "event_time": event_time if event_time is not None else int(time.time()),
+            "authorizations": [
+                {
+                    "enterprise_id": None,
+                    "team_id": self.team_id,
+                    "user_id": self.bot_user_id,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+            "is_ext_shared_channel": False,
+            "event_context": "4-" + secrets.token_urlsafe(24),
+        }
+        return SlackRequest.json("event", envelope)
+
+    def app_mention(
+        self,
+        text: str,
+        *,
+        user: str = "U1",
+        channel: str = "C1",
+        thread_ts: str | None = None,
+        event_id: str | None = None,
+    ) -> SlackRequest:
+        """An ``app_mention`` event; ``<@BOT>`` is put in front of ``text`` unless it already mentions the bot."""
+        mention = f"<@{self.bot_user_id}>"
+        full = text if mention in text else f"{mention} {text}"
+        ts = self._user_message(channel, full, user=user, thread_ts=thread_ts)
+        event: dict[str, Any] = {
+            "type": "app_mention",
+            "user": user,
+            "text": full,
+            "ts": ts,
+            "channel": channel,
+            "team": self.team_id,
+            "client_msg_id": secrets.token_hex(16),
+        }
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        return self.event(event, event_id=event_id)
+
+    def direct_message(
+        self, text: str, *, user: str = "U1", channel: str | None = None, event_id: str | None = None
+    ) -> SlackRequest:
+        """A ``message`` event in the app's DM with ``user`` (the ``message.im`` subscription)."""
+        dm = channel or "D" + user[1:]
+        ts = self._user_message(dm, text, user=user, thread_ts=None)
+        event = {
+            "type": "message",
+            "channel": dm,
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "channel_type": "im",
+            "team": self.team_id,
+            "client_msg_id": secrets.token_hex(16),
+        }
+        return self.event(event, event_id=event_id)
+
+    def url_verification(self, challenge: str | None = None) -> SlackRequest:
+        """The handshake Slack sends when the request URL is configured."""
+        return SlackRequest.json(
+            "url_verification",
+            {"token": LEGACY_TOKEN, "challenge": challenge or secrets.token_urlsafe(24), "type": "url_verification"},
+        )
+
+    # --- interactivity -----------------------------------------------------------------------------------------
+
+    def click(
+        self, message: SlackMessage, action_id: str, *, user: str = "U1", value: str | None = None
+    ) -> SlackRequest:
+        """``block_actions`` for ``user`` tapping the element ``action_id`` (and ``value``) on ``message``."""
+        block, element = message.find_action(action_id, value)
+        action: dict[str, Any] = {
+            key: element[key] for key in ("type", "action_id", "value", "text", "style") if key in element
+        }
+        return self.block_action(
+            action,
+            block_id=str(block.get("block_id", "")),
+            user=user,
+            channel=message.channel,
+            message_ts=message.ts,
+            message=None if message.ephemeral else message.to_api(),
+            ephemeral=message.ephemeral,
+        )
+
+    def block_action(
+        self,
+        action: Mapping[str, Any],
+        *,
+        block_id: str,
+        user: str = "U1",
+        channel: str = "C1",
+        message_ts: str,
+        message: Mapping[str, Any] | None = None,
+        ephemeral: bool = False,
+        response_url: str | None = None,
+        trigger_id: str | None = None,
+    ) -> SlackRequest:
+        """A ``block_actions`` payload for one action (``{"type": "button", "action_id": ..., "value": ...}``)."""
+        full_action = {"block_id": block_id, "action_ts": _now_ts(), **action}
+        full_action.setdefault("type", "button")
+        payload: dict[str, Any] = {
+            "type": "block_actions",
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": self.team_id},
+            "api_app_id": self.api_app_id,
+            "token": LEGACY_TOKEN,
+            "container": {
+                "type": "message",
+                "message_ts": message_ts,
+                "channel_id": channel,
+                "is_ephemeral": ephemeral,
+            },
+            "trigger_id": trigger_id or self._trigger_id(),
+            "team": {"id": self.team_id, "domain": self.team_domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "channel": {"id": channel, "name": self._channel_name(channel)},
+            "state": {"values": {}},
+            "actions": [full_action],
+        }
+        if message is not None:
+            payload["message"] = dict(message)
+        url = response_url or self._response_url(channel, user=user, message_ts=message_ts, ephemeral=ephemeral)
+        if url is not None:
+            payload["response_url"] = url
+        return SlackRequest.interactive(payload)
+
+    # --- helpers -----------------------------------------------------------------------------------------------
+
+    def _channel_name(self, channel: str) -> str:
+        if channel.startswith("D"):
+            return "directmessage"
+        if self.api is not None and channel in self.api.workspace.channels:
+            return self.api.workspace.channels[channel].name
+        return channel.lower()
+
+    def _response_url(self, channel: str, *, user: str, message_ts: str | None, ephemeral: bool) -> str | None:
+        if self.api is None:
+            return None
+        self.api.add_channel(channel)
+        return self.api.new_response_url(channel, user=user, message_ts=message_ts, ephemeral=ephemeral)
+
+    def _trigger_id(self) -> str:
+        if self.api is not None:
+            return self.api.new_trigger_id()
+        return f"{secrets.randbelow(10**10)}.{secrets.randbelow(10**10)}.{secrets.token_hex(16)}"
+
+    def _user_message(self, channel: str, text: str, *, user: str, thread_ts: str | None) -> str:
+        if self.api is None:
+            return _now_ts()
+        return self.api.add_user_message(channel, text, user=user, thread_ts=thread_ts).ts

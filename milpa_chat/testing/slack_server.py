@@ -1,0 +1,389 @@
+"""A local Slack Web API server on 127.0.0.1 that slack_sdk / slack-bolt talk to through ``base_url``.
+
+It speaks real HTTP (aiohttp): ``POST /api/<method>`` with form-urlencoded, multipart or JSON bodies, the token in
+``Authorization: Bearer`` or a ``token`` field, and answers in Slack's shapes. ``response_url`` posts go to
+``/response/<id>``. State and the method implementations live in :class:`SlackWorkspace`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from milpa_chat.testing.slack_models import JsonDict, SlackApiCall, SlackMessage, SlackMethodError, SlackView
+from milpa_chat.testing.slack_workspace import MAX_TEXT_LENGTH, SlackWorkspace, channel_map
+
+T = TypeVar("T")
+DEFAULT_SCOPES = ("app_mentions:read", "channels:read", "chat:write", "commands", "im:history", "im:write")
+
+
+@dataclass
+class _ArmedFailure:
+    method: str | None
+    error: str
+    status: int
+    retry_after: int | None
+    remaining: int
+
+
+async def _read_args(request: web.Request) -> tuple[JsonDict, str]:
+    """Query string, form fields and JSON body merged, as Slack does."""
+    args: JsonDict = dict(request.query)
+    content_type = request.content_type
+    if request.method == "POST" and request.can_read_body:
+        if content_type == "application/json":
+            body = json.loads(await request.text() or "{}")
+            if isinstance(body, dict):
+                args.update(body)
+        else:
+            form = await request.post()
+            args.update({k: v for k, v in form.items() if isinstance(v, str)})
+    return args, content_type
+
+
+class SlackApiServer:
+    """Local Slack Web API (``auth.test``, ``chat.*``, ``views.open``, ``conversations.info/open``, response_url).
+
+    ``async with SlackApiServer(bot_token="xoxb-test") as api:`` runs it on the current event loop;
+    ``with SlackApiServer(...) as api:`` runs it on a loop of its own in a background thread, for the sync
+    ``WebClient`` / ``App``. Point clients at ``api.base_url``.
+    """
+
+    def __init__(
+        self,
+        bot_token: str = "xoxb-test",
+        *,
+        team_id: str = "T1",
+        team_name: str = "Test Team",
+        bot_user_id: str = "U0BOT",
+        bot_id: str = "B0BOT",
+        channels: Iterable[str] | Mapping[str, str] = (),
+        create_channels: bool = False,
+        scopes: Sequence[str] = DEFAULT_SCOPES,
+        max_text_length: int = MAX_TEXT_LENGTH,
+        response_url_max_uses: int = 5,
+        trigger_ttl: float = 3.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.bot_token = bot_token
+        self.scopes = tuple(scopes)
+        self.workspace = SlackWorkspace(
+            team_id=team_id,
+            team_name=team_name,
+            bot_user_id=bot_user_id,
+            bot_id=bot_id,
+            channels=channel_map(channels),
+            create_channels=create_channels,
+            max_text_length=max_text_length,
+            response_url_max_uses=response_url_max_uses,
+            trigger_ttl=trigger_ttl,
+        )
+        self._host, self._port = host, port
+        self._calls: list[SlackApiCall] = []
+        self._armed: list[_ArmedFailure] = []
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_loop: asyncio.AbstractEventLoop | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+
+    async def start(self) -> SlackApiServer:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._handle_api)
+        app.router.add_post("/response/{url_id}", self._handle_response_url)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        self._port = int(self._runner.addresses[0][1])
+        return self
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> SlackApiServer:
+        return await self.start()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def start_in_thread(self) -> SlackApiServer:
+        """Serve from a background thread with its own event loop (for sync clients in a sync test)."""
+        loop = asyncio.new_event_loop()
+        self._thread_loop = loop
+        self._thread = threading.Thread(target=loop.run_forever, name="slack-api-server", daemon=True)
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.start(), loop).result(timeout=10)
+        return self
+
+    def stop_thread(self) -> None:
+        loop, thread = self._thread_loop, self._thread
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.close(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+        self._thread_loop = self._thread = None
+
+    def __enter__(self) -> SlackApiServer:
+        return self.start_in_thread()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop_thread()
+
+    @property
+    def port(self) -> int:
+        if self._runner is None:
+            raise RuntimeError("SlackApiServer is not running; use `async with` or `with`")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (no trailing slash)."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The Web API root for ``WebClient(base_url=...)``; ends with ``/api/``."""
+        return f"{self.url}/api/"
+
+    # --- HTTP handlers -----------------------------------------------------------------------------------------
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args, content_type = await _read_args(request)
+        auth = request.headers.get("Authorization", "")
+        token = auth[7:].strip() if auth.startswith("Bearer ") else args.pop("token", None)
+        args.pop("token", None)
+        status, body, headers = self._answer(method, args, token)
+        self._record(
+            SlackApiCall(
+                method=method,
+                args=args,
+                token=token,
+                http_method=request.method,
+                content_type=content_type,
+                status=status,
+                response=body,
+                at=time.time(),
+            )
+        )
+        headers["X-OAuth-Scopes"] = ",".join(self.scopes)
+        return web.json_response(body, status=status, headers=headers)
+
+    def _answer(self, method: str, args: JsonDict, token: str | None) -> tuple[int, JsonDict, dict[str, str]]:
+        if not token:
+            return 200, {"ok": False, "error": "not_authed"}, {}
+        if token != self.bot_token:
+            return 200, {"ok": False, "error": "invalid_auth"}, {}
+        armed = self._take_armed(method)
+        if armed is not None:
+            headers = {"Retry-After": str(armed.retry_after)} if armed.retry_after is not None else {}
+            return armed.status, {"ok": False, "error": armed.error}, headers
+        handler = self.workspace.methods.get(method)
+        if handler is None:
+            return 200, {"ok": False, "error": "unknown_method", "req_method": method}, {}
+        try:
+            with self.workspace.lock:
+                return 200, handler(args), {}
+        except SlackMethodError as exc:
+            return exc.status, exc.body(), {}
+
+    async def _handle_response_url(self, request: web.Request) -> web.Response:
+        raw = await request.text()
+        body: Any = {}
+        if request.content_type == "application/json":
+            body = json.loads(raw or "{}")
+        else:
+            form = await request.post()
+            payload = form.get("payload")
+            body = json.loads(payload) if isinstance(payload, str) else dict(form)
+        status, answer = 200, "ok"
+        try:
+            if not isinstance(body, dict):
+                raise SlackMethodError("invalid_payload", status=400)
+            with self.workspace.lock:
+                self.workspace.respond(request.match_info["url_id"], body)
+        except SlackMethodError as exc:
+            status, answer = exc.status, exc.error
+        self._record(
+            SlackApiCall(
+                method="response_url",
+                args=body if isinstance(body, dict) else {"body": body},
+                token=None,
+                http_method="POST",
+                content_type=request.content_type,
+                status=status,
+                response=answer,
+                at=time.time(),
+            )
+        )
+        return web.Response(status=status, text=answer, content_type="text/plain")
+
+    def _record(self, call: SlackApiCall) -> None:
+        with self.workspace.lock:
+            self._calls.append(call)
+
+    def _take_armed(self, method: str) -> _ArmedFailure | None:
+        with self.workspace.lock:
+            for armed in self._armed:
+                if armed.method in (None, method) and armed.remaining > 0:
+                    armed.remaining -= 1
+                    return armed
+        return None
+
+    # --- test controls -----------------------------------------------------------------------------------------
+
+    def rate_limit(self, method: str | None = None, *, times: int = 1, retry_after: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` (any method when None) with HTTP 429 ``ratelimited``."""
+        self.fail_next(method, "ratelimited", times=times, status=429, retry_after=retry_after)
+
+    def fail_next(
+        self, method: str | None, error: str, *, times: int = 1, status: int = 200, retry_after: int | None = None
+    ) -> None:
+        """Answer the next ``times`` calls of ``method`` with ``{"ok": false, "error": error}``."""
+        with self.workspace.lock:
+            self._armed.append(_ArmedFailure(method, error, status, retry_after, times))
+
+    def add_channel(self, channel_id: str, *, name: str | None = None, is_private: bool = False) -> None:
+        """Make a channel exist (ids starting with ``D`` are direct messages)."""
+        self.workspace.add_channel(channel_id, name=name, is_private=is_private)
+
+    def add_user_message(self, channel: str, text: str, *, user: str, thread_ts: str | None = None) -> SlackMessage:
+        """Record a message a person wrote (for events that refer to it, and for ``cant_update_message``)."""
+        resolved = self.workspace.add_channel(channel)
+        if resolved.is_im and resolved.user is None:
+            resolved.user = user
+        message = SlackMessage(
+            channel=resolved.id,
+            ts=self.workspace.next_ts(),
+            text=text,
+            user=user,
+            thread_ts=thread_ts,
+            team=self.workspace.team_id,
+            via="user",
+        )
+        return self.workspace.add_message(message)
+
+    def new_response_url(
+        self, channel: str, *, user: str | None = None, message_ts: str | None = None, ephemeral: bool = False
+    ) -> str:
+        """A ``response_url`` bound to ``channel``; ``replace_original``/``delete_original`` act on ``message_ts``
+        (an ephemeral message of ``user`` when ``ephemeral``), and new ephemeral replies go to ``user``."""
+        url_id = self.workspace.new_response_url(channel, user=user, message_ts=message_ts, ephemeral=ephemeral)
+        return f"{self.url}/response/{url_id}"
+
+    def new_trigger_id(self) -> str:
+        """A ``trigger_id`` that ``views.open`` accepts once within ``trigger_ttl`` seconds."""
+        return self.workspace.new_trigger_id()
+
+    # --- inspection --------------------------------------------------------------------------------------------
+
+    def calls(self, method: str | None = None) -> list[SlackApiCall]:
+        """Every call the app made, oldest first (``"response_url"`` for response_url posts)."""
+        with self.workspace.lock:
+            return [c for c in self._calls if method is None or c.method == method]
+
+    def messages(
+        self, channel: str, *, thread_ts: str | None = None, include_deleted: bool = False
+    ) -> list[SlackMessage]:
+        """Non-ephemeral messages in ``channel`` (oldest first); ``thread_ts`` selects one thread's replies."""
+        with self.workspace.lock:
+            return [
+                m
+                for m in self.workspace.messages.get(channel, [])
+                if (include_deleted or not m.deleted) and (thread_ts is None or m.thread_ts == thread_ts)
+            ]
+
+    def message(self, channel: str, ts: str) -> SlackMessage:
+        """The message ``ts`` in ``channel``, ephemeral or not, deleted or not."""
+        with self.workspace.lock:
+            pool = [*self.workspace.messages.get(channel, []), *self.workspace.ephemeral]
+        for message in pool:
+            if message.channel == channel and message.ts == ts:
+                return message
+        raise LookupError(f"no message {ts} in {channel}")
+
+    def ephemeral_messages(self, user: str | None = None, *, channel: str | None = None) -> list[SlackMessage]:
+        """Ephemeral messages (not deleted), optionally only those shown to ``user`` / in ``channel``."""
+        with self.workspace.lock:
+            return [
+                m
+                for m in self.workspace.ephemeral
+                if not m.deleted and user in (None, m.ephemeral_to) and channel in (None, m.channel)
+            ]
+
+    def views(self) -> list[SlackView]:
+        """Modals opened with ``views.open``."""
+        with self.workspace.lock:
+            return list(self.workspace.views)
+
+    # --- waiting -----------------------------------------------------------------------------------------------
+
+    # A `timeout` argument (not asyncio.timeout) so the TimeoutError can list the calls the app made.
+    async def wait_for(self, predicate: Callable[[], T | None], timeout: float = 5.0) -> T:  # noqa: ASYNC109
+        """Poll ``predicate`` until it returns something truthy and return that (TimeoutError otherwise)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                raise TimeoutError(self._timeout_message(timeout))
+            await asyncio.sleep(0.01)
+
+    def wait_for_sync(self, predicate: Callable[[], T | None], timeout: float = 5.0) -> T:
+        """:meth:`wait_for` for sync tests (the server must run in its thread: ``with SlackApiServer()``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                raise TimeoutError(self._timeout_message(timeout))
+            time.sleep(0.01)
+
+    async def wait_for_call(
+        self,
+        method: str,
+        *,
+        count: int = 1,
+        timeout: float = 5.0,  # noqa: ASYNC109
+    ) -> SlackApiCall:
+        """Wait until ``method`` was called ``count`` times; returns the ``count``-th call."""
+        await self.wait_for(lambda: len(self.calls(method)) >= count, timeout)
+        return self.calls(method)[count - 1]
+
+    async def wait_for_message(
+        self,
+        channel: str,
+        predicate: Callable[[SlackMessage], bool] | None = None,
+        timeout: float = 5.0,  # noqa: ASYNC109
+    ) -> SlackMessage:
+        """Wait for a message in ``channel`` (matching ``predicate``, if given) and return the newest such."""
+
+        def newest() -> SlackMessage | None:
+            found = [m for m in self.messages(channel) if predicate is None or predicate(m)]
+            return found[-1] if found else None
+
+        return await self.wait_for(newest, timeout)
+
+    def _timeout_message(self, timeout: float) -> str:
+        recent = "\n  ".join(str(c) for c in self.calls()[-10:]) or "(none)"
+        return f"condition not met within {timeout} s; last calls:\n  {recent}"
