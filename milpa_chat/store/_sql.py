@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, TypeVarTuple, Unpack
@@ -39,7 +38,6 @@ Ts = TypeVarTuple("Ts")
 RecordRow = tuple[str, str, int, float, float, float | None]
 
 _MISSING = object()
-_SIMPLE_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ThreadedStore:
@@ -150,14 +148,15 @@ def matches(value: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
     return not where or all(value.get(k, _MISSING) == v for k, v in where.items())
 
 
-def prefilters(where: Mapping[str, Any] | None) -> list[tuple[str, str | None]]:
-    """The ``where`` items a database can pre-filter on exactly or as a superset: string or null
-    values of plainly named fields. :func:`matches` still decides every row."""
+def prefilters(where: Mapping[str, Any] | None) -> list[str]:
+    """Substrings every stored JSON text (as written by :func:`encode`) matching ``where`` contains:
+    ``"field":"text"`` or ``"field":null`` for string and null values. A cheap superset filter for
+    the database; :func:`matches` still decides every row."""
     if not where:
         return []
     return [
-        (k, v) for k, v in where.items()
-        if isinstance(k, str) and _SIMPLE_FIELD.fullmatch(k) and (v is None or isinstance(v, str))
+        json.dumps(k) + ":" + json.dumps(v) for k, v in where.items()
+        if isinstance(k, str) and (v is None or isinstance(v, str))
     ]
 
 

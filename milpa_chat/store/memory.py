@@ -63,6 +63,7 @@ class MemoryStore:
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
     ) -> Record | None:
         data = check_value(collection, key, value)
+        expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
         with self._lock:
             self._check_open()
             now = self.clock()
@@ -76,6 +77,7 @@ class MemoryStore:
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
     ) -> Record:
         data = check_value(collection, key, value)
+        expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
         with self._lock:
             self._check_open()
             now = self.clock()
@@ -102,6 +104,7 @@ class MemoryStore:
         ttl: float | None = None,
     ) -> Record | None:
         data = check_value(collection, key, value)
+        expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
         with self._lock:
             self._check_open()
             now = self.clock()
@@ -147,6 +150,8 @@ class MemoryStore:
             self._check_open()
             now = self.clock()
             out: list[Record] = []
+            if limit is not None and limit <= 0:
+                return out
             for key in sorted(self._records.get(collection, {})):
                 if not key.startswith(prefix):
                     continue
@@ -200,7 +205,7 @@ class MemoryStore:
                 hits.popleft()
             used = sum(c for _, c in hits)
             if used + cost > limit:
-                return RateDecision(False, max(0, limit - used), _retry_after(hits, used, cost, limit, window, now))
+                return RateDecision(False, 0, _retry_after(hits, used, cost, limit, window, now))
             hits.append((now, cost))
             return RateDecision(True, limit - used - cost, 0.0)
 

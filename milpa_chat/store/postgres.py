@@ -292,9 +292,9 @@ class PostgresStore(ThreadedStore):
         if upper is not None:
             text += " AND key < %(hi)s"
             params["hi"] = upper
-        for i, (field, wanted) in enumerate(prefilters(where)):
-            text += f" AND value->>%(f{i})s " + ("IS NULL" if wanted is None else f"= %(w{i})s")
-            params[f"f{i}"], params[f"w{i}"] = field, wanted
+        for i, needle in enumerate(prefilters(where)):
+            text += f" AND strpos(value::text, %(w{i})s) > 0"
+            params[f"w{i}"] = needle
         return self._sql(text + " ORDER BY key LIMIT %(batch)s"), params
 
     def _scan(self, collection: str, where: dict[str, Any], prefix: str, limit: int | None) -> list[Record]:

@@ -91,7 +91,11 @@ class SqliteStore(ThreadedStore):
                 f"cannot open SQLite store {str(self.path)!r}: {exc}. Check that the directory "
                 f"{str(self.path.parent)!r} exists and is writable."
             ) from exc
-        conn.execute("PRAGMA synchronous = FULL")
+        try:
+            conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._translate(exc) or exc from exc
         return conn
 
     def _open_file(self) -> None:
@@ -324,9 +328,9 @@ class SqliteStore(ThreadedStore):
         if upper is not None:
             sql += " AND key < :hi"
             params["hi"] = upper
-        for i, (field, wanted) in enumerate(prefilters(where)):
-            sql += f" AND json_extract(value, :p{i}) " + ("IS NULL" if wanted is None else f"= :w{i}")
-            params[f"p{i}"], params[f"w{i}"] = f'$."{field}"', wanted
+        for i, needle in enumerate(prefilters(where)):
+            sql += f" AND instr(value, :w{i}) > 0"
+            params[f"w{i}"] = needle
         out: list[Record] = []
         cursor = self._conn().execute(sql + " ORDER BY key", params)
         try:
