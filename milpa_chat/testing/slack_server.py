@@ -35,14 +35,15 @@ class _ArmedFailure:
 
 
 async def _read_args(request: web.Request) -> tuple[JsonDict, str]:
-    """Query string, form fields and JSON body merged, as Slack does."""
+    """Query string, form fields and JSON body merged, as Slack does; raises ValueError for broken JSON."""
     args: JsonDict = dict(request.query)
     content_type = request.content_type
     if request.method == "POST" and request.can_read_body:
         if content_type == "application/json":
             body = json.loads(await request.text() or "{}")
-            if isinstance(body, dict):
-                args.update(body)
+            if not isinstance(body, dict):
+                raise ValueError("the JSON body is not an object")
+            args.update(body)
         else:
             form = await request.post()
             args.update({k: v for k, v in form.items() if isinstance(v, str)})
@@ -167,7 +168,10 @@ class SlackApiServer:
 
     async def _handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
-        args, content_type = await _read_args(request)
+        try:
+            args, content_type = await _read_args(request)
+        except ValueError:
+            return web.json_response({"ok": False, "error": "invalid_json"})
         auth = request.headers.get("Authorization", "")
         token = auth[7:].strip() if auth.startswith("Bearer ") else args.pop("token", None)
         args.pop("token", None)
@@ -206,14 +210,16 @@ class SlackApiServer:
             return exc.status, exc.body(), {}
 
     async def _handle_response_url(self, request: web.Request) -> web.Response:
-        raw = await request.text()
-        body: Any = {}
-        if request.content_type == "application/json":
-            body = json.loads(raw or "{}")
-        else:
-            form = await request.post()
-            payload = form.get("payload")
-            body = json.loads(payload) if isinstance(payload, str) else dict(form)
+        body: Any = None
+        try:
+            if request.content_type == "application/json":
+                body = json.loads(await request.text() or "{}")
+            else:
+                form = await request.post()
+                payload = form.get("payload")
+                body = json.loads(payload) if isinstance(payload, str) else dict(form)
+        except ValueError:
+            pass
         status, answer = 200, "ok"
         try:
             if not isinstance(body, dict):

@@ -323,6 +323,10 @@ class SlackWorkspace:
     def respond(self, url_id: str, body: JsonDict) -> None:
         """Apply a post to a ``response_url``; raises SlackMethodError carrying an HTTP status on failure."""
         target = self._response_target(url_id)
+        self._apply_response(target, body)
+        target.uses += 1
+
+    def _apply_response(self, target: ResponseUrl, body: JsonDict) -> None:
         if body.get("delete_original") in (True, "true"):
             self._original(target).deleted = True
             return
@@ -364,7 +368,6 @@ class SlackWorkspace:
                 raise SlackMethodError("expired_url", status=404)
             if target.uses >= self.response_url_max_uses:
                 raise SlackMethodError("used_url", status=404)
-            target.uses += 1
             return target
 
     def _original(self, target: ResponseUrl) -> SlackMessage:
