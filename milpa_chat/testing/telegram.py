@@ -1,0 +1,450 @@
+"""A local Telegram Bot API server for tests: python-telegram-bot (or any client) runs against it unmodified.
+
+::
+
+    async with BotApiServer() as server:
+        app = (Application.builder().token(server.token).base_url(server.base_url)
+               .base_file_url(server.base_file_url).build())
+        ...
+        alice = User(42, "Alice", "alice")
+        await server.send_message(alice.id, alice, "/start")
+        reply = await server.wait_for_message(alice.id)
+        await server.tap_button(reply, "Approve", alice)
+
+The server speaks the real HTTP protocol on 127.0.0.1, validates requests the way Telegram does
+(HTML entities, text length, inline keyboards, callback data) and answers with Telegram's error
+texts and status codes. See ``docs/testing.md`` for the full guide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aiohttp import web
+
+from milpa_chat.testing.telegram_methods import BotState
+from milpa_chat.testing.telegram_models import (
+    ApiCall,
+    CallbackQueryRecord,
+    Chat,
+    ChatAction,
+    ChatMessage,
+    MessageVersion,
+    UpdateRecord,
+    User,
+    WebhookDelivery,
+)
+from milpa_chat.testing.telegram_updates import Answer, UpdateFeed, WebhookConfig
+from milpa_chat.testing.telegram_validate import ApiError, Params
+
+__all__ = ["BotApiServer"]
+
+_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]+")
+_COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?(?![A-Za-z0-9_@])")
+_FEED_METHODS = frozenset({"getupdates", "setwebhook", "deletewebhook", "getwebhookinfo"})
+
+
+class BotApiServer:
+    """An aiohttp Bot API server on ``host:port`` (a free port by default) for one bot token.
+
+    Use it as ``async with BotApiServer(token=...) as server:`` and build the bot with
+    ``base_url=server.base_url`` and ``base_file_url=server.base_file_url``.
+    """
+
+    def __init__(
+        self,
+        token: str = "123456:TEST-token",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        bot_first_name: str = "Test Bot",
+        bot_username: str = "milpa_test_bot",
+        callback_query_timeout: float = 15.0,
+        webhook_timeout: float = 10.0,
+    ) -> None:
+        if not _TOKEN.fullmatch(token):
+            raise ValueError(f"{token!r} is not shaped like a bot token ('<bot id>:<secret>')")
+        self.token = token
+        self.host = host
+        self.port = port
+        self.bot = User(int(token.split(":")[0]), bot_first_name, bot_username, is_bot=True)
+        self.state = BotState(self.bot, callback_query_timeout=callback_query_timeout)
+        self.calls: list[ApiCall] = []
+        self._handlers = self.state.handlers()
+        self._webhook_timeout = webhook_timeout
+        self._feed: UpdateFeed | None = None
+        self._runner: web.AppRunner | None = None
+        self._armed: list[tuple[str | None, ApiError, list[int]]] = []
+        self._activity = asyncio.Event()
+        self._callback_ids = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind and serve; ``port`` becomes the bound port."""
+        self._feed = UpdateFeed(webhook_timeout=self._webhook_timeout)
+        self._activity = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._handle_file)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        if self._feed is not None:
+            await self._feed.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> BotApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """For ``Application.builder().base_url(...)``: requests go to ``base_url + token + "/" + method``."""
+        return f"http://{self.host}:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        """For ``Application.builder().base_file_url(...)`` (downloads of files the bot uploaded)."""
+        return f"http://{self.host}:{self.port}/file/bot"
+
+    @property
+    def feed(self) -> UpdateFeed:
+        if self._feed is None:
+            raise RuntimeError("the server is not started: use 'async with BotApiServer() as server:'")
+        return self._feed
+
+    # -- HTTP -----------------------------------------------------------------------------------
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        params = await _read_params(request)
+        method = request.match_info["method"]
+        call = ApiCall(method, dict(params.values), {k: (v[0], v[2]) for k, v in params.files.items()},
+                       time.monotonic())  # fmt: skip
+        self.calls.append(call)
+        self._touch()
+        try:
+            answer = await self._dispatch(request.match_info["token"], method.lower(), params)
+        except ApiError as exc:
+            call.status, call.error = exc.status, exc.description
+            self._touch()
+            return web.json_response(exc.to_dict(), status=exc.status)
+        body: dict[str, Any] = {"ok": True, "result": answer}
+        if isinstance(answer, Answer):
+            body = {"ok": True, "result": answer.result, "description": answer.description}
+        call.status, call.result = 200, body["result"]
+        self._touch()
+        return web.json_response(body)
+
+    async def _dispatch(self, token: str, method: str, params: Params) -> Any:
+        if not _TOKEN.fullmatch(token):
+            raise ApiError(404, "Not Found")
+        if token != self.token:
+            raise ApiError(401, "Unauthorized")
+        self._raise_armed(method)
+        if method in _FEED_METHODS:
+            if method == "getupdates":
+                return await self.feed.get_updates(params)
+            if method == "getwebhookinfo":
+                return self.feed.webhook_info()
+            return await self.feed.set_webhook(params, method=method)
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise ApiError(404, "Not Found")
+        return handler(params)
+
+    async def _handle_file(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self.token:
+            return web.json_response(ApiError(401, "Unauthorized").to_dict(), status=401)
+        for file in self.state.files.values():
+            if file.file_path == request.match_info["path"]:
+                return web.Response(body=file.content, content_type=file.mime_type or "application/octet-stream")
+        return web.json_response(ApiError(404, "Not Found").to_dict(), status=404)
+
+    def _touch(self) -> None:
+        self._activity.set()
+        self._activity = asyncio.Event()
+
+    # -- injected failures ------------------------------------------------------------------------
+
+    def arm_error(
+        self,
+        method: str | None,
+        status: int,
+        description: str,
+        *,
+        parameters: dict[str, Any] | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` calls of ``method`` (any method when None) with this error,
+        e.g. ``arm_error("sendMessage", 403, "Forbidden: bot was blocked by the user")``."""
+        self._armed.append((method.lower() if method else None, ApiError(status, description, parameters), [times]))
+
+    def arm_flood_control(self, retry_after: int = 3, *, method: str | None = "sendMessage", times: int = 1) -> None:
+        """Telegram's flood control: 429 ``Too Many Requests: retry after N`` with
+        ``parameters.retry_after`` (python-telegram-bot raises ``RetryAfter``)."""
+        self.arm_error(method, 429, f"Too Many Requests: retry after {retry_after}",
+                       parameters={"retry_after": retry_after}, times=times)  # fmt: skip
+
+    def _raise_armed(self, method: str) -> None:
+        for index, (armed_method, error, left) in enumerate(self._armed):
+            if armed_method == method or (armed_method is None and method not in ("getupdates", "getme")):
+                left[0] -= 1
+                if left[0] <= 0:
+                    del self._armed[index]
+                raise error
+
+    # -- chats and users --------------------------------------------------------------------------
+
+    def add_chat(self, chat: Chat, *, members: Iterable[User] = (), admins: Iterable[User] = ()) -> Chat:
+        """Make a chat known to the server (the bot can only write to known chats)."""
+        return self.state.add_chat(chat, members, admins)
+
+    def private_chat(self, user: User) -> Chat:
+        """The private chat of ``user`` with the bot, registered."""
+        return self.state.add_chat(Chat.private(user), [user])
+
+    def group(
+        self,
+        chat_id: int,
+        title: str,
+        *,
+        members: Iterable[User] = (),
+        admins: Iterable[User] = (),
+        supergroup: bool = False,
+    ) -> Chat:
+        """A group (negative ``chat_id``) the bot is in, with these members, registered."""
+        return self.state.add_chat(Chat.group(chat_id, title, supergroup=supergroup), members, admins)
+
+    def _resolve_chat(self, chat: int | Chat, user: User) -> Chat:
+        if isinstance(chat, Chat):
+            resolved = self.state.add_chat(chat, [user])
+        elif chat in self.state.chats:
+            resolved = self.state.chats[chat]
+        elif chat == user.id:
+            resolved = self.private_chat(user)
+        else:
+            raise ValueError(f"unknown chat {chat}: register it first with server.group(...) or server.add_chat(...)")
+        self.state.users[user.id] = user
+        self.state.members.setdefault(resolved.id, {}).setdefault(user.id, "member")
+        return resolved
+
+    # -- what the bot did ------------------------------------------------------------------------
+
+    @property
+    def updates(self) -> list[UpdateRecord]:
+        """Every update created so far, in order."""
+        return list(self.feed.history)
+
+    @property
+    def webhook(self) -> WebhookConfig | None:
+        return self.feed.webhook
+
+    @property
+    def callback_queries(self) -> list[CallbackQueryRecord]:
+        return list(self.state.callback_queries.values())
+
+    def callback_query(self, update: UpdateRecord) -> CallbackQueryRecord:
+        """The button tap created by ``update`` (from :meth:`tap`)."""
+        return self.state.callback_queries[update.payload["callback_query"]["id"]]
+
+    def chat_actions(self, chat_id: int | None = None) -> list[ChatAction]:
+        return [a for a in self.state.chat_actions if chat_id is None or a.chat_id == chat_id]
+
+    def messages(self, chat_id: int, *, include_user_messages: bool = False) -> list[ChatMessage]:
+        """The chat's messages that were not deleted, oldest first: the bot's, and the users'
+        ones too with ``include_user_messages=True``."""
+        return [m for m in self.state.chat_messages(chat_id) if include_user_messages or m.from_bot]
+
+    def last_message(self, chat_id: int) -> ChatMessage:
+        """The bot's latest message in the chat; ``LookupError`` if it sent none."""
+        messages = self.messages(chat_id)
+        if not messages:
+            raise LookupError(f"the bot has sent no message to chat {chat_id}")
+        return messages[-1]
+
+    def message(self, chat_id: int, message_id: int) -> ChatMessage:
+        """Any message by id, deleted ones included (``.deleted`` tells)."""
+        return self.state.messages[(chat_id, message_id)]
+
+    def commands(self, *, scope: dict[str, Any] | None = None, language_code: str = "") -> list[dict[str, str]]:
+        """The bot's commands set with ``setMyCommands`` for that scope and language."""
+        key = (json.dumps(scope or {"type": "default"}, sort_keys=True), language_code)
+        return list(self.state.commands.get(key, []))
+
+    # -- simulating users ------------------------------------------------------------------------
+
+    async def send_message(
+        self,
+        chat: int | Chat,
+        user: User,
+        text: str,
+        *,
+        entities: list[dict[str, Any]] | None = None,
+        reply_to: ChatMessage | None = None,
+    ) -> UpdateRecord:
+        """``user`` writes ``text`` in ``chat``; the bot receives a ``message`` update. Commands
+        (``/start``, ``/help@bot``) get ``bot_command`` entities, offsets in UTF-16 units."""
+        resolved = self._resolve_chat(chat, user)
+        found = _command_entities(text) if entities is None else entities
+        version = MessageVersion(text, tuple(found), None, text, None, time.monotonic())
+        reply_id = reply_to.message_id if reply_to is not None else None
+        message = self.state.add_message(resolved, user, version, reply_to=reply_id)
+        payload = message.to_dict()
+        if reply_to is not None:
+            payload["reply_to_message"] = reply_to.to_dict()
+        return await self._push({"message": payload})
+
+    async def tap(self, chat_id: int, message_id: int, user: User, callback_data: str) -> UpdateRecord:
+        """``user`` taps a button on the message; the bot receives a ``callback_query`` whose
+        ``from`` is ``user`` and whose ``data`` is ``callback_data`` exactly as given (a modified
+        client can send any data; use :meth:`tap_button` for what the button carries)."""
+        message = self.state.messages.get((chat_id, message_id))
+        if message is None or message.deleted:
+            raise LookupError(f"no message {message_id} in chat {chat_id} to tap on")
+        self.state.users[user.id] = user
+        self._callback_ids += 1
+        query_id = str(4_300_000_000_000_000_000 + self._callback_ids)
+        update_id = self.feed.new_update_id()
+        payload = {
+            "id": query_id,
+            "from": user.to_dict(),
+            "message": message.to_dict(),
+            "chat_instance": str(-(abs(chat_id) * 7919 + 1) % 10**19),
+            "data": callback_data,
+        }
+        record = CallbackQueryRecord(query_id, update_id, user, chat_id, message_id, callback_data,
+                                     time.monotonic())  # fmt: skip
+        self.state.callback_queries[query_id] = record
+        return await self._push({"callback_query": payload}, update_id=update_id)
+
+    async def tap_button(self, message: ChatMessage, label: str, user: User) -> UpdateRecord:
+        """``user`` taps the button labelled ``label`` on ``message`` (its current keyboard)."""
+        current = self.message(message.chat.id, message.message_id)
+        button = current.button(label)
+        if "callback_data" not in button:
+            raise LookupError(f"button {label!r} is not a callback button: {button}")
+        return await self.tap(current.chat.id, current.message_id, user, str(button["callback_data"]))
+
+    async def redeliver(self, update: UpdateRecord) -> UpdateRecord:
+        """Hand the same update (same ``update_id``) to the bot once more, as Telegram does after a
+        failed webhook answer or when polling restarts before confirming: for deduplication tests."""
+        again = UpdateRecord(update.update_id, update.payload, time.monotonic(), len(self.calls), redelivery=True)
+        return await self.feed.push(again)
+
+    async def post_to_webhook(
+        self, update: UpdateRecord, *, secret_token: str | bool | None = True
+    ) -> WebhookDelivery:
+        """POST ``update`` to the webhook once, with the configured secret token, another token
+        (a string) or none (``None``): to check that the bot refuses forged deliveries."""
+        return await self.feed.post(update, secret_token=secret_token)
+
+    async def deliver_pending(self) -> None:
+        """Retry pending updates on the webhook (the server does not retry on its own)."""
+        await self.feed.deliver_pending()
+
+    async def _push(self, payload: dict[str, Any], *, update_id: int | None = None) -> UpdateRecord:
+        update_id = self.feed.new_update_id() if update_id is None else update_id
+        record = UpdateRecord(update_id, {"update_id": update_id, **payload}, time.monotonic(), len(self.calls))
+        return await self.feed.push(record)
+
+    # -- waiting ----------------------------------------------------------------------------------
+
+    def mark(self) -> int:
+        """A cursor into :attr:`calls` for ``wait_for(..., since=server.mark())``."""
+        return len(self.calls)
+
+    async def wait_for(
+        self,
+        predicate: Callable[[ApiCall], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109 - the waiting helpers' documented signature
+        *,
+        since: int | UpdateRecord | None = None,
+    ) -> ApiCall:
+        """The first call (after ``since``: a :meth:`mark` or an update) matching ``predicate``
+        that has been answered; waits up to ``timeout`` seconds, then ``TimeoutError``."""
+        start = since.call_index if isinstance(since, UpdateRecord) else since or 0
+        found: list[ApiCall] = []
+
+        def check() -> bool:
+            found[:] = [c for c in self.calls[start:] if c.status and predicate(c)][:1]
+            return bool(found)
+
+        await self.wait_until(check, timeout, what="an API call matching the predicate")
+        return found[0]
+
+    async def wait_until(
+        self,
+        condition: Callable[[], object],
+        timeout: float = 5.0,  # noqa: ASYNC109
+        *,
+        what: str = "",
+    ) -> None:
+        """Wait until ``condition()`` is true, re-checking after every API call and delivery."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"timed out after {timeout} s waiting for {what or 'the condition'}")
+            activity = self._activity
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(activity.wait(), remaining)
+
+    async def wait_for_message(
+        self,
+        chat_id: int,
+        *,
+        since: int | UpdateRecord | None = None,
+        timeout: float = 5.0,  # noqa: ASYNC109
+    ) -> ChatMessage:
+        """The first message the bot sends to ``chat_id`` after ``since`` (by default: after the
+        latest update the server created, i.e. the bot's answer to what a user just did)."""
+        if since is None and self.feed.history:
+            since = self.feed.history[-1]
+
+        def sent_there(call: ApiCall) -> bool:
+            sent = call.method.lower() in ("sendmessage", "senddocument") and call.ok
+            return sent and call.result["chat"]["id"] == chat_id
+
+        call = await self.wait_for(sent_there, timeout, since=since)
+        return self.message(chat_id, call.result["message_id"])
+
+
+def _command_entities(text: str) -> list[dict[str, Any]]:
+    entities = []
+    for match in _COMMAND.finditer(text):
+        offset = len(text[: match.start()].encode("utf-16-le")) // 2
+        length = len(match.group().encode("utf-16-le")) // 2
+        entities.append({"type": "bot_command", "offset": offset, "length": length})
+    return entities
+
+
+async def _read_params(request: web.Request) -> Params:
+    values: dict[str, str] = dict(request.query)
+    files: dict[str, tuple[str | None, str | None, bytes]] = {}
+    if request.content_type == "application/json":
+        body = await request.json() if request.can_read_body else {}
+        for key, value in (body or {}).items():
+            values[key] = value if isinstance(value, str) else json.dumps(value)
+    elif request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        for key, value in (await request.post()).items():
+            if isinstance(value, web.FileField):
+                files[key] = (value.filename, value.content_type, value.file.read())
+            else:
+                values[key] = str(value)
+    return Params(values, files)
