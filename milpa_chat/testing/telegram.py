@@ -19,11 +19,10 @@ texts and status codes. See ``docs/testing.md`` for the full guide.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from aiohttp import web
@@ -42,6 +41,7 @@ from milpa_chat.testing.telegram_models import (
 )
 from milpa_chat.testing.telegram_updates import Answer, UpdateFeed, WebhookConfig
 from milpa_chat.testing.telegram_validate import ApiError, Params
+from milpa_chat.testing.telegram_waiting import WaitingMixin
 
 __all__ = ["BotApiServer"]
 
@@ -50,7 +50,7 @@ _COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?(?![A-
 _FEED_METHODS = frozenset({"getupdates", "setwebhook", "deletewebhook", "getwebhookinfo"})
 
 
-class BotApiServer:
+class BotApiServer(WaitingMixin):
     """An aiohttp Bot API server on ``host:port`` (a free port by default) for one bot token.
 
     Use it as ``async with BotApiServer(token=...) as server:`` and build the bot with
@@ -175,10 +175,6 @@ class BotApiServer:
             if file.file_path == request.match_info["path"]:
                 return web.Response(body=file.content, content_type=file.mime_type or "application/octet-stream")
         return web.json_response(ApiError(404, "Not Found").to_dict(), status=404)
-
-    def _touch(self) -> None:
-        self._activity.set()
-        self._activity = asyncio.Event()
 
     # -- injected failures ------------------------------------------------------------------------
 
@@ -362,68 +358,6 @@ class BotApiServer:
         update_id = self.feed.new_update_id() if update_id is None else update_id
         record = UpdateRecord(update_id, {"update_id": update_id, **payload}, time.monotonic(), len(self.calls))
         return await self.feed.push(record)
-
-    # -- waiting ----------------------------------------------------------------------------------
-
-    def mark(self) -> int:
-        """A cursor into :attr:`calls` for ``wait_for(..., since=server.mark())``."""
-        return len(self.calls)
-
-    async def wait_for(
-        self,
-        predicate: Callable[[ApiCall], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109 - the waiting helpers' documented signature
-        *,
-        since: int | UpdateRecord | None = None,
-    ) -> ApiCall:
-        """The first call (after ``since``: a :meth:`mark` or an update) matching ``predicate``
-        that has been answered; waits up to ``timeout`` seconds, then ``TimeoutError``."""
-        start = since.call_index if isinstance(since, UpdateRecord) else since or 0
-        found: list[ApiCall] = []
-
-        def check() -> bool:
-            found[:] = [c for c in self.calls[start:] if c.status and predicate(c)][:1]
-            return bool(found)
-
-        await self.wait_until(check, timeout, what="an API call matching the predicate")
-        return found[0]
-
-    async def wait_until(
-        self,
-        condition: Callable[[], object],
-        timeout: float = 5.0,  # noqa: ASYNC109
-        *,
-        what: str = "",
-    ) -> None:
-        """Wait until ``condition()`` is true, re-checking after every API call and delivery."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"timed out after {timeout} s waiting for {what or 'the condition'}")
-            activity = self._activity
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(activity.wait(), remaining)
-
-    async def wait_for_message(
-        self,
-        chat_id: int,
-        *,
-        since: int | UpdateRecord | None = None,
-        timeout: float = 5.0,  # noqa: ASYNC109
-    ) -> ChatMessage:
-        """The first message the bot sends to ``chat_id`` after ``since`` (by default: after the
-        latest update the server created, i.e. the bot's answer to what a user just did)."""
-        if since is None and self.feed.history:
-            since = self.feed.history[-1]
-
-        def sent_there(call: ApiCall) -> bool:
-            sent = call.method.lower() in ("sendmessage", "senddocument") and call.ok
-            return sent and call.result["chat"]["id"] == chat_id
-
-        call = await self.wait_for(sent_there, timeout, since=since)
-        return self.message(chat_id, call.result["message_id"])
-
 
 def _command_entities(text: str) -> list[dict[str, Any]]:
     entities = []
