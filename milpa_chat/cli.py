@@ -42,9 +42,8 @@ def load_registry(spec: str) -> ToolRegistry:
                 obj = getattr(obj, part)
         except AttributeError as exc:
             raise CliError(f"{module_name!r} has no attribute {attr!r}") from exc
-    if isinstance(obj, type):
-        obj = obj()
-    elif callable(obj) and not isinstance(obj, ToolRegistry) and not hasattr(obj, "__milpa_tool__"):
+    is_factory = callable(obj) and not isinstance(obj, ToolRegistry) and not hasattr(obj, "__milpa_tool__")
+    if isinstance(obj, type) or is_factory:
         obj = obj()
     if isinstance(obj, ToolRegistry):
         return obj

@@ -52,7 +52,7 @@ def finish_meta(result: ToolResult, tool: str, ctx: ToolContext, t0: float) -> T
 
 
 def not_found(name: str, tools: Mapping[str, ToolDefinition], ctx: ToolContext) -> ToolResult:
-    close = difflib.get_close_matches(str(name), list(tools), n=3, cutoff=0.5)
+    close = difflib.get_close_matches(str(name), list(tools), n=3, cutoff=0.75)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     return fail(str(name), ctx, None, ErrorCode.TOOL_NOT_FOUND, f"Tool not found: {name}.{hint}",
                 {"suggestions": close})

@@ -56,12 +56,14 @@ class VerificationTool:
         verifier: HumanVerifier,
         *,
         resolve_scopes: Sequence[str] = (),
+        request_scopes: Sequence[str] = (),
         approver_scopes: Sequence[str] = (),
         allow_self_approval: bool = False,
         expires_in: float = 3600.0,
     ) -> None:
         self.verifier = verifier
         self.resolve_scopes = tuple(resolve_scopes)
+        self.request_scopes = tuple(request_scopes)
         self.approver_scopes = tuple(approver_scopes)
         self.allow_self_approval = allow_self_approval
         self.expires_in = expires_in
@@ -71,7 +73,7 @@ class VerificationTool:
 
         for name, description, schema, handler, scopes in (
             (REQUEST_NAME, "Open a verification request that another person approves or rejects.",
-             REQUEST_SCHEMA, self.handle_request, ()),
+             REQUEST_SCHEMA, self.handle_request, self.request_scopes),
             (RESOLVE_NAME, "Approve (grant) or reject a pending verification request as the calling user.",
              RESOLVE_SCHEMA, self.handle_resolve, self.resolve_scopes),
         ):

@@ -168,7 +168,8 @@ async def test_rule_provider_deny_allow_scopes_and_failure(notes: NoteTools, clo
     gate.rule_provider = Rules(error=ConnectionError("db down"))
     failed = await reg.call("list_notes", {}, ctx)
     assert failed.code == ErrorCode.FORBIDDEN
-    assert failed.error == "Policy rule provider Rules failed (ConnectionError) — tool 'list_notes' denied (fail-closed)."
+    assert failed.error == (
+        "Policy rule provider Rules failed (ConnectionError) — tool 'list_notes' denied (fail-closed).")
 
 
 async def test_block_mutating_policy_names_tool_and_channel(notes: NoteTools) -> None:

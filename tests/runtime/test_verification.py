@@ -144,7 +144,7 @@ async def test_verify_tool_opens_a_request_and_runs_the_approved_arguments_once(
     rid = opened.data["request_id"]
     early = await reg.call("pay", {"verification_id": rid}, clerk)
     assert early.code == ErrorCode.FORBIDDEN and "still waiting" in (early.error or "")
-    with pytest.raises(VerificationRefused, match="four-eyes|needs one of"):
+    with pytest.raises(VerificationRefused, match=r"four-eyes|needs one of"):
         await reg.verifier.grant(rid, clerk)
     await reg.verifier.grant(rid, manager)
     thief = await reg.call("pay", {"verification_id": rid}, manager)

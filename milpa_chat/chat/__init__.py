@@ -1,0 +1,24 @@
+"""The channel-neutral chat core: inbound events, identities, durable approvals, the Assistant.
+
+No channel SDK is imported here; ``milpa_chat.bots`` adapts Telegram and Slack to it.
+"""
+
+from __future__ import annotations
+
+from milpa_chat.chat.approvals import Approval, ApprovalBook
+from milpa_chat.chat.assistant import Agent, Assistant
+from milpa_chat.chat.identity import Identities, principal_for
+from milpa_chat.chat.inbound import ChatUser, Inbound, MessageRef, Transport
+
+__all__ = [
+    "Agent",
+    "Approval",
+    "ApprovalBook",
+    "Assistant",
+    "ChatUser",
+    "Identities",
+    "Inbound",
+    "MessageRef",
+    "Transport",
+    "principal_for",
+]

@@ -1,0 +1,228 @@
+"""``Assistant``: routes inbound chat events to tools, approval flows and the agent.
+
+It is channel-neutral: adapters in ``milpa_chat.bots`` turn platform updates into
+:class:`~milpa_chat.chat.inbound.Inbound` events and implement the
+:class:`~milpa_chat.chat.inbound.Transport` it talks back through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.chat import cards
+from milpa_chat.chat.approvals import ApprovalBook
+from milpa_chat.chat.commands import CommandError, parse_arguments, parse_command
+from milpa_chat.chat.flows import ApprovalFlows
+from milpa_chat.chat.identity import Identities
+from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
+from milpa_chat.runtime.context import ToolContext
+from milpa_chat.runtime.result import ToolResult
+
+if TYPE_CHECKING:
+    from milpa_chat.renderers.model import Message
+    from milpa_chat.runtime.registry import ToolRegistry
+
+__all__ = ["Agent", "Assistant"]
+
+log = logging.getLogger("milpa_chat.chat")
+
+#: ``agent(inbound, ctx) -> reply``: free text goes here when configured (see ``milpa_chat.gateway``).
+Agent = Callable[[Inbound, ToolContext], Awaitable["str | Message | None"]]
+
+BUILTIN = ("start", "help", "tools")
+#: Tools driven by buttons, not listed as commands.
+HIDDEN = frozenset({"resolve_verification"})
+APPROVAL_ACTIONS = frozenset({"confirm", "cancel", "approve", "reject"})
+
+
+class Assistant:
+    """The chat brain: commands, tool calls, approval cards and their buttons, pagination."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        identities: Identities | None = None,
+        *,
+        agent: Agent | None = None,
+        approval_ttl: float = 900.0,
+        name: str = "Assistant",
+    ) -> None:
+        self.registry = registry
+        self.identities = identities or Identities()
+        self.agent = agent
+        self.name = name
+        self.store = registry.store
+        self.book = ApprovalBook(self.store)
+        self.transports: dict[str, Transport] = {}
+        self.approval_ttl = approval_ttl
+        registry.confirmations.ttl = max(registry.confirmations.ttl, approval_ttl)
+        if "resolve_verification" not in registry:
+            from milpa_chat.runtime.verification_tool import VerificationTool
+
+            VerificationTool(
+                registry.verifier, request_scopes=["verification:request"], approver_scopes=["verification:approve"]
+            ).register(registry)
+        self.flows = ApprovalFlows(self)
+
+    # -------------------------------------------------------------- transports
+    def attach(self, transport: Transport) -> None:
+        """Make a surface reachable (approval cards are posted to every attached surface's approver chats)."""
+        self.transports[transport.surface] = transport
+
+    def context_for(self, inbound: Inbound) -> ToolContext:
+        return self.identities.context_for(inbound.surface, inbound.user, inbound.chat_id)
+
+    # ------------------------------------------------------------------ events
+    async def handle(self, inbound: Inbound, transport: Transport | None = None) -> None:
+        """Process one inbound event. Redeliveries of a ``delivery_id`` already seen do nothing."""
+        transport = transport or self.transports.get(inbound.surface)
+        if transport is None:
+            raise LookupError(f"no transport attached for surface {inbound.surface!r}; call assistant.attach(...)")
+        self.transports.setdefault(inbound.surface, transport)
+        if inbound.delivery_id is not None and not await self._first_delivery(inbound):
+            log.info("Ignoring redelivered %s update %s", inbound.surface, inbound.delivery_id)
+            return
+        if inbound.kind == "action":
+            await self._on_action(inbound, transport)
+        elif inbound.kind == "command":
+            await self._on_command(inbound, transport)
+        else:
+            await self._on_text(inbound, transport)
+
+    async def _first_delivery(self, inbound: Inbound) -> bool:
+        key = f"{inbound.surface}:{inbound.delivery_id}"
+        return await self.store.insert("deliveries", key, {"chat": inbound.chat_id}, ttl=7 * 86400) is not None
+
+    async def _on_text(self, inbound: Inbound, transport: Transport) -> None:
+        if self.agent is None:
+            await transport.send(inbound.chat_id, cards.text(
+                "I work with commands. Send /tools to see what you can do, or /help for how to write them."))
+            return
+        await transport.typing(inbound.chat_id)
+        reply = await self.agent(inbound, self.context_for(inbound))
+        if reply is not None:
+            await transport.send(inbound.chat_id, cards.text(reply) if isinstance(reply, str) else reply)
+
+    async def _on_command(self, inbound: Inbound, transport: Transport) -> None:
+        assert inbound.text is not None
+        try:
+            cmd = parse_command(inbound.text, getattr(transport, "bot_username", None))
+        except CommandError:
+            return  # addressed to another bot in a group
+        ctx = self.context_for(inbound)
+        if cmd.name in BUILTIN:
+            visible = [s for s in self.registry.get_tool_summaries(ctx) if s["name"] not in HIDDEN]
+            message = cards.help_message(self.name) if cmd.name != "tools" else cards.tools_message(visible)
+            await transport.send(inbound.chat_id, message)
+            return
+        definition = self.registry.get(cmd.name)
+        if definition is None:
+            close = difflib.get_close_matches(cmd.name, [t.name for t in self.registry], n=2)
+            hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else ""
+            await transport.send(inbound.chat_id, cards.text(
+                f"Unknown command /{cmd.name}.{hint} Send /tools to see what you can use."))
+            return
+        try:
+            args = parse_arguments(cmd.rest, definition.input_schema)
+        except CommandError as exc:
+            usage = cards.usage(definition.name, definition.input_schema)
+            await transport.send(inbound.chat_id, cards.text(f"/{cmd.name}: {exc}.\nUsage: {usage}"))
+            return
+        await self.run_tool(inbound, transport, definition.name, args, ctx)
+
+    async def _on_action(self, inbound: Inbound, transport: Transport) -> None:
+        action, ref = inbound.action or "", inbound.ref or ""
+        if action in APPROVAL_ACTIONS:
+            await self.flows.on_tap(inbound, transport, action, ref)
+        elif action == "page":
+            await self._on_page(inbound, transport, ref)
+        elif action in self.registry:
+            await transport.answer(inbound, "Working on it…")
+            definition = self.registry.get(action)
+            assert definition is not None
+            try:
+                args = parse_arguments(ref, definition.input_schema)
+            except CommandError as exc:
+                await transport.send(inbound.chat_id, cards.text(f"{action}: {exc}"))
+                return
+            await self.run_tool(inbound, transport, action, args, self.context_for(inbound))
+        else:
+            await transport.answer(inbound, "This button is not valid any more.", alert=True)
+
+    # ------------------------------------------------------------------- tools
+    async def run_tool(
+        self, inbound: Inbound, transport: Transport, name: str, args: dict[str, Any], ctx: ToolContext
+    ) -> ToolResult:
+        """Call a tool for a chat user and show the outcome: a result, or an approval card."""
+        result = await self._call_with_typing(transport, inbound.chat_id, name, args, ctx)
+        if result.success and result.meta.get("requires_verification"):
+            await self.flows.open_verification(inbound, transport, name, result)
+        elif result.success and result.confirm_token and result.data.get("requires_confirmation"):
+            await self.flows.open_confirmation(inbound, transport, name, result)
+        else:
+            await self.present(transport, inbound.chat_id, name, args, ctx, result)
+        return result
+
+    async def _call_with_typing(
+        self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext
+    ) -> ToolResult:
+        call = asyncio.ensure_future(self.registry.call(name, args, ctx))
+        while True:
+            try:
+                await transport.typing(chat_id)
+            except Exception:  # typing is cosmetic
+                log.debug("typing indicator failed", exc_info=True)
+            done, _ = await asyncio.wait({call}, timeout=4.0)
+            if done:
+                return call.result()
+
+    async def present(
+        self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext,
+        result: ToolResult, *, edit: MessageRef | None = None,
+    ) -> MessageRef | None:
+        """Send (or edit in place) a result; paginated results get page buttons bound to a stored view."""
+        if result.pagination is not None:
+            view = secrets.token_urlsafe(9)
+            await self.store.put("views", view, {"tool": name, "args": args, "principal": ctx.principal},
+                                 ttl=7 * 86400)
+            result = result.with_meta(ref=view)
+        message = cards.result_message(result)
+        if edit is not None:
+            await transport.edit(edit, message)
+            return edit
+        return await transport.send(chat_id, message)
+
+    async def _on_page(self, inbound: Inbound, transport: Transport, ref: str) -> None:
+        view_id, _, page_text = ref.rpartition(":")
+        view = await self.store.get("views", view_id) if view_id else None
+        ctx = self.context_for(inbound)
+        if view is None or not page_text.isdigit():
+            await transport.answer(inbound, "These results are no longer available; run the command again.", alert=True)
+            return
+        if view.value["principal"] != ctx.principal:
+            await transport.answer(inbound, "Only the person who ran this can page through it.", alert=True)
+            return
+        await transport.answer(inbound, f"Page {page_text}")
+        args = {**view.value["args"], "page": int(page_text)}
+        result = await self.registry.call(view.value["tool"], args, ctx)
+        ref_msg = MessageRef(inbound.surface, inbound.chat_id, inbound.message_id) if inbound.message_id else None
+        await self.present(transport, inbound.chat_id, view.value["tool"], args, ctx, result, edit=ref_msg)
+
+    # --------------------------------------------------------------- sweeping
+    async def sweep(self) -> int:
+        """Expire overdue approvals (editing their cards) and finish approved ones a restart interrupted."""
+        return await self.flows.sweep()
+
+    async def run_sweeper(self, interval: float = 15.0) -> None:
+        """Sweep forever every ``interval`` seconds (run it as a task next to the bot)."""
+        while True:
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("approval sweep failed")
+            await asyncio.sleep(interval)

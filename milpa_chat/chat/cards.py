@@ -1,0 +1,62 @@
+"""Small message builders the assistant uses (help, tool lists, plain replies), plus result/card glue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.renderers.model import Actions, Heading, ItemList, Message, Note, Paragraph, Span
+
+if TYPE_CHECKING:
+    from milpa_chat.chat.approvals import Approval
+    from milpa_chat.runtime.result import ToolResult
+
+
+def text(body: str, *, tone: str = "info") -> Message:
+    return Message((Paragraph.of(body),), body.split("\n", 1)[0][:200], tone)  # type: ignore[arg-type]
+
+
+def help_message(name: str) -> Message:
+    return Message(
+        (
+            Heading(f"{name}", "🤖"),
+            Paragraph.of("Every tool is a command. Send ", Span("/tools", "code"), " to see yours."),
+            ItemList((
+                "/delete_note 5 — values in parameter order",
+                '/search_notes query="two words" page=2 — named values',
+                '/search_notes {"query": "milk"} — a JSON object',
+            )),
+            Note("Actions that change things ask you to confirm; some need an approver."),
+        ),
+        f"{name}: send /tools to see what you can do",
+    )
+
+
+def usage(name: str, schema: dict[str, Any]) -> str:
+    props = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    parts = [f"<{p}>" if p in required else f"[{p}=…]" for p in props]
+    return " ".join([f"/{name}", *parts])
+
+
+def tools_message(summaries: list[dict[str, Any]]) -> Message:
+    if not summaries:
+        return text("You have no tools available. Ask an administrator for access.")
+    lines = tuple(f"{usage(s['name'], s['inputSchema'])} — {s['description']}" for s in summaries)
+    return Message((Heading("Your tools", "🧰"), ItemList(lines)), f"{len(summaries)} tools available")
+
+
+def result_message(result: ToolResult) -> Message:
+    from milpa_chat.renderers.compose import compose_result
+
+    return compose_result(result)
+
+
+def approval_message(approval: Approval, *, with_buttons: bool = True) -> Message:
+    from milpa_chat.renderers.approval import compose_approval
+
+    message = compose_approval(approval.view())
+    if with_buttons or approval.state != "pending":
+        return message
+    blocks = tuple(b for b in message.blocks if not isinstance(b, Actions))
+    note = Note("Waiting for an approver — you will be told here when it is decided.")
+    return Message((*blocks, note), message.summary, message.tone, message.truncated, message.full)

@@ -1,0 +1,122 @@
+"""``Identities``: chat users -> ``ToolContext`` (scopes from configuration), and approver chats.
+
+Configuration in Python or TOML::
+
+    [roles]
+    writer = ["notes:read", "notes:write", "payments:send"]
+    manager = ["notes:read", "payments:approve"]
+
+    [users]                       # "<surface>:<user id>" (Slack: "slack:<team>:<user>") -> roles or scopes
+    "telegram:1001" = ["writer"]
+    "slack:T1:U2" = ["manager"]
+
+    [chats]                       # everyone in a chat gets these as well
+    "telegram:-1001234" = ["notes:read"]
+
+    [defaults]
+    scopes = []                   # unknown users: least privilege
+
+    [approvers]                   # where verification cards are posted, per surface
+    telegram = ["-1009876"]
+    slack = ["C0APPROVERS"]
+
+An entry that names a role expands to the role's scopes; anything else is taken as a scope.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from milpa_chat.chat.inbound import ChatUser
+from milpa_chat.runtime.context import ToolContext
+
+__all__ = ["Identities", "principal_for"]
+
+
+def principal_for(surface: str, user: ChatUser) -> str:
+    """``telegram:123``, ``slack:T1:U2``, ``jupyter:alice``."""
+    if surface == "slack" and user.team:
+        return f"slack:{user.team}:{user.id}"
+    return f"{surface}:{user.id}"
+
+
+class Identities:
+    """Maps platform identities to tool contexts. Unknown users get ``default_scopes`` only."""
+
+    def __init__(
+        self,
+        *,
+        roles: Mapping[str, Iterable[str]] | None = None,
+        users: Mapping[str, Iterable[str]] | None = None,
+        chats: Mapping[str, Iterable[str]] | None = None,
+        default_scopes: Iterable[str] = (),
+        approvers: Mapping[str, Iterable[str | int]] | None = None,
+    ) -> None:
+        self.roles = {k: tuple(v) for k, v in (roles or {}).items()}
+        self.users = {str(k): tuple(v) for k, v in (users or {}).items()}
+        self.chats = {str(k): tuple(v) for k, v in (chats or {}).items()}
+        self.default_scopes = tuple(default_scopes)
+        self.approvers = {k: tuple(str(c) for c in v) for k, v in (approvers or {}).items()}
+        for where, entries in (("users", self.users), ("chats", self.chats)):
+            for key, values in entries.items():
+                if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+                    raise ValueError(f"[{where}] {key!r} must be a list of role or scope names, got {values!r}")
+
+    # ----------------------------------------------------------------- loading
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Identities:
+        known = {"roles", "users", "chats", "defaults", "approvers"}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(
+                f"unknown identity section(s) {sorted(unknown)}; the known ones are {sorted(known)}"
+            )
+        defaults = data.get("defaults", {})
+        return cls(
+            roles=data.get("roles"), users=data.get("users"), chats=data.get("chats"),
+            default_scopes=defaults.get("scopes", ()), approvers=data.get("approvers"),
+        )
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> Identities:
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"identity file {p} does not exist; create it or pass Identities(...)") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"identity file {p} is not valid TOML: {exc}") from exc
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"identity file {p}: {exc}") from exc
+
+    # --------------------------------------------------------------- mapping
+    def _expand(self, entries: Iterable[str]) -> list[str]:
+        out: list[str] = []
+        for e in entries:
+            out.extend(self.roles.get(e, (e,)))
+        return out
+
+    def scopes_for(self, surface: str, user: ChatUser, chat_id: str | None = None) -> tuple[str, ...]:
+        principal = principal_for(surface, user)
+        found = self.users.get(principal)
+        scopes = self._expand(found) if found is not None else list(self.default_scopes)
+        if chat_id is not None:
+            scopes += self._expand(self.chats.get(f"{surface}:{chat_id}", ()))
+        return tuple(dict.fromkeys(scopes))
+
+    def context_for(self, surface: str, user: ChatUser, chat_id: str | None = None, **extra: Any) -> ToolContext:
+        """The context a tool call from this user runs with. Identity comes from the platform only."""
+        return ToolContext(
+            principal=principal_for(surface, user),
+            channel=surface,
+            scopes=self.scopes_for(surface, user, chat_id),
+            extra={"chat_id": chat_id, "user_id": user.id, "user_name": user.display, **extra},
+        )
+
+    def approver_chats(self, surface: str) -> tuple[str, ...]:
+        return self.approvers.get(surface, ())

@@ -1,0 +1,91 @@
+"""Normalized inbound events and the transport interface every chat surface implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from milpa_chat.renderers.model import Message
+
+__all__ = ["ChatUser", "Inbound", "MessageRef", "Transport"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatUser:
+    """The person behind an event, as the platform authenticated them (Telegram ``from``, Slack ``user``)."""
+
+    id: str
+    name: str = ""
+    username: str | None = None
+    team: str | None = None
+
+    @property
+    def display(self) -> str:
+        if self.name:
+            return self.name
+        return f"@{self.username}" if self.username else self.id
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One thing a user did: sent ``text`` (a command when it starts with ``/``) or tapped a button
+    (``action`` + ``ref``). ``delivery_id`` (Telegram update id, Slack event id) deduplicates
+    redeliveries. ``message_id`` is the message that carried the tapped button."""
+
+    surface: str
+    chat_id: str
+    user: ChatUser
+    text: str | None = None
+    action: str | None = None
+    ref: str | None = None
+    delivery_id: str | None = None
+    message_id: str | None = None
+    chat_type: str = "private"
+    raw: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def kind(self) -> Literal["action", "command", "text"]:
+        if self.action is not None:
+            return "action"
+        if self.text is not None and self.text.startswith("/"):
+            return "command"
+        return "text"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """Where a message lives, so it can be edited later (also after a restart)."""
+
+    surface: str
+    chat_id: str
+    message_id: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"surface": self.surface, "chat_id": self.chat_id, "message_id": self.message_id}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MessageRef:
+        return cls(str(d["surface"]), str(d["chat_id"]), str(d["message_id"]))
+
+
+class Transport(Protocol):
+    """What the chat core needs from a surface. Implementations render ``Message`` themselves."""
+
+    surface: str
+
+    async def send(self, chat_id: str, message: Message) -> MessageRef:
+        """Post a message; returns where it lives."""
+        ...
+
+    async def edit(self, ref: MessageRef, message: Message) -> None:
+        """Replace a message in place. "Not modified" counts as success."""
+        ...
+
+    async def answer(self, inbound: Inbound, text: str, *, alert: bool = False) -> None:
+        """A short reply only the actor sees (Telegram callback answer, Slack ephemeral)."""
+        ...
+
+    async def typing(self, chat_id: str) -> None:
+        """Show that work is in progress."""
+        ...
