@@ -15,12 +15,14 @@ the last message, ``reply_markup`` with the ``inline_keyboard``. Guarantees:
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from milpa_chat.renderers._build import Limits
-from milpa_chat.renderers._text import clean, joins_previous, utf16_len
+from milpa_chat.renderers._lines import Seg as _Seg
+from milpa_chat.renderers._lines import escape as _esc
+from milpa_chat.renderers._lines import wrap_line
+from milpa_chat.renderers._text import clean, utf16_len
 from milpa_chat.renderers.base import MessageRenderer
 from milpa_chat.renderers.model import (
     Actions,
@@ -44,15 +46,12 @@ __all__ = ["MAX_MESSAGE_LENGTH", "TelegramPayload", "TelegramRenderer"]
 MAX_MESSAGE_LENGTH: Final = 4096
 MAX_ROW_BUTTONS: Final = 8
 MAX_BUTTONS: Final = 100
-_LINE_BUDGET: Final = MAX_MESSAGE_LENGTH - 96  # room for a <pre><code class=...> wrapper around a line
 _STYLE_TAGS: Final = {
     "plain": ("", ""),
     "bold": ("<b>", "</b>"),
     "italic": ("<i>", "</i>"),
     "code": ("<code>", "</code>"),
 }
-
-_Seg = tuple[str, str, str]  # (open tag, close tag, raw text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +126,7 @@ def _pieces(blocks: tuple[Block, ...]) -> list[_Piece]:
         if isinstance(block, Code):
             pieces += _code(block, index)
         else:
-            pieces += [_Piece(h, -1) for line in _lines(block) for h in _wrap(line)]
+            pieces += [_Piece(h, -1) for line in _lines(block) for h in wrap_line(line)]
     return pieces
 
 
@@ -189,64 +188,7 @@ def _row(table: Table, row: tuple[str, ...]) -> list[_Seg]:
 def _code(block: Code, group: int) -> list[_Piece]:
     language = "".join(ch for ch in block.language if ch.isalnum() or ch in "+-_")[:20]
     wrap = ('<pre><code class="language-' + language + '">', "</code></pre>") if language else ("<pre>", "</pre>")
-    return [_Piece(h, group, wrap) for line in block.text.split("\n") for h in _wrap([("", "", line)])]
-
-
-# ------------------------------------------------------------------ escaping and hard wraps
-def _esc(text: str) -> str:
-    return html.escape(text, quote=False)
-
-
-def _wrap(line: list[_Seg], budget: int = _LINE_BUDGET) -> list[str]:
-    """HTML of one logical line, cut into pieces of at most ``budget`` UTF-16 units; each
-    piece closes every tag it opens."""
-    out: list[str] = []
-    current: list[str] = []
-    size = 0
-    for open_, close, raw in line:
-        overhead = len(open_) + len(close)
-        rest = raw
-        while rest:
-            piece, after = _take(rest, budget - size - overhead)
-            if not piece and current:  # no room left on this piece of the line: start the next
-                out.append("".join(current))
-                current, size = [], 0
-                continue
-            if not piece:  # cannot happen with a sane budget; still guarantees progress
-                piece, after = rest[:1], rest[1:]
-            escaped = _esc(piece)
-            current.append(open_ + escaped + close)
-            size += overhead + utf16_len(escaped)
-            rest = after
-            if rest:
-                out.append("".join(current))
-                current, size = [], 0
-    if current or not out:
-        out.append("".join(current))
-    return out
-
-
-def _take(text: str, room: int) -> tuple[str, str]:
-    """The longest prefix of ``text`` whose escaped form fits ``room`` units (preferring a cut
-    after a space, not inside a combining sequence), and the rest."""
-    if room <= 0:
-        return "", text
-    if len(text) * 5 <= room or utf16_len(_esc(text)) <= room:
-        return text, ""
-    used, cut = 0, 0
-    for ch in text:
-        used += 5 if ch == "&" else 4 if ch in "<>" else 2 if ord(ch) > 0xFFFF else 1
-        if used > room:
-            break
-        cut += 1
-    space = text.rfind(" ", 0, cut)
-    if space > cut * 3 // 4:
-        return text[: space + 1], text[space + 1 :]
-    whole = cut
-    while cut > 0 and (joins_previous(text[cut]) or text[cut - 1] == "\u200d"):
-        cut -= 1
-    cut = cut or whole  # one endless combining sequence: cut it anyway
-    return text[:cut], text[cut:]
+    return [_Piece(h, group, wrap) for line in block.text.split("\n") for h in wrap_line([("", "", line)])]
 
 
 # ------------------------------------------------------------------ packing into messages

@@ -1,0 +1,77 @@
+"""Escaping and hard-wrapping lines of styled text for the markup channels (Telegram, Slack).
+
+A line is a list of :data:`Seg` ``(open, close, raw)``: markup around raw text. Both Telegram
+HTML and Slack mrkdwn escape exactly ``& < >`` (``&amp; &lt; &gt;``); :func:`wrap_line` cuts a
+line whose escaped form is too long into pieces that each close the markup they open and
+never cut an entity, a surrogate pair or a combining sequence.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Final, TypeAlias
+
+from milpa_chat.renderers._text import clean, joins_previous, utf16_len
+
+__all__ = ["LINE_BUDGET", "Seg", "escape", "take", "wrap_line"]
+
+Seg: TypeAlias = tuple[str, str, str]
+#: Default size of one wrapped piece: a Telegram message less room for a ``<pre><code>`` wrapper.
+LINE_BUDGET: Final = 4000
+
+
+def escape(text: str) -> str:
+    """``& < >`` as ``&amp; &lt; &gt;`` (Telegram HTML text and Slack mrkdwn alike)."""
+    return html.escape(text, quote=False)
+
+
+def wrap_line(line: list[Seg], budget: int = LINE_BUDGET) -> list[str]:
+    """One logical line, cleaned and escaped, cut into pieces of at most ``budget`` UTF-16
+    units; each piece closes the markup it opens. Empty segments are dropped."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for open_, close, raw in line:
+        overhead = len(open_) + len(close)
+        rest = clean(raw)
+        while rest:
+            piece, after = take(rest, budget - size - overhead)
+            if not piece and current:  # no room left on this piece of the line: start the next
+                out.append("".join(current))
+                current, size = [], 0
+                continue
+            if not piece:  # cannot happen with a sane budget; still guarantees progress
+                piece, after = rest[:1], rest[1:]
+            escaped = escape(piece)
+            current.append(open_ + escaped + close)
+            size += overhead + utf16_len(escaped)
+            rest = after
+            if rest:
+                out.append("".join(current))
+                current, size = [], 0
+    if current or not out:
+        out.append("".join(current))
+    return out
+
+
+def take(text: str, room: int) -> tuple[str, str]:
+    """The longest prefix of ``text`` whose escaped form fits ``room`` units (preferring a cut
+    after a space, not inside a combining sequence), and the rest."""
+    if room <= 0:
+        return "", text
+    if len(text) * 5 <= room or utf16_len(escape(text)) <= room:
+        return text, ""
+    used, cut = 0, 0
+    for ch in text:
+        used += 5 if ch == "&" else 4 if ch in "<>" else 2 if ord(ch) > 0xFFFF else 1
+        if used > room:
+            break
+        cut += 1
+    space = text.rfind(" ", 0, cut)
+    if space > cut * 3 // 4:
+        return text[: space + 1], text[space + 1 :]
+    whole = cut
+    while cut > 0 and (joins_previous(text[cut]) or text[cut - 1] == "\u200d"):
+        cut -= 1
+    cut = cut or whole  # one endless combining sequence: cut it anyway
+    return text[:cut], text[cut:]

@@ -1,0 +1,264 @@
+"""Slack: Block Kit blocks plus a plain fallback ``text``, valid by construction.
+
+``SlackPayload.message`` is ``{"text": fallback, "blocks": [...]}``, ready for
+``chat_postMessage(channel=..., **payload.message)`` or ``chat_update``. Guarantees (the
+limits are those slack_sdk's block models check; a test keeps the numbers in step):
+
+* at most 50 blocks and about 12,000 characters of block text in all (Slack refuses
+  messages well below 50 full blocks); what does not fit is cut at a block boundary, a
+  context line says so and :attr:`SlackPayload.document` holds everything;
+* section text ≤ 3,000, ≤ 10 fields of ≤ 2,000, header ≤ 150, button text ≤ 75, button value
+  ≤ 2,000 (it is the button's ``"<action>:<ref>"``, ≤ 64 bytes), ``action_id`` ≤ 255;
+* ``& < >`` of all data escaped in mrkdwn (``verbatim`` on, so nothing is auto-linked), so
+  ``<!channel>``, ``<@U…>`` and ``<url|label>`` from data are shown, never acted on; code and
+  arguments are rich-text preformatted blocks, shown exactly.
+
+Button ``action_id`` is ``"milpa:<action>:<n>"`` (unique in the message) and ``value`` the
+button's callback data; who tapped comes from the interaction's ``user.id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from milpa_chat.renderers._build import Limits
+from milpa_chat.renderers._lines import Seg, escape, take, wrap_line
+from milpa_chat.renderers._text import clean, clip, utf16_len
+from milpa_chat.renderers.base import MessageRenderer
+from milpa_chat.renderers.model import (
+    Block,
+    Button,
+    Code,
+    Divider,
+    Document,
+    Fields,
+    Heading,
+    ItemList,
+    Message,
+    Note,
+    Paragraph,
+    Span,
+    Table,
+    chunked,
+)
+
+__all__ = ["SlackPayload", "SlackRenderer"]
+
+MAX_BLOCKS: Final = 50  # per message
+MAX_TEXT: Final = 12_000  # all block text together (Slack refuses ~13k with msg_blocks_too_long)
+SECTION_TEXT: Final = 3000  # SectionBlock.text_max_length
+SECTION_FIELDS: Final = 10  # SectionBlock.fields_max_length
+FIELD_TEXT: Final = 2000  # per field (documented; slack_sdk does not check it)
+HEADER_TEXT: Final = 150  # HeaderBlock.text_max_length
+BUTTON_TEXT: Final = 75  # ButtonElement.text_max_length
+ACTION_ELEMENTS: Final = 25  # ActionsBlock.elements_max_length
+CODE_TEXT: Final = 3000  # our own budget per preformatted block
+MAX_BUTTON_ROWS: Final = 4
+
+_MARKS: Final = {"plain": ("", ""), "bold": ("*", "*"), "italic": ("_", "_"), "code": ("`", "`")}
+
+
+@dataclass(frozen=True, slots=True)
+class SlackPayload:
+    """``message`` (``{"text", "blocks"}``) and an optional document (upload it with
+    ``files_upload_v2``) holding everything when something was shortened."""
+
+    message: dict[str, Any]
+    document: Document | None = None
+
+    @property
+    def text(self) -> str:
+        return str(self.message["text"])
+
+    @property
+    def blocks(self) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = self.message["blocks"]
+        return blocks
+
+
+class SlackRenderer(MessageRenderer[SlackPayload]):
+    """Renders for the ``slack`` channel."""
+
+    channels: ClassVar[tuple[str, ...]] = ("slack",)
+    default_limits: ClassVar[Limits] = Limits(value_chars=1000, text_chars=2500, cell_chars=80, items=100)
+
+    def render_message(self, message: Message) -> SlackPayload:
+        actions = _actions(message.buttons)
+        room = MAX_BLOCKS - len(actions) - 1
+        kept: list[dict[str, Any]] = []
+        used, cut = 0, False
+        for block in _content(message.blocks):
+            size = _text_size(block)
+            if len(kept) >= room or used + size > MAX_TEXT:
+                cut = True
+                break
+            kept.append(block)
+            used += size
+        document = message.document() if cut or message.truncated else None
+        if document is not None:
+            note = f"Shortened for Slack; the full content is in the attached file {document.filename}."
+            kept.append(_context(escape(note)))
+        text = escape(clean(message.summary)) or "Message"
+        return SlackPayload({"text": text, "blocks": kept + actions}, document)
+
+
+# ------------------------------------------------------------------ blocks
+def _content(blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
+    for block in blocks:
+        if isinstance(block, Heading):
+            yield _header(f"{block.icon} {block.text}".strip())
+        elif isinstance(block, Paragraph):
+            yield from _sections([_spans(line) for line in _split_spans(block.spans)])
+        elif isinstance(block, Fields):
+            yield from _fields(block)
+        elif isinstance(block, ItemList):
+            yield from _sections(_items(block))
+        elif isinstance(block, Table):
+            yield from _sections([_row(block, row) for row in block.rows])
+        elif isinstance(block, Code):
+            yield from _code(block.text)
+        elif isinstance(block, Note):
+            yield from (_context(t) for t in _join(wrap_line([("_", "_", block.text.replace("\n", " "))], 2000)))
+        elif isinstance(block, Divider):
+            yield {"type": "divider"}
+
+
+def _header(text: str) -> dict[str, Any]:
+    kept, omitted = clip(clean(text).replace("\n", " "), HEADER_TEXT - 1)
+    return {"type": "header", "text": {"type": "plain_text", "text": kept + ("…" if omitted else "")}}
+
+
+def _mrkdwn(text: str) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": text, "verbatim": True}
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": _mrkdwn(text)}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [_mrkdwn(text)]}
+
+
+def _sections(lines: list[list[Seg]]) -> Iterator[dict[str, Any]]:
+    pieces = [piece for line in lines for piece in wrap_line(line, SECTION_TEXT)]
+    yield from (_section(text) for text in _join(pieces, SECTION_TEXT))
+
+
+def _join(pieces: list[str], limit: int = SECTION_TEXT) -> list[str]:
+    """Lines joined by newlines into texts of at most ``limit`` characters (each line fits)."""
+    texts: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        length = utf16_len(piece)
+        if current and size + 1 + length > limit:
+            texts.append("\n".join(current))
+            current, size = [], 0
+        size += length + (1 if current else 0)
+        current.append(piece)
+    if current:
+        texts.append("\n".join(current))
+    return [t for t in texts if t.strip()]
+
+
+def _styled(text: str, style: str) -> list[Seg]:
+    """Markup for one span; mrkdwn markers must touch the text, so spaces go outside them."""
+    open_, close = _MARKS[style]
+    core = text.strip()
+    if not open_ or not core or (style == "code" and "`" in core):
+        return [("", "", text)]
+    lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+    return [("", "", lead), (open_, close, core), ("", "", trail)]
+
+
+def _split_spans(spans: tuple[Span, ...]) -> list[list[Span]]:
+    lines: list[list[Span]] = [[]]
+    for span in spans:
+        for i, part in enumerate(span.text.split("\n")):
+            if i:
+                lines.append([])
+            lines[-1].append(Span(part, span.style))
+    return lines
+
+
+def _spans(spans: list[Span]) -> list[Seg]:
+    return [seg for span in spans for seg in _styled(span.text, span.style)]
+
+
+def _items(block: ItemList) -> list[list[Seg]]:
+    lines: list[list[Seg]] = []
+    for n, item in enumerate(block.items, 1):
+        first, *rest = item.split("\n")
+        lines.append([("", "", (f"{n}. " if block.ordered else "• ") + first)])
+        lines += [[("", "", f"    {line}")] for line in rest]
+    return lines
+
+
+def _row(table: Table, row: tuple[str, ...]) -> list[Seg]:
+    segs: list[Seg] = [("", "", "• ")]
+    titles = [c for c in row[: table.title_columns] if c]
+    for i, cell in enumerate(titles):
+        shown = f"#{cell}" if i == 0 and table.columns[0] == "Id" else cell
+        segs += _styled(shown, "bold") if i == 0 else [("", "", f" {shown}")]
+    pairs = zip(table.columns[table.title_columns :], row[table.title_columns :], strict=False)
+    for i, (column, value) in enumerate((c, v) for c, v in pairs if v):
+        segs.append(("", "", (" — " if titles and i == 0 else " · " if i else "") + f"{column}: {value}"))
+    return segs
+
+
+def _fields(block: Fields) -> Iterator[dict[str, Any]]:
+    texts = []
+    for name, value in block.items:
+        head = "".join(o + escape(t) + c for o, c, t in _styled(clean(name), "bold")) + "\n"
+        kept, rest = take(clean(value), FIELD_TEXT - utf16_len(head) - 1)
+        texts.append(head + escape(kept) + ("…" if rest else ""))
+    for i in range(0, len(texts), SECTION_FIELDS):
+        yield {"type": "section", "fields": [_mrkdwn(t) for t in texts[i : i + SECTION_FIELDS]]}
+
+
+def _code(text: str) -> Iterator[dict[str, Any]]:
+    chunks: list[str] = []
+    for line in clean(text).split("\n"):
+        while len(line) > CODE_TEXT:
+            chunks.append(line[:CODE_TEXT])
+            line = line[CODE_TEXT:]
+        if chunks and len(chunks[-1]) + 1 + len(line) <= CODE_TEXT:
+            chunks[-1] += "\n" + line
+        else:
+            chunks.append(line)
+    for chunk in chunks:
+        if chunk.strip():
+            element = {"type": "rich_text_preformatted", "elements": [{"type": "text", "text": chunk}]}
+            yield {"type": "rich_text", "elements": [element]}
+
+
+def _actions(buttons: tuple[Button, ...]) -> list[dict[str, Any]]:
+    rows = chunked(buttons, ACTION_ELEMENTS)[:MAX_BUTTON_ROWS]
+    return [
+        {"type": "actions", "elements": [_button(b, r * ACTION_ELEMENTS + i) for i, b in enumerate(row)]}
+        for r, row in enumerate(rows)
+    ]
+
+
+def _button(button: Button, n: int) -> dict[str, Any]:
+    label, omitted = clip(clean(button.label).replace("\n", " "), BUTTON_TEXT - 1)
+    element: dict[str, Any] = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": label + ("…" if omitted else ""), "emoji": True},
+        "action_id": f"milpa:{button.action}:{n}",
+        "value": button.callback_data,
+    }
+    if button.style != "default":
+        element["style"] = button.style
+    return element
+
+
+def _text_size(value: Any) -> int:
+    if isinstance(value, dict):
+        return sum(len(v) if k == "text" and isinstance(v, str) else _text_size(v) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_text_size(v) for v in value)
+    return 0
