@@ -169,8 +169,7 @@ def from_sdk_error(exc: BaseException, sdk: ModuleType, *, provider: str, model:
         return _status_error(int(exc.status_code), exc, provider, model, where)
     if isinstance(exc, sdk.APITimeoutError):
         return LlmUnavailableError(
-            f"{label} did not answer in time for model {model!r} at {where}. "
-            f"Retry later or raise timeout=.",
+            f"{label} did not answer in time for model {model!r} at {where}. Retry later or raise timeout=.",
             **common,
         )
     if isinstance(exc, sdk.APIConnectionError):
@@ -182,6 +181,13 @@ def from_sdk_error(exc: BaseException, sdk: ModuleType, *, provider: str, model:
     if isinstance(exc, sdk.APIResponseValidationError):
         return LlmBadResponseError(
             f"{label} sent a response for model {model!r} that does not match its API: {_detail_of(exc)}.",
+            **common,
+        )
+    credentials_error = getattr(sdk, "CredentialsError", None)
+    if isinstance(credentials_error, type) and isinstance(exc, credentials_error):
+        return LlmAuthError(
+            f"{label} credentials for model {model!r} could not be used: {exc} "
+            f"Pass api_key=... or set {_KEY_ENV.get(provider, 'the API key variable')}.",
             **common,
         )
     bases = tuple(c for c in (getattr(sdk, "OpenAIError", None), getattr(sdk, "AnthropicError", None)) if c)

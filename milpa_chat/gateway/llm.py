@@ -224,12 +224,12 @@ class LlmService:
         if tools:
             body["tools"] = openai_tools(tools)
             body["tool_choice"] = "auto"
-        # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
-        # OpenAI-compatible servers all understand max_tokens.
-        body["max_tokens" if self.base_url else "max_completion_tokens"] = max_tokens
+        # api.openai.com wants max_completion_tokens (reasoning models refuse max_tokens);
+        # OpenAI-compatible servers (vLLM, Ollama, LM Studio) all understand max_tokens.
+        official = "://api.openai.com" in self.endpoint
+        body["max_completion_tokens" if official else "max_tokens"] = max_tokens
         self._observe(f"{self.endpoint}/chat/completions", body)
-        completion = await client.chat.completions.create(**body)
-        data = completion.model_dump()
+        data = _dump(await client.chat.completions.create(**body))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise MalformedResponseError("the response has no choices")
@@ -253,11 +253,10 @@ class LlmService:
         if tools:
             body["tools"] = anthropic_tools(tools)
         self._observe(f"{self.endpoint}/v1/messages", body)
-        response = await client.messages.create(**body)
-        data = response.model_dump()
+        data = _dump(await client.messages.create(**body))
         content = data.get("content")
-        if content is not None and not isinstance(content, list):
-            raise MalformedResponseError("the response's content is not a list of blocks")
+        if not isinstance(content, list):
+            raise MalformedResponseError("the response has no list of content blocks")
         usage = data.get("usage") or {}
         stop = data.get("stop_reason")
         return LlmReply(
@@ -276,7 +275,7 @@ class LlmService:
         label = provider_label(self.provider)
         return LlmBadResponseError(
             f"{label} answered for model {self.model!r} at {self.endpoint}, but {what}. "
-            f"Check that base_url= points at a {label}-compatible API.",
+            f"Check that base_url= points at an {label}-compatible API.",
             provider=self.provider,
             model=self.model,
         )
@@ -300,7 +299,11 @@ class LlmService:
         if self._http_client is not None:
             options["http_client"] = self._http_client
         if self.provider == "anthropic":
-            client = sdk.AsyncAnthropic(**options)
+            try:
+                client = sdk.AsyncAnthropic(**options)
+            except sdk.AnthropicError as exc:  # e.g. a configured credentials profile that is unusable
+                mapped = from_sdk_error(exc, sdk, provider=self.provider, model=self.model, where=self.endpoint)
+                raise (mapped or self._no_key()) from exc
             if client.api_key is None and client.auth_token is None and client.credentials is None:
                 raise self._no_key()
             return cast(object, client)
@@ -334,8 +337,16 @@ class LlmService:
         await self.aclose()
 
 
+def _dump(response: object) -> dict[str, Any]:
+    """The SDK's parsed response as plain JSON data (the SDKs hand back a ``str`` for non-JSON bodies)."""
+    dump = getattr(response, "model_dump", None)
+    data = dump(mode="json", warnings=False) if callable(dump) else None
+    if not isinstance(data, dict):
+        raise MalformedResponseError("the body is not a JSON object")
+    return data
+
+
 def _usage(input_tokens: Any, output_tokens: Any) -> Usage | None:
     if isinstance(input_tokens, int) and isinstance(output_tokens, int):
         return Usage(input_tokens=input_tokens, output_tokens=output_tokens)
     return None
-

@@ -138,9 +138,7 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
-        return "".join(
-            str(p.get("text") or "") for p in content if isinstance(p, Mapping) and p.get("type") == "text"
-        )
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
     return str(content)
 
 

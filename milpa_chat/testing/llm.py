@@ -23,12 +23,17 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Self
 
 from aiohttp import web
 
-from milpa_chat.testing._llm_checks import anthropic_problem, openai_problem
+from milpa_chat.testing._llm_wire import (
+    RecordedRequest,
+    ScriptedReply,
+    ScriptedToolCall,
+    anthropic_problem,
+    openai_problem,
+)
 
 __all__ = [
     "FakeAnthropicServer",
@@ -37,53 +42,6 @@ __all__ = [
     "ScriptedReply",
     "ScriptedToolCall",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """One request as received.
-
-    ``status`` is what the server answered and ``error`` its error message; ``rejected`` is true
-    when the server's own checks refused the request (key, headers, validation, empty script)
-    rather than a scripted reply.
-    """
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: Any
-    status: int
-    error: str | None = None
-    rejected: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptedToolCall:
-    """A tool call the fake model makes. ``id`` is generated when ``None``."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptedReply:
-    """One scripted answer: a completion (``status`` 200) or an error (``status`` >= 400).
-
-    ``raw_body`` is sent verbatim instead of a rendered body; ``delay`` seconds pass first.
-    """
-
-    text: str = ""
-    tool_calls: tuple[ScriptedToolCall, ...] = ()
-    status: int = 200
-    error_message: str | None = None
-    error_type: str | None = None
-    error_code: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    raw_body: str | None = None
-    usage: tuple[int, int] | None = None
-    finish_reason: str | None = None
 
 
 class _FakeLlmServer:

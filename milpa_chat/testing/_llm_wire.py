@@ -1,15 +1,71 @@
-"""Request checks of the fake LLM servers: what the real APIs refuse with HTTP 400, where cheap.
+"""The fake LLM servers' records and scripts, and their request checks.
 
-Each function returns the error message the provider would give, or ``None`` for a valid body.
+The checks are what the real APIs refuse with HTTP 400, where cheap: each returns the error
+message the provider would give, or ``None`` for a valid body.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["anthropic_problem", "openai_problem"]
+__all__ = [
+    "RecordedRequest",
+    "ScriptedReply",
+    "ScriptedToolCall",
+    "anthropic_problem",
+    "openai_problem",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One request as received.
+
+    ``status`` is what the server answered and ``error`` its error message; ``rejected`` is true
+    when the server's own checks refused the request (key, headers, validation, empty script)
+    rather than a scripted reply.
+    """
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+    status: int
+    error: str | None = None
+    rejected: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedToolCall:
+    """A tool call the fake model makes. ``id`` is generated when ``None``."""
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedReply:
+    """One scripted answer: a completion (``status`` 200) or an error (``status`` >= 400).
+
+    ``raw_body`` is sent verbatim instead of a rendered body; ``delay`` seconds pass first.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    status: int = 200
+    error_message: str | None = None
+    error_type: str | None = None
+    error_code: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    raw_body: str | None = None
+    usage: tuple[int, int] | None = None
+    finish_reason: str | None = None
+
 
 _OPENAI_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _ANTHROPIC_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
@@ -152,8 +208,7 @@ def _content_blocks(message: Mapping[str, Any], i: int) -> tuple[list[Mapping[st
         return [{"type": "text", "text": content}], None
     if not isinstance(content, list) or not content:
         return [], (
-            f"messages.{i}: all messages must have non-empty content except for the optional final "
-            f"assistant message"
+            f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
         )
     for j, block in enumerate(content):
         if problem := _block_problem(block, f"messages.{i}.content.{j}", str(message.get("role"))):
@@ -190,10 +245,7 @@ def _anthropic_messages_problem(messages: list[Any]) -> str | None:
         if role not in ("user", "assistant"):
             return f"messages.{i}.role: Input should be 'user' or 'assistant'"
         if role != ("user" if i % 2 == 0 else "assistant"):
-            return (
-                f'messages: roles must alternate between "user" and "assistant", starting with "user" '
-                f"(messages.{i})"
-            )
+            return f'messages: roles must alternate between "user" and "assistant", starting with "user" (messages.{i})'
         final_prefill = role == "assistant" and i == len(messages) - 1 and message.get("content") in ("", [])
         blocks, problem = ([], None) if final_prefill else _content_blocks(message, i)
         if problem:
