@@ -7,13 +7,15 @@ What each code reads (all optional; the error text is always shown):
   ``{field, message}``, else the error text split at ``"; "`` (the runtime's join).
 * ``FORBIDDEN``: the error text is the reason.
 * ``RATE_LIMITED``: ``meta["retry_after_seconds"]`` (or ``retry_after``) says when to retry.
-* ``TOOL_NOT_FOUND``: ``meta["suggestions"]`` (or ``did_you_mean``), else the closest of
-  ``meta["available"]`` to ``meta["tool"]``.
+* ``TOOL_NOT_FOUND``: ``data["suggestions"]`` (what the registry sends) or
+  ``meta["suggestions"]``, else the closest of ``meta["available"]`` to ``meta["tool"]``; a
+  "Did you mean" already in the error text is shown once, as code spans.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from milpa_chat.renderers._build import Builder
@@ -22,6 +24,7 @@ from milpa_chat.runtime.result import ToolResult
 
 __all__ = ["error_blocks"]
 
+_DID_YOU_MEAN = re.compile(r"\s*Did you mean:? [^\n]*\?\s*$")
 _TITLES: dict[str, tuple[str, str]] = {
     "VALIDATION_ERROR": ("Invalid arguments", "⚠️"),
     "FORBIDDEN": ("Not allowed", "🚫"),
@@ -43,7 +46,10 @@ def error_blocks(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block]
     if code == "VALIDATION_ERROR":
         blocks += _validation(result, data, b)
     else:
-        blocks.append(Paragraph.of(b.text(result.error or "Unknown error")))
+        text = result.error or "Unknown error"
+        if code == "TOOL_NOT_FOUND":
+            text = _DID_YOU_MEAN.sub("", text).rstrip() or text
+        blocks.append(Paragraph.of(b.text(text)))
         blocks += _EXTRA.get(code, _data_blocks)(result, data, b)
     facts = [
         f"{name}: {b.text(result.meta[key], 80)}"
@@ -102,8 +108,9 @@ def _rate_limited(result: ToolResult, data: Any, b: Builder) -> list[Block]:
 
 def _not_found(result: ToolResult, data: Any, b: Builder) -> list[Block]:
     meta = result.meta
-    names = meta.get("suggestions") or meta.get("did_you_mean")
-    if not isinstance(names, list):
+    names = data.get("suggestions") if isinstance(data, dict) else None
+    names = names or meta.get("suggestions") or meta.get("did_you_mean")
+    if not isinstance(names, list) or not names:
         names = []
         available, wanted = meta.get("available"), meta.get("tool")
         if isinstance(available, list) and isinstance(wanted, str):

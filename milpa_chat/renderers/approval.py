@@ -126,6 +126,7 @@ def compose_approval(view: ApprovalView, *, limits: Limits | None = None) -> Mes
     blocks: list[Block] = [_heading(view, tool), *_facts(view, b)]
     if view.reason:
         blocks.append(Paragraph.of(Span("Why: ", "bold"), b.text(view.reason)))
+    blocks.append(Paragraph.of(Span("Arguments:", "bold")))
     blocks.append(Code(b.text(json_text(args) if args else "{}"), "json"))
     blocks += _decision(view, b) if view.state != "pending" else [_buttons(view)]
     return Message(tuple(blocks), _summary(view, tool, b), _tone(view), b.truncated, lambda: _document(args))
