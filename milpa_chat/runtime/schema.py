@@ -1,0 +1,333 @@
+"""JSON Schema side of argument validation: hand-written schemas, their validators, and tidying.
+
+* :func:`check_json_schema` checks a hand-written schema (2020-12) at declaration time.
+* :class:`JsonSchemaValidator` validates the arguments of a hand-registered tool with a compiled
+  ``jsonschema`` validator (full 2020-12; ``format`` is not asserted) and fills top-level defaults.
+* :func:`object_shape_checker` validates an object-shaped ``dict`` parameter (``Param(type="object")``)
+  inside the compiled pydantic validator of a decorated tool.
+* :func:`self_contained` inlines ``$defs`` so that LLM providers accept the schema.
+
+``jsonschema`` is imported inside functions only: it is slow to import and most tools never need it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from milpa_chat.errors import DeclarationError
+from milpa_chat.runtime.definition import ArgumentError, InvalidArguments, ToolDefinition, ValidatedArgs, VerifyPolicy
+from milpa_chat.runtime.signature import is_async_callable
+from milpa_chat.runtime.tool_options import tool_options
+
+__all__ = [
+    "JsonSchemaValidator",
+    "check_json_schema",
+    "compile_json_schema",
+    "definition_from_schema",
+    "json_schema_errors",
+    "object_shape_checker",
+    "self_contained",
+]
+
+Loc = tuple[str | int, ...]
+_TYPE_WORDS = {
+    "integer": "a valid integer",
+    "number": "a valid number",
+    "string": "a valid string",
+    "boolean": "a valid boolean",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+_DATA_KEYWORDS = frozenset({"default", "examples", "enum", "const"})
+
+
+def check_json_schema(schema: Any, where: str) -> None:
+    """Raise :class:`DeclarationError` unless ``schema`` is a valid JSON Schema 2020-12."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(schema, Mapping):
+        raise DeclarationError(f"{where}: a JSON schema must be a dict, got {type(schema).__name__}")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        at = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise DeclarationError(
+            f"{where}: invalid JSON Schema 2020-12 at {at}: {exc.message}. "
+            f"Fix the schema (see https://json-schema.org/draft/2020-12/json-schema-validation)"
+        ) from None
+
+
+def compile_json_schema(schema: Mapping[str, Any]) -> Any:
+    """A compiled 2020-12 validator (no ``format`` assertion) for an already checked schema."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema)
+
+
+# ------------------------------------------------------------------------ error conversion
+def _expected(values: Iterable[Any]) -> str:
+    shown = [repr(v) for v in values]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _type_message(expected: Any) -> str:
+    names = [expected] if isinstance(expected, str) else list(expected)
+    return "Input should be " + " or ".join(_TYPE_WORDS.get(n, repr(n)) for n in names)
+
+
+def _extra_keys(error: Any) -> list[str]:
+    schema = error.schema
+    props = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    return [k for k in error.instance if k not in props and not any(re.search(p, k) for p in patterns)]
+
+
+def _convert(error: Any) -> list[tuple[Loc, str]]:
+    path: Loc = tuple(error.absolute_path)
+    kind = error.validator
+    if kind == "required" and isinstance(error.instance, dict):
+        return [((*path, n), "Missing required field") for n in error.validator_value if n not in error.instance]
+    if kind == "additionalProperties" and error.validator_value is False and isinstance(error.instance, dict):
+        accepted = list(error.schema.get("properties", {}))
+        listed = f"accepted properties: {', '.join(accepted)}" if accepted else "this object takes no properties"
+        return [((*path, k), f"Unknown property {k!r}; {listed}") for k in _extra_keys(error)]
+    if kind == "type":
+        return [(path, _type_message(error.validator_value))]
+    if kind == "enum":
+        return [(path, f"Input should be {_expected(error.validator_value)}")]
+    if kind == "const":
+        return [(path, f"Input should be {error.validator_value!r}")]
+    only_types = error.context and all(e.validator == "type" and not e.relative_path for e in error.context)
+    if kind in ("anyOf", "oneOf") and only_types:
+        return [(path, _type_message([e.validator_value for e in error.context]))]
+    return [(path, str(error.message))]
+
+
+def _sort_key(loc: Loc) -> tuple[tuple[int, str], ...]:
+    return tuple((0, f"{p:020d}") if isinstance(p, int) else (1, p) for p in loc)
+
+
+def json_schema_errors(validator: Any, instance: Any) -> list[tuple[Loc, str]]:
+    """Every error of ``instance``, as ``(location, message)``, sorted by location, deduplicated."""
+    found: list[tuple[Loc, str]] = []
+    seen: set[tuple[Loc, str]] = set()
+    for error in validator.iter_errors(instance):
+        for item in _convert(error):
+            if item not in seen:
+                seen.add(item)
+                found.append(item)
+    return sorted(found, key=lambda item: _sort_key(item[0]))
+
+
+def _argument_errors(items: list[tuple[Loc, str]]) -> list[ArgumentError]:
+    return [ArgumentError(".".join(str(p) for p in loc), message) for loc, message in items]
+
+
+# -------------------------------------------------------------------- hand-registered tools
+class JsonSchemaValidator:
+    """The validator of a hand-registered tool (an :class:`ArgumentsValidator`).
+
+    Missing top-level properties that declare a ``default`` are filled in (a deep copy), so
+    ``wire`` includes defaults and validates again to the same result. ``wire`` and ``call``
+    are the same dict: the handler receives plain JSON.
+    """
+
+    __slots__ = ("_defaults", "_validator")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self._validator = compile_json_schema(schema)
+        props = schema.get("properties", {})
+        self._defaults = {
+            name: spec["default"] for name, spec in props.items() if isinstance(spec, Mapping) and "default" in spec
+        }
+
+    def __call__(self, args: Mapping[str, Any], /) -> ValidatedArgs:
+        values: Any = dict(args) if isinstance(args, Mapping) else args
+        if isinstance(values, dict):
+            for name, default in self._defaults.items():
+                if name not in values:
+                    values[name] = copy.deepcopy(default)
+        errors = json_schema_errors(self._validator, values)
+        if errors:
+            raise InvalidArguments(_argument_errors(errors))
+        return ValidatedArgs(values, values)
+
+    def check_defaults(self, where: str) -> None:
+        """Raise :class:`DeclarationError` when a declared default does not fit its own property."""
+        props = self._validator.schema.get("properties", {})
+        for name, default in self._defaults.items():
+            problems = json_schema_errors(compile_json_schema(props[name]), default)
+            if problems:
+                detail = "; ".join(m for _, m in problems)
+                raise DeclarationError(
+                    f"{where}: the default of property {name!r} does not match its own schema ({detail}); "
+                    f"change the default or the property schema"
+                )
+
+
+# ------------------------------------------------------------------ object-shaped parameters
+def object_shape_checker(schema: Mapping[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A pydantic after-validator checking a ``dict`` against a hand-written object schema."""
+    from pydantic_core import PydanticCustomError, ValidationError
+
+    from milpa_chat.runtime.validation_errors import CUSTOM_ERROR
+
+    validator = compile_json_schema(schema)
+
+    def check(value: dict[str, Any]) -> dict[str, Any]:
+        errors = json_schema_errors(validator, value)
+        if not errors:
+            return value
+        lines: list[Any] = [
+            {"type": PydanticCustomError(CUSTOM_ERROR, "{message}", {"message": m}), "loc": loc, "input": value}
+            for loc, m in errors
+        ]
+        raise ValidationError.from_exception_data("object", lines)
+
+    return check
+
+
+# ------------------------------------------------------------------------- self-contained
+def _refs(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            found.add(ref[len("#/$defs/") :])
+        for key, value in node.items():
+            if key not in _DATA_KEYWORDS:
+                found |= _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _refs(value)
+    return found
+
+
+def _recursive(defs: dict[str, Any]) -> set[str]:
+    edges = {name: _refs(body) for name, body in defs.items()}
+    cyclic: set[str] = set()
+    for start in defs:
+        stack, seen = list(edges[start]), set()
+        while stack:
+            name = stack.pop()
+            if name == start:
+                cyclic.add(start)
+                break
+            if name not in seen and name in edges:
+                seen.add(name)
+                stack.extend(edges[name])
+    return cyclic
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """``{"anyOf": [X, {"type": "null"}]}`` -> X with ``"type": [X.type, "null"]`` when X is simple."""
+    options = node.get("anyOf")
+    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
+        return node
+    other = options[0] if options[1] == {"type": "null"} else options[1]
+    if not isinstance(other.get("type"), str) or {"anyOf", "oneOf", "allOf", "$ref", "not"} & other.keys():
+        return node
+    merged = {**other, **{k: v for k, v in node.items() if k != "anyOf"}}
+    merged["type"] = [other["type"], "null"]
+    if "const" in other:
+        merged["enum"] = [merged.pop("const")]
+    if "enum" in merged and None not in merged["enum"]:
+        merged["enum"] = [*merged["enum"], None]
+    return merged
+
+
+def _inline(node: Any, defs: dict[str, Any], keep: set[str]) -> Any:
+    if isinstance(node, list):
+        return [_inline(v, defs, keep) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[len("#/$defs/") :] not in keep:
+        target = _inline(defs[ref[len("#/$defs/") :]], defs, keep)
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _nullable(node)
+    out = {k: v if k in _DATA_KEYWORDS else _inline(v, defs, keep) for k, v in node.items()}
+    return _nullable(out)
+
+
+def self_contained(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline every ``$defs`` entry that is not recursive; recursive ones stay under ``$defs``.
+
+    Also writes ``anyOf: [X, null]`` as ``type: [X, "null"]`` where that means the same.
+    """
+    defs = dict(schema.get("$defs", {}))
+    keep = _recursive(defs)
+    body = {k: v for k, v in schema.items() if k != "$defs"}
+    out: dict[str, Any] = _inline(body, defs, keep)
+    if keep:
+        out["$defs"] = {name: _inline(defs[name], defs, keep) for name in sorted(keep)}
+    return out
+
+
+# -------------------------------------------------------------------- hand-registered tools
+def definition_from_schema(
+    name: str,
+    description: str,
+    input_schema: Mapping[str, Any],
+    handler: Callable[[dict[str, Any], Any], Any],
+    *,
+    scopes: Iterable[str] = (),
+    mutating: bool = False,
+    confirm: bool = False,
+    timeout: float = 30.0,
+    version: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    verify: VerifyPolicy | None = None,
+    tags: Iterable[str] = (),
+) -> ToolDefinition:
+    """A tool from a hand-written JSON Schema; ``handler(args: dict, ctx: ToolContext)``, sync or async.
+
+    The schema is checked (2020-12) now and validated at call time with a compiled ``jsonschema``
+    validator; a schema without ``type`` is taken as ``"type": "object"``.
+    """
+    options = tool_options(
+        name,
+        description,
+        scopes=scopes,
+        mutating=mutating,
+        confirm=confirm,
+        timeout=timeout,
+        version=version,
+        verify=verify,
+        tags=tags,
+    )
+    if not name or not description:
+        raise DeclarationError("A hand-registered tool needs a name and a description")
+    if not callable(handler):
+        raise DeclarationError(f"Tool {name!r}: the handler must be callable as handler(args, ctx), got {handler!r}")
+    where = f"Tool {name!r} input_schema"
+    check_json_schema(input_schema, where)
+    schema = copy.deepcopy(dict(input_schema))
+    if schema.setdefault("type", "object") != "object":
+        raise DeclarationError(f'{where}: a tool takes an object of named arguments; use "type": "object"')
+    if output_schema is not None:
+        check_json_schema(output_schema, f"Tool {name!r} output_schema")
+    validator = JsonSchemaValidator(schema)
+    validator.check_defaults(where)
+    return ToolDefinition(
+        name=name,
+        description=description,
+        input_schema=schema,
+        validator=validator,
+        invoke=handler,
+        is_async=is_async_callable(handler),
+        scopes=options.scopes,
+        mutating=mutating,
+        confirm=confirm,
+        timeout=options.timeout,
+        version=version,
+        output_schema=copy.deepcopy(dict(output_schema)) if output_schema is not None else None,
+        verify=verify,
+        tags=options.tags,
+        extra={"qualname": getattr(handler, "__qualname__", name)},
+    )

@@ -1,0 +1,277 @@
+"""Derive a tool's JSON Schema and compiled validator from its parameters (via pydantic).
+
+The arguments of a tool become one pydantic ``TypedDict`` (so any parameter name works), whose
+core schema is rewritten twice: once to close nested objects (which also shapes the JSON Schema),
+once more for JSON-semantics validation (see :mod:`milpa_chat.runtime.validators`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
+
+from pydantic import ConfigDict, Field, PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import PydanticSerializationError, SchemaSerializer, ValidationError
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
+
+from milpa_chat.errors import DeclarationError
+from milpa_chat.runtime.schema import check_json_schema, object_shape_checker, self_contained
+from milpa_chat.runtime.validation_errors import CoreSchema, convert_errors
+from milpa_chat.runtime.validators import (
+    DerivedValidator,
+    compile_validator,
+    forbid_extras,
+    is_json_native,
+    json_semantics,
+    walk,
+    without_computed_fields,
+)
+
+__all__ = ["ParamSpec", "derive_arguments", "derive_output_schema"]
+
+_EMPTY = inspect.Parameter.empty
+# typing constructs used with run-time values (typed Any so that static checkers accept them)
+_Annotated: Any = Annotated
+_NotRequired: Any = NotRequired
+_Required: Any = Required
+_TypedDict: Any = TypedDict
+_OPEN_DICTS = (dict, Mapping)
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One schema parameter of a tool, as ``declare.py`` found it.
+
+    ``annotation`` is resolved and stripped of ``Param``; ``default`` is ``inspect.Parameter.empty``
+    for a required parameter; ``shape`` is the hand-written object schema of an object-shaped
+    ``dict`` parameter (``Param(type="object")``), or None.
+    """
+
+    name: str
+    annotation: Any
+    default: Any = _EMPTY
+    description: str | None = None
+    clamp: tuple[float, float] | None = None
+    shape: dict[str, Any] | None = None
+    examples: list[Any] | None = None
+
+
+class _Generator(GenerateJsonSchema):
+    """No auto-generated field titles; closed nested models say ``additionalProperties: false``."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def model_fields_schema(self, schema: Any) -> JsonSchemaValue:
+        return self._closed(super().model_fields_schema(schema), schema)
+
+    def dataclass_args_schema(self, schema: Any) -> JsonSchemaValue:
+        return self._closed(super().dataclass_args_schema(schema), schema)
+
+    def _closed(self, json_schema: JsonSchemaValue, schema: Any) -> JsonSchemaValue:
+        if schema.get("extra_behavior") == "forbid":
+            self.resolve_ref_schema(json_schema).setdefault("additionalProperties", False)
+        return json_schema
+
+
+def _where(tool: str, name: str) -> str:
+    return f"@tool {tool!r}, parameter {name!r}"
+
+
+def _field_type(spec: ParamSpec) -> Any:
+    info = Field(
+        default=spec.default if spec.default is not _EMPTY else ...,
+        description=spec.description or None,
+        examples=spec.examples,
+    )
+    annotated = _Annotated[spec.annotation, info]
+    return _NotRequired[annotated] if spec.default is not _EMPTY else _Required[annotated]
+
+
+def _adapter(tool: str, specs: list[ParamSpec]) -> TypeAdapter[Any]:
+    td: Any = _TypedDict(f"{tool}_arguments", {s.name: _field_type(s) for s in specs})
+    td.__pydantic_config__ = ConfigDict(extra="forbid")
+    try:
+        return TypeAdapter(td)
+    except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
+        for spec in specs:  # find the parameter at fault, for the message
+            try:
+                TypeAdapter(spec.annotation)
+            except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as one:
+                raise _undescribable(tool, spec, one) from None
+        raise DeclarationError(f"@tool {tool!r}: cannot derive an argument schema: {exc}") from None
+
+
+def _undescribable(tool: str, spec: ParamSpec, exc: Exception) -> DeclarationError:
+    shown = getattr(spec.annotation, "__name__", None) or repr(spec.annotation)
+    detail = str(exc).splitlines()[0]
+    hint = ""
+    if "typing_extensions.TypedDict" in str(exc):
+        hint = " Declare the TypedDict with `from typing_extensions import TypedDict` (Python < 3.12)."
+    return DeclarationError(
+        f"{_where(tool, spec.name)}: no JSON schema describes the type {shown} ({detail}).{hint} "
+        f"Use a JSON type instead: str, int, float, bool, None, Literal, Enum, list[...], dict[str, ...], "
+        f"a TypedDict or a pydantic BaseModel."
+    )
+
+
+def _fields(schema: CoreSchema) -> dict[str, Any]:
+    td = schema["schema"] if schema["type"] == "definitions" else schema
+    fields: dict[str, Any] = td["fields"]
+    return fields
+
+
+def _inner(node: CoreSchema) -> CoreSchema:
+    while node["type"] in ("default", "nullable"):
+        node = node["schema"]
+    return node
+
+
+def _shape_field(tool: str, spec: ParamSpec, field: dict[str, Any]) -> dict[str, Any]:
+    """Replace the ``dict`` schema of an object-shaped parameter by a strict dict + shape check."""
+    assert spec.shape is not None
+    base = spec.annotation
+    while get_origin(base) is not None and type(None) in get_args(base):  # X | None
+        base = next(a for a in get_args(base) if a is not type(None))
+    args = get_args(base)
+    if (get_origin(base) or base) not in _OPEN_DICTS or (args and args[1] is not Any):
+        raise DeclarationError(
+            f"{_where(tool, spec.name)}: Param(type='object') declares an object-shaped dict parameter, "
+            f"but the annotation is {spec.annotation!r}; annotate it as `dict` (or `dict[str, Any]`)"
+        )
+    check_json_schema(spec.shape, _where(tool, spec.name))
+    strict_dict = {"type": "dict", "keys_schema": {"type": "str", "strict": True}, "strict": True}
+    checked = {
+        "type": "function-after",
+        "function": {"type": "no-info", "function": object_shape_checker(spec.shape)},
+        "schema": strict_dict,
+    }
+
+    def visit(node: CoreSchema) -> CoreSchema:
+        return checked if node["type"] == "dict" else node
+
+    return {**field, "schema": walk(field["schema"], visit)}
+
+
+def _clamp_bounds(tool: str, spec: ParamSpec, field: dict[str, Any]) -> tuple[str, float, float]:
+    assert spec.clamp is not None
+    kind = _inner(field["schema"])["type"]
+    low, high = spec.clamp
+    if kind == "int" and all(float(b).is_integer() for b in spec.clamp):
+        return spec.name, int(low), int(high)
+    if kind == "float":
+        return spec.name, float(low), float(high)
+    fix = "use integer bounds" if kind == "int" else "clamp only int or float parameters"
+    raise DeclarationError(
+        f"{_where(tool, spec.name)}: Param(clamp={spec.clamp!r}) cannot apply to {spec.annotation!r}; {fix}"
+    )
+
+
+def _check_defaults(tool: str, specs: list[ParamSpec], strict: CoreSchema, wire: SchemaSerializer) -> None:
+    """Every default must be JSON and must validate back to itself (``wire`` round-trips)."""
+    for spec in specs:
+        if spec.default is _EMPTY:
+            continue
+        field = _fields(strict)[spec.name]
+        try:
+            value = wire.to_python({spec.name: spec.default}, mode="json", by_alias=True, round_trip=True)
+            json.dumps(value, allow_nan=False)
+        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            raise DeclarationError(
+                f"{_where(tool, spec.name)}: the default {spec.default!r} is not JSON ({exc}); use a JSON "
+                f"default (str, int, float, bool, None, list, dict) or None and build the value in the body"
+            ) from None
+        one = {"type": "typed-dict", "fields": {spec.name: {**field, "schema": _without_default(field["schema"])}}}
+        compiled = {**strict, "schema": one} if strict["type"] == "definitions" else one
+        try:
+            compile_validator(compiled).validate_python(value)
+        except ValidationError as exc:
+            detail = "; ".join(str(e) for e in convert_errors(exc, one))
+            raise DeclarationError(
+                f"{_where(tool, spec.name)}: the default {spec.default!r} does not match the annotation "
+                f"({detail}); change the default, or allow it in the type (e.g. `X | None = None`)"
+            ) from None
+
+
+def _without_default(node: CoreSchema) -> CoreSchema:
+    inner: CoreSchema = node["schema"] if node["type"] == "default" else node
+    return inner
+
+
+def _json_schema(core: CoreSchema, specs: list[ParamSpec]) -> dict[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = _Generator(by_alias=True).generate(core, mode="validation")
+    tidy = self_contained(raw)
+    props: dict[str, Any] = tidy.get("properties", {})
+    for spec in specs:
+        prop = props[spec.name]
+        if spec.clamp is not None:
+            prop["minimum"], prop["maximum"] = spec.clamp
+        if spec.shape is not None:
+            for key in ("properties", "required", "additionalProperties"):
+                prop.pop(key, None)
+                if key in spec.shape:
+                    prop[key] = spec.shape[key]
+    out: dict[str, Any] = {"type": "object", "properties": props, "required": tidy.get("required", [])}
+    out["additionalProperties"] = False
+    if "$defs" in tidy:
+        out["$defs"] = tidy["$defs"]
+    return out
+
+
+def derive_arguments(tool: str, specs: list[ParamSpec]) -> tuple[dict[str, Any], DerivedValidator]:
+    """The input JSON Schema and the compiled validator of a tool with these parameters."""
+    shape_core = forbid_extras(dict(_adapter(tool, specs).core_schema))
+    fields = _fields(shape_core)
+    clamps = []
+    for spec in specs:
+        if spec.shape is not None:
+            fields[spec.name] = _shape_field(tool, spec, fields[spec.name])
+        if spec.clamp is not None:
+            clamps.append(_clamp_bounds(tool, spec, fields[spec.name]))
+    strict = json_semantics(shape_core)
+    wire = without_computed_fields(shape_core)
+    _check_defaults(tool, specs, strict, SchemaSerializer(wire))
+    native = all(is_json_native(f["schema"]) for f in fields.values()) and shape_core["type"] != "definitions"
+    input_schema = _json_schema(shape_core, specs)
+    return input_schema, DerivedValidator(strict, wire, clamps, native)
+
+
+# ----------------------------------------------------------------------------- output schema
+def _plain(annotation: Any) -> bool:
+    """True for return types that say nothing worth a schema (None, Any, bare dict, ToolResult)."""
+    if annotation in (_EMPTY, None, type(None), Any, dict, Mapping, object):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _plain(args[0])
+    if origin in _OPEN_DICTS:
+        return not args or args[1] is Any
+    return _mentions_result(annotation)
+
+
+def _mentions_result(annotation: Any) -> bool:
+    from milpa_chat.runtime.result import ToolResult
+
+    if isinstance(annotation, type) and issubclass(annotation, ToolResult):
+        return True
+    return any(_mentions_result(a) for a in get_args(annotation))
+
+
+def derive_output_schema(annotation: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a return annotation, or None when there is nothing useful to describe."""
+    if _plain(annotation):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            raw = TypeAdapter(annotation).json_schema(mode="serialization", schema_generator=_Generator)
+    except Exception:  # an undescribable return type only means "no output schema"
+        return None
+    return self_contained(raw)
