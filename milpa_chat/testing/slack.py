@@ -6,6 +6,7 @@
 * :class:`SlackEvents` delivers slash commands, events and button taps to the running app over HTTP, signed
   with the app's signing secret; :class:`SlackRequestSigner` and :class:`SlackPayloads` do the same for
   ``app.dispatch(BoltRequest(**signer.sign(payloads.command(...)).bolt_kwargs()))`` in-process.
+* :func:`serve_bolt_app` serves an ``AsyncApp`` over HTTP on a random local port.
 
 Needs the ``slack`` extra (slack-sdk, aiohttp).
 """
@@ -13,7 +14,7 @@ Needs the ``slack`` extra (slack-sdk, aiohttp).
 from __future__ import annotations
 
 from milpa_chat.testing.slack_blocks import MAX_MESSAGE_BLOCKS, MAX_VIEW_BLOCKS, block_errors
-from milpa_chat.testing.slack_events import SlackAckTimeout, SlackAppResponse, SlackEvents
+from milpa_chat.testing.slack_events import SlackAckTimeout, SlackAppResponse, SlackEvents, serve_bolt_app
 from milpa_chat.testing.slack_models import (
     SlackApiCall,
     SlackChannel,
@@ -46,4 +47,5 @@ __all__ = [
     "SlackView",
     "block_errors",
     "new_event_id",
+    "serve_bolt_app",
 ]

@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec
+from typing import Any, Concatenate, ParamSpec, Protocol
 
 import aiohttp
+from aiohttp import web
 from multidict import CIMultiDict
 
 from milpa_chat.testing.slack_payloads import SlackPayloads
@@ -18,6 +20,25 @@ from milpa_chat.testing.slack_server import SlackApiServer
 from milpa_chat.testing.slack_signing import SlackRequest, SlackRequestSigner, SlackSignedRequest
 
 P = ParamSpec("P")
+
+
+class _HasWebApp(Protocol):
+    def web_app(self, path: str = ..., port: int = ...) -> web.Application: ...
+
+
+@asynccontextmanager
+async def serve_bolt_app(app: _HasWebApp | web.Application, path: str = "/slack/events") -> AsyncIterator[str]:
+    """Serve a bolt ``AsyncApp`` (through its aiohttp adapter) or any aiohttp application on 127.0.0.1 and a
+    random port for the duration of the block; yields the URL of ``path`` to give :class:`SlackEvents`."""
+    web_app = app if isinstance(app, web.Application) else app.web_app(path=path)
+    runner = web.AppRunner(web_app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}{path}"
+    finally:
+        await runner.cleanup()
 
 
 class SlackAckTimeout(TimeoutError):

@@ -200,7 +200,7 @@ class SlackPayloads:
         full_action.setdefault("type", "button")
         payload: dict[str, Any] = {
             "type": "block_actions",
-            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": self.team_id},
+            "user": self._user(user),
             "api_app_id": self.api_app_id,
             "token": LEGACY_TOKEN,
             "container": {
@@ -225,6 +225,9 @@ class SlackPayloads:
         return SlackRequest.interactive(payload)
 
     # --- helpers -----------------------------------------------------------------------------------------------
+
+    def _user(self, user: str) -> dict[str, str]:
+        return {"id": user, "username": user.lower(), "name": user.lower(), "team_id": self.team_id}
 
     def _channel_name(self, channel: str) -> str:
         if channel.startswith("D"):

@@ -94,7 +94,10 @@ class SlackWorkspace:
         self._last_us = 0
         for channel_id, name in channels.items():
             self.add_channel(channel_id, name=name)
-        self.methods: dict[str, Callable[[JsonDict], JsonDict]] = {
+        self.methods: dict[str, Callable[[JsonDict], JsonDict]] = self._method_table()
+
+    def _method_table(self) -> dict[str, Callable[[JsonDict], JsonDict]]:
+        return {
             "api.test": lambda args: {"ok": True, "args": args},
             "auth.test": self.auth_test,
             "chat.postMessage": self.chat_post_message,

@@ -149,6 +149,9 @@ async def test_form_bodies_and_token_field(api: SlackApiServer) -> None:
             assert (await res.json())["error"] == "invalid_blocks_format"
         async with http.get(api.base_url + "conversations.info", params={"token": TOKEN, "channel": "C1"}) as res:
             info = await res.json()
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        async with http.post(api.base_url + "chat.postMessage", data="{oops", headers=headers) as res:
+            assert (await res.json())["error"] == "invalid_json"
     assert (
         answer["ok"] and answer["channel"] == "C1" and api.messages("C1")[0].blocks[0]["text"]["text"] == "from a form"
     )

@@ -30,6 +30,7 @@ from milpa_chat.testing.slack import (
     SlackEvents,
     SlackPayloads,
     SlackRequestSigner,
+    serve_bolt_app,
 )
 
 TOKEN = "xoxb-test-token"
@@ -84,6 +85,11 @@ def build_app(api: SlackApiServer, seen: Seen, client: AsyncWebClient | None = N
             resp = exc.response
             seen.errors.append((resp["error"], resp.status_code, resp.headers.get("Retry-After")))
 
+    add_interactions(app, seen)
+    return app
+
+
+def add_interactions(app: AsyncApp, seen: Seen) -> None:
     @app.action("approve")
     async def approve(ack: Any, body: dict[str, Any], client: AsyncWebClient, respond: Any) -> None:
         await ack()
@@ -108,8 +114,6 @@ def build_app(api: SlackApiServer, seen: Seen, client: AsyncWebClient | None = N
     async def direct(event: dict[str, Any], say: Any) -> None:
         seen.runs.append("dm")
         await say(text=f"echo: {event['text']}")
-
-    return app
 
 
 @pytest.fixture
@@ -240,6 +244,18 @@ async def test_url_verification(bolt: tuple[SlackEvents, Seen]) -> None:
     slack, _ = bolt
     resp = await slack.url_verification("abc123")
     assert resp.status == 200 and resp.json() == {"challenge": "abc123"}
+
+
+async def test_aiohttp_adapter_via_serve_bolt_app(api: SlackApiServer) -> None:
+    seen = Seen()
+    async with serve_bolt_app(build_app(api, seen)) as url, SlackEvents(url, SECRET, api=api) as slack:
+        assert url.endswith("/slack/events")
+        await slack.command("/deploy", user="U2")
+        card = await api.wait_for_message("C1")
+        assert (await slack.click(card, "approve", user="U4")).status == 200
+        assert (await slack.send(slack.payloads.command("/deploy"), stale=True)).status == 401
+        await api.wait_for(lambda: card.edited)
+    assert seen.runs == ["deploy", "approve"] and card.all_text().endswith("Approved by <@U4>")
 
 
 async def test_rate_limit_retry_handler_recovers(api: SlackApiServer) -> None:
