@@ -174,7 +174,7 @@ def from_sdk_error(exc: BaseException, sdk: ModuleType, *, provider: str, model:
         )
     if isinstance(exc, sdk.APIConnectionError):
         return LlmUnavailableError(
-            f"Could not reach {label} for model {model!r} at {where}: {_detail_of(exc)}. "
+            f"Could not reach {label} for model {model!r} at {where}: {_detail_of(exc).rstrip('. ')}. "
             f"Check base_url= and the network.",
             **common,
         )
