@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EntityParseError", "parse_html", "utf16_len"]
+__all__ = ["EntityParseError", "checked_link", "parse_html", "utf16_len"]
 
 _ALLOWED_TAGS = frozenset(
     {
@@ -222,7 +222,7 @@ class _Parser:
                     entity["date_time_format"] = opened.argument
                 self.entities.append(entity)
         elif tag == "a":
-            url = _checked_link(opened.argument or self.out[opened.begin :].decode("utf-8", errors="replace"))
+            url = checked_link(opened.argument or self.out[opened.begin :].decode("utf-8", errors="replace"))
             if url:
                 self.entities.append({"type": "text_link", **base, "url": url})
         elif tag == "pre":
@@ -286,7 +286,7 @@ def decode_entity(data: bytes, pos: int) -> tuple[int, int]:
     return code, end
 
 
-def _checked_link(url: str) -> str:
+def checked_link(url: str) -> str:
     """The URL Telegram keeps for a text link, or "" when it drops the link."""
     url = url.strip()
     if not url or any(ch.isspace() for ch in url):

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from milpa_chat.testing.telegram_html import EntityParseError, parse_html
+from milpa_chat.testing.telegram_markdown import parse_markdown, parse_markdown_v2
 
 __all__ = [
     "MAX_BUTTONS",
@@ -38,9 +40,11 @@ MAX_BUTTONS_PER_ROW = 8
 _MAX_RAW_TEXT_BYTES = 1 << 15
 _BLANK = " \t\r\n\x00\x0b\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u200b\u3000"
 _COMMAND = re.compile(r"[a-z0-9_]{1,32}")
-_MARKDOWN_UNSUPPORTED = (
-    "Markdown parse modes are not implemented by milpa_chat's local Bot API server; send HTML or entities"
-)
+_PARSERS: dict[str, Callable[[str], tuple[str, list[dict[str, Any]]]]] = {
+    "html": parse_html,
+    "markdown": parse_markdown,
+    "markdownv2": parse_markdown_v2,
+}
 
 
 class ApiError(Exception):
@@ -133,12 +137,11 @@ def parse_formatted_text(
     parse_mode = params.text("parse_mode").lower()
     entities_key = "caption_entities" if caption else "entities"
     if parse_mode and parse_mode != "none":
-        if parse_mode != "html":
-            if parse_mode in ("markdown", "markdownv2"):
-                raise ApiError.bad_request(_MARKDOWN_UNSUPPORTED)
+        parser = _PARSERS.get(parse_mode)
+        if parser is None:
             raise ApiError.bad_request("Unsupported parse_mode")
         try:
-            text, entities = parse_html(raw)
+            text, entities = parser(raw)
         except EntityParseError as exc:
             raise ApiError.bad_request(f"Can't parse entities: {exc}") from None
     else:

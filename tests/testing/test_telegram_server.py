@@ -13,6 +13,7 @@ import pytest
 
 from milpa_chat.testing import BotApiServer, Chat, User
 from milpa_chat.testing.telegram_html import EntityParseError, parse_html
+from milpa_chat.testing.telegram_markdown import parse_markdown, parse_markdown_v2
 
 telegram = pytest.importorskip("telegram")
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Update  # noqa: E402
@@ -261,6 +262,16 @@ async def test_webhook_mode_with_secret_token(server: BotApiServer) -> None:
         ({"text": "  \n "}, "Text must be non-empty"),
         ({"text": "ok", "parse_mode": "Klingon"}, "Unsupported parse_mode"),
         (
+            {"text": "rm -rf", "parse_mode": "MarkdownV2"},
+            f"{PARSE} character '-' is reserved and must be escaped with the preceding '\\'",
+        ),
+        ({"text": "*bold", "parse_mode": "MarkdownV2"}, f"{PARSE} can't find end of bold entity at byte offset 0"),
+        ({"text": "rm \\-rf *x*", "parse_mode": "MarkdownV2"}, None),
+        (
+            {"text": "snake_case", "parse_mode": "Markdown"},
+            f"{PARSE} can't find end of the entity starting at byte offset 5",
+        ),
+        (
             {"text": "ok", "reply_markup": InlineKeyboardMarkup([[InlineKeyboardButton("x", callback_data="d" * 65)]])},
             "Button_data_invalid",
         ),
@@ -427,6 +438,52 @@ def test_parse_html_rejects(source: str, error: str) -> None:
     with pytest.raises(EntityParseError) as caught:
         parse_html(source)
     assert str(caught.value) == error
+
+
+@pytest.mark.parametrize(
+    ("source", "text", "entities"),
+    [
+        ("*b* _i_ __u__ ~s~ ||p|| `c`", "b i u s p c", [
+            {"type": "bold", "offset": 0, "length": 1}, {"type": "italic", "offset": 2, "length": 1},
+            {"type": "underline", "offset": 4, "length": 1}, {"type": "strikethrough", "offset": 6, "length": 1},
+            {"type": "spoiler", "offset": 8, "length": 1}, {"type": "code", "offset": 10, "length": 1}]),
+        ("rm \\-rf /tmp/\\*\\.log", "rm -rf /tmp/*.log", []),
+        ("[a](http://x/\\)y) 👍 *b*", "a 👍 b", [
+            {"type": "text_link", "url": "http://x/)y", "offset": 0, "length": 1},
+            {"type": "bold", "offset": 5, "length": 1}]),
+        ("```python\nx = 1```", "x = 1", [{"type": "pre", "language": "python", "offset": 0, "length": 5}]),
+        (">q\n>r\nafter", "q\nr\nafter", [{"type": "blockquote", "offset": 0, "length": 4}]),
+        ("![👍](tg://emoji?id=5368324170671202286)", "👍",
+         [{"type": "custom_emoji", "custom_emoji_id": "5368324170671202286", "offset": 0, "length": 2}]),
+    ],
+)  # fmt: skip
+def test_parse_markdown_v2_accepts(source: str, text: str, entities: list[dict[str, Any]]) -> None:
+    assert parse_markdown_v2(source) == (text, entities)
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        ("1.5", "Character '.' is reserved and must be escaped with the preceding '\\'"),
+        ("a *b _c* d_", "Can't find end of Italic entity at byte offset 10"),
+        ("[x](http://a", "Can't find end of a URL at byte offset 4"),
+        ("![x](http://a)", "Invalid tg://emoji or tg://time URL specified"),
+    ],
+)
+def test_parse_markdown_v2_rejects(source: str, error: str) -> None:
+    with pytest.raises(EntityParseError) as caught:
+        parse_markdown_v2(source)
+    assert str(caught.value) == error
+
+
+def test_parse_legacy_markdown() -> None:
+    assert parse_markdown("*b* _i_ `c` [t](http://x.org) a\\_b") == ("b i c t a_b", [
+        {"type": "bold", "offset": 0, "length": 1}, {"type": "italic", "offset": 2, "length": 1},
+        {"type": "code", "offset": 4, "length": 1},
+        {"type": "text_link", "url": "http://x.org", "offset": 6, "length": 1},
+    ])  # fmt: skip
+    with pytest.raises(EntityParseError, match="Can't find end of the entity starting at byte offset 1"):
+        parse_markdown("x_y")
 
 
 def test_chat_factories() -> None:
