@@ -19,6 +19,7 @@ __all__ = [
     "RecordRow",
     "ThreadedStore",
     "check_meta",
+    "decode",
     "encode",
     "is_live",
     "matches",
@@ -97,6 +98,12 @@ def encode(collection: str, key: str, value: Mapping[str, Any]) -> str:
     return json.dumps(check_value(collection, key, value), separators=(",", ":"))
 
 
+def decode(text: str) -> dict[str, Any]:
+    """A stored JSON object back as a fresh dict."""
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
 def is_live(expires_at: float | None, now: float) -> bool:
     return expires_at is None or expires_at > now
 
@@ -104,7 +111,7 @@ def is_live(expires_at: float | None, now: float) -> bool:
 def to_record(collection: str, row: Sequence[Any]) -> Record:
     key, value, version, created_at, updated_at, expires_at = row
     return Record(
-        collection, key, json.loads(value), int(version), float(created_at), float(updated_at),
+        collection, key, decode(value), int(version), float(created_at), float(updated_at),
         None if expires_at is None else float(expires_at),
     )
 

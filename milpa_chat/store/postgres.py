@@ -9,7 +9,6 @@ transaction holding a per-key advisory lock. Tables are named ``milpa_*`` in the
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from milpa_chat.store._sql import (
     SCHEMA_VERSION,
     ThreadedStore,
     check_meta,
+    decode,
     encode,
     is_live,
     matches,
@@ -331,7 +331,7 @@ class PostgresStore(ThreadedStore):
         row = self._one(query, {"s": stream, "v": text, "at": self.clock()})
         assert row is not None
         seq, value, at = row
-        return StreamEntry(stream, int(seq), _loads(value), float(at))
+        return StreamEntry(stream, int(seq), decode(value), float(at))
 
     async def read(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[StreamEntry]:
         query = self._sql(
@@ -345,7 +345,7 @@ class PostgresStore(ThreadedStore):
         with self._pool.connection() as conn:
             rows = conn.execute(query, params).fetchall()
         return [
-            StreamEntry(stream, int(seq), _loads(value), float(at))
+            StreamEntry(stream, int(seq), decode(value), float(at))
             for seq, value, at in rows
         ]
 
@@ -390,7 +390,3 @@ class PostgresStore(ThreadedStore):
             conn.execute(self._sql("DELETE FROM {hits} WHERE expires_at <= %(now)s"), params)
         return n
 
-
-def _loads(text: str) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(text)
-    return value

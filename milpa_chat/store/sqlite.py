@@ -7,7 +7,6 @@ number of stores, threads and processes may share the file.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -22,6 +21,7 @@ from milpa_chat.store._sql import (
     SCHEMA_VERSION,
     ThreadedStore,
     check_meta,
+    decode,
     encode,
     is_live,
     matches,
@@ -99,29 +99,26 @@ class SqliteStore(ThreadedStore):
         return conn
 
     def _open_file(self) -> None:
+        """Check the file is a milpa-chat store (or empty, then create the tables) without writing
+        anything to a file that turns out to be foreign."""
         self._check_header()
         conn = self._connect()
         try:
             if self._inspect(conn):
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("BEGIN IMMEDIATE")
-                try:
-                    if self._inspect(conn):
-                        for statement in _SCHEMA.split(";"):
-                            if statement.strip():
-                                conn.execute(statement)
-                        conn.execute(
-                            "INSERT INTO milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', ?)",
-                            (str(SCHEMA_VERSION),),
-                        )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-        except sqlite3.DatabaseError as exc:
-            raise self._corrupt(str(exc)) from exc
+                if self._inspect(conn):  # still empty now that we hold the write lock
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', ?)",
+                        (str(SCHEMA_VERSION),),
+                    )
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._translate(exc) or exc from exc
         finally:
-            conn.close()
+            conn.close()  # rolls back anything left uncommitted
 
     def _check_header(self) -> None:
         if self.path.is_dir():
@@ -132,6 +129,8 @@ class SqliteStore(ThreadedStore):
                 head = fh.read(len(_MAGIC))
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise StoreError(f"cannot read SQLite store {str(self.path)!r}: {exc}") from exc
         if head and head != _MAGIC:
             raise self._corrupt("the file does not start with the SQLite header")
 
@@ -358,7 +357,7 @@ class SqliteStore(ThreadedStore):
             ).fetchall()
             at = self.clock()
             conn.execute("INSERT INTO milpa_streams VALUES (?, ?, ?, ?)", (stream, seq, text, at))
-        return StreamEntry(stream, int(seq), _loads(text), at)
+        return StreamEntry(stream, int(seq), decode(text), at)
 
     async def read(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[StreamEntry]:
         return await self._run(self._read, stream, after, limit)
@@ -368,7 +367,7 @@ class SqliteStore(ThreadedStore):
             "SELECT seq, value, at FROM milpa_streams WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?",
             (stream, after, -1 if limit is None else max(0, limit)),
         ).fetchall()
-        return [StreamEntry(stream, int(seq), _loads(value), float(at)) for seq, value, at in rows]
+        return [StreamEntry(stream, int(seq), decode(value), float(at)) for seq, value, at in rows]
 
     async def trim(self, stream: str, *, keep_last: int) -> int:
         return await self._run(self._trim, stream, keep_last)
@@ -413,7 +412,3 @@ class SqliteStore(ThreadedStore):
             conn.execute("DELETE FROM milpa_hits WHERE expires_at <= ?", (now,))
         return n
 
-
-def _loads(text: str) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(text)
-    return value
