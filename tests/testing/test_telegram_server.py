@@ -194,6 +194,42 @@ async def test_long_polling_honours_timeout_offset_and_conflicts(server: BotApiS
     assert await second == ()
 
 
+async def test_polling_bot_gets_conflict_when_a_webhook_is_set(server: BotApiServer, bot: Bot) -> None:
+    errors: list[Exception] = []
+    app = build_app(server, Seen())
+    async with app:
+        await app.start()
+        assert app.updater is not None
+        await app.updater.start_polling(poll_interval=0.0, timeout=dtm.timedelta(seconds=1),
+                                        error_callback=errors.append)  # fmt: skip
+        await server.wait_until(lambda: any(c.method == "getUpdates" and not c.status for c in server.calls))
+        await bot.set_webhook("http://127.0.0.1:9/hook")  # e.g. a second deployment of the same bot
+        await server.wait_until(lambda: bool(errors))
+        await app.updater.stop()
+        await app.stop()
+    assert isinstance(errors[0], Conflict)
+    assert errors[0].message == "Conflict: terminated by setWebhook request"
+
+
+async def test_fifty_concurrent_taps_are_all_answered(server: BotApiServer, bot: Bot) -> None:
+    seen = Seen()
+    app = build_app(server, seen)
+    server.private_chat(ALICE)
+    card = await bot.send_message(ALICE.id, "Pick", reply_markup=KEYBOARD)
+    message = server.message(ALICE.id, card.message_id)
+    users = [User(1000 + n, f"User {n}") for n in range(50)]
+    async with app:
+        await app.start()
+        assert app.updater is not None
+        await app.updater.start_polling(poll_interval=0.0, timeout=dtm.timedelta(seconds=1))
+        taps = await asyncio.gather(*(server.tap_button(message, "Approve", user) for user in users))
+        await server.wait_until(lambda: all(server.callback_query(tap).answered for tap in taps), timeout=10)
+        await app.updater.stop()
+        await app.stop()
+    assert sorted(seen.tappers) == [user.id for user in users]
+    assert len({tap.update_id for tap in taps}) == 50
+
+
 async def test_webhook_excludes_polling_and_drop_pending(server: BotApiServer, bot: Bot) -> None:
     await server.send_message(ALICE.id, ALICE, "queued")
     assert await bot.set_webhook("http://127.0.0.1:9/hook", secret_token="s3cret_-")
