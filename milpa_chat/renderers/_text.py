@@ -58,9 +58,10 @@ def clip(text: str, limit: int) -> tuple[str, int]:
     combining marks or a ZWJ sequence) and the number of characters left out."""
     if len(text) <= limit:
         return text, 0
-    cut = max(limit, 0)
+    cut = whole = max(limit, 0)
     while cut > 0 and (joins_previous(text[cut]) or text[cut - 1] == "\u200d"):
         cut -= 1
+    cut = cut or whole  # one endless combining sequence: cut inside it rather than drop it all
     return text[:cut], len(text) - cut
 
 

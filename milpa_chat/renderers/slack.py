@@ -10,8 +10,9 @@ limits are those slack_sdk's block models check; a test keeps the numbers in ste
 * section text ≤ 3,000, ≤ 10 fields of ≤ 2,000, header ≤ 150, button text ≤ 75, button value
   ≤ 2,000 (it is the button's ``"<action>:<ref>"``, ≤ 64 bytes), ``action_id`` ≤ 255;
 * ``& < >`` of all data escaped in mrkdwn (``verbatim`` on, so nothing is auto-linked), so
-  ``<!channel>``, ``<@U…>`` and ``<url|label>`` from data are shown, never acted on; code and
-  arguments are rich-text preformatted blocks, shown exactly.
+  ``<!channel>``, ``<@U…>`` and ``<url|label>`` from data are shown, never acted on; a field or
+  paragraph whose data holds mrkdwn markers (``* _ ~ `````, which mrkdwn cannot escape) is sent
+  as ``plain_text``; code and arguments are rich-text preformatted blocks, shown exactly.
 
 Button ``action_id`` is ``"milpa:<action>:<n>"`` (unique in the message) and ``value`` the
 button's callback data; who tapped comes from the interaction's ``user.id``.
@@ -19,6 +20,7 @@ button's callback data; who tapped comes from the interaction's ``user.id``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -57,6 +59,8 @@ ACTION_ELEMENTS: Final = 25  # ActionsBlock.elements_max_length
 CODE_TEXT: Final = 3000  # our own budget per preformatted block
 MAX_BUTTON_ROWS: Final = 4
 
+# A backtick anywhere, or * _ ~ where mrkdwn could open formatting (start of a word).
+_MARKERS: Final = re.compile(r"`|(?:^|(?<=[\s\W]))[*_~](?=\S)", re.M)
 _MARKS: Final = {"plain": ("", ""), "bold": ("*", "*"), "italic": ("_", "_"), "code": ("`", "`")}
 
 
@@ -110,7 +114,11 @@ def _content(blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
         if isinstance(block, Heading):
             yield _header(f"{block.icon} {block.text}".strip())
         elif isinstance(block, Paragraph):
-            yield from _sections([_spans(line) for line in _split_spans(block.spans)])
+            plain = all(span.style == "plain" for span in block.spans)
+            if plain and _MARKERS.search(block.text):
+                yield from _plain_sections(clean(block.text))
+            else:
+                yield from _sections([_spans(line) for line in _split_spans(block.spans)])
         elif isinstance(block, Fields):
             yield from _fields(block)
         elif isinstance(block, ItemList):
@@ -136,6 +144,22 @@ def _mrkdwn(text: str) -> dict[str, Any]:
 
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": _mrkdwn(text)}
+
+
+def _plain_sections(text: str) -> Iterator[dict[str, Any]]:
+    """Plain-text sections (nothing parsed, nothing escaped) of at most 3,000 units each."""
+    pieces = [p for line in text.split("\n") for p in _plain_pieces(line)]
+    for chunk in _join(pieces, SECTION_TEXT):
+        yield {"type": "section", "text": {"type": "plain_text", "text": chunk, "emoji": False}}
+
+
+def _plain_pieces(line: str) -> list[str]:
+    pieces = []
+    while utf16_len(line) > SECTION_TEXT:
+        head, _ = clip(line, SECTION_TEXT // 2)
+        pieces.append(head)
+        line = line[len(head) :]
+    return [*pieces, line]
 
 
 def _context(text: str) -> dict[str, Any]:
@@ -210,13 +234,20 @@ def _row(table: Table, row: tuple[str, ...]) -> list[Seg]:
 
 
 def _fields(block: Fields) -> Iterator[dict[str, Any]]:
-    texts = []
+    """``*Label*\nvalue`` in mrkdwn; a field whose text holds mrkdwn markers (``* _ ~ `````) is
+    plain text instead, so data is shown as it is rather than formatted."""
+    texts: list[dict[str, Any]] = []
     for name, value in block.items:
-        head = "".join(o + escape(t) + c for o, c, t in _styled(clean(name), "bold")) + "\n"
-        kept, rest = take(clean(value), FIELD_TEXT - utf16_len(head) - 1)
-        texts.append(head + escape(kept) + ("…" if rest else ""))
+        label, value = clean(name), clean(value)
+        if _MARKERS.search(label + value):
+            kept, omitted = clip(f"{label}\n{value}", FIELD_TEXT // 2 - 1)
+            texts.append({"type": "plain_text", "text": kept + ("…" if omitted else ""), "emoji": False})
+            continue
+        head = "".join(o + escape(t) + c for o, c, t in _styled(label, "bold")) + "\n"
+        kept, rest = take(value, FIELD_TEXT - utf16_len(head) - 1)
+        texts.append(_mrkdwn(head + escape(kept) + ("…" if rest else "")))
     for i in range(0, len(texts), SECTION_FIELDS):
-        yield {"type": "section", "fields": [_mrkdwn(t) for t in texts[i : i + SECTION_FIELDS]]}
+        yield {"type": "section", "fields": texts[i : i + SECTION_FIELDS]}
 
 
 def _code(text: str) -> Iterator[dict[str, Any]]:
