@@ -59,10 +59,10 @@ def not_found(name: str, tools: Mapping[str, ToolDefinition], ctx: ToolContext) 
 
 
 def invalid(audit: AuditLogger, tool: str, ctx: ToolContext, t0: float, exc: InvalidArguments) -> ToolResult:
-    errors = [str(e) for e in exc.errors]
-    audit.validation_failed(ctx, tool, errors)
+    message = str(exc)  # "path: message; path: message"
+    audit.validation_failed(ctx, tool, message)
     return fail(
-        tool, ctx, t0, ErrorCode.VALIDATION_ERROR, "; ".join(errors),
+        tool, ctx, t0, ErrorCode.VALIDATION_ERROR, message,
         {"errors": [{"path": e.path, "message": e.message} for e in exc.errors]},
     )
 
