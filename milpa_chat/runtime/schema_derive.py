@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
 from pydantic import ConfigDict, Field, PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
+from pydantic.errors import PydanticInvalidForJsonSchema
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import PydanticSerializationError, SchemaSerializer, ValidationError
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
@@ -84,10 +85,10 @@ def _where(tool: str, name: str) -> str:
 
 
 def _field_type(spec: ParamSpec) -> Any:
+    extra: dict[str, Any] = {"description": spec.description, "examples": spec.examples}
     info = Field(
         default=spec.default if spec.default is not _EMPTY else ...,
-        description=spec.description or None,
-        examples=spec.examples,
+        **{key: value for key, value in extra.items() if value},
     )
     annotated = _Annotated[spec.annotation, info]
     return _NotRequired[annotated] if spec.default is not _EMPTY else _Required[annotated]
@@ -109,14 +110,16 @@ def _adapter(tool: str, specs: list[ParamSpec]) -> TypeAdapter[Any]:
 
 def _undescribable(tool: str, spec: ParamSpec, exc: Exception) -> DeclarationError:
     shown = getattr(spec.annotation, "__name__", None) or repr(spec.annotation)
-    detail = str(exc).splitlines()[0]
-    hint = ""
     if "typing_extensions.TypedDict" in str(exc):
-        hint = " Declare the TypedDict with `from typing_extensions import TypedDict` (Python < 3.12)."
+        return DeclarationError(
+            f"{_where(tool, spec.name)}: {shown} is a typing.TypedDict, which pydantic cannot read on "
+            f"Python < 3.12; declare it with `from typing_extensions import TypedDict`"
+        )
+    detail = str(exc).splitlines()[0].split(". ")[0].rstrip(".")
     return DeclarationError(
-        f"{_where(tool, spec.name)}: no JSON schema describes the type {shown} ({detail}).{hint} "
-        f"Use a JSON type instead: str, int, float, bool, None, Literal, Enum, list[...], dict[str, ...], "
-        f"a TypedDict or a pydantic BaseModel."
+        f"{_where(tool, spec.name)}: no JSON schema describes the type {shown} ({detail}). Use a JSON type "
+        f"instead: str, int, float, bool, None, Literal, Enum, list[...], dict[str, ...], a TypedDict or a "
+        f"pydantic BaseModel"
     )
 
 
@@ -179,7 +182,9 @@ def _check_defaults(tool: str, specs: list[ParamSpec], strict: CoreSchema, wire:
             continue
         field = _fields(strict)[spec.name]
         try:
-            value = wire.to_python({spec.name: spec.default}, mode="json", by_alias=True, round_trip=True)
+            value = wire.to_python(
+                {spec.name: spec.default}, mode="json", by_alias=True, round_trip=True, warnings=False
+            )
             json.dumps(value, allow_nan=False)
         except (PydanticSerializationError, TypeError, ValueError) as exc:
             raise DeclarationError(
@@ -203,10 +208,23 @@ def _without_default(node: CoreSchema) -> CoreSchema:
     return inner
 
 
-def _json_schema(core: CoreSchema, specs: list[ParamSpec]) -> dict[str, Any]:
+def _generate(core: CoreSchema) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        raw = _Generator(by_alias=True).generate(core, mode="validation")
+        return _Generator(by_alias=True).generate(core, mode="validation")
+
+
+def _json_schema(tool: str, core: CoreSchema, specs: list[ParamSpec]) -> dict[str, Any]:
+    try:
+        raw = _generate(core)
+    except PydanticInvalidForJsonSchema as exc:
+        for spec in specs:  # find the parameter at fault, for the message
+            one = {"type": "typed-dict", "fields": {spec.name: _fields(core)[spec.name]}}
+            try:
+                _generate({**core, "schema": one} if core["type"] == "definitions" else one)
+            except PydanticInvalidForJsonSchema:
+                raise _undescribable(tool, spec, exc) from None
+        raise DeclarationError(f"@tool {tool!r}: cannot derive an argument schema: {exc}") from None
     tidy = self_contained(raw)
     props: dict[str, Any] = tidy.get("properties", {})
     for spec in specs:
@@ -215,7 +233,6 @@ def _json_schema(core: CoreSchema, specs: list[ParamSpec]) -> dict[str, Any]:
             prop["minimum"], prop["maximum"] = spec.clamp
         if spec.shape is not None:
             for key in ("properties", "required", "additionalProperties"):
-                prop.pop(key, None)
                 if key in spec.shape:
                     prop[key] = spec.shape[key]
     out: dict[str, Any] = {"type": "object", "properties": props, "required": tidy.get("required", [])}
@@ -239,7 +256,7 @@ def derive_arguments(tool: str, specs: list[ParamSpec]) -> tuple[dict[str, Any],
     wire = without_computed_fields(shape_core)
     _check_defaults(tool, specs, strict, SchemaSerializer(wire))
     native = all(is_json_native(f["schema"]) for f in fields.values()) and shape_core["type"] != "definitions"
-    input_schema = _json_schema(shape_core, specs)
+    input_schema = _json_schema(tool, shape_core, specs)
     return input_schema, DerivedValidator(strict, wire, clamps, native)
 
 

@@ -114,7 +114,7 @@ def _message(error: Mapping[str, Any], schema: CoreSchema) -> str:
     kind = error["type"]
     if kind == "missing":
         return "Missing required field"
-    if kind == "extra_forbidden":
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
         key = error["loc"][-1]
         accepted = accepted_properties(schema, error["loc"][:-1])
         if accepted is None:
