@@ -54,15 +54,9 @@ def load_registry(spec: str) -> ToolRegistry:
 
 
 def render(result: ToolResult) -> str:
-    try:
-        from milpa_chat.renderers import RendererRegistry
+    from milpa_chat.renderers import CliRenderer
 
-        text = RendererRegistry.default().render(result, ToolContext.cli())
-        if isinstance(text, str):
-            return text
-    except ImportError:
-        pass
-    return result.to_json()
+    return CliRenderer().render(result, ToolContext.cli())
 
 
 def cmd_tools(ns: argparse.Namespace) -> int:

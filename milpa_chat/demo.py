@@ -6,13 +6,16 @@ Everything runs locally on a SQLite file: no tokens, no network.
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 from milpa_chat import Param, ToolContext, ToolError, ToolRegistry, ToolResult, VerifyPolicy, tool
 from milpa_chat.runtime import VerificationTool
+from milpa_chat.runtime.context import new_request_id
 
 __all__ = ["DemoTools", "build_registry", "run_demo", "tools"]
 
@@ -89,20 +92,29 @@ Printer = Callable[[str], None]
 
 
 def _render(result: ToolResult) -> str:
-    try:
-        from milpa_chat.renderers import RendererRegistry
+    from milpa_chat.renderers import CliRenderer
 
-        out = RendererRegistry.default().render(result, ToolContext.cli())
-        if isinstance(out, str):
-            return out
-    except ImportError:
-        pass
-    return json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str)
+    return CliRenderer().render(result, ToolContext.cli())
+
+
+def _show_audit(out: Printer) -> None:
+    """Print the audit trail (logger ``milpa_chat.audit``) inline, so the last pipeline step is visible."""
+
+    class Inline(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            out(f"  audit: {record.getMessage()}")
+
+    logger = logging.getLogger("milpa_chat.audit")
+    if not any(isinstance(h, Inline) for h in logger.handlers):
+        logger.addHandler(Inline())
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 async def run_demo(store_path: str | Path | None = None, out: Printer = print) -> int:
     """Walk through the pipeline: success, validation error, denial, confirm, verification. Returns 0."""
     registry = build_registry(store_path)
+    _show_audit(out)
     alice = ToolContext.telegram(1001, 1001, ["notes:read", "notes:write", "payments:send"], first_name="Alice")
     guest = ToolContext.telegram(2002, 2002, ["notes:read"], first_name="Guest")
     boss = ToolContext.telegram(3003, 3003, ["payments:approve"], first_name="Manager")
@@ -112,7 +124,7 @@ async def run_demo(store_path: str | Path | None = None, out: Printer = print) -
 
     async def show(who: str, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         out(f"> {who}: {name} {json.dumps(args, ensure_ascii=False)}")
-        result = await registry.call(name, args, ctx)
+        result = await registry.call(name, args, replace(ctx, request_id=new_request_id()))
         out(_render(result))
         return result
 
