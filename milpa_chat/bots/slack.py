@@ -1,0 +1,215 @@
+"""``SlackBot``: an :class:`~milpa_chat.chat.Assistant` in Slack through slack-bolt (extra ``slack``).
+
+::
+
+    bot = SlackBot(assistant, bot_token="xoxb-…", signing_secret="…")
+    bot.start(port=3000)                      # HTTP: POST /slack/events (commands, events, interactivity)
+    # or: uvicorn with ``bot.asgi``; or Socket Mode: SlackBot(..., app_token="xapp-…").start_socket_mode()
+
+What it listens to: the slash command ``/milpa`` (``/milpa tools``, ``/milpa help``, ``/milpa <tool> args``),
+``app_mention`` events and direct messages (``message.im``), and ``block_actions`` of every button the
+renderers draw (``action_id`` ``milpa:…``). Every request is acknowledged at once (well within Slack's 3
+seconds) and the work continues after the ack in a task of the bot's own; ``await bot.drain()`` waits for it.
+Who acted is the Slack user of the request (``slack:<team>:<user>``), never a button's value. Slack's retries
+and repeated deliveries are ignored through the store (see :mod:`milpa_chat.bots.slack_inbound`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat._extras import require
+from milpa_chat.bots.slack_inbound import SURFACE, action_inbound, command_inbound, event_inbound
+from milpa_chat.bots.slack_serving import SlackServing
+from milpa_chat.bots.slack_transport import NOT_POSTABLE, SlackTransport
+from milpa_chat.chat.inbound import ChatUser, Inbound
+
+if TYPE_CHECKING:
+    from slack_bolt.async_app import AsyncApp
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from milpa_chat.chat.assistant import Assistant
+
+__all__ = ["SlackBot", "SlackTransport"]
+
+log = logging.getLogger("milpa_chat.bots.slack")
+
+#: Buttons drawn by the Slack renderer have ``action_id`` ``milpa:<action>:<n>``.
+ACTION_IDS = re.compile(r"^milpa:")
+Listener = Callable[..., Awaitable[None]]
+
+
+class SlackBot(SlackServing):
+    """Runs ``assistant`` in one Slack workspace.
+
+    ``bot_token``: the Bot User OAuth Token (``xoxb-…``). ``signing_secret``: verifies that HTTP requests
+    come from Slack (required for HTTP mode; bolt's verification is always on). ``base_url``: the Web API
+    root (``https://slack.com/api/`` unless given; tests point it at a local server). ``app_token``: an
+    app-level token (``xapp-…``, scope ``connections:write``) for Socket Mode. ``command``: the slash
+    command's name. ``notices``: show progress answers to taps as ephemeral messages too (refusals always
+    are). ``sweep_interval``: how often pending approvals are checked for expiry while serving.
+    ``rate_limit_retries``: how often a Web API call answered 429 is retried after ``Retry-After``.
+    """
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        bot_token: str,
+        signing_secret: str | None = None,
+        base_url: str | None = None,
+        *,
+        app_token: str | None = None,
+        command: str = "/milpa",
+        path: str = "/slack/events",
+        notices: bool = True,
+        sweep_interval: float = 15.0,
+        rate_limit_retries: int = 2,
+    ) -> None:
+        require("slack_bolt", extra="slack", feature="SlackBot")
+        require("aiohttp", extra="slack", feature="SlackBot")
+        _check_credentials(bot_token, signing_secret, app_token, command)
+        self.assistant = assistant
+        self.signing_secret = signing_secret or None
+        self.app_token = app_token or None
+        self.command = command
+        self.path = path
+        self.sweep_interval = sweep_interval
+        self.client: AsyncWebClient = _web_client(bot_token, base_url, rate_limit_retries)
+        self.app: AsyncApp = _bolt_app(self.client, signing_secret or "")
+        self.transport = SlackTransport(self.client, command=command, notices=notices)
+        assistant.attach(self.transport)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._register()
+
+    # ------------------------------------------------------------- listeners
+    def _register(self) -> None:
+        app = self.app
+        app.command(self.command)(self._listener(lambda body, _: command_inbound(body)))
+        app.event("app_mention")(self._listener(lambda body, _: event_inbound(body)))
+        app.event("message")(self._listener(lambda body, _: event_inbound(body)))
+        app.action(ACTION_IDS)(self._listener(self._action_inbound))
+
+    def _listener(self, convert: Callable[[dict[str, Any], dict[str, Any] | None], Inbound | None]) -> Listener:
+        async def listener(ack: Callable[[], Awaitable[None]], body: dict[str, Any], payload: dict[str, Any]) -> None:
+            await ack()  # at once: the work below runs after Slack has its answer
+            inbound = convert(body, payload)
+            if inbound is not None:
+                self.spawn(self._handle(inbound))
+
+        return listener
+
+    def _action_inbound(self, body: dict[str, Any], action: dict[str, Any] | None) -> Inbound | None:
+        inbound = action_inbound(body, action or {})
+        if inbound is None:  # a button no card of ours carries
+            self.spawn(self._refuse(body, "This button is not valid (it was not made by this app)."))
+        return inbound
+
+    def spawn(self, work: Awaitable[None]) -> None:
+        """Run ``work`` after the ack, tracked so that :meth:`drain` can wait for it."""
+
+        async def run() -> None:
+            await work
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait until the work of every request acknowledged so far is finished."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _handle(self, inbound: Inbound) -> None:
+        try:
+            await self.assistant.handle(inbound, self.transport)
+        except Exception as exc:
+            log.exception("handling Slack %s %s failed", inbound.kind, inbound.delivery_id)
+            await self._report_failure(inbound, exc)
+
+    async def _report_failure(self, inbound: Inbound, exc: Exception) -> None:
+        """Tell the actor (through the request's response_url) that their request could not be done."""
+        raw = inbound.raw if isinstance(inbound.raw, Mapping) else {}
+        url = raw.get("response_url")
+        if not url:
+            return
+        from slack_sdk.errors import SlackApiError
+
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
+        if error in NOT_POSTABLE:
+            text = (f"I cannot post in this conversation ({error}). Invite me with /invite, "
+                    "or talk to me in a direct message.")
+        else:
+            text = "Something went wrong while handling that; nothing more was done. The error was logged."
+        try:
+            await self.transport.respond(str(url), text)
+        except Exception:
+            log.exception("could not report the failure through response_url")
+
+    async def _refuse(self, body: Mapping[str, Any], text: str) -> None:
+        user = body.get("user") or {}
+        channel = (body.get("container") or {}).get("channel_id") or (body.get("channel") or {}).get("id")
+        inbound = Inbound(SURFACE, str(channel or ""), ChatUser(str(user.get("id", ""))), action="", ref="", raw=body)
+        try:
+            await self.transport.answer(inbound, text, alert=True)
+        except Exception:
+            log.exception("could not refuse an unknown button")
+
+    # --------------------------------------------------------------- sweeper
+    def start_sweeper(self) -> None:
+        """Expire overdue approvals every ``sweep_interval`` seconds (started by every serving method)."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(self.assistant.run_sweeper(self.sweep_interval))
+
+    async def close(self) -> None:
+        """Stop the sweeper and wait for work in progress."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        await self.drain()
+
+
+def _check_credentials(bot_token: str, signing_secret: str | None, app_token: str | None, command: str) -> None:
+    if not bot_token:
+        raise ValueError(
+            "SlackBot needs bot_token: the Bot User OAuth Token (xoxb-…) from your app's "
+            "'OAuth & Permissions' page (SLACK_BOT_TOKEN)."
+        )
+    if not signing_secret and not app_token:
+        raise ValueError(
+            "SlackBot needs signing_secret (your app's 'Basic Information' -> Signing Secret, SLACK_SIGNING_SECRET) "
+            "to verify HTTP requests, or app_token (xapp-…, SLACK_APP_TOKEN) to run in Socket Mode."
+        )
+    if app_token and not app_token.startswith("xapp-"):
+        raise ValueError(f"app_token must be an app-level token starting with 'xapp-', got {app_token[:5]!r}…")
+    if not re.fullmatch(r"/[a-z0-9_\-]{1,31}", command):
+        raise ValueError(f"command must look like '/milpa' (lower case, at most 32 characters), got {command!r}")
+
+
+def _web_client(token: str, base_url: str | None, rate_limit_retries: int) -> AsyncWebClient:
+    from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    handlers = [*async_default_handlers(), AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)]
+    if base_url is None:
+        return AsyncWebClient(token=token, retry_handlers=handlers)
+    return AsyncWebClient(token=token, base_url=base_url if base_url.endswith("/") else base_url + "/",
+                          retry_handlers=handlers)
+
+
+def _bolt_app(client: AsyncWebClient, signing_secret: str) -> AsyncApp:
+    from slack_bolt.async_app import AsyncApp
+
+    # process_before_response: the listener's ack is the HTTP answer as soon as the listener returns, and
+    # the listener returns right after ack() (the work is our own task), so nothing waits on bolt's polling.
+    return AsyncApp(
+        client=client,
+        signing_secret=signing_secret,
+        request_verification_enabled=True,
+        process_before_response=True,
+    )

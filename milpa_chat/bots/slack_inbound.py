@@ -1,0 +1,124 @@
+"""Slack request bodies -> :class:`~milpa_chat.chat.inbound.Inbound` events (no Slack SDK needed).
+
+Who acted always comes from what Slack authenticated (``user_id`` of a command, ``event.user``, the
+``user`` of an interaction), never from a button's value. Delivery ids are chosen so that Slack's
+retries and repeated deliveries of one thing collide, and different things never do:
+
+* slash command: ``cmd:<trigger_id>``;
+* event: ``ev:<event_id>`` (retries carry the same ``event_id``);
+* button: ``act:<message_ts>:<action_ts>:<user>`` (one tap, however often it is delivered).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from milpa_chat.chat.inbound import ChatUser, Inbound
+from milpa_chat.renderers.model import parse_callback_data
+
+__all__ = ["SURFACE", "action_inbound", "command_inbound", "event_inbound", "strip_mention"]
+
+SURFACE: Final = "slack"
+_MENTION = re.compile(r"^\s*<@[A-Z0-9]+(?:\|[^>]*)?>[\s:,]*")
+
+
+def chat_type(channel_id: str) -> str:
+    """``private`` for a direct message (``D…``), ``group`` for channels and group DMs."""
+    return "private" if channel_id.startswith("D") else "group"
+
+
+def command_inbound(body: Mapping[str, Any]) -> Inbound:
+    """``/milpa tools`` -> text ``/tools``; ``/milpa pay ACME 10`` -> ``/pay ACME 10``; ``/milpa`` -> ``/help``."""
+    rest = str(body.get("text") or "").strip()
+    if rest.startswith("/"):
+        rest = rest[1:]
+    channel = str(body["channel_id"])
+    user = ChatUser(
+        id=str(body["user_id"]),
+        name=str(body.get("user_name") or ""),
+        username=body.get("user_name") or None,
+        team=_team(body),
+    )
+    trigger = body.get("trigger_id")
+    return Inbound(
+        surface=SURFACE,
+        chat_id=channel,
+        user=user,
+        text="/" + (rest or "help"),
+        delivery_id=f"cmd:{trigger}" if trigger else None,
+        chat_type=chat_type(channel),
+        raw=body,
+    )
+
+
+def strip_mention(text: str) -> str:
+    """``"<@U0BOT> pay ACME 10"`` -> ``"pay ACME 10"`` (only a leading mention is removed)."""
+    return _MENTION.sub("", text, count=1).strip()
+
+
+def event_inbound(body: Mapping[str, Any]) -> Inbound | None:
+    """An ``app_mention`` or a person's direct message; ``None`` for anything the assistant ignores
+    (edits, deletions, bot messages, messages in channels that do not mention the app)."""
+    event = body.get("event") or {}
+    kind = event.get("type")
+    if kind == "message" and (event.get("channel_type") != "im" or event.get("subtype") or event.get("bot_id")):
+        return None
+    if kind not in ("message", "app_mention") or not event.get("user"):
+        return None
+    channel = str(event["channel"])
+    text = str(event.get("text") or "")
+    event_id = body.get("event_id")
+    return Inbound(
+        surface=SURFACE,
+        chat_id=channel,
+        user=ChatUser(id=str(event["user"]), team=str(event.get("team") or body.get("team_id") or "") or None),
+        text=strip_mention(text) if kind == "app_mention" else text.strip(),
+        delivery_id=f"ev:{event_id}" if event_id else None,
+        chat_type=chat_type(channel),
+        raw=body,
+    )
+
+
+def action_inbound(body: Mapping[str, Any], action: Mapping[str, Any]) -> Inbound | None:
+    """A button tap; ``None`` when its value is not ``"<action>:<ref>"`` (nothing our cards carry)."""
+    try:
+        verb, ref = parse_callback_data(str(action.get("value") or ""))
+    except ValueError:
+        return None
+    container = body.get("container") or {}
+    channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id") or "")
+    message_ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
+    raw_user = body.get("user") or {}
+    user = ChatUser(
+        id=str(raw_user["id"]),
+        name=str(raw_user.get("name") or raw_user.get("username") or ""),
+        username=raw_user.get("username") or None,
+        team=_team(body),
+    )
+    action_ts = action.get("action_ts")
+    return Inbound(
+        surface=SURFACE,
+        chat_id=channel,
+        user=user,
+        action=verb,
+        ref=ref,
+        delivery_id=f"act:{message_ts}:{action_ts}:{user.id}" if action_ts else None,
+        message_id=str(message_ts) if message_ts else None,
+        chat_type=chat_type(channel),
+        raw=body,
+    )
+
+
+def _team(body: Mapping[str, Any]) -> str | None:
+    """The acting user's team: ``user.team_id`` of interactions, ``team_id`` of commands, ``team.id``."""
+    user = body.get("user")
+    if isinstance(user, Mapping) and user.get("team_id"):
+        return str(user["team_id"])
+    if body.get("team_id"):
+        return str(body["team_id"])
+    team = body.get("team")
+    if isinstance(team, Mapping) and team.get("id"):
+        return str(team["id"])
+    return None

@@ -1,0 +1,120 @@
+"""``SlackTransport``: the chat core's :class:`~milpa_chat.chat.inbound.Transport` over Slack's Web API.
+
+* ``send`` -> ``chat.postMessage`` (Block Kit + fallback text from :class:`SlackRenderer`); a message the
+  renderer had to shorten gets its full content uploaded next to it (``files_upload_v2``, needs
+  ``files:write``; a failed upload is logged and the message stays);
+* ``edit`` -> ``chat.update`` of the message's ``channel`` + ``ts``;
+* ``answer`` -> ``chat.postEphemeral`` to the actor, or the interaction's ``response_url`` when the
+  app cannot post in that conversation;
+* ``typing`` -> nothing: Slack has no typing indicator for apps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
+
+from milpa_chat.chat.inbound import Inbound, MessageRef
+from milpa_chat.renderers.slack import SlackRenderer
+
+if TYPE_CHECKING:
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from milpa_chat.renderers.model import Message
+
+__all__ = ["SlackTransport", "mrkdwn_escape"]
+
+log = logging.getLogger("milpa_chat.bots.slack")
+
+#: Errors meaning "the app may not post there"; an answer then goes through the response_url.
+NOT_POSTABLE: Final = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
+
+
+def mrkdwn_escape(text: str) -> str:
+    """Escape ``& < >`` so user-visible text never turns into mentions or links."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class SlackTransport:
+    """Posts, edits and answers in one Slack workspace through ``client`` (a bot-token ``AsyncWebClient``).
+
+    ``notices``: also show non-refusal answers to taps ("Page 2", "Confirmed — running it now.") as
+    ephemeral messages; with ``False`` only refusals and errors (``alert=True``) are shown.
+    """
+
+    surface: str = "slack"
+    #: Slack has no ``/cmd@bot`` addressing; every ``/milpa`` command is ours.
+    bot_username: str | None = None
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        command: str = "/milpa",
+        renderer: SlackRenderer | None = None,
+        notices: bool = True,
+    ) -> None:
+        self.client = client
+        self.renderer = renderer or SlackRenderer()
+        self.notices = notices
+        #: How users type a command here (``/milpa pay …``), for messages that explain commands.
+        self.command_prefix = f"{command} "
+
+    async def send(self, chat_id: str, message: Message) -> MessageRef:
+        payload = self.renderer.render_message(message)
+        resp = await self.client.chat_postMessage(channel=chat_id, **payload.message)
+        ref = MessageRef(self.surface, str(resp["channel"]), str(resp["ts"]))
+        if payload.document is not None:
+            await self._upload(ref, payload.document.filename, payload.document.content)
+        return ref
+
+    async def edit(self, ref: MessageRef, message: Message) -> None:
+        payload = self.renderer.render_message(message)
+        await self.client.chat_update(channel=ref.chat_id, ts=ref.message_id, **payload.message)
+
+    async def answer(self, inbound: Inbound, text: str, *, alert: bool = False) -> None:
+        if not (alert or self.notices):
+            return
+        from slack_sdk.errors import SlackApiError
+
+        try:
+            await self.client.chat_postEphemeral(
+                channel=inbound.chat_id, user=inbound.user.id, text=mrkdwn_escape(text)
+            )
+        except SlackApiError as exc:
+            url = _response_url(inbound)
+            if url is None or exc.response.get("error") not in NOT_POSTABLE:
+                raise
+            await self.respond(url, text)
+
+    async def typing(self, chat_id: str) -> None:
+        """Slack offers apps no typing indicator; nothing is sent."""
+
+    async def respond(self, response_url: str, text: str) -> None:
+        """An ephemeral reply through an interaction's ``response_url`` (works where the app is no member)."""
+        from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+        webhook = AsyncWebhookClient(response_url, session=getattr(self.client, "session", None))
+        resp = await webhook.send(text=mrkdwn_escape(text), response_type="ephemeral", replace_original=False)
+        if resp.status_code != 200:
+            log.warning("response_url answered %s %s", resp.status_code, resp.body)
+
+    async def _upload(self, ref: MessageRef, filename: str, content: bytes) -> None:
+        from slack_sdk.errors import SlackApiError
+
+        try:
+            await self.client.files_upload_v2(
+                channel=ref.chat_id, thread_ts=ref.message_id, filename=filename, content=content, title=filename
+            )
+        except SlackApiError as exc:
+            log.warning(
+                "could not upload %s next to message %s in %s (%s); grant the app the files:write scope",
+                filename, ref.message_id, ref.chat_id, exc.response.get("error"),
+            )
+
+
+def _response_url(inbound: Inbound) -> str | None:
+    raw = inbound.raw
+    url = raw.get("response_url") if isinstance(raw, Mapping) else None
+    return str(url) if url else None
