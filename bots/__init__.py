@@ -1,0 +1,1 @@
+"""Runnable example assistants: ``python -m bots.telegram_assistant``."""

@@ -1,0 +1,41 @@
+"""Chat platform adapters for :class:`~milpa_chat.chat.Assistant`.
+
+* ``TelegramBot`` / ``TelegramTransport`` — python-telegram-bot v22 (``pip install "milpa-chat[telegram]"``).
+* ``SlackBot`` / ``SlackTransport`` — slack-bolt (``pip install "milpa-chat[slack]"``).
+
+Names are imported on first use, so ``import milpa_chat.bots`` imports no platform SDK; a missing
+extra raises :class:`~milpa_chat.errors.MissingExtraError` naming the ``pip install`` command.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from milpa_chat.bots.slack import SlackBot
+    from milpa_chat.bots.slack_transport import SlackTransport
+    from milpa_chat.bots.telegram import TelegramBot, chat_user
+    from milpa_chat.bots.telegram_transport import TelegramTransport
+
+# name -> module that defines it; adapters add their names here.
+_EXPORTS = {
+    "SlackBot": "milpa_chat.bots.slack",
+    "SlackTransport": "milpa_chat.bots.slack_transport",
+    "TelegramBot": "milpa_chat.bots.telegram",
+    "TelegramTransport": "milpa_chat.bots.telegram_transport",
+    "chat_user": "milpa_chat.bots.telegram",
+}
+
+__all__ = ["SlackBot", "SlackTransport", "TelegramBot", "TelegramTransport", "chat_user"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'milpa_chat.bots' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,198 @@
+"""``TelegramTransport``: the chat core's :class:`~milpa_chat.chat.inbound.Transport` over python-telegram-bot.
+
+* ``send`` renders a :class:`~milpa_chat.renderers.model.Message` with the Telegram renderer (HTML parse
+  mode). Long content becomes several messages (the buttons go on the last one, whose reference is
+  returned); when something had to be shortened, a document with everything follows.
+* ``edit`` replaces one message in place. Content that no longer fits one message is shortened, with the
+  full content sent as a document. "Message is not modified" counts as success.
+* ``answer`` answers the tapped button's callback query — each query once: a second answer for the same
+  query is dropped, and the adapter answers every query the core leaves unanswered.
+* ``typing`` sends the "typing" chat action.
+
+Flood control (``RetryAfter``) is waited out and the call retried, up to ``max_retries`` times.
+"""
+
+# ruff: noqa: E402  (the SDK is imported after the missing-extra check)
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from milpa_chat._extras import require
+
+require("telegram", extra="telegram", feature="TelegramBot")
+
+from telegram import (
+    Bot,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    LinkPreviewOptions,
+)
+from telegram import (
+    Message as TgMessage,
+)
+from telegram.constants import ChatAction
+from telegram.error import BadRequest, RetryAfter
+from telegram.warnings import PTBDeprecationWarning
+
+from milpa_chat.chat.inbound import Inbound, MessageRef
+from milpa_chat.renderers.model import Document, Message
+from milpa_chat.renderers.telegram import TelegramRenderer
+
+__all__ = ["TelegramTransport"]
+
+log = logging.getLogger("milpa_chat.bots.telegram")
+
+#: Telegram shows at most 200 characters in a callback answer.
+MAX_ANSWER_CHARS = 200
+_NOT_MODIFIED = "message is not modified"
+_TOO_OLD = "query is too old"
+T = TypeVar("T")
+
+
+class TelegramTransport:
+    """Sends, edits and answers for the ``telegram`` surface through a PTB :class:`~telegram.Bot`."""
+
+    surface = "telegram"
+
+    def __init__(
+        self,
+        bot: Bot,
+        *,
+        renderer: TelegramRenderer | None = None,
+        max_retries: int = 2,
+        max_retry_wait: float = 30.0,
+        remember_answers: int = 10_000,
+    ) -> None:
+        self.bot = bot
+        self.renderer = renderer or TelegramRenderer()
+        self._edit_renderer = TelegramRenderer(max_messages=1)
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self._remember = remember_answers
+        self._answered: OrderedDict[str, None] = OrderedDict()
+
+    @property
+    def bot_username(self) -> str | None:
+        """The bot's @username once the application is initialized (``/cmd@username`` routing)."""
+        try:
+            return self.bot.username
+        except RuntimeError:  # not initialized yet
+            return None
+
+    # --------------------------------------------------------------- Transport
+    async def send(self, chat_id: str, message: Message) -> MessageRef:
+        payload = self.renderer.render_message(message)
+        sent: TgMessage | None = None
+        for part in payload.messages:
+            sent = await self._send_part(chat_id, part)
+        assert sent is not None  # the renderer always produces at least one message
+        if payload.document is not None:
+            await self._send_document(chat_id, payload.document)
+        return MessageRef(self.surface, chat_id, str(sent.message_id))
+
+    async def edit(self, ref: MessageRef, message: Message) -> None:
+        payload = self._edit_renderer.render_message(message)
+        part = payload.messages[0]
+        try:
+            await self._retrying(lambda: self.bot.edit_message_text(
+                chat_id=ref.chat_id, message_id=int(ref.message_id), **_kwargs(part)))
+        except BadRequest as exc:
+            if _NOT_MODIFIED not in exc.message.lower():
+                raise
+            return
+        if payload.document is not None:
+            await self._send_document(ref.chat_id, payload.document)
+
+    async def answer(self, inbound: Inbound, text: str, *, alert: bool = False) -> None:
+        query = inbound.raw
+        if isinstance(query, CallbackQuery):
+            await self.answer_query(query.id, text, alert=alert)
+        elif text:  # not a button tap: the actor reads it in the chat
+            await self.send(inbound.chat_id, _plain(text))
+
+    async def typing(self, chat_id: str) -> None:
+        await self.bot.send_chat_action(chat_id, ChatAction.TYPING)
+
+    # --------------------------------------------------------------- queries
+    def answered(self, query_id: str) -> bool:
+        """Whether this callback query was answered (or is being answered) by this process."""
+        return query_id in self._answered
+
+    async def answer_query(self, query_id: str, text: str = "", *, alert: bool = False) -> bool:
+        """Answer a callback query unless it was answered already; ``True`` if this call answered it.
+
+        An answer Telegram refuses as too late is logged, not raised: the tap was handled anyway.
+        """
+        if query_id in self._answered:
+            log.debug("callback query %s already answered; dropping %r", query_id, text)
+            return False
+        self._answered[query_id] = None  # before awaiting: concurrent answers see it at once
+        while len(self._answered) > self._remember:
+            self._answered.popitem(last=False)
+        if len(text) > MAX_ANSWER_CHARS:
+            text = text[: MAX_ANSWER_CHARS - 1] + "…"
+        try:
+            await self.bot.answer_callback_query(query_id, text or None, show_alert=alert and bool(text))
+        except BadRequest as exc:
+            if _TOO_OLD not in exc.message.lower():
+                raise
+            log.warning("callback query %s was answered too late (%s)", query_id, exc.message)
+        return True
+
+    # --------------------------------------------------------------- helpers
+    async def _send_part(self, chat_id: str, part: dict[str, Any]) -> TgMessage:
+        return await self._retrying(lambda: self.bot.send_message(chat_id, **_kwargs(part)))
+
+    async def _send_document(self, chat_id: str, document: Document) -> None:
+        await self._retrying(lambda: self.bot.send_document(
+            chat_id, document.content, filename=document.filename,
+            caption="The full content, shortened in the message above."))
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call``; on flood control wait the time Telegram asks (at most ``max_retry_wait``) and retry."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except RetryAfter as exc:
+                attempt += 1
+                wait = _retry_seconds(exc)
+                if attempt > self.max_retries or wait > self.max_retry_wait:
+                    raise
+                log.warning("Telegram flood control: retrying in %.1f s", wait)
+                await asyncio.sleep(wait)
+
+
+def _retry_seconds(exc: RetryAfter) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value: int | timedelta = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def _kwargs(part: dict[str, Any]) -> dict[str, Any]:
+    """A rendered message dict as ``send_message``/``edit_message_text`` keyword arguments."""
+    kwargs: dict[str, Any] = {"text": part["text"], "parse_mode": part.get("parse_mode")}
+    preview = part.get("link_preview_options")
+    if preview is not None:
+        kwargs["link_preview_options"] = LinkPreviewOptions(**preview)
+    markup = part.get("reply_markup")
+    if markup and markup.get("inline_keyboard"):
+        kwargs["reply_markup"] = InlineKeyboardMarkup(
+            [[InlineKeyboardButton(b["text"], callback_data=b["callback_data"]) for b in row]
+             for row in markup["inline_keyboard"]]
+        )
+    return kwargs
+
+
+def _plain(text: str) -> Message:
+    from milpa_chat.chat.cards import text as text_card
+
+    return text_card(text)
