@@ -94,14 +94,15 @@ class SlackServing:
         return application
 
     async def serve(self, port: int = 3000, host: str = "0.0.0.0") -> None:
-        """Serve HTTP on ``host:port`` until cancelled."""
+        """Serve HTTP on ``host:port`` (``port=0``: any free port, logged) until cancelled."""
         from aiohttp import web
 
         runner = web.AppRunner(self.web_app(), access_log=None)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()
-            log.info("Slack app listening on http://%s:%s%s", host, port, self.path)
+            bound_host, bound_port = runner.addresses[0][:2]
+            log.info("Slack app listening on http://%s:%s%s", bound_host, bound_port, self.path)
             await asyncio.Event().wait()
         finally:
             await runner.cleanup()

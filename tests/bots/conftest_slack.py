@@ -27,6 +27,7 @@ TEAM = "T1"
 WORK = "C0WORK"
 APPROVERS = "C0APPROVE"
 ALICE, BOB, MARIA, MATEO, EVE = "U1001", "U1002", "U2001", "U2002", "U9999"
+LEAD = "U3001"  # may both request and approve payments
 
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["notes:read", "notes:write", "payments:send"], "manager": ["notes:read", "payments:approve"]},
@@ -35,6 +36,7 @@ IDENTITIES: dict[str, Any] = {
         f"slack:{TEAM}:{BOB}": ["writer"],
         f"slack:{TEAM}:{MARIA}": ["manager"],
         f"slack:{TEAM}:{MATEO}": ["manager"],
+        f"slack:{TEAM}:{LEAD}": ["writer", "manager"],
     },
     "defaults": {"scopes": []},
     "approvers": {"slack": [APPROVERS]},
