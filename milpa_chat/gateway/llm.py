@@ -188,8 +188,12 @@ class LlmService:
         messages: str | Sequence[Mapping[str, Any]],
         tools: Tools | None = None,
         max_tokens: int = 4096,
+        *,
+        observer: ChannelObserver | None = None,
     ) -> LlmReply:
         """Send the history (OpenAI chat format; a string is one user message) and the tools.
+
+        ``observer`` sees this request's body too, after the service's own observer.
 
         Returns the assistant message as an :class:`LlmReply`. Raises an :class:`LlmError`
         subclass when the provider cannot be used (``LlmAuthError``, ``LlmRateLimitError``,
@@ -203,10 +207,12 @@ class LlmService:
         tool_list = list(tools or ())
         client = self._ensure_client()
         sdk = cast(ModuleType, self._sdk)
+        observers = tuple(o for o in (self.observer, observer) if o is not None)
         try:
             if self.provider == "anthropic":
-                return await self._ask_anthropic(cast("AsyncAnthropic", client), history, tool_list, max_tokens)
-            return await self._ask_openai(cast("AsyncOpenAI", client), history, tool_list, max_tokens)
+                return await self._ask_anthropic(
+                    cast("AsyncAnthropic", client), history, tool_list, max_tokens, observers)
+            return await self._ask_openai(cast("AsyncOpenAI", client), history, tool_list, max_tokens, observers)
         except MalformedResponseError as exc:
             raise self._bad_response(str(exc)) from exc
         except LlmError:
@@ -218,7 +224,12 @@ class LlmService:
             raise mapped from exc
 
     async def _ask_openai(
-        self, client: AsyncOpenAI, history: list[Mapping[str, Any]], tools: list[Any], max_tokens: int
+        self,
+        client: AsyncOpenAI,
+        history: list[Mapping[str, Any]],
+        tools: list[Any],
+        max_tokens: int,
+        observers: Sequence[ChannelObserver] = (),
     ) -> LlmReply:
         body: dict[str, Any] = {"model": self.model, "messages": history}
         if tools:
@@ -228,7 +239,7 @@ class LlmService:
         # OpenAI-compatible servers (vLLM, Ollama, LM Studio) all understand max_tokens.
         official = "://api.openai.com" in self.endpoint
         body["max_completion_tokens" if official else "max_tokens"] = max_tokens
-        self._observe(f"{self.endpoint}/chat/completions", body)
+        self._observe(f"{self.endpoint}/chat/completions", body, observers)
         data = _dump(await client.chat.completions.create(**body))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -244,7 +255,12 @@ class LlmService:
         )
 
     async def _ask_anthropic(
-        self, client: AsyncAnthropic, history: list[Mapping[str, Any]], tools: list[Any], max_tokens: int
+        self,
+        client: AsyncAnthropic,
+        history: list[Mapping[str, Any]],
+        tools: list[Any],
+        max_tokens: int,
+        observers: Sequence[ChannelObserver] = (),
     ) -> LlmReply:
         request = to_anthropic(history)
         body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": request.messages}
@@ -252,7 +268,7 @@ class LlmService:
             body["system"] = request.system
         if tools:
             body["tools"] = anthropic_tools(tools)
-        self._observe(f"{self.endpoint}/v1/messages", body)
+        self._observe(f"{self.endpoint}/v1/messages", body, observers)
         data = _dump(await client.messages.create(**body))
         content = data.get("content")
         if not isinstance(content, list):
@@ -267,9 +283,10 @@ class LlmService:
             finish_reason=_ANTHROPIC_FINISH.get(stop, stop) if isinstance(stop, str) else None,
         )
 
-    def _observe(self, url: str, body: Mapping[str, Any]) -> None:
-        if self.observer is not None:
-            self.observer.observe(url, copy.deepcopy(dict(body)))
+    @staticmethod
+    def _observe(url: str, body: Mapping[str, Any], observers: Sequence[ChannelObserver]) -> None:
+        for observer in observers:
+            observer.observe(url, copy.deepcopy(dict(body)))
 
     def _bad_response(self, what: str) -> LlmBadResponseError:
         label = provider_label(self.provider)

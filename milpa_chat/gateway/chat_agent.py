@@ -1,0 +1,267 @@
+"""``ChatAgent``: the agent behind free text in a chat — ``Assistant(registry, identities, agent=ChatAgent(llm))``.
+
+Each chat keeps its conversation in the store (stream ``agent:<surface>:<chat id>``, trimmed to the
+last ``history`` messages). A run that reaches a confirmation or a verification opens the approval
+card through the assistant's flows, with the paused run stored in ``Approval.resume``; after the
+decision the assistant hands the approval back (:meth:`ChatAgent.resume`), the agent continues with
+the tool's result — or with the refusal, for a cancelled, rejected or expired request — and its
+answer is posted in the chat. Nothing lives only in memory, so this works across restarts.
+
+The assistant is reached through :class:`ChatHost` (``milpa_chat.chat.Assistant`` is one): this
+module does not import the chat core.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from milpa_chat.errors import MissingExtraError
+from milpa_chat.gateway.errors import (
+    LlmAuthError,
+    LlmContextTooLongError,
+    LlmError,
+    LlmRateLimitError,
+    LlmUnavailableError,
+)
+from milpa_chat.gateway.gates import OptionTable, ToolCallGate
+from milpa_chat.gateway.mcp_client import McpClientService, result_for_model
+from milpa_chat.gateway.orchestrator import AgentOrchestrator
+from milpa_chat.gateway.second_opinion import SecondOpinionGate
+from milpa_chat.gateway.state import AgentRun, AgentState, declined
+from milpa_chat.runtime.result import ErrorCode, ToolResult
+
+if TYPE_CHECKING:
+    from milpa_chat.gateway.llm import ChannelObserver, LlmService
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.registry import ToolRegistry
+    from milpa_chat.store.base import Store
+
+__all__ = ["AGENT_TAG", "DEFAULT_SYSTEM", "ChatAgent", "ChatHost", "ChatTurn", "DecidedApproval", "trouble_reply"]
+
+log = logging.getLogger("milpa_chat.gateway.chat")
+
+#: Marks an ``Approval.resume`` payload written by :class:`ChatAgent`.
+AGENT_TAG = "milpa_chat.gateway.ChatAgent/1"
+
+DEFAULT_SYSTEM = (
+    "You are an assistant in a chat. Answer briefly, in the language of the user. Use the tools when they "
+    "help, and never invent a tool's result. Calls that change things may wait for the user's confirmation "
+    "or an approver's decision: when a tool result says a call was cancelled, rejected, expired or refused, "
+    "tell the user so and do not try it again unless they ask."
+)
+
+
+class ChatTurn(Protocol):
+    """What the agent reads of an inbound chat event (``milpa_chat.chat.Inbound``)."""
+
+    @property
+    def surface(self) -> str: ...
+    @property
+    def chat_id(self) -> str: ...
+    @property
+    def text(self) -> str | None: ...
+
+
+class DecidedApproval(Protocol):
+    """What the agent reads of a decided approval (``milpa_chat.chat.Approval``)."""
+
+    @property
+    def state(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+class ChatHost(Protocol):
+    """What the agent needs from the assistant it serves (``milpa_chat.chat.Assistant``)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def registry(self) -> ToolRegistry: ...
+
+    async def open_approval(
+        self, inbound: Any, name: str, result: ToolResult, *, resume: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Show the approval card a confirmation or verification result asks for; ``False`` when there is none."""
+        ...
+
+
+class ChatAgent:
+    """An :class:`~milpa_chat.gateway.AgentOrchestrator` per chat message, with durable history and approvals.
+
+    ``llm`` answers; ``system`` is the system prompt; ``max_steps`` bounds each run; ``history`` is
+    how many messages of a chat are kept. ``gate`` is asked before every call. With ``judge`` (a
+    second :class:`~milpa_chat.gateway.LlmService`), each run also gets a
+    :class:`~milpa_chat.gateway.SecondOpinionGate` on the user's message (``watch``,
+    ``alternatives`` as there) over ``gate``. ``observer`` sees every request body. ``hidden`` tools
+    are never offered to the model (approving is for people, so ``resolve_verification`` is hidden).
+    """
+
+    def __init__(
+        self,
+        llm: LlmService,
+        *,
+        system: str | None = DEFAULT_SYSTEM,
+        max_steps: int = 20,
+        history: int = 40,
+        gate: ToolCallGate | None = None,
+        judge: LlmService | None = None,
+        watch: Iterable[str] = (),
+        alternatives: Mapping[str, str] | None = None,
+        observer: ChannelObserver | None = None,
+        hidden: Iterable[str] = ("resolve_verification",),
+        max_tokens: int = 4096,
+    ) -> None:
+        if history < 2:
+            raise ValueError(f"ChatAgent(history=...) keeps at least 2 messages, got {history}")
+        self.llm = llm
+        self.system = system
+        self.max_steps = max_steps
+        self.history_limit = history
+        self.gate = gate
+        self.judge = judge
+        self.watch = tuple(watch)
+        self.alternatives = dict(alternatives or {})
+        self.observer = observer
+        self.hidden = tuple(hidden)
+        self.max_tokens = max_tokens
+        self._host: ChatHost | None = None
+
+    def bind(self, host: ChatHost) -> None:
+        """Called by the ``Assistant`` this agent is given to."""
+        self._host = host
+
+    @property
+    def host(self) -> ChatHost:
+        if self._host is None:
+            raise RuntimeError("ChatAgent is not attached to an assistant; pass it as Assistant(..., agent=agent)")
+        return self._host
+
+    # ------------------------------------------------------------- turns
+    async def __call__(self, inbound: ChatTurn, ctx: ToolContext) -> str | None:
+        """Answer one free-text message (the ``Assistant`` sends the returned text)."""
+        text = (inbound.text or "").strip()
+        if not text:
+            return None
+        stream = self.stream_for(inbound.surface, inbound.chat_id)
+        messages = [*self._system(), *await self.history(inbound.surface, inbound.chat_id)]
+        messages.append({"role": "user", "content": text})
+        base = len(messages) - 1
+        try:
+            run = await self._orchestrator(ctx, text).run(messages)
+        except (LlmError, MissingExtraError) as exc:
+            return await self._trouble(exc, stream)
+        return await self._settle(run, inbound, {"stream": stream, "base": base, "task": text})
+
+    async def resume(
+        self, inbound: ChatTurn, ctx: ToolContext, approval: DecidedApproval, result: ToolResult | None
+    ) -> str | None:
+        """Continue the run paused on ``approval`` once it was decided.
+
+        ``result`` is the tool's result when it ran; ``None`` when a person did not let it run (the
+        approval's state, ``cancelled``/``rejected``/``expired``, goes back to the model).
+        """
+        payload = approval.data.get("resume") or {}
+        if payload.get("agent") != AGENT_TAG:
+            return None
+        if result is None:
+            result = declined(approval.state, by=approval.data.get("decided_by_name"))
+        where: dict[str, Any] = {
+            "stream": str(payload["stream"]), "base": int(payload["base"]), "task": str(payload["task"]),
+        }
+        try:
+            run = await self._orchestrator(ctx, where["task"]).resume(AgentState.from_dict(payload["state"]), result)
+        except (LlmError, MissingExtraError) as exc:
+            return await self._trouble(exc, where["stream"])
+        return await self._settle(run, inbound, where)
+
+    async def _settle(self, run: AgentRun, inbound: ChatTurn, where: dict[str, Any]) -> str | None:
+        base: int = where["base"]
+        if run.paused:
+            assert run.state is not None
+            pending = run.state.pending
+            if pending.reason in ("confirmation", "verification") and pending.result is not None:
+                payload = {"agent": AGENT_TAG, "state": run.state.to_dict(), **where}
+                if await self.host.open_approval(inbound, pending.call.name, pending.result, resume=payload):
+                    return None
+            await self._save(where["stream"], _closed(run.state)[base:])
+            return f"I did not run {pending.call.name}: {pending.explanation}"
+        await self._save(where["stream"], run.messages[base:])
+        if run.status == "exhausted":
+            return (f"I stopped after {run.steps} steps without finishing. Tell me how to go on, or ask for "
+                    "something smaller.")
+        return run.answer or ("Done." if run.tool_results else "I have no answer to that.")
+
+    def _orchestrator(self, ctx: ToolContext, task: str) -> AgentOrchestrator:
+        options = OptionTable()
+        gate = self.gate
+        if self.judge is not None:
+            gate = SecondOpinionGate(self.judge, task, floor=self.gate, watch=self.watch,
+                                     alternatives=self.alternatives, options=options)
+        tools = McpClientService(self.host.registry, ctx, hidden=self.hidden)
+        return AgentOrchestrator(self.llm, tools, max_steps=self.max_steps, gate=gate, options=options,
+                                 observer=self.observer, max_tokens=self.max_tokens)
+
+    def _system(self) -> list[dict[str, Any]]:
+        return [{"role": "system", "content": self.system}] if self.system else []
+
+    async def _trouble(self, exc: Exception, stream: str) -> str:
+        log.warning("agent could not ask the model: %s", exc)
+        if isinstance(exc, LlmContextTooLongError):
+            await self.host.store.trim(stream, keep_last=0)
+        return trouble_reply(exc)
+
+    # ----------------------------------------------------------- history
+    @staticmethod
+    def stream_for(surface: str, chat_id: str) -> str:
+        return f"agent:{surface}:{chat_id}"
+
+    async def history(self, surface: str, chat_id: str) -> list[dict[str, Any]]:
+        """The chat's kept messages, starting at a user message (trimming never leaves half a turn)."""
+        entries = await self.host.store.read(self.stream_for(surface, chat_id))
+        messages = [dict(e.value["message"]) for e in entries]
+        while messages and messages[0].get("role") != "user":
+            messages.pop(0)
+        return messages
+
+    async def forget(self, surface: str, chat_id: str) -> None:
+        """Drop a chat's conversation history."""
+        await self.host.store.trim(self.stream_for(surface, chat_id), keep_last=0)
+
+    async def _save(self, stream: str, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            await self.host.store.append(stream, {"message": message})
+        await self.host.store.trim(stream, keep_last=self.history_limit)
+
+
+def _closed(state: AgentState) -> list[dict[str, Any]]:
+    """The paused run's messages with the pending and queued calls answered as not run."""
+    pending = state.pending
+    result = pending.result if pending.reason == "blocked" and pending.result is not None else ToolResult.error(
+        pending.explanation, code=ErrorCode.FORBIDDEN)
+    messages = [*state.messages, {"role": "tool", "tool_call_id": pending.call.id, "content": result_for_model(result)}]
+    for call in state.queued:
+        skipped = ToolResult.error(f"Not run: {pending.call.name}, asked for in the same step, did not go ahead.",
+                                   code=ErrorCode.FORBIDDEN)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": result_for_model(skipped)})
+    return messages
+
+
+def trouble_reply(exc: Exception) -> str:
+    """What a chat user is told when the model cannot be asked (no stack traces, no provider internals)."""
+    if isinstance(exc, LlmAuthError):
+        return ("I can't reach my language model: it refused my credentials. An administrator needs to check "
+                "the API key.")
+    if isinstance(exc, LlmRateLimitError):
+        wait = f"in {max(1, round(exc.retry_after))} seconds" if exc.retry_after else "in a minute"
+        return f"My language model is busy right now (rate limit reached). Please try again {wait}."
+    if isinstance(exc, LlmContextTooLongError):
+        return ("Our conversation got too long for my language model, so I have forgotten the earlier messages. "
+                "Please send your request again.")
+    if isinstance(exc, LlmUnavailableError):
+        return "My language model is not answering right now. Please try again in a few minutes."
+    if isinstance(exc, MissingExtraError):
+        return "My language model is not set up on this server. An administrator needs to install it."
+    return "My language model could not answer this request. Please try again later."
