@@ -87,6 +87,10 @@ class InboxItem:
                 return self.view.buttons[spec.label]
         raise LookupError(f"approval {self.id} has no {actions[0]} button (it is {self.approval.state})")
 
+    def redraw(self) -> None:
+        """Draw the card and buttons again at the next :meth:`show` (after a refused decision)."""
+        self._drawn = None
+
     def show(self, approval: Approval, *, decidable: bool) -> None:
         """Draw the approval's current state; buttons only while it waits and this user may decide."""
         self.approval = approval
@@ -193,6 +197,8 @@ class ApprovalInbox:
     async def refresh(self) -> None:
         """Re-read the store and redraw (the inbox also does this by itself every ``refresh_every`` s)."""
         async with self._lock:
+            if self.assistant is not None:  # the configuration may have changed meanwhile
+                self.scopes = self.assistant.identities.scopes_for("jupyter", self.user)
             recs = await self.store.scan(COLLECTION)
             shown: list[Approval] = []
             for rec in recs:
@@ -277,6 +283,7 @@ class ApprovalInbox:
         item = self.items.get(approval_id)
         if item is not None:
             item.deciding = False
+            item.redraw()
         await self.refresh()
         return await self.book.get(approval_id)
 

@@ -1,0 +1,173 @@
+"""ApprovalInbox next to a Telegram surface: decisions made here edit the Telegram cards, and
+decisions made in Telegram show up here."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from milpa_chat.chat import Assistant, Inbound
+from milpa_chat.jupyter import ApprovalInbox
+from milpa_chat.testing.transport import RecordedMessage, RecordingTransport
+
+from .conftest import ANA, APPROVERS_CHAT, BOB, Clock, Tools
+
+
+async def ask_to_pay(assistant: Assistant, telegram: RecordingTransport, amount: int = 120) -> RecordedMessage:
+    await telegram.say(assistant, ANA, f"/pay to=Luis amount={amount} api_key=sk-live-123")
+    return telegram.last(APPROVERS_CHAT)
+
+
+def open_inbox(assistant: Assistant, closing: list[Any], **options: Any) -> ApprovalInbox:
+    options.setdefault("principal", "maria")
+    options.setdefault("name", "Maria")
+    options.setdefault("scopes", ["payments:approve"])
+    inbox = ApprovalInbox(assistant, **options)
+    closing.append(inbox)
+    return inbox
+
+
+async def test_a_telegram_request_waits_in_the_inbox(
+    assistant: Assistant, telegram: RecordingTransport, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing)
+    card = await ask_to_pay(assistant, telegram)
+    await inbox.refresh()
+    [item] = inbox.pending
+    text = item.text
+    assert "Approval needed: pay" in text and "Ana (telegram:1001)" in text
+    assert "from Telegram (chat 1001)" in text and "expires in 10 min" in text
+    assert '"amount": 120' in text and "sk-live-123" not in text and "REDACTED" in text
+    assert item.approve_button.description == "✅ Approve" and not item.approve_button.disabled
+    assert "Approval needed" in card.text
+
+
+async def test_approving_here_runs_the_tool_once_and_edits_the_telegram_card(
+    assistant: Assistant, telegram: RecordingTransport, tools: Tools, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing)
+    card = await ask_to_pay(assistant, telegram)
+    await inbox.refresh()
+    item = inbox.item(card.buttons[0].ref)
+    item.reason.value = "invoice 7 checked"
+    approve = item.approve_button
+    approve.click()
+    approve.click()                                     # the second click is refused
+    assert approve.disabled
+    await inbox.idle()
+    assert tools.paid == [("Luis", 120.0)]
+    edited = telegram.find(APPROVERS_CHAT, card.message_id)
+    assert "Approved by Maria via Jupyter" in edited.text and "Done: pay" in edited.text
+    assert "Note: invoice 7 checked" in edited.text and edited.buttons == ()
+    assert "Paid: 120" in telegram.last(ANA.id).text  # the result went back to the requester
+    assert inbox.pending == [] and [i.id for i in inbox.decided] == [item.id]
+    assert "Approved by Maria via Jupyter" in item.text and item.view.buttons == {}
+
+
+async def test_rejecting_with_a_reason(
+    assistant: Assistant, telegram: RecordingTransport, tools: Tools, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing)
+    card = await ask_to_pay(assistant, telegram)
+    await inbox.refresh()
+    after = await inbox.reject(card.buttons[0].ref, reason="not in the budget")
+    assert after is not None and after.state == "rejected" and tools.paid == []
+    edited = telegram.find(APPROVERS_CHAT, card.message_id)
+    assert "Rejected by Maria via Jupyter" in edited.text and "Note: not in the budget" in edited.text
+    assert "rejected by Maria" in telegram.last(ANA.id).text
+    assert "Rejected by Maria via Jupyter" in inbox.decided[0].text
+
+
+async def test_a_decision_made_in_telegram_shows_up_by_itself(
+    assistant: Assistant, telegram: RecordingTransport, tools: Tools, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing, refresh_every=0.05)
+    card = await ask_to_pay(assistant, telegram)
+    async with asyncio.timeout(5):
+        while not inbox.pending:                   # no refresh() call: the inbox polls the store
+            await asyncio.sleep(0.02)
+    await telegram.tap(assistant, BOB, telegram.find(APPROVERS_CHAT, card.message_id), "Approve")
+    async with asyncio.timeout(5):
+        while inbox.pending:
+            await asyncio.sleep(0.02)
+    assert "Approved by Bob via Telegram" in inbox.decided[0].text
+    assert tools.paid == [("Luis", 120.0)]
+
+
+async def test_only_approvers_see_a_request_and_never_their_own(
+    assistant: Assistant, telegram: RecordingTransport, closing: list[Any]
+) -> None:
+    await ask_to_pay(assistant, telegram)
+    outsider = open_inbox(assistant, closing, principal="jupyter:olga", scopes=["notes:read"])
+    await outsider.refresh()
+    assert outsider.pending == [] and "Nothing waits for you" in outsider.pending_box.children[0].value
+    ana = open_inbox(assistant, closing, principal="ana", name="Ana", scopes=["payments:send", "payments:approve"])
+    maria = open_inbox(assistant, closing)
+    await ana.refresh()
+    assert len(ana.pending) == 1                 # telegram:1001 asked: ana@jupyter may decide it
+    own = Inbound("jupyter", "ana", ana.user, text="/pay to=Rosa amount=9")
+    await assistant.handle(own, ana.transport)  # ana asks from the notebook herself
+    await ana.refresh()
+    await maria.refresh()
+    assert len(ana.pending) == 1 and len(maria.pending) == 2       # four-eyes: not her own request
+    mine = next(i for i in maria.pending if i.approval.requester_principal == "jupyter:ana")
+    assert "from Jupyter (chat ana)" in mine.text
+    assert "Waiting for an approver" in ana.transport.messages[-1].message.blocks[-1].text
+
+
+async def test_a_stale_view_is_told_who_decided_first(
+    assistant: Assistant, telegram: RecordingTransport, tools: Tools, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing, refresh_every=60)
+    card = await ask_to_pay(assistant, telegram)
+    await inbox.refresh()
+    item = inbox.pending[0]
+    await telegram.tap(assistant, BOB, card, "Approve")   # Bob is faster, in Telegram
+    item.approve_button.click()                            # Maria still sees the old state
+    await inbox.idle()
+    assert inbox.transport.answers[item.id].startswith("Already")
+    assert inbox.transport.answers[item.id] in item.text and tools.paid == [("Luis", 120.0)]
+    assert "Approved by Bob via Telegram" in item.text and item.decided
+
+
+async def test_losing_the_scope_takes_requests_out_of_the_inbox(
+    assistant: Assistant, telegram: RecordingTransport, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing)
+    await ask_to_pay(assistant, telegram)
+    await inbox.refresh()
+    assert len(inbox.pending) == 1
+    assistant.identities.users[inbox.principal] = ("notes:read",)
+    await inbox.refresh()
+    assert inbox.pending == [] and "notes:read" in inbox.header.value
+
+
+async def test_overdue_requests_expire_and_their_cards_say_so(
+    assistant: Assistant, telegram: RecordingTransport, clock: Clock, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing)
+    card = await ask_to_pay(assistant, telegram)
+    clock.now += 601
+    await inbox.refresh()
+    assert inbox.pending == [] and "Expired: pay" in inbox.decided[0].text
+    assert "Nothing was done" in telegram.find(APPROVERS_CHAT, card.message_id).text
+
+
+async def test_a_store_alone_gives_a_read_only_inbox(
+    assistant: Assistant, telegram: RecordingTransport, closing: list[Any]
+) -> None:
+    await ask_to_pay(assistant, telegram)
+    inbox = ApprovalInbox(assistant.store, principal="maria", scopes=["payments:approve"])
+    closing.append(inbox)
+    await inbox.refresh()
+    [item] = inbox.pending
+    assert "Read-only" in inbox.header.value and item.view.buttons == {}
+    with pytest.raises(PermissionError, match="pass|Assistant"):
+        await inbox.approve(item.id)
+
+
+def test_wrong_arguments_are_named() -> None:
+    with pytest.raises(TypeError, match="Assistant .* or a Store"):
+        ApprovalInbox("not an assistant")  # type: ignore[arg-type]
