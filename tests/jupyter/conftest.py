@@ -1,18 +1,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
-pytest.importorskip("ipywidgets")
-
-from milpa_chat import Param, ToolRegistry, ToolResult, VerifyPolicy, tool  # noqa: E402
-from milpa_chat.chat import Assistant, ChatUser, Identities  # noqa: E402
-from milpa_chat.store import MemoryStore  # noqa: E402
-from milpa_chat.testing.transport import RecordingTransport  # noqa: E402
+from milpa_chat import Param, ToolRegistry, ToolResult, VerifyPolicy, tool
+from milpa_chat.chat import Assistant, ChatUser, Identities
+from milpa_chat.store import MemoryStore
+from milpa_chat.testing.transport import RecordingTransport
 
 ANA = ChatUser("1001", "Ana", "ana")
 BOB = ChatUser("2002", "Bob", "bob")
@@ -123,6 +121,15 @@ def telegram(assistant: Assistant) -> RecordingTransport:
     surface = RecordingTransport("telegram")
     assistant.attach(surface)
     return surface
+
+
+async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    """Wait (without blocking the loop) until ``condition()`` holds."""
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"condition not met within {seconds} s")
 
 
 @pytest.fixture

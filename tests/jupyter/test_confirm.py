@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from milpa_chat import ToolRegistry
 from milpa_chat.jupyter import confirm
 
@@ -55,12 +57,8 @@ async def test_a_result_that_asks_nothing_is_done_at_once(registry: ToolRegistry
     prompt = confirm(registry, listed)
     assert prompt.state == "nothing_to_confirm" and await prompt is listed
     assert "Page 1 of 3" in prompt.view.text
-    try:
-        prompt.confirm_button
-    except LookupError as exc:
-        assert "no confirm button" in str(exc)
-    else:
-        raise AssertionError("a prompt with nothing to confirm has no Confirm button")
+    with pytest.raises(LookupError, match="no confirm button"):
+        _ = prompt.confirm_button
 
 
 async def test_another_principal_cannot_use_the_token(registry: ToolRegistry, tools: Tools) -> None:
