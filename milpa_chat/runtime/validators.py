@@ -98,12 +98,13 @@ def forbid_extras(schema: CoreSchema) -> CoreSchema:
         config = (cls.model_config if kind == "model" else getattr(cls, "__pydantic_config__", None)) or {}
         if "extra" in config:
             return node
+        # pydantic writes the enclosing class's behaviour ("ignore") into nodes whose class says nothing
         if kind == "typed-dict":
-            node.setdefault("extra_behavior", "forbid")
+            node["extra_behavior"] = "forbid"
         else:  # model -> model-fields, dataclass -> dataclass-args
             inner = dict(node["schema"])
             if inner["type"] in ("model-fields", "dataclass-args"):
-                inner.setdefault("extra_behavior", "forbid")
+                inner["extra_behavior"] = "forbid"
                 node["schema"] = inner
                 node["config"] = {**node.get("config", {}), "extra_fields_behavior": "forbid"}
         return node
@@ -201,28 +202,32 @@ def _union_node(node: CoreSchema) -> CoreSchema:
     return {**node, "choices": [(c, f"{UNION_MARK}{i}") for i, c in enumerate(choices)]}
 
 
+_REPLACED = {"int": _int_node, "literal": _literal_node, "enum": _enum_node, "union": _union_node}
+
+
+def _json_node(node: CoreSchema) -> CoreSchema:
+    kind = node["type"]
+    if kind in _STRICT_TYPES:
+        return {**node, "strict": True}
+    if kind == "float":
+        return {**node, "strict": True, "allow_inf_nan": False}
+    if kind in _CLASS_TYPES:
+        node["strict"] = False
+        if "config" in node:
+            node["config"] = {**node["config"], "strict": False}
+    return node
+
+
 def json_semantics(schema: CoreSchema) -> CoreSchema:
     """Rewrite a (stage-1) core schema so that Python-mode validation follows JSON rules."""
 
     def visit(node: CoreSchema) -> CoreSchema:
-        kind = node["type"]
-        if kind in _STRICT_TYPES:
-            return {**node, "strict": True}
-        if kind == "int":
-            return _int_node(node)
-        if kind == "float":
-            return {**node, "strict": True, "allow_inf_nan": False}
-        if kind == "literal":
-            return _literal_node(node)
-        if kind == "enum":
-            return _enum_node(node)
-        if kind == "union":
-            return _union_node(node)
-        if kind in _CLASS_TYPES:
-            node["strict"] = False
-            if "config" in node:
-                node["config"] = {**node["config"], "strict": False}
-        return node
+        replace = _REPLACED.get(node["type"])
+        if replace is None:
+            return _json_node(node)
+        ref = node.pop("ref", None)  # a definition keeps its ref on the replacement, only there
+        out = replace(node)
+        return out if ref is None else {**out, "ref": ref}
 
     result: CoreSchema = walk(schema, visit)
     return result

@@ -487,6 +487,24 @@ def test_model_validators_and_computed_fields_keep_working() -> None:
     assert Named.model_validate({"name": "x", "other": 1}).name == "X"  # the class itself is untouched
 
 
+def test_classes_nested_in_models_are_closed_too() -> None:
+    @dataclass
+    class Size:
+        w: int
+
+    class Holder(BaseModel):
+        point: Point
+        size: Size
+
+    d = derive(Holder)
+    schema = d.input_schema["properties"]["x"]["properties"]
+    assert schema["point"]["additionalProperties"] is False and schema["size"]["additionalProperties"] is False
+    assert errors(d, {"x": {"point": {"x": 1, "z": 0}, "size": {"w": 1, "h": 2}}}) == [
+        "x.point.z: Unknown property 'z'; accepted properties: x, y",
+        "x.size.h: Unknown property 'h'; accepted properties: w",
+    ]
+
+
 def test_dataclass_parameters() -> None:
     @dataclass
     class Box:
