@@ -291,43 +291,30 @@ def definition_from_schema(
     validator; a schema without ``type`` is taken as ``"type": "object"``.
     """
     options = tool_options(
-        name,
-        description,
-        scopes=scopes,
-        mutating=mutating,
-        confirm=confirm,
-        timeout=timeout,
-        version=version,
-        verify=verify,
-        tags=tags,
-    )
+        name, description, scopes=scopes, mutating=mutating, confirm=confirm, timeout=timeout, version=version,
+        verify=verify, tags=tags,
+    )  # fmt: skip
     if not name or not description:
         raise DeclarationError("A hand-registered tool needs a name and a description")
     if not callable(handler):
         raise DeclarationError(f"Tool {name!r}: the handler must be callable as handler(args, ctx), got {handler!r}")
+    schema = _input_schema(name, input_schema)
+    if output_schema is not None:
+        check_json_schema(output_schema, f"Tool {name!r} output_schema")
+    return ToolDefinition(
+        name=name, description=description, input_schema=schema, validator=JsonSchemaValidator(schema),
+        invoke=handler, is_async=is_async_callable(handler), scopes=options.scopes, mutating=mutating,
+        confirm=confirm, timeout=options.timeout, version=version,
+        output_schema=copy.deepcopy(dict(output_schema)) if output_schema is not None else None,
+        verify=verify, tags=options.tags, extra={"qualname": getattr(handler, "__qualname__", name)},
+    )  # fmt: skip
+
+
+def _input_schema(name: str, input_schema: Mapping[str, Any]) -> dict[str, Any]:
     where = f"Tool {name!r} input_schema"
     check_json_schema(input_schema, where)
     schema = copy.deepcopy(dict(input_schema))
     if schema.setdefault("type", "object") != "object":
         raise DeclarationError(f'{where}: a tool takes an object of named arguments; use "type": "object"')
-    if output_schema is not None:
-        check_json_schema(output_schema, f"Tool {name!r} output_schema")
-    validator = JsonSchemaValidator(schema)
-    validator.check_defaults(where)
-    return ToolDefinition(
-        name=name,
-        description=description,
-        input_schema=schema,
-        validator=validator,
-        invoke=handler,
-        is_async=is_async_callable(handler),
-        scopes=options.scopes,
-        mutating=mutating,
-        confirm=confirm,
-        timeout=options.timeout,
-        version=version,
-        output_schema=copy.deepcopy(dict(output_schema)) if output_schema is not None else None,
-        verify=verify,
-        tags=options.tags,
-        extra={"qualname": getattr(handler, "__qualname__", name)},
-    )
+    JsonSchemaValidator(schema).check_defaults(where)
+    return schema

@@ -135,25 +135,30 @@ def _inner(node: CoreSchema) -> CoreSchema:
     return node
 
 
+def _dict_like(annotation: Any) -> bool:
+    while True:
+        origin, args = get_origin(annotation), get_args(annotation)
+        if origin is Annotated:
+            annotation = args[0]
+        elif origin is not None and type(None) in args and len(args) == 2:  # X | None
+            annotation = next(a for a in args if a is not type(None))
+        else:
+            return (origin or annotation) in _OPEN_DICTS and (not args or args[1] is Any)
+
+
 def _shape_field(tool: str, spec: ParamSpec, field: dict[str, Any]) -> dict[str, Any]:
     """Replace the ``dict`` schema of an object-shaped parameter by a strict dict + shape check."""
     assert spec.shape is not None
-    base = spec.annotation
-    while get_origin(base) is not None and type(None) in get_args(base):  # X | None
-        base = next(a for a in get_args(base) if a is not type(None))
-    args = get_args(base)
-    if (get_origin(base) or base) not in _OPEN_DICTS or (args and args[1] is not Any):
+    if not _dict_like(spec.annotation):
         raise DeclarationError(
             f"{_where(tool, spec.name)}: Param(type='object') declares an object-shaped dict parameter, "
             f"but the annotation is {spec.annotation!r}; annotate it as `dict` (or `dict[str, Any]`)"
         )
-    check_json_schema(spec.shape, _where(tool, spec.name))
-    strict_dict = {"type": "dict", "keys_schema": {"type": "str", "strict": True}, "strict": True}
-    checked = {
-        "type": "function-after",
-        "function": {"type": "no-info", "function": object_shape_checker(spec.shape)},
-        "schema": strict_dict,
-    }
+    checked: CoreSchema = {"type": "dict", "keys_schema": {"type": "str", "strict": True}, "strict": True}
+    if spec.shape != {"type": "object"}:  # an open object needs no check beyond "is an object"
+        check_json_schema(spec.shape, _where(tool, spec.name))
+        function = {"type": "no-info", "function": object_shape_checker(spec.shape)}
+        checked = {"type": "function-after", "function": function, "schema": checked}
 
     def visit(node: CoreSchema) -> CoreSchema:
         return checked if node["type"] == "dict" else node

@@ -113,6 +113,12 @@ def test_parameter_descriptions_from_param_and_docstrings() -> None:
                 anywhere in the note.
             page (int): Ignored, Param wins.
             size: How many per page.
+
+        Returns:
+            query: not a parameter description.
+
+        Raises:
+            ValueError: never.
         """
 
     @tool
