@@ -11,7 +11,7 @@ import asyncio
 import difflib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat import cards
@@ -24,6 +24,7 @@ from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
+    from milpa_chat.chat.approvals import Approval
     from milpa_chat.renderers.model import Message
     from milpa_chat.runtime.registry import ToolRegistry
 
@@ -68,6 +69,9 @@ class Assistant:
                 registry.verifier, request_scopes=["verification:request"], approver_scopes=["verification:approve"]
             ).register(registry)
         self.flows = ApprovalFlows(self)
+        bind = getattr(agent, "bind", None)
+        if callable(bind):  # an agent that pauses for approvals (milpa_chat.gateway.ChatAgent) needs the assistant
+            bind(self)
 
     # -------------------------------------------------------------- transports
     def attach(self, transport: Transport) -> None:
@@ -160,13 +164,47 @@ class Assistant:
     ) -> ToolResult:
         """Call a tool for a chat user and show the outcome: a result, or an approval card."""
         result = await self._call_with_typing(transport, inbound.chat_id, name, args, ctx)
-        if result.success and result.meta.get("requires_verification"):
-            await self.flows.open_verification(inbound, transport, name, result)
-        elif result.success and result.confirm_token and result.data.get("requires_confirmation"):
-            await self.flows.open_confirmation(inbound, transport, name, result)
-        else:
+        if not await self.open_approval(inbound, name, result):
             await self.present(transport, inbound.chat_id, name, args, ctx, result)
         return result
+
+    async def open_approval(
+        self, inbound: Inbound, name: str, result: ToolResult, *, resume: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Show the approval card ``result`` asks for (verification or confirmation); ``False`` if it asks none.
+
+        ``resume`` is stored in ``Approval.resume``: an agent's paused run, handed back after the decision.
+        """
+        transport = self.transports[inbound.surface]
+        if result.success and result.meta.get("requires_verification"):
+            await self.flows.open_verification(inbound, transport, name, result, resume=resume)
+        elif result.success and result.confirm_token and result.data.get("requires_confirmation"):
+            await self.flows.open_confirmation(inbound, transport, name, result, resume=resume)
+        else:
+            return False
+        return True
+
+    async def resume_agent(self, approval: Approval, result: ToolResult | None) -> None:
+        """Hand a decided approval back to the agent run waiting on it, and post the agent's answer.
+
+        ``result`` is the tool's result when it ran, ``None`` when it was cancelled, rejected or expired.
+        """
+        resume = getattr(self.agent, "resume", None)
+        if not approval.data.get("resume") or not callable(resume):
+            return
+        inbound = Inbound(approval.requester_surface, approval.requester_chat, approval.requester)
+        transport = self.transports.get(inbound.surface)
+        if transport is None:
+            log.warning("approval %s: no transport for %s to resume the agent", approval.id, inbound.surface)
+            return
+        try:
+            await transport.typing(inbound.chat_id)
+            reply = await resume(inbound, self.context_for(inbound), approval, result)
+        except Exception:
+            log.exception("the agent could not resume after approval %s", approval.id)
+            reply = "Something went wrong while I continued your request; the error was logged."
+        if reply is not None:
+            await transport.send(inbound.chat_id, cards.text(reply) if isinstance(reply, str) else reply)
 
     async def _call_with_typing(
         self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext

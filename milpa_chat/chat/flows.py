@@ -11,6 +11,7 @@ Rules (DESIGN section 5):
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat import cards
@@ -45,7 +46,10 @@ class ApprovalFlows:
         return self.a.book
 
     # ------------------------------------------------------------------- open
-    async def open_confirmation(self, inbound: Inbound, transport: Transport, name: str, result: ToolResult) -> None:
+    async def open_confirmation(
+        self, inbound: Inbound, transport: Transport, name: str, result: ToolResult,
+        *, resume: Mapping[str, Any] | None = None,
+    ) -> None:
         token = result.confirm_token
         assert token is not None
         pending = await self.a.registry.confirmations.peek(token)
@@ -55,12 +59,15 @@ class ApprovalFlows:
             kind="confirm", tool=name, args=pending.args if pending else {}, requester=inbound.user,
             principal=self.a.context_for(inbound).principal, surface=inbound.surface, chat_id=inbound.chat_id,
             expires_at=expires, mutating=bool(definition and definition.mutating),
-            reason="This changes data: confirm to run it, or cancel.", confirm_token=token,
+            reason="This changes data: confirm to run it, or cancel.", confirm_token=token, resume=resume,
         )
         ref = await transport.send(inbound.chat_id, cards.approval_message(approval))
         await self.book.add_message(approval.id, ref, role="requester")
 
-    async def open_verification(self, inbound: Inbound, transport: Transport, name: str, result: ToolResult) -> None:
+    async def open_verification(
+        self, inbound: Inbound, transport: Transport, name: str, result: ToolResult,
+        *, resume: Mapping[str, Any] | None = None,
+    ) -> None:
         vid = str(result.data["request_id"])
         req = await self.a.registry.verifier.get(vid)
         assert req is not None
@@ -71,7 +78,7 @@ class ApprovalFlows:
             expires_at=req.value["expires_at"], mutating=bool(definition and definition.mutating),
             reason="Needs approval by someone with: "
             f"{', '.join(req.value['policy']['approver_scopes']) or 'any approver'}.",
-            verification_id=vid, quorum=req.value["policy"]["quorum"],
+            verification_id=vid, quorum=req.value["policy"]["quorum"], resume=resume,
         )
         posted: set[tuple[str, str]] = set()
         for surface, target in self.a.transports.items():
@@ -149,6 +156,7 @@ class ApprovalFlows:
                 log.info("verification %s was already decided when cancelled", done.data["verification_id"])
         await transport.answer(inbound, "Cancelled — nothing was done.")
         await self.refresh(done)
+        await self.a.resume_agent(done, None)
 
     async def _decide(
         self, inbound: Inbound, transport: Transport, approval: Approval, ctx: ToolContext, decision: str
@@ -180,6 +188,7 @@ class ApprovalFlows:
             await self.refresh(rejected)
             await self._tell_requester(rejected, f"Your request to run {rejected.tool} was rejected by {who}. "
                                                  "Nothing was done.")
+            await self.a.resume_agent(rejected, None)
 
     async def run_approved(self, approval: Approval) -> None:
         """``approved -> executing``, run as the requester with the approved arguments, then finish."""
@@ -201,6 +210,7 @@ class ApprovalFlows:
         transport = self.a.transports.get(approval.requester_surface)
         if transport is not None:
             await transport.send(approval.requester_chat, cards.result_message(result))
+        await self.a.resume_agent(done or approval, result)
 
     # ---------------------------------------------------------------- expiry
     async def expire(self, approval: Approval) -> Approval | None:
@@ -212,6 +222,7 @@ class ApprovalFlows:
             await self.a.registry.verifier.expire_overdue()
         await self.refresh(done)
         await self._tell_requester(done, f"Your request to run {done.tool} expired; nothing was done.")
+        await self.a.resume_agent(done, None)
         return done
 
     async def sweep(self) -> int:

@@ -37,9 +37,9 @@ class Notes:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
 
-    @tool("wipe_all", "Delete every note", scopes=["notes:write"], mutating=True)
-    def wipe_all(self) -> ToolResult:
-        return ToolResult.blocked("Wiping every note is not allowed by the house rules.", "Delete notes one by one.")
+    @tool("export_notes", "Export every note", scopes=["notes:read"])
+    def export_notes(self) -> ToolResult:
+        return ToolResult.blocked("Exporting notes is not allowed by the house rules.", "Read them one by one.")
 
 
 def registry_with(notes: Notes, store: Any = None) -> ToolRegistry:

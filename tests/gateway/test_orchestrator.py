@@ -124,8 +124,8 @@ async def test_blocked_and_verification_results_pause(
     server: FakeServer, make_llm: MakeLlm, notes: Notes
 ) -> None:
     tools = McpClientService(registry_with(notes))
-    server.reply_tool_call("wipe_all").reply_tool_call("pay", {"to": "ACME", "amount": 5})
-    blocked = await AgentOrchestrator(make_llm(), tools).run("wipe everything")
+    server.reply_tool_call("export_notes").reply_tool_call("pay", {"to": "ACME", "amount": 5})
+    blocked = await AgentOrchestrator(make_llm(), tools).run("export everything")
     assert blocked.pending is not None and blocked.pending.reason == "blocked"
     assert "house rules" in blocked.pending.explanation
     verify = await AgentOrchestrator(make_llm(), tools).run("pay ACME 5")
