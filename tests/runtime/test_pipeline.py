@@ -159,7 +159,7 @@ async def test_mutating_calls_cost_more(clock: Clock) -> None:
 
 async def test_audit_lines_redact_secrets(caplog: pytest.LogCaptureFixture) -> None:
     @tool("login", "Log in")
-    def login(user: str, apiKey: str, options: dict[str, Any] | None = None) -> str:  # noqa: N803
+    def login(user: str, apiKey: str, options: dict[str, Any] | None = None) -> str:
         return "ok"
 
     reg = ToolRegistry()
