@@ -33,18 +33,20 @@ class Limits:
 
 
 def when(value: Any) -> str:
-    """A timestamp as ``2026-08-15 14:08 UTC``; ISO strings are parsed, other text is kept."""
+    """A timestamp as ``2026-08-15 14:08 UTC``; ISO strings are parsed, other text is kept
+    (at most 80 characters of it)."""
     moment = value
     if isinstance(value, str):
         try:
             moment = _dt.datetime.fromisoformat(value)
         except ValueError:
-            return clean(value)
+            moment = None
     if isinstance(moment, _dt.datetime):
         if moment.tzinfo is not None:
             moment = moment.astimezone(_dt.UTC)
         return moment.strftime("%Y-%m-%d %H:%M UTC")
-    return clean(str(value))
+    text, omitted = clip(clean(str(value)), 80)
+    return text + "…" if omitted else text
 
 
 class Builder:

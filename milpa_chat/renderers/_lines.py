@@ -54,19 +54,26 @@ def wrap_line(line: list[Seg], budget: int = LINE_BUDGET) -> list[str]:
     return out
 
 
+def _escaped_len(text: str) -> int:
+    """``utf16_len(escape(text))`` without building the escaped string."""
+    return utf16_len(text) + 4 * text.count("&") + 3 * (text.count("<") + text.count(">"))
+
+
 def take(text: str, room: int) -> tuple[str, str]:
     """The longest prefix of ``text`` whose escaped form fits ``room`` units (preferring a cut
     after a space, not inside a combining sequence), and the rest."""
     if room <= 0:
         return "", text
-    if len(text) * 5 <= room or utf16_len(escape(text)) <= room:
+    if len(text) * 5 <= room or (len(text) <= room and utf16_len(escape(text)) <= room):
         return text, ""
-    used, cut = 0, 0
-    for ch in text:
-        used += 5 if ch == "&" else 4 if ch in "<>" else 2 if ord(ch) > 0xFFFF else 1
-        if used > room:
-            break
-        cut += 1
+    low, high = 0, min(len(text), room)  # binary search: the longest prefix that fits
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _escaped_len(text[:mid]) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    cut = low
     space = text.rfind(" ", 0, cut)
     if space > cut * 3 // 4:
         return text[: space + 1], text[space + 1 :]

@@ -69,7 +69,7 @@ def utf16_len(text: str) -> int:
     """Length in UTF-16 code units (how Telegram counts message length)."""
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def label(key: object) -> str:
@@ -91,16 +91,19 @@ def _scalar(value: Any) -> str:
 
 
 def value_text(value: Any) -> str:
-    """One value as readable text: scalars as words/numbers, containers as compact JSON."""
+    """One value as readable text: scalars as words/numbers, containers as compact JSON.
+
+    Not cleaned: callers clip first and :func:`clean` what they keep (a megabyte value is never
+    scanned whole to show one line of it)."""
     if isinstance(value, dict | list):
         return json_text(value, indent=None)
-    return clean(_scalar(value))
+    return _scalar(value)
 
 
 def json_text(value: Any, indent: int | None = 2) -> str:
-    """Plain data as JSON text, unicode kept, hidden characters made visible."""
+    """Plain data as JSON text, unicode kept (not cleaned, see :func:`value_text`)."""
     sep = (", ", ": ") if indent is None else (",", ": ")
-    return clean(json.dumps(value, ensure_ascii=False, indent=indent, separators=sep))
+    return json.dumps(value, ensure_ascii=False, indent=indent, separators=sep)
 
 
 def to_plain(value: Any) -> Any:

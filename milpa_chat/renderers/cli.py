@@ -48,7 +48,9 @@ def display_width(text: str) -> int:
 
 def _fit(text: str, width: int) -> str:
     """``text`` cut to ``width`` cells (with ``…``) and padded with spaces to exactly ``width``."""
-    if display_width(text) > width:
+    long = len(text) > 4 * width  # measure only what can be shown
+    text = text[: 4 * width] if long else text
+    if long or display_width(text) > width:
         out, used = [], 0
         for ch in text:
             w = display_width(ch)
@@ -70,7 +72,8 @@ class CliRenderer(MessageRenderer[str]):
         parts = [_EMIT[type(block)](block) for block in message.blocks]
         if message.truncated:
             parts.append("(Shortened for display.)")
-        return clean("\n\n".join(p for p in parts if p)) + "\n"
+        text = clean("\n\n".join(p for p in parts if p.strip())).rstrip()
+        return (text or clean(message.summary).strip() or "(empty message)") + "\n"
 
 
 def _heading(block: Block) -> str:
@@ -108,8 +111,9 @@ def _items(block: Block) -> str:
 
 def _table(block: Block) -> str:
     assert isinstance(block, Table)
+    cells = [[c[: 4 * _MAX_CELL] for c in row] for row in block.rows]
     widths = [
-        min(max([display_width(c), *(display_width(r[i]) for r in block.rows if i < len(r))]), _MAX_CELL)
+        min(max([display_width(c), *(display_width(r[i]) for r in cells if i < len(r))]), _MAX_CELL)
         for i, c in enumerate(block.columns)
     ]
 
@@ -117,7 +121,7 @@ def _table(block: Block) -> str:
         return "  ".join(_fit(cell, w) for cell, w in zip(cells, widths, strict=False)).rstrip()
 
     rule = "  ".join("─" * w for w in widths)
-    return "\n".join([line(block.columns), rule, *(line(row) for row in block.rows)])
+    return "\n".join([line(block.columns), rule, *(line(tuple(row)) for row in cells)])
 
 
 def _code(block: Block) -> str:

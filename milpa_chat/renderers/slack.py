@@ -58,6 +58,7 @@ BUTTON_TEXT: Final = 75  # ButtonElement.text_max_length
 ACTION_ELEMENTS: Final = 25  # ActionsBlock.elements_max_length
 CODE_TEXT: Final = 3000  # our own budget per preformatted block
 MAX_BUTTON_ROWS: Final = 4
+FALLBACK_TEXT: Final = 300
 
 # A backtick anywhere, or * _ ~ where mrkdwn could open formatting (start of a word).
 _MARKERS: Final = re.compile(r"`|(?:^|(?<=[\s\W]))[*_~](?=\S)", re.M)
@@ -90,12 +91,13 @@ class SlackRenderer(MessageRenderer[SlackPayload]):
 
     def render_message(self, message: Message) -> SlackPayload:
         actions = _actions(message.buttons)
-        room = MAX_BLOCKS - len(actions) - 1
+        room = MAX_BLOCKS - len(actions) - 1  # one block stays free for the "shortened" note
+        budget = MAX_TEXT - _text_size(actions) - 200
         kept: list[dict[str, Any]] = []
         used, cut = 0, False
         for block in _content(message.blocks):
             size = _text_size(block)
-            if len(kept) >= room or used + size > MAX_TEXT:
+            if len(kept) >= room or used + size > budget:
                 cut = True
                 break
             kept.append(block)
@@ -104,15 +106,23 @@ class SlackRenderer(MessageRenderer[SlackPayload]):
         if document is not None:
             note = f"Shortened for Slack; the full content is in the attached file {document.filename}."
             kept.append(_context(escape(note)))
-        text = escape(clean(message.summary)) or "Message"
-        return SlackPayload({"text": text, "blocks": kept + actions}, document)
+        if not kept:
+            kept.append(_section(escape(_fallback(message.summary))))
+        return SlackPayload({"text": escape(_fallback(message.summary)), "blocks": kept + actions}, document)
+
+
+def _fallback(summary: str) -> str:
+    """The notification text: the summary on one line, at most 300 characters (before escaping)."""
+    text, omitted = clip(" ".join(clean(summary).split()), FALLBACK_TEXT)
+    return (text + "…" if omitted else text) or "Message"
 
 
 # ------------------------------------------------------------------ blocks
 def _content(blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
     for block in blocks:
         if isinstance(block, Heading):
-            yield _header(f"{block.icon} {block.text}".strip())
+            if f"{block.icon}{block.text}".strip():
+                yield _header(f"{block.icon} {block.text}".strip())
         elif isinstance(block, Paragraph):
             plain = all(span.style == "plain" for span in block.spans)
             if plain and _MARKERS.search(block.text):
@@ -238,7 +248,7 @@ def _fields(block: Fields) -> Iterator[dict[str, Any]]:
     plain text instead, so data is shown as it is rather than formatted."""
     texts: list[dict[str, Any]] = []
     for name, value in block.items:
-        label, value = clean(name), clean(value)
+        label, value = clean(name).strip() or "—", clean(value) if value.strip() else "—"
         if _MARKERS.search(label + value):
             kept, omitted = clip(f"{label}\n{value}", FIELD_TEXT // 2 - 1)
             texts.append({"type": "plain_text", "text": kept + ("…" if omitted else ""), "emoji": False})

@@ -15,6 +15,7 @@ the last message, ``reply_markup`` with the ``inline_keyboard``. Guarantees:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -46,6 +47,7 @@ __all__ = ["MAX_MESSAGE_LENGTH", "TelegramPayload", "TelegramRenderer"]
 MAX_MESSAGE_LENGTH: Final = 4096
 MAX_ROW_BUTTONS: Final = 8
 MAX_BUTTONS: Final = 100
+_TAG: Final = re.compile(r"<[^>]*>")
 _STYLE_TAGS: Final = {
     "plain": ("", ""),
     "bold": ("<b>", "</b>"),
@@ -98,7 +100,8 @@ class TelegramRenderer(MessageRenderer[TelegramPayload]):
             pages = pages[: self.max_messages]
             if document is not None:
                 _fit_note(pages[-1], _note_pieces(document))
-        texts = [_page_html(p) or "…" for p in pages] or ["…"]
+        texts = [t for t in (_page_html(p) for p in pages) if _TAG.sub("", t).strip()]
+        texts = texts or [_esc(clean(message.summary)[:200]).strip() or "…"]
         messages = [_message(t) for t in texts]
         keyboard = _keyboard(message.buttons)
         if keyboard:
