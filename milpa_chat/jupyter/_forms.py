@@ -283,9 +283,16 @@ class SchemaForm:
             for name, prop in props.items() if isinstance(prop, dict)
         }
         self.general_error = widgets.HTML(value="")
-        rows = [f.row for f in self.fields.values()]
-        empty = widgets.HTML(value="<i>This tool takes no arguments.</i>")
-        self.widget = widgets.VBox([*(rows or [empty]), self.general_error])
+        rows = [f.row for f in self.fields.values()] or [widgets.HTML(value="<i>This tool takes no arguments.</i>")]
+        self.widget = widgets.VBox([*rows, self.general_error])
+
+    def close(self) -> None:
+        """Close every widget of the form (the kernel forgets them; the front end removes them)."""
+        pending = [self.widget]
+        while pending:
+            widget = pending.pop()
+            pending.extend(getattr(widget, "children", ()))
+            widget.close()
 
     def __getitem__(self, name: str) -> FormField:
         try:

@@ -120,6 +120,7 @@ class ToolExplorer:
 
     def _picked(self) -> None:
         tool = self.tool
+        self.form.close()
         self.form = SchemaForm(tool.input_schema if tool else {})
         self.form_box.children = (self.form.widget,) if tool else ()
         self.info.value = _describe(tool, self.registry, self.context) if tool else "<i>No tool matches.</i>"
