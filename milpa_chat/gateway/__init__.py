@@ -9,7 +9,7 @@ resumes after they decide. ``ChatAgent`` puts it behind free text in a ``milpa_c
 
 from __future__ import annotations
 
-from milpa_chat.gateway.chat_agent import ChatAgent
+from milpa_chat.gateway.chat_agent import ChatAgent, trouble_reply
 from milpa_chat.gateway.errors import (
     LlmAuthError,
     LlmBadResponseError,
@@ -53,4 +53,5 @@ __all__ = [
     "Usage",
     "declined",
     "result_for_model",
+    "trouble_reply",
 ]
