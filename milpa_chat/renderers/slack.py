@@ -103,8 +103,10 @@ class SlackRenderer(MessageRenderer[SlackPayload]):
             kept.append(block)
             used += size
         document = message.document() if cut or message.truncated else None
-        if document is not None:
-            note = f"Shortened for Slack; the full content is in the attached file {document.filename}."
+        if cut or message.truncated:
+            note = "Shortened for Slack."
+            if document is not None:
+                note = f"Shortened for Slack; the full content is in the attached file {document.filename}."
             kept.append(_context(escape(note)))
         if not kept:
             kept.append(_section(escape(_fallback(message.summary))))

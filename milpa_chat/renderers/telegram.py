@@ -98,8 +98,7 @@ class TelegramRenderer(MessageRenderer[TelegramPayload]):
         if len(pages) > self.max_messages:
             document = document or message.document()
             pages = pages[: self.max_messages]
-            if document is not None:
-                _fit_note(pages[-1], _note_pieces(document))
+            _fit_note(pages[-1], _note_pieces(document))
         texts = [t for t in (_page_html(p) for p in pages) if _TAG.sub("", t).strip()]
         texts = texts or [_esc(clean(message.summary)[:200]).strip() or "…"]
         messages = [_message(t) for t in texts]
@@ -220,7 +219,7 @@ def _pack(pieces: list[_Piece]) -> list[list[_Piece]]:
 def _cost(page: list[_Piece], piece: _Piece) -> int:
     opens = piece.group != -1 and (not page or page[-1].group != piece.group)
     wrapper = len(piece.wrap[0]) + len(piece.wrap[1]) if opens else 0
-    return utf16_len(piece.html) + 1 + wrapper
+    return utf16_len(piece.html) + (1 if page else 0) + wrapper  # a newline joins it to the page
 
 
 def _size(page: list[_Piece]) -> int:
@@ -238,8 +237,10 @@ def _page_html(page: list[_Piece]) -> str:
     return "\n".join(lines)
 
 
-def _note_pieces(document: Document) -> list[_Piece]:
-    text = f"Shortened for chat; the full content is in the attached file {document.filename}."
+def _note_pieces(document: Document | None) -> list[_Piece]:
+    text = "Shortened for chat."
+    if document is not None:
+        text = f"Shortened for chat; the full content is in the attached file {document.filename}."
     return [_Piece("", -1), _Piece(f"<i>{_esc(text)}</i>", -1)]
 
 

@@ -1,8 +1,9 @@
 """Validity checks for every channel's payload, independent of the renderers' own code.
 
 * Telegram: a small HTML parse-mode checker (allowed tags and attributes, balanced and
-  properly nested, ``& < >`` escaped, only Telegram's entities), message length in UTF-16
-  units, keyboard limits and callback data.
+  properly nested, ``& < >`` escaped, only Telegram's entities), then the TDLib port in
+  ``milpa_chat.testing.telegram_html`` as a second opinion; message length in UTF-16 units,
+  keyboard limits and callback data.
 * Slack: every block through ``slack_sdk.models.blocks.Block.parse`` + ``validate_json()``
   and back to the same dict, plus the limits slack_sdk does not check, and mrkdwn escaping.
 * HTML fragments (web, Jupyter): ``html.parser`` with an allow-list of tags and attributes.
@@ -20,6 +21,7 @@ from typing import Any
 from slack_sdk.models.blocks import Block
 
 from milpa_chat.renderers import JupyterPayload, SlackPayload, TelegramPayload, parse_callback_data
+from milpa_chat.testing.telegram_html import parse_html
 
 # ------------------------------------------------------------------ Telegram
 TG_TAGS: dict[str, set[str]] = {
@@ -93,6 +95,8 @@ def check_telegram(payload: TelegramPayload) -> None:
         assert utf16(text) <= 4096, f"message {n} source is {utf16(text)} UTF-16 units"
         visible = telegram_visible(text)
         assert visible.strip(), f"message {n} is empty"
+        parsed, _ = parse_html(text)  # the TDLib port of milpa_chat.testing, a second opinion
+        assert parsed == visible and utf16(parsed) <= 4096
         assert not HIDDEN.search(visible), f"hidden character in {visible!r}"
         if "reply_markup" in message:
             assert n == len(payload.messages) - 1, "keyboard on a message other than the last"

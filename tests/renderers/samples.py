@@ -70,7 +70,7 @@ def results() -> dict[str, ToolResult]:
             {
                 "service": "mail",
                 "apiKey": "sk-live-1",
-                "auth": {"Authorization": "Bearer x", "user": "ana"},
+                "login": {"Authorization": "Bearer x", "user": "ana"},
                 "accounts": [{"name": "a", "client_secret": "cs-1"}],
             },
             "Connected",
