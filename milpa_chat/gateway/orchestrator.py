@@ -99,6 +99,8 @@ class AgentOrchestrator:
         """
         if not isinstance(state, AgentState):
             state = AgentState.from_dict(state)
+        if self.options is None and state.removed:
+            self.options = OptionTable()  # the removals of the paused run still hold
         if self.options is not None:
             for removal in state.removed:
                 self.options.remove(str(removal["option"]), str(removal["code"]), removal.get("message"))

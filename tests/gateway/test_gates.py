@@ -221,3 +221,14 @@ async def test_second_opinion_in_the_loop_lets_the_agent_take_another_way(
     assert run.answer == "Note 2 says eggs." and notes.deleted == []
     assert dict(tool_messages(server.bodies[1]))["d"]["error"] == "the user only asked to read"
     assert "delete_note" not in tool_names(server.bodies[1])
+
+
+async def test_removals_survive_a_pause(server: FakeServer, make_llm: MakeLlm, tools: McpClientService) -> None:
+    table = OptionTable()
+    server.reply_tool_call("list_notes").reply_tool_call("delete_note", {"note_id": 1}).reply_text("ok")
+    run = await AgentOrchestrator(make_llm(), tools, gate=Floor("list_notes", table=table), options=table).run("x")
+    assert run.state is not None and run.state.removed[0]["option"] == "list_notes"
+    later = AgentOrchestrator(make_llm(), tools)  # another process, no table of its own
+    await later.resume(run.state.to_dict(), ToolResult.success({"deleted": 1}))
+    assert later.options is not None and later.options.was_removed("list_notes")
+    assert "list_notes" not in tool_names(server.bodies[2])
