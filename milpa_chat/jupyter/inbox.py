@@ -113,7 +113,7 @@ class InboxItem:
             left = a.expires_at - self._inbox.store.clock()
             parts.append(f"expires in {_duration(left)}" if left > 0 else "overdue")
         answer = self._inbox.transport.answers.get(a.id)
-        if answer:
+        if answer and (not self.decided or a.data.get("decided_by") != self._inbox.principal):
             parts.append(f"<b>{html.escape(answer)}</b>")
         return f"<small>{' · '.join(html.escape(p) if not p.startswith('<b>') else p for p in parts)}</small>"
 
