@@ -174,3 +174,35 @@ def test_clicks_work_without_a_running_loop(registry: ToolRegistry, tools: Tools
     explorer.select("search_notes")["query"].widget.value = "tea"
     explorer.run_button.click()                       # a plain script: the call completes inside click()
     assert tools.searches[-1]["query"] == "tea" and "tea" in explorer.output.html.value
+
+
+async def test_a_tool_needing_approval_says_it_waits_for_an_approver(registry: ToolRegistry, tools: Tools) -> None:
+    explorer = ToolExplorer(registry, context=ToolContext.jupyter("jupyter:ana"))
+    explorer.select("pay").fill({"to": "Luis", "amount": 12})
+    result = await explorer.run()
+    assert result is not None and result.meta.get("requires_verification")
+    assert "waits for an approver" in explorer.status.value and explorer.output.buttons == {}
+    assert "needs approval (payments:approve)" in explorer.info.value and tools.paid == []
+
+
+async def test_action_buttons_of_a_detail_run_their_tool(tools: Tools) -> None:
+    from milpa_chat import ToolResult, tool
+
+    @tool("show_note", "Show one note")
+    def show_note(note_id: int) -> ToolResult:
+        return ToolResult.detail({"id": note_id, "title": f"note {note_id}"}, "Note",
+                                 actions=[{"label": "Delete", "action": "delete_note", "ref": str(note_id)}])
+
+    registry = ToolRegistry()
+    registry.scan(tools)
+    registry.scan(show_note)
+    explorer = ToolExplorer(registry)
+    explorer.select("show_note").fill({"note_id": 8})
+    await explorer.run()
+    assert "note 8" in explorer.output.text and list(explorer.output.buttons) == ["Delete"]
+    explorer.output.buttons["Delete"].click()
+    await explorer.idle()
+    assert "delete_note(note_id=8)" in explorer.output.text            # a confirm tool: it asks first
+    explorer.output.buttons["Confirm"].click()
+    await explorer.idle()
+    assert tools.deleted == [8]
