@@ -193,7 +193,11 @@ def approvals() -> dict[str, ApprovalView]:
         requester_principal="telegram:1001",
         expires_at=T0,
     )
-    decided = {"decided_by": "Carol Diaz", "decided_via": "slack", "decided_at": T0 - dt.timedelta(minutes=3)}
+    decided: dict[str, Any] = {
+        "decided_by": "Carol Diaz",
+        "decided_via": "slack",
+        "decided_at": T0 - dt.timedelta(minutes=3),
+    }
     return {
         "approval_pending_verification": pending,
         "approval_pending_confirm": confirm,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import string
+from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import strategies as st
@@ -86,7 +87,7 @@ def data_values(draw: st.DrawFn) -> Any:
 
 
 def _meta(draw: st.DrawFn) -> dict[str, Any]:
-    meta = plant(draw(st.dictionaries(keys, json_values, max_size=3)), [1000])
+    meta: dict[str, Any] = plant(draw(st.dictionaries(keys, json_values, max_size=3)), [1000])
     for key in draw(st.sets(st.sampled_from(["ref", "approval_id", "request_id", "tool", "suggestion"]))):
         meta[key] = draw(st.one_of(short_texts, st.text(alphabet=string.ascii_letters, max_size=80), st.integers()))
     return meta
@@ -117,7 +118,7 @@ def results(draw: st.DrawFn) -> ToolResult:
         page, limit = draw(st.integers(-3, 10**9)), draw(st.integers(1, 10**6))
         return ToolResult.paginated(items, page, draw(st.integers(0, 10**12)), limit, message, meta)
     if kind == "detail":
-        actions = draw(
+        actions: list[Mapping[str, Any]] = draw(
             st.lists(st.dictionaries(st.sampled_from(["label", "action", "ref", "style"]), short_texts), max_size=12)
         )
         return ToolResult.detail(data, draw(texts), message, actions).with_meta(meta)

@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from milpa_chat.renderers import ApprovalView
+from milpa_chat.runtime.result import ToolResult
+
 from .golden_format import describe
 from .samples import approvals, results
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("MILPA_UPDATE_GOLDEN") == "1"
-SAMPLES = {**results(), **approvals()}
+SAMPLES: dict[str, ToolResult | ApprovalView] = {**results(), **approvals()}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
