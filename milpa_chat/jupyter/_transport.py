@@ -1,8 +1,8 @@
 """The ``jupyter`` surface as the chat core sees it: the inbox's side of ``Transport``.
 
 The core answers a decision (``answer``) and may post messages to a notebook user (``send`` /
-``edit``: a tool's result when a notebook user asked for it). The inbox shows the answer beside
-the approval it is about and keeps the messages in its activity list.
+``edit``: the card and the result of a request the notebook user made). The inbox shows the answer
+beside the approval it is about; the messages are kept in ``inbox.transport.messages``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import asyncio
 import datetime as dt
 import html
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -298,7 +298,7 @@ class ApprovalInbox:
                 await self.assistant.flows.refresh(updated)
                 return
 
-    def _press_for(self, item: InboxItem) -> Any:
+    def _press_for(self, item: InboxItem) -> Callable[[Button], None]:
         def press(button: Button) -> None:
             if item.deciding or item.decided:
                 return

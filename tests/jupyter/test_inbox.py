@@ -9,6 +9,7 @@ import pytest
 
 from milpa_chat.chat import Assistant, Inbound
 from milpa_chat.jupyter import ApprovalInbox
+from milpa_chat.renderers import CliRenderer
 from milpa_chat.testing.transport import RecordedMessage, RecordingTransport
 
 from .conftest import ANA, APPROVERS_CHAT, BOB, Clock, Tools, until
@@ -166,3 +167,18 @@ async def test_a_store_alone_gives_a_read_only_inbox(
 def test_wrong_arguments_are_named() -> None:
     with pytest.raises(TypeError, match=r"Assistant \(to decide here\) or a Store"):
         ApprovalInbox("not an assistant")  # type: ignore[arg-type]
+
+
+async def test_a_notebook_users_own_confirm_request_is_confirmed_in_their_inbox(
+    assistant: Assistant, telegram: RecordingTransport, tools: Tools, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing, principal="dev", name="Dev", scopes=["notes:write"])
+    await assistant.handle(Inbound("jupyter", "dev", inbox.user, text="/delete_note 4"), inbox.transport)
+    await inbox.refresh()
+    [item] = inbox.pending
+    assert "Confirm: delete_note" in item.text and item.approve_button.description == "✅ Confirm"
+    item.approve_button.click()
+    await inbox.idle()
+    assert tools.deleted == [4] and "Confirmed by Dev via Jupyter" in inbox.decided[0].text
+    result = CliRenderer().render_message(inbox.transport.messages[-1].message)
+    assert "Deleted: 4" in result                          # the result was posted to the notebook user
