@@ -16,6 +16,7 @@ import asyncio
 import datetime as dt
 import html
 import logging
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -108,14 +109,14 @@ class InboxItem:
     def _facts(self) -> str:
         a = self.approval
         where = _SURFACES.get(a.requester_surface, a.requester_surface)
-        parts = [f"from {where} (chat {a.requester_chat})"]
+        parts = [html.escape(f"from {where} (chat {a.requester_chat})")]
         if not self.decided:
             left = a.expires_at - self._inbox.store.clock()
             parts.append(f"expires in {_duration(left)}" if left > 0 else "overdue")
         answer = self._inbox.transport.answers.get(a.id)
         if answer and (not self.decided or a.data.get("decided_by") != self._inbox.principal):
             parts.append(f"<b>{html.escape(answer)}</b>")
-        return f"<small>{' · '.join(html.escape(p) if not p.startswith('<b>') else p for p in parts)}</small>"
+        return f"<small>{' · '.join(parts)}</small>"
 
 
 class ApprovalInbox:
@@ -386,6 +387,4 @@ def _duration(seconds: float) -> str:
 
 
 def _strip_tags(text: str) -> str:
-    import re
-
     return re.sub(r"<[^>]+>", "", text)
