@@ -50,8 +50,9 @@ class SlackBot(SlackServing):
     come from Slack (required for HTTP mode; bolt's verification is always on). ``base_url``: the Web API
     root (``https://slack.com/api/`` unless given; tests point it at a local server). ``app_token``: an
     app-level token (``xapp-…``, scope ``connections:write``) for Socket Mode. ``command``: the slash
-    command's name. ``notices``: show progress answers to taps as ephemeral messages too (refusals always
-    are). ``sweep_interval``: how often pending approvals are checked for expiry while serving.
+    command's name. ``notices``: also show progress answers to taps ("Confirmed — running it now.",
+    "Page 2") as ephemeral messages; by default only refusals and errors are (the card itself shows
+    progress). ``sweep_interval``: how often pending approvals are checked for expiry while serving.
     ``rate_limit_retries``: how often a Web API call answered 429 is retried after ``Retry-After``.
     """
 
@@ -65,7 +66,7 @@ class SlackBot(SlackServing):
         app_token: str | None = None,
         command: str = "/milpa",
         path: str = "/slack/events",
-        notices: bool = True,
+        notices: bool = False,
         sweep_interval: float = 15.0,
         rate_limit_retries: int = 2,
     ) -> None:
@@ -89,14 +90,16 @@ class SlackBot(SlackServing):
     # ------------------------------------------------------------- listeners
     def _register(self) -> None:
         app = self.app
+        # bolt tries listeners in order; button taps come in bursts, so their listener is checked first
+        app.action(ACTION_IDS)(self._listener(self._action_inbound))
         app.command(self.command)(self._listener(lambda body, _: command_inbound(body)))
         app.event("app_mention")(self._listener(lambda body, _: event_inbound(body)))
         app.event("message")(self._listener(lambda body, _: event_inbound(body)))
-        app.action(ACTION_IDS)(self._listener(self._action_inbound))
 
     def _listener(self, convert: Callable[[dict[str, Any], dict[str, Any] | None], Inbound | None]) -> Listener:
         async def listener(ack: Callable[[], Awaitable[None]], body: dict[str, Any], payload: dict[str, Any]) -> None:
             await ack()  # at once: the work below runs after Slack has its answer
+            self._keep_alive()
             inbound = convert(body, payload)
             if inbound is not None:
                 self.spawn(self._handle(inbound))
@@ -108,6 +111,15 @@ class SlackBot(SlackServing):
         if inbound is None:  # a button no card of ours carries
             self.spawn(self._refuse(body, "This button is not valid (it was not made by this app)."))
         return inbound
+
+    def _keep_alive(self) -> None:
+        """Share one HTTP session (keep-alive connections) among the Web API calls made on this event loop;
+        without it slack_sdk opens a new session, and connection, for every call."""
+        session = self.client.session
+        if session is None or session.closed:
+            import aiohttp
+
+            self.client.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.client.timeout))
 
     def spawn(self, work: Awaitable[None]) -> None:
         """Run ``work`` after the ack, tracked so that :meth:`drain` can wait for it."""
@@ -166,12 +178,15 @@ class SlackBot(SlackServing):
             self._sweeper = asyncio.get_running_loop().create_task(self.assistant.run_sweeper(self.sweep_interval))
 
     async def close(self) -> None:
-        """Stop the sweeper and wait for work in progress."""
+        """Stop the sweeper, wait for work in progress and close the Web API session."""
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
         await self.drain()
+        session, self.client.session = self.client.session, None
+        if session is not None:
+            await session.close()
 
 
 def _check_credentials(bot_token: str, signing_secret: str | None, app_token: str | None, command: str) -> None:

@@ -40,7 +40,8 @@ class SlackTransport:
     """Posts, edits and answers in one Slack workspace through ``client`` (a bot-token ``AsyncWebClient``).
 
     ``notices``: also show non-refusal answers to taps ("Page 2", "Confirmed — running it now.") as
-    ephemeral messages; with ``False`` only refusals and errors (``alert=True``) are shown.
+    ephemeral messages; by default only refusals and errors (``alert=True``) are shown, since the edited
+    card already shows what happened.
     """
 
     surface: str = "slack"
@@ -53,7 +54,7 @@ class SlackTransport:
         *,
         command: str = "/milpa",
         renderer: SlackRenderer | None = None,
-        notices: bool = True,
+        notices: bool = False,
     ) -> None:
         self.client = client
         self.renderer = renderer or SlackRenderer()

@@ -72,7 +72,7 @@ async def test_cancel_does_nothing_and_says_so(world: SlackWorld, tools: Tools) 
     card = world.last(WORK)
     await world.tap(card, "Cancel", user=ALICE)
     assert tools.deleted == [] and card.buttons() == [] and "Cancelled" in card.all_text()
-    assert world.ephemeral(ALICE) == ["Cancelled — nothing was done."]
+    assert world.ephemeral(ALICE) == []  # the card says it; no extra message
 
 
 async def test_fifty_concurrent_taps_run_the_tool_once(world: SlackWorld, tools: Tools) -> None:
@@ -85,7 +85,7 @@ async def test_fifty_concurrent_taps_run_the_tool_once(world: SlackWorld, tools:
     assert {a.status for a in answers} == {200} and max(a.elapsed for a in answers) < 3
     assert tools.deleted == [7]
     notes = world.ephemeral(ALICE)
-    assert notes.count("Confirmed — running it now.") == 1 and all(n.startswith("Already") for n in notes[1:])
+    assert notes and all(n.startswith("Already") for n in notes)  # the 49 (or fewer: same action_ts) late taps
     [result] = world.api.messages(WORK)[1:]  # one result after the card
     assert "Deleted" in result.all_text() and card.buttons() == []
 
@@ -117,7 +117,7 @@ async def test_reject_tells_the_requester_and_runs_nothing(world: SlackWorld, to
     await world.tap(group, "Reject", user=MARIA)
     assert tools.paid == [] and group.buttons() == [] and "Rejected" in group.text
     assert "rejected by u2001" in world.last(WORK).all_text()
-    assert world.ephemeral(MARIA) == ["Rejected — nothing was done."]
+    assert world.ephemeral(MARIA) == []
 
 
 async def test_expiry_edits_every_card_and_late_taps_are_refused(

@@ -229,3 +229,12 @@ async def test_retried_and_repeated_deliveries_run_nothing_twice(world: SlackWor
         await world.slack.send(tap.request)
     await world.bot.drain()
     assert tools.deleted == [8] and world.ephemeral(ALICE) == answers
+
+
+async def test_progress_notices_are_ephemeral_messages_when_switched_on(tools: Tools) -> None:
+    async with slack_world(memory_assistant(tools, Clock()), notices=True) as world:
+        await world.command("delete_note 3", user=ALICE)
+        await world.tap(world.last(WORK), "Confirm", user=ALICE)
+        await world.command("list_notes", user=ALICE)
+        await world.tap(world.last(WORK), "Next", user=ALICE)
+        assert world.ephemeral(ALICE) == ["Confirmed — running it now.", "Page 2"]
