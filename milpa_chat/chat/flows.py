@@ -162,7 +162,10 @@ class ApprovalFlows:
         self, inbound: Inbound, transport: Transport, approval: Approval, ctx: ToolContext, decision: str
     ) -> None:
         vid = approval.data["verification_id"]
-        outcome = await self.a.registry.call("resolve_verification", {"request_id": vid, "decision": decision}, ctx)
+        args = {"request_id": vid, "decision": decision}
+        if inbound.note:
+            args["reason"] = inbound.note
+        outcome = await self.a.registry.call("resolve_verification", args, ctx)
         if not outcome.success:
             await transport.answer(inbound, outcome.error or "Not allowed.", alert=True)
             return
@@ -176,13 +179,14 @@ class ApprovalFlows:
             return
         if status == "passed":
             await self._append_approver(approval.id, who)
-            approved = await self.move(approval.id, "approved", ["pending"], **self._decider(inbound, ctx))
+            approved = await self.move(approval.id, "approved", ["pending"], **self._decider(inbound, ctx),
+                                       decision_note=inbound.note)
             await transport.answer(inbound, "Approved — running it now.")
             if approved is not None:
                 await self.run_approved(approved)
             return
         rejected = await self.move(approval.id, "rejected", ["pending"], **self._decider(inbound, ctx),
-                                   decision_note="Rejected by an approver.")
+                                   decision_note=inbound.note or "Rejected by an approver.")
         await transport.answer(inbound, "Rejected — nothing was done.")
         if rejected is not None:
             await self.refresh(rejected)

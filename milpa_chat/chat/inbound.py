@@ -31,7 +31,8 @@ class ChatUser:
 class Inbound:
     """One thing a user did: sent ``text`` (a command when it starts with ``/``) or tapped a button
     (``action`` + ``ref``). ``delivery_id`` (Telegram update id, Slack event id) deduplicates
-    redeliveries. ``message_id`` is the message that carried the tapped button."""
+    redeliveries. ``message_id`` is the message that carried the tapped button. ``note`` is a reason
+    the actor gave with a decision (shown on the decided card and kept by the verifier)."""
 
     surface: str
     chat_id: str
@@ -42,6 +43,7 @@ class Inbound:
     delivery_id: str | None = None
     message_id: str | None = None
     chat_type: str = "private"
+    note: str | None = None
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

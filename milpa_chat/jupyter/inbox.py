@@ -277,27 +277,14 @@ class ApprovalInbox:
         if self.assistant is None:
             raise PermissionError("this inbox watches a store read-only; create it with the Assistant "
                                   "(ApprovalInbox(assistant, ...)) to decide from the notebook")
-        inbound = Inbound("jupyter", self.user.id, self.user, action=action, ref=approval_id)
+        inbound = Inbound("jupyter", self.user.id, self.user, action=action, ref=approval_id, note=reason or None)
         await self.assistant.handle(inbound, self.transport)
-        if reason:
-            await self._add_note(approval_id, reason)
         item = self.items.get(approval_id)
         if item is not None:
             item.deciding = False
             item.redraw()
         await self.refresh()
         return await self.book.get(approval_id)
-
-    async def _add_note(self, approval_id: str, reason: str) -> None:
-        assert self.assistant is not None
-        while True:
-            current = await self.book.get(approval_id)
-            if current is None or current.data.get("decided_by") != self.principal:
-                return  # this user's decision did not land (refused, or someone else was first)
-            updated = await self.book.update(current, decision_note=reason)
-            if updated is not None:
-                await self.assistant.flows.refresh(updated)
-                return
 
     def _press_for(self, item: InboxItem) -> Callable[[Button], None]:
         def press(button: Button) -> None:

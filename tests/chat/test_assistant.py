@@ -236,3 +236,19 @@ def test_identities_from_toml(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="unknown identity section"):
         Identities.from_toml(bad)
+
+
+async def test_a_reason_given_with_a_decision_reaches_the_card_and_the_verifier(
+    assistant: Assistant, tg: RecordingTransport, tools: Tools
+) -> None:
+    await tg.say(assistant, ALICE, "/pay ACME 99")
+    group = tg.last(APPROVERS_CHAT)
+    button = group.button("Reject")
+    inbound = tg.inbound(MANAGER, APPROVERS_CHAT, action=button.action, ref=button.ref,
+                         message_id=group.message_id, note="Invoice missing")
+    await assistant.handle(inbound, tg)
+    assert tools.paid == [] and "Invoice missing" in group.text
+    approval = await assistant.book.get(button.ref)
+    assert approval is not None
+    stored = await assistant.registry.verifier.get(approval.data["verification_id"])
+    assert stored is not None and stored.value["decision_reason"] == "Invoice missing"
