@@ -1,6 +1,7 @@
 # Two commands on a fresh clone:
 #   make demo   — the pipeline walk-through on SQLite (no tokens, no network)
-#   make test   — lint, types and the whole test suite
+#   make test   — lint, types and the whole test suite (the browser test needs /usr/bin/chromium:
+#                 apt-get install -y chromium; without it that one test is skipped, in CI it fails)
 # Both create .venv and install the project into it on first use.
 
 PYTHON ?= python3
@@ -13,7 +14,7 @@ STAMP := $(VENV)/.milpa-installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,e2e]"
 	touch $(STAMP)
 
 demo: $(STAMP)
