@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
+from milpa_chat.renderers._plain import REDACTED, plain_key, to_plain_within
 from milpa_chat.renderers._text import clean, clip, label, value_text
 from milpa_chat.renderers.model import Block, Button, ButtonStyle, Fields, ItemList, Note, Paragraph, Table
 
@@ -50,15 +52,23 @@ def when(value: Any) -> str:
 
 
 class Builder:
-    """Turns plain data into blocks for one message; ``truncated`` tells whether it cut anything."""
+    """Turns a result's data into blocks for one message, converting (and redacting with
+    ``hide``) only what it shows; ``truncated`` tells whether it left anything out."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, hide: Callable[[str], bool] | None = None) -> None:
         self.limits = limits
+        self.hide = hide
         self.truncated = False
+
+    def plain(self, value: Any, budget: int | None = None) -> Any:
+        """``value`` as redacted plain data, within ``budget`` values (default ``value_chars``)."""
+        plain, cut = to_plain_within(value, self.hide, budget or self.limits.value_chars)
+        self.truncated = self.truncated or cut
+        return plain
 
     def text(self, value: Any, limit: int | None = None) -> str:
         """Cleaned text, clipped to ``limit`` (default ``text_chars``) with a visible marker."""
-        raw = value if isinstance(value, str) else value_text(value)
+        raw = value if isinstance(value, str) else value_text(self.plain(value))
         limit = self.limits.text_chars if limit is None else limit
         head, omitted = clip(raw, limit)  # clip first: cleaning a megabyte to show a line is waste
         kept, more = clip(clean(head), limit)
@@ -69,7 +79,10 @@ class Builder:
         return kept
 
     def value(self, value: Any, limit: int | None = None) -> str:
-        return self.text(value_text(value), self.limits.value_chars if limit is None else limit)
+        return self.text(value, self.limits.value_chars if limit is None else limit)
+
+    def secret(self, key: str) -> bool:
+        return self.hide is not None and self.hide(key)
 
     def button(self, label_: str, action: str, ref: str, style: ButtonStyle = "default") -> Button | None:
         """A button, or ``None`` when the data cannot make a valid one (too long, bad action)."""
@@ -79,56 +92,69 @@ class Builder:
         except ValueError:
             return None
 
-    def fields(self, data: dict[str, Any]) -> list[Block]:
-        items = list(data.items())
-        shown = tuple((self.text(label(k), 100), self.value(v)) for k, v in items[: self.limits.fields])
-        blocks: list[Block] = [Fields(shown)] if shown else []
-        if len(items) > self.limits.fields:
+    def fields(self, data: Mapping[Any, Any]) -> list[Block]:
+        shown = []
+        for k, v in islice(data.items(), self.limits.fields):
+            key = plain_key(k)
+            if key != "_ctx":
+                shown.append((self.text(label(key), 100), REDACTED if self.secret(key) else self.value(v)))
+        blocks: list[Block] = [Fields(tuple(shown))] if shown else []
+        if len(data) > self.limits.fields:
             self.truncated = True
-            blocks.append(Note(f"… and {len(items) - self.limits.fields:,} more fields"))
+            blocks.append(Note(f"… and {len(data) - self.limits.fields:,} more fields"))
         return blocks
 
     def data(self, data: Any) -> list[Block]:
-        """Blocks showing any plain value: nothing, text, fields, a table or a list."""
-        if data is None or data == {} or data == []:
+        """Blocks showing any value: nothing, text, fields, a table or a list."""
+        if isinstance(data, Mapping):
+            return self.fields(data) if data else []
+        if isinstance(data, list | tuple | set | frozenset):
+            return self.items(data) if data else []
+        if data is None:
             return []
-        if isinstance(data, dict):
-            return self.fields(data)
-        if isinstance(data, list):
-            return self.items(data)
-        return [Paragraph.of(self.value(data, self.limits.text_chars))]
+        if isinstance(data, str | int | float | bool):
+            return [Paragraph.of(self.value(data, self.limits.text_chars))]
+        plain = self.plain(data, self.limits.items * self.limits.fields)  # a model, a dataclass, ...
+        return self.data(plain) if isinstance(plain, dict | list) else [Paragraph.of(self.value(plain))]
 
-    def items(self, items: Sequence[Any]) -> list[Block]:
+    def items(self, items: Collection[Any]) -> list[Block]:
         """A table when the items are records, otherwise a bulleted list."""
-        shown = items[: self.limits.items]
-        if shown and all(isinstance(i, dict) for i in shown):
-            blocks: list[Block] = [self.table(shown)]
+        shown = [
+            i if isinstance(i, Mapping | str | int | float) or i is None else self.plain(i)
+            for i in islice(items, self.limits.items)
+        ]
+        if shown and all(isinstance(i, Mapping) for i in shown):
+            blocks: list[Block] = [self.table([i for i in shown if isinstance(i, Mapping)])]
         else:
-            cells = tuple(self.value(i, self.limits.value_chars) for i in shown)
-            blocks = [ItemList(cells)]
+            blocks = [ItemList(tuple(self.value(i) for i in shown))]
         if len(items) > len(shown):
             self.truncated = True
             blocks.append(Note(f"… and {len(items) - len(shown):,} more items"))
         return blocks
 
-    def table(self, records: Sequence[dict[str, Any]]) -> Table:
-        columns = _columns(records)
+    def table(self, records: list[Mapping[Any, Any]]) -> Table:
+        rows_by_key = [{plain_key(k): v for k, v in r.items()} for r in records]
+        columns = [c for c in _columns(rows_by_key) if c != "_ctx"]
         if len(columns) > self.limits.columns:
             self.truncated = True
             columns = columns[: self.limits.columns]
-        title = sum(1 for c in columns[:2] if c in _TITLE_KEYS)
         cell = self.limits.cell_chars
-        rows = tuple(tuple(self.value(r.get(c), cell) if c in r else "" for c in columns) for r in records)
-        heads = tuple(self.text(label(c), 60) for c in columns)
-        return Table(heads, rows, title)
+
+        def show(row: dict[str, Any], column: str) -> str:
+            if column not in row:
+                return ""
+            return REDACTED if self.secret(column) else self.value(row[column], cell).replace("\n", " ")
+
+        rows = tuple(tuple(show(r, c) for c in columns) for r in rows_by_key)
+        title = sum(1 for c in columns[:2] if c in _TITLE_KEYS)
+        return Table(tuple(self.text(label(c), 60) for c in columns), rows, title)
 
 
-def _columns(records: Sequence[dict[str, Any]]) -> list[str]:
+def _columns(records: list[dict[str, Any]]) -> list[str]:
     seen: dict[str, None] = {}
     for record in records:
         for key in record:
             seen.setdefault(key, None)
-    keys = list(seen)
     front = [k for k in ("id",) if k in seen]
     front += [k for k in _TITLE_KEYS[1:] if k in seen][:1]
-    return front + [k for k in keys if k not in front]
+    return front + [k for k in seen if k not in front]

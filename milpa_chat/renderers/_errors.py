@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
+from itertools import islice
 from typing import Any
 
 from milpa_chat.renderers._build import Builder
@@ -67,7 +69,7 @@ def _data_blocks(result: ToolResult, data: Any, b: Builder) -> list[Block]:
 
 def _validation(result: ToolResult, data: Any, b: Builder) -> list[Block]:
     problems = _problems(result.meta.get("errors"))
-    if not problems and isinstance(data, dict):
+    if not problems and isinstance(data, Mapping):
         problems = _problems(data.get("errors")) or _problems([data] if "message" in data else None)
     if not problems:
         problems = [p for p in (result.error or "").split("; ") if p.strip()]
@@ -82,14 +84,14 @@ def _validation(result: ToolResult, data: Any, b: Builder) -> list[Block]:
 
 
 def _problems(raw: Any) -> list[str]:
-    if not isinstance(raw, list):
+    if not isinstance(raw, list | tuple):
         return []
     out: list[str] = []
-    for item in raw:
-        if isinstance(item, dict):
+    for item in islice(raw, 1000):
+        if isinstance(item, Mapping):
             where = item.get("path") or item.get("field") or item.get("loc")
-            if isinstance(where, list):
-                where = ".".join(str(p) for p in where)
+            if isinstance(where, list | tuple):
+                where = ".".join(str(p) for p in islice(where, 20))
             text = str(item.get("message") or item.get("msg") or "invalid")
             out.append(f"{where}: {text}" if where else text)
         elif item is not None:
@@ -108,14 +110,14 @@ def _rate_limited(result: ToolResult, data: Any, b: Builder) -> list[Block]:
 
 def _not_found(result: ToolResult, data: Any, b: Builder) -> list[Block]:
     meta = result.meta
-    names = data.get("suggestions") if isinstance(data, dict) else None
+    names = data.get("suggestions") if isinstance(data, Mapping) else None
     names = names or meta.get("suggestions") or meta.get("did_you_mean")
-    if not isinstance(names, list) or not names:
+    if not isinstance(names, list | tuple) or not names:
         names = []
         available, wanted = meta.get("available"), meta.get("tool")
         if isinstance(available, list) and isinstance(wanted, str):
             names = difflib.get_close_matches(wanted, [str(a) for a in available], n=3, cutoff=0.5)
-    names = [str(n) for n in names if n is not None][:5]
+    names = [str(n) for n in islice(names, 5) if n is not None]
     if not names:
         return []
     parts: list[str | Span] = ["Did you mean "]

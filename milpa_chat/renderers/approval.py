@@ -12,14 +12,14 @@ nothing was done.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from milpa_chat.renderers._build import Builder, Limits, when
-from milpa_chat.renderers._redact import redact
-from milpa_chat.renderers._text import json_text, to_plain
+from milpa_chat.renderers._plain import json_document
+from milpa_chat.renderers._redact import hide_key, redacted_plain
+from milpa_chat.renderers._text import json_text
 from milpa_chat.renderers.model import (
     Actions,
     Block,
@@ -28,6 +28,7 @@ from milpa_chat.renderers.model import (
     Document,
     Fields,
     Heading,
+    LazyDocument,
     Message,
     Paragraph,
     Span,
@@ -120,16 +121,17 @@ class ApprovalView:
 
 def compose_approval(view: ApprovalView, *, limits: Limits | None = None) -> Message:
     """The card for ``view`` in its current state."""
-    b = Builder(limits or Limits())
+    b = Builder(limits or Limits(), hide_key)
     tool = b.text(view.tool, 100)
-    args = redact(to_plain(dict(view.arguments)))
+    args = b.plain(view.arguments, b.limits.text_chars)
     blocks: list[Block] = [_heading(view, tool), *_facts(view, b)]
     if view.reason:
         blocks.append(Paragraph.of(Span("Why: ", "bold"), b.text(view.reason)))
     blocks.append(Paragraph.of(Span("Arguments:", "bold")))
     blocks.append(Code(b.text(json_text(args) if args else "{}"), "json"))
     blocks += _decision(view, b) if view.state != "pending" else [_buttons(view)]
-    return Message(tuple(blocks), _summary(view, tool, b), _tone(view), b.truncated, lambda: _document(args))
+    full = LazyDocument("arguments.json", lambda: _document(view.arguments))
+    return Message(tuple(blocks), _summary(view, tool, b), _tone(view), b.truncated, full)
 
 
 def _heading(view: ApprovalView, tool: str) -> Heading:
@@ -213,6 +215,5 @@ def _tone(view: ApprovalView) -> Tone:
     return _HEADINGS[view.state][2]
 
 
-def _document(args: Any) -> Document:
-    text = json.dumps(args, ensure_ascii=False, indent=2)
-    return Document("arguments.json", text.encode("utf-8", "replace"), "application/json")
+def _document(arguments: Mapping[str, Any]) -> Document:
+    return Document("arguments.json", json_document(redacted_plain(arguments)), "application/json")

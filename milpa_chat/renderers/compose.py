@@ -14,13 +14,14 @@ use the request id and page buttons the page number alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from milpa_chat.renderers._build import Builder, Limits, when
 from milpa_chat.renderers._errors import error_blocks
-from milpa_chat.renderers._redact import redact as redact_value
-from milpa_chat.renderers._text import clean, to_plain
+from milpa_chat.renderers._plain import json_document, to_plain
+from milpa_chat.renderers._redact import hide_key
+from milpa_chat.renderers._text import clean
 from milpa_chat.renderers.model import (
     MAX_CALLBACK_BYTES,
     Actions,
@@ -30,6 +31,7 @@ from milpa_chat.renderers.model import (
     Code,
     Document,
     Heading,
+    LazyDocument,
     Message,
     Note,
     Paragraph,
@@ -40,37 +42,36 @@ from milpa_chat.runtime.result import ToolResult
 
 __all__ = ["Limits", "compose_result", "result_document"]
 
+_META_BUDGET = 5000
 _Shape = Callable[[ToolResult, Any, Builder], tuple[list[Block], str, Tone]]
 
 
 def compose_result(result: ToolResult, *, limits: Limits | None = None, redact: bool = True) -> Message:
-    """The message showing ``result``. With ``redact`` (the default) secret-named keys in data
-    and meta are hidden (:func:`milpa_chat.renderers._redact.redact`)."""
-    data = to_plain(result.data)
-    meta = to_plain(result.meta)
-    if redact:
-        data, meta = redact_value(data), redact_value(meta)
-    view = ToolResult(result.success, data, result.message, result.error, meta)
-    builder = Builder(limits or Limits())
+    """The message showing ``result``. With ``redact`` (the default) the values of secret-named
+    keys (the audit log's rule) are hidden everywhere, the attached document included.
+
+    Only what is shown is converted; the complete result is converted when its document is
+    first asked for."""
+    hide = hide_key if redact else None
+    meta = to_plain(result.meta, hide, _META_BUDGET)
+    view = ToolResult(result.success, result.data, result.message, result.error, meta)
+    builder = Builder(limits or Limits(), hide)
     shape = _SHAPES.get(view.type, _generic)
     if not view.success and shape in (_generic, _list, _detail, _confirmation):
         shape = _error
-    blocks, summary, tone = shape(view, data, builder)
-    return Message(
-        tuple(blocks),
-        builder.text(summary, 200).replace("\n", " "),
-        tone,
-        builder.truncated,
-        lambda: result_document(view),
-    )
+    blocks, summary, tone = shape(view, result.data, builder)
+    text_file = result.success and isinstance(result.data, str) and view.type == "generic"
+    full = LazyDocument("result.txt" if text_file else "result.json", lambda: result_document(result, redact=redact))
+    return Message(tuple(blocks), builder.text(summary, 200).replace("\n", " "), tone, builder.truncated, full)
 
 
-def result_document(result: ToolResult) -> Document:
-    """The whole (already redacted) result as a JSON file, or a text file for a bare string."""
+def result_document(result: ToolResult, *, redact: bool = True) -> Document:
+    """The whole result as a JSON file (redacted unless ``redact=False``), or a text file for a
+    bare string."""
     if result.success and isinstance(result.data, str) and result.type == "generic":
         return Document("result.txt", result.data.encode("utf-8", "replace"), "text/plain")
-    text = json.dumps(to_plain(result.to_dict()), ensure_ascii=False, indent=2)
-    return Document("result.json", text.encode("utf-8", "replace"), "application/json")
+    plain = to_plain(result.to_dict(), hide_key if redact else None)
+    return Document("result.json", json_document(plain), "application/json")
 
 
 def _heading(b: Builder, text: str | None, default: str, icon: str) -> list[Block]:
@@ -84,7 +85,7 @@ def _heading(b: Builder, text: str | None, default: str, icon: str) -> list[Bloc
 
 
 def _generic(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], str, Tone]:
-    if isinstance(data, dict) and len(data) == 1 and isinstance(data.get("plan"), dict):
+    if isinstance(data, Mapping) and len(data) == 1 and isinstance(data.get("plan"), Mapping):
         return _plan(result, data["plan"], b)
     blocks = _heading(b, result.message, "Done", "✅") + b.data(data)
     meta = result.meta
@@ -94,18 +95,18 @@ def _generic(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], st
     return blocks, result.message or _first_line(data) or "Done", "success"
 
 
-def _plan(result: ToolResult, plan: dict[str, Any], b: Builder) -> tuple[list[Block], str, Tone]:
+def _plan(result: ToolResult, plan: Mapping[str, Any], b: Builder) -> tuple[list[Block], str, Tone]:
     tool = b.text(plan.get("tool") or "tool", 100)
     facts = {k: v for k, v in plan.items() if k not in ("tool", "args")}
     blocks: list[Block] = [Heading(f"Dry run: {tool}", "📝"), *b.fields(facts)]
     if "args" in plan:
-        blocks.append(Code(b.text(_json(plan["args"])), "json"))
+        blocks.append(Code(b.text(_json(b.plain(plan["args"], b.limits.text_chars))), "json"))
     blocks.append(Note("Nothing was run (plan mode)."))
     return blocks, f"Dry run of {tool}", "info"
 
 
 def _list(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], str, Tone]:
-    items = data if isinstance(data, list) else [] if data is None else [data]
+    items = data if isinstance(data, list | tuple) else [] if data is None else [data]
     blocks = _heading(b, result.message, "Results", "📋")
     blocks += b.items(items) if items else [Paragraph.of(Span("No results found.", "italic"))]
     pages = result.meta.get("pagination")
@@ -141,7 +142,7 @@ def _detail(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], str
     if result.message:
         blocks.append(Paragraph.of(b.text(result.message)))
     blocks += b.data(data)
-    item_id = data.get("id") if isinstance(data, dict) else None
+    item_id = data.get("id") if isinstance(data, Mapping) else None
     fallback = _ref(result, "" if item_id is None else str(item_id), "x" * 24 + ":")
     buttons: list[Button] = []
     leftovers: list[str] = []
@@ -166,7 +167,7 @@ def _detail(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], str
 def _confirmation(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], str, Tone]:
     meta = result.meta
     blocks: list[Block] = [Heading("Confirmation required", "⚠️")]
-    if isinstance(data, dict) and "action_summary" in data:  # the registry's confirm gate
+    if isinstance(data, Mapping) and "action_summary" in data:  # the registry's confirm gate
         summary = b.text(data.get("action_summary"), 500)
         blocks.append(Paragraph.of("Run ", Span(summary, "code"), "?"))
         if data.get("expires_at"):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from milpa_chat.renderers._redact import redact as redact_value
-from milpa_chat.renderers._text import to_plain
+from milpa_chat.renderers._plain import to_plain
+from milpa_chat.renderers._redact import hide_key, redacted_plain
 from milpa_chat.renderers.approval import ApprovalView, compose_approval
 from milpa_chat.renderers.base import MessageRenderer
 from milpa_chat.renderers.model import Message
@@ -23,9 +23,7 @@ __all__ = ["JsonRenderer", "envelope"]
 
 def envelope(result: ToolResult, *, redact: bool = False) -> dict[str, Any]:
     """``result`` as its plain-JSON 5-key envelope."""
-    plain: dict[str, Any] = to_plain(result.to_dict())
-    if redact:
-        plain["data"], plain["meta"] = redact_value(plain["data"]), redact_value(plain["meta"])
+    plain: dict[str, Any] = to_plain(result.to_dict(), hide_key if redact else None)
     return plain
 
 
@@ -44,7 +42,7 @@ class JsonRenderer(MessageRenderer[dict[str, Any]]):
         """``{"approval": {...fields, arguments redacted, times in ISO 8601}, "card": <message>}``."""
         message = compose_approval(view, limits=self.limits)
         fields = {name: getattr(view, name) for name in view.__slots__}
-        fields["arguments"] = redact_value(dict(view.arguments))
+        fields["arguments"] = redacted_plain(dict(view.arguments))
         return {"approval": to_plain(fields), "card": message.to_dict()}
 
     def render_message(self, message: Message) -> dict[str, Any]:

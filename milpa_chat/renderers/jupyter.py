@@ -8,13 +8,13 @@ shortened (offer it as a download).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 from milpa_chat.renderers._build import Limits
 from milpa_chat.renderers._html import message_html
 from milpa_chat.renderers.base import MessageRenderer
-from milpa_chat.renderers.model import Button, Document, Message
+from milpa_chat.renderers.model import Button, Document, LazyDocument, Message
 
 __all__ = ["JupyterPayload", "JupyterRenderer"]
 
@@ -36,7 +36,12 @@ class JupyterPayload:
 
     html: str
     message: Message
-    document: Document | None = None
+    attachment: LazyDocument | None = field(default=None, compare=False)
+
+    @property
+    def document(self) -> Document | None:
+        """The full content when something was shortened (built now if it was not yet), or ``None``."""
+        return self.attachment.get() if self.attachment is not None else None
 
     @property
     def buttons(self) -> tuple[Button, ...]:
@@ -53,6 +58,10 @@ class JupyterRenderer(MessageRenderer[JupyterPayload]):
     default_limits: ClassVar[Limits] = Limits(value_chars=2000, text_chars=5000, cell_chars=120, items=500)
 
     def render_message(self, message: Message) -> JupyterPayload:
-        document = message.document() if message.truncated else None
-        note = f"Shortened for display; the full content is available as {document.filename}." if document else None
-        return JupyterPayload(STYLE + "\n" + message_html(message, buttons=False, note=note), message, document)
+        attachment = message.full if message.truncated else None
+        note = None
+        if message.truncated:
+            note = "Shortened for display."
+            if attachment is not None:
+                note = f"Shortened for display; the full content is available as {attachment.filename}."
+        return JupyterPayload(STYLE + "\n" + message_html(message, buttons=False, note=note), message, attachment)

@@ -31,6 +31,7 @@ __all__ = [
     "Fields",
     "Heading",
     "ItemList",
+    "LazyDocument",
     "Message",
     "Note",
     "Paragraph",
@@ -209,28 +210,48 @@ class Document:
     mime_type: str = "application/json"
 
 
+class LazyDocument:
+    """A document built on first use, once. Its ``filename`` is known before: renderers name
+    the file in their "shortened" note without paying for a megabyte they may never send."""
+
+    __slots__ = ("_build", "_document", "filename")
+
+    def __init__(self, filename: str, build: Callable[[], Document]) -> None:
+        self.filename = filename
+        self._build = build
+        self._document: Document | None = None
+
+    def get(self) -> Document:
+        if self._document is None:
+            self._document = self._build()
+        return self._document
+
+    def __repr__(self) -> str:
+        return f"LazyDocument({self.filename!r}, built={self._document is not None})"
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """What one result or card says, independent of the channel.
 
     ``summary`` is one plain line (notification text, Slack fallback). ``truncated`` is true
-    when something was shortened while composing; ``full`` then (or whenever a renderer has to
-    cut further) builds the :class:`Document` holding everything.
+    when something was shortened while composing; ``full`` is the document holding
+    everything, offered then (or whenever a renderer has to cut further).
     """
 
     blocks: tuple[Block, ...]
     summary: str
     tone: Tone = "info"
     truncated: bool = False
-    full: Callable[[], Document] | None = field(default=None, compare=False, repr=False)
+    full: LazyDocument | None = field(default=None, compare=False, repr=False)
 
     @property
     def buttons(self) -> tuple[Button, ...]:
         return tuple(b for block in self.blocks if isinstance(block, Actions) for row in block.rows for b in row)
 
     def document(self) -> Document | None:
-        """The full-content document, or ``None`` when there is nothing more to show."""
-        return self.full() if self.full is not None else None
+        """The full-content document (built now if it was not yet), or ``None``."""
+        return self.full.get() if self.full is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """The message as plain data (``{"summary", "tone", "truncated", "blocks": [...]}``)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 from milpa_chat.renderers._build import Limits
@@ -38,6 +38,7 @@ from milpa_chat.renderers.model import (
     Fields,
     Heading,
     ItemList,
+    LazyDocument,
     Message,
     Note,
     Paragraph,
@@ -67,11 +68,16 @@ _MARKS: Final = {"plain": ("", ""), "bold": ("*", "*"), "italic": ("_", "_"), "c
 
 @dataclass(frozen=True, slots=True)
 class SlackPayload:
-    """``message`` (``{"text", "blocks"}``) and an optional document (upload it with
-    ``files_upload_v2``) holding everything when something was shortened."""
+    """``message`` (``{"text", "blocks"}``) and, when something was shortened, an attachment
+    holding everything (upload it with ``files_upload_v2``; built on first access)."""
 
     message: dict[str, Any]
-    document: Document | None = None
+    attachment: LazyDocument | None = field(default=None, compare=False)
+
+    @property
+    def document(self) -> Document | None:
+        """The attached file (built now if it was not yet), or ``None``."""
+        return self.attachment.get() if self.attachment is not None else None
 
     @property
     def text(self) -> str:
@@ -102,15 +108,15 @@ class SlackRenderer(MessageRenderer[SlackPayload]):
                 break
             kept.append(block)
             used += size
-        document = message.document() if cut or message.truncated else None
+        attachment = message.full if cut or message.truncated else None
         if cut or message.truncated:
             note = "Shortened for Slack."
-            if document is not None:
-                note = f"Shortened for Slack; the full content is in the attached file {document.filename}."
+            if attachment is not None:
+                note = f"Shortened for Slack; the full content is in the attached file {attachment.filename}."
             kept.append(_context(escape(note)))
         if not kept:
             kept.append(_section(escape(_fallback(message.summary))))
-        return SlackPayload({"text": escape(_fallback(message.summary)), "blocks": kept + actions}, document)
+        return SlackPayload({"text": escape(_fallback(message.summary)), "blocks": kept + actions}, attachment)
 
 
 def _fallback(summary: str) -> str:

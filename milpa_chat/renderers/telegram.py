@@ -16,7 +16,7 @@ the last message, ``reply_markup`` with the ``inline_keyboard``. Guarantees:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 from milpa_chat.renderers._build import Limits
@@ -35,6 +35,7 @@ from milpa_chat.renderers.model import (
     Fields,
     Heading,
     ItemList,
+    LazyDocument,
     Message,
     Note,
     Paragraph,
@@ -58,11 +59,16 @@ _STYLE_TAGS: Final = {
 
 @dataclass(frozen=True, slots=True)
 class TelegramPayload:
-    """Messages to send in order (``Bot.send_message(chat_id, **m)``) and an optional document
-    (``send_document``) holding everything when something was shortened."""
+    """Messages to send in order (``Bot.send_message(chat_id, **m)``) and, when something was
+    shortened, an attachment holding everything (``send_document``; built on first access)."""
 
     messages: tuple[dict[str, Any], ...]
-    document: Document | None = None
+    attachment: LazyDocument | None = field(default=None, compare=False)
+
+    @property
+    def document(self) -> Document | None:
+        """The attached file (built now if it was not yet), or ``None``."""
+        return self.attachment.get() if self.attachment is not None else None
 
     @property
     def text(self) -> str:
@@ -91,21 +97,21 @@ class TelegramRenderer(MessageRenderer[TelegramPayload]):
 
     def render_message(self, message: Message) -> TelegramPayload:
         pieces = _pieces(message.blocks)
-        document = message.document() if message.truncated else None
-        if document is not None:
-            pieces += _note_pieces(document)
+        attachment = message.full if message.truncated else None
+        if message.truncated:
+            pieces += _note_pieces(attachment)
         pages = _pack(pieces)
         if len(pages) > self.max_messages:
-            document = document or message.document()
+            attachment = message.full
             pages = pages[: self.max_messages]
-            _fit_note(pages[-1], _note_pieces(document))
+            _fit_note(pages[-1], _note_pieces(attachment))
         texts = [t for t in (_page_html(p) for p in pages) if _TAG.sub("", t).strip()]
         texts = texts or [_esc(clean(message.summary)[:200]).strip() or "…"]
         messages = [_message(t) for t in texts]
         keyboard = _keyboard(message.buttons)
         if keyboard:
             messages[-1]["reply_markup"] = {"inline_keyboard": keyboard}
-        return TelegramPayload(tuple(messages), document)
+        return TelegramPayload(tuple(messages), attachment)
 
 
 def _message(text: str) -> dict[str, Any]:
@@ -237,10 +243,10 @@ def _page_html(page: list[_Piece]) -> str:
     return "\n".join(lines)
 
 
-def _note_pieces(document: Document | None) -> list[_Piece]:
+def _note_pieces(attachment: LazyDocument | None) -> list[_Piece]:
     text = "Shortened for chat."
-    if document is not None:
-        text = f"Shortened for chat; the full content is in the attached file {document.filename}."
+    if attachment is not None:
+        text = f"Shortened for chat; the full content is in the attached file {attachment.filename}."
     return [_Piece("", -1), _Piece(f"<i>{_esc(text)}</i>", -1)]
 
 

@@ -23,6 +23,7 @@ from milpa_chat.renderers import (
     Fields,
     Heading,
     ItemList,
+    LazyDocument,
     Message,
     Note,
     Paragraph,
@@ -210,5 +211,5 @@ def messages(draw: st.DrawFn) -> Message:
         tuple(blocks),
         draw(texts),
         truncated=draw(st.booleans()),
-        full=lambda: Document("full.txt", b"everything", "text/plain"),
+        full=LazyDocument("full.txt", lambda: Document("full.txt", b"everything", "text/plain")),
     )

@@ -11,7 +11,9 @@ import pydantic
 
 from milpa_chat.renderers import CliRenderer
 from milpa_chat.renderers._build import when
-from milpa_chat.renderers._text import clean, clip, label, to_plain, utf16_len
+from milpa_chat.renderers._plain import to_plain, to_plain_within
+from milpa_chat.renderers._redact import hide_key
+from milpa_chat.renderers._text import clean, clip, label, utf16_len
 from milpa_chat.runtime.result import ToolResult
 
 
@@ -62,6 +64,16 @@ def test_to_plain_converts_what_tools_return() -> None:
 class Unprintable:
     def __str__(self) -> str:
         raise RuntimeError("no")
+
+
+def test_a_budget_converts_only_what_is_shown() -> None:
+    big = {"items": list(range(10_000)), "password": "hunter2", "_ctx": object()}
+    plain, cut = to_plain_within(big, hide_key, 50)
+    assert cut and plain["password"] == "***REDACTED***" and "_ctx" not in plain
+    assert plain["items"][-1] == "… 9,953 more" and len(plain["items"]) == 48
+    assert to_plain_within({"a": [1, 2]}, None, 50) == ({"a": [1, 2]}, False)
+    wide, cut = to_plain_within({f"k{i}": i for i in range(100)}, None, 10)
+    assert cut and wide["…"] == "90 more" and len(wide) == 11
 
 
 def test_deep_nesting_is_cut() -> None:
