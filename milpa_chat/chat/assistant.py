@@ -41,6 +41,12 @@ HIDDEN = frozenset({"resolve_verification"})
 APPROVAL_ACTIONS = frozenset({"confirm", "cancel", "approve", "reject"})
 
 
+def _prefix(transport: Transport) -> str:
+    """How users type a command on this surface: ``/`` (Telegram) or e.g. ``/milpa `` (a Slack slash command)."""
+    prefix = getattr(transport, "command_prefix", "/")
+    return prefix if isinstance(prefix, str) else "/"
+
+
 class Assistant:
     """The chat brain: commands, tool calls, approval cards and their buttons, pagination."""
 
@@ -104,8 +110,9 @@ class Assistant:
 
     async def _on_text(self, inbound: Inbound, transport: Transport) -> None:
         if self.agent is None:
+            p = _prefix(transport)
             await transport.send(inbound.chat_id, cards.text(
-                "I work with commands. Send /tools to see what you can do, or /help for how to write them."))
+                f"I work with commands. Send {p}tools to see what you can do, or {p}help for how to write them."))
             return
         await transport.typing(inbound.chat_id)
         reply = await self.agent(inbound, self.context_for(inbound))
@@ -119,23 +126,24 @@ class Assistant:
         except CommandError:
             return  # addressed to another bot in a group
         ctx = self.context_for(inbound)
+        p = _prefix(transport)
         if cmd.name in BUILTIN:
             visible = [s for s in self.registry.get_tool_summaries(ctx) if s["name"] not in HIDDEN]
-            message = cards.help_message(self.name) if cmd.name != "tools" else cards.tools_message(visible)
+            message = cards.help_message(self.name, p) if cmd.name != "tools" else cards.tools_message(visible, p)
             await transport.send(inbound.chat_id, message)
             return
         definition = self.registry.get(cmd.name)
         if definition is None:
             close = difflib.get_close_matches(cmd.name, [t.name for t in self.registry], n=2)
-            hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else ""
+            hint = f" Did you mean {', '.join(p + c for c in close)}?" if close else ""
             await transport.send(inbound.chat_id, cards.text(
-                f"Unknown command /{cmd.name}.{hint} Send /tools to see what you can use."))
+                f"Unknown command {p}{cmd.name}.{hint} Send {p}tools to see what you can use."))
             return
         try:
             args = parse_arguments(cmd.rest, definition.input_schema)
         except CommandError as exc:
-            usage = cards.usage(definition.name, definition.input_schema)
-            await transport.send(inbound.chat_id, cards.text(f"/{cmd.name}: {exc}.\nUsage: {usage}"))
+            usage = cards.usage(definition.name, definition.input_schema, p)
+            await transport.send(inbound.chat_id, cards.text(f"{p}{cmd.name}: {exc}.\nUsage: {usage}"))
             return
         await self.run_tool(inbound, transport, definition.name, args, ctx)
 

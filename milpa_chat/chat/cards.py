@@ -15,33 +15,34 @@ def text(body: str, *, tone: str = "info") -> Message:
     return Message((Paragraph.of(body),), body.split("\n", 1)[0][:200], tone)  # type: ignore[arg-type]
 
 
-def help_message(name: str) -> Message:
+def help_message(name: str, prefix: str = "/") -> Message:
+    p = prefix
     return Message(
         (
             Heading(f"{name}", "🤖"),
-            Paragraph.of("Every tool is a command. Send ", Span("/tools", "code"), " to see yours."),
+            Paragraph.of("Every tool is a command. Send ", Span(f"{p}tools", "code"), " to see yours."),
             ItemList((
-                "/delete_note 5 — values in parameter order",
-                '/search_notes query="two words" page=2 — named values',
-                '/search_notes {"query": "milk"} — a JSON object',
+                f"{p}delete_note 5 — values in parameter order",
+                f'{p}search_notes query="two words" page=2 — named values',
+                f'{p}search_notes {{"query": "milk"}} — a JSON object',
             )),
             Note("Actions that change things ask you to confirm; some need an approver."),
         ),
-        f"{name}: send /tools to see what you can do",
+        f"{name}: send {p}tools to see what you can do",
     )
 
 
-def usage(name: str, schema: dict[str, Any]) -> str:
+def usage(name: str, schema: dict[str, Any], prefix: str = "/") -> str:
     props = schema.get("properties", {})
     required = set(schema.get("required", []))
     parts = [f"<{p}>" if p in required else f"[{p}=…]" for p in props]
-    return " ".join([f"/{name}", *parts])
+    return " ".join([f"{prefix}{name}", *parts])
 
 
-def tools_message(summaries: list[dict[str, Any]]) -> Message:
+def tools_message(summaries: list[dict[str, Any]], prefix: str = "/") -> Message:
     if not summaries:
         return text("You have no tools available. Ask an administrator for access.")
-    lines = tuple(f"{usage(s['name'], s['inputSchema'])} — {s['description']}" for s in summaries)
+    lines = tuple(f"{usage(s['name'], s['inputSchema'], prefix)} — {s['description']}" for s in summaries)
     return Message((Heading("Your tools", "🧰"), ItemList(lines)), f"{len(summaries)} tools available")
 
 

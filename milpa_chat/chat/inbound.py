@@ -72,7 +72,12 @@ class MessageRef:
 
 
 class Transport(Protocol):
-    """What the chat core needs from a surface. Implementations render ``Message`` themselves."""
+    """What the chat core needs from a surface. Implementations render ``Message`` themselves.
+
+    Optional attributes the core reads when present: ``command_prefix`` (how users type a command,
+    ``"/"`` by default; a Slack slash command gives ``"/milpa "``) and ``bot_username`` (commands
+    addressed to another bot in a group, ``/cmd@otherbot``, are ignored).
+    """
 
     surface: str
 

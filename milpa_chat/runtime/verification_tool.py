@@ -10,43 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from milpa_chat.runtime.context import ToolContext
+from milpa_chat.runtime.declare import Param
 from milpa_chat.runtime.definition import VerifyPolicy
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 from milpa_chat.runtime.verification import HumanVerifier, VerificationRefused
 
 if TYPE_CHECKING:
-    from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.registry import ToolRegistry
 
 __all__ = ["REQUEST_NAME", "RESOLVE_NAME", "VerificationTool"]
 
 REQUEST_NAME = "request_verification"
 RESOLVE_NAME = "resolve_verification"
-
-REQUEST_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "subject": {"type": "string", "minLength": 1, "description": "What needs approval, e.g. gate:report.publish"},
-        "policy": {"type": "string", "enum": ["single", "dual"], "default": "single",
-                   "description": "single: one approver; dual: two distinct approvers"},
-        "reason": {"type": "string", "description": "Why the approval is needed (shown to approvers)"},
-    },
-    "required": ["subject"],
-    "additionalProperties": False,
-}
-RESOLVE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "request_id": {"type": "string", "minLength": 1},
-        "decision": {"type": "string", "enum": ["grant", "reject"]},
-        "reason": {"type": "string"},
-    },
-    "required": ["request_id", "decision"],
-    "additionalProperties": False,
-}
-
 
 class VerificationTool:
     """Registers the two verification tools on a registry."""
@@ -69,16 +47,32 @@ class VerificationTool:
         self.expires_in = expires_in
 
     def register(self, registry: ToolRegistry) -> None:
-        from milpa_chat.runtime.declare import definition_from_schema
+        """Add ``request_verification`` and ``resolve_verification`` to ``registry``."""
+        from milpa_chat.runtime.declare import definitions_from, tool
 
-        for name, description, schema, handler, scopes in (
-            (REQUEST_NAME, "Open a verification request that another person approves or rejects.",
-             REQUEST_SCHEMA, self.handle_request, self.request_scopes),
-            (RESOLVE_NAME, "Approve (grant) or reject a pending verification request as the calling user.",
-             RESOLVE_SCHEMA, self.handle_resolve, self.resolve_scopes),
-        ):
-            defn = definition_from_schema(name, description, schema, handler, scopes=scopes, mutating=True)
-            registry.add(dataclasses.replace(defn, extra={"self_confirming": True}))
+        @tool(REQUEST_NAME, "Open a verification request that another person approves or rejects.",
+              scopes=self.request_scopes, mutating=True)
+        async def request_verification(
+            ctx: ToolContext,
+            subject: Annotated[str, Param("What needs approval, e.g. gate:report.publish")],
+            policy: Annotated[Literal["single", "dual"], Param("single: one approver; dual: two")] = "single",
+            reason: Annotated[str | None, Param("Why the approval is needed (shown to approvers)")] = None,
+        ) -> ToolResult:
+            return await self.handle_request({"subject": subject, "policy": policy, "reason": reason}, ctx)
+
+        @tool(RESOLVE_NAME, "Approve (grant) or reject a pending verification request as the calling user.",
+              scopes=self.resolve_scopes, mutating=True)
+        async def resolve_verification(
+            ctx: ToolContext,
+            request_id: Annotated[str, Param("The request_id request_verification returned")],
+            decision: Annotated[Literal["grant", "reject"], Param("grant or reject")],
+            reason: Annotated[str | None, Param("Why (shown on the decided card)")] = None,
+        ) -> ToolResult:
+            return await self.handle_resolve({"request_id": request_id, "decision": decision, "reason": reason}, ctx)
+
+        for fn in (request_verification, resolve_verification):
+            for defn in definitions_from(fn):
+                registry.add(dataclasses.replace(defn, extra={"self_confirming": True}))
 
     async def handle_request(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         policy_name = args.get("policy") or "single"

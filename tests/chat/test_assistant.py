@@ -252,3 +252,16 @@ async def test_a_reason_given_with_a_decision_reaches_the_card_and_the_verifier(
     assert approval is not None
     stored = await assistant.registry.verifier.get(approval.data["verification_id"])
     assert stored is not None and stored.value["decision_reason"] == "Invoice missing"
+
+
+async def test_texts_use_the_surfaces_command_spelling(assistant: Assistant) -> None:
+    slack = RecordingTransport("slack")
+    slack.command_prefix = "/milpa "  # type: ignore[attr-defined]
+    assistant.attach(slack)
+    from milpa_chat.chat import ChatUser
+
+    maria = ChatUser("U2001", "Maria", team="T1")
+    await slack.say(assistant, maria, "/tools")
+    assert "/milpa list_notes" in slack.last(maria.id).text
+    await slack.say(assistant, maria, "/delete_not 5")
+    assert "Did you mean /milpa delete_note" in slack.last(maria.id).text
