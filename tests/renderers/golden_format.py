@@ -11,6 +11,7 @@ from milpa_chat.renderers import (
     JsonRenderer,
     JupyterRenderer,
     SlackRenderer,
+    TelegramPayload,
     TelegramRenderer,
     WebRenderer,
 )
@@ -30,6 +31,20 @@ def _dump(value: Any) -> str:
     return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def _telegram_sections(telegram: TelegramPayload) -> list[str]:
+    sections = []
+    for n, message in enumerate(telegram.messages, 1):
+        sections.append(f"## telegram message {n}\n{message['text']}")
+        if "reply_markup" in message:
+            rows = message["reply_markup"]["inline_keyboard"]
+            keys = ["  ".join(f"[{b['text']}] -> {b['callback_data']}" for b in row) for row in rows]
+            sections.append("## telegram keyboard\n" + "\n".join(keys))
+    if telegram.document is not None:
+        doc = telegram.document
+        sections.append(f"## telegram document\n{doc.filename} ({doc.mime_type}, {len(doc.content):,} bytes)")
+    return sections
+
+
 def describe(sample: ToolResult | ApprovalView) -> str:
     """Every channel's payload for ``sample`` (each checked for validity on the way)."""
     card = isinstance(sample, ApprovalView)
@@ -37,20 +52,9 @@ def describe(sample: ToolResult | ApprovalView) -> str:
     def render(renderer: Any) -> Any:
         return renderer.render_approval(sample) if card else renderer.render(sample)
 
-    sections: list[str] = []
     telegram = render(TELEGRAM)
     check_telegram(telegram)
-    for n, message in enumerate(telegram.messages, 1):
-        sections.append(f"## telegram message {n}\n{message['text']}")
-        if "reply_markup" in message:
-            keys = [
-                [f"[{b['text']}] -> {b['callback_data']}" for b in row]
-                for row in message["reply_markup"]["inline_keyboard"]
-            ]
-            sections.append("## telegram keyboard\n" + "\n".join("  ".join(row) for row in keys))
-    if telegram.document is not None:
-        doc = telegram.document
-        sections.append(f"## telegram document\n{doc.filename} ({doc.mime_type}, {len(doc.content):,} bytes)")
+    sections = _telegram_sections(telegram)
     slack = render(SLACK)
     check_slack(slack)
     sections.append("## slack\n" + _dump(slack.message))

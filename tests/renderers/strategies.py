@@ -55,7 +55,9 @@ keys = st.one_of(short_texts, st.sampled_from(["id", "name", "title", "nombre", 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), texts)
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(keys, inner, max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=6) | st.lists(inner, max_size=4).map(tuple) | st.dictionaries(keys, inner, max_size=6)
+    ),
     max_leaves=12,
 )
 
@@ -71,8 +73,8 @@ def plant(value: Any, counter: list[int]) -> Any:
             else:
                 out[k] = plant(v, counter)
         return out
-    if isinstance(value, list):
-        return [plant(v, counter) for v in value]
+    if isinstance(value, list | tuple):
+        return type(value)(plant(v, counter) for v in value)
     return value
 
 
@@ -105,15 +107,7 @@ def results(draw: st.DrawFn) -> ToolResult:
     if kind == "success":
         return ToolResult.success(data, message, meta)
     if kind == "error":
-        code = draw(st.sampled_from([*ErrorCode, "OTHER"]))
-        extra = draw(st.fixed_dictionaries({}, optional={
-            "retry_after_seconds": st.one_of(st.none(), st.floats(0, 1e9), st.integers(-5, 10**12), texts),
-            "suggestions": st.lists(short_texts, max_size=4),
-            "errors": st.lists(short_texts | st.fixed_dictionaries({"path": short_texts, "message": texts}),
-                               max_size=5),
-            "available": st.lists(short_texts, max_size=5),
-        }))  # fmt: skip
-        return ToolResult.error(draw(texts), data, {**meta, **plant(extra, [2000])}, code=code)
+        return _error(draw, data, meta)
     if kind == "list":
         items = data if isinstance(data, list) else [data]
         page, limit = draw(st.integers(-3, 10**9)), draw(st.integers(1, 10**6))
@@ -128,13 +122,7 @@ def results(draw: st.DrawFn) -> ToolResult:
             draw(texts), data, draw(short_texts), draw(short_texts), draw(short_texts | st.integers())
         )
     if kind == "gate":
-        gate = {
-            "requires_confirmation": True,
-            "confirm_token": SECRET + "gate",
-            "action_summary": draw(texts),
-            "expires_at": draw(st.one_of(texts, st.datetimes().map(dt.datetime.isoformat))),
-        }
-        return ToolResult(True, gate, message, None, {**meta, "type": "confirmation", "requires_confirmation": True})
+        return _gate(draw, message, meta)
     if kind == "blocked":
         return ToolResult.blocked(draw(texts), draw(st.none() | texts))
     if kind == "plan":
@@ -143,6 +131,28 @@ def results(draw: st.DrawFn) -> ToolResult:
     meta["type"] = draw(st.one_of(short_texts, st.sampled_from(["list", "detail", "confirmation", "error"])))
     meta["pagination"] = draw(json_values)
     return ToolResult(draw(st.booleans()), data, message, draw(st.none() | texts), meta)
+
+
+def _error(draw: st.DrawFn, data: Any, meta: dict[str, Any]) -> ToolResult:
+    code = draw(st.sampled_from([*ErrorCode, "OTHER"]))
+    extra = draw(st.fixed_dictionaries({}, optional={
+        "retry_after_seconds": st.one_of(st.none(), st.floats(0, 1e9), st.integers(-5, 10**12), texts),
+        "suggestions": st.lists(short_texts, max_size=4),
+        "errors": st.lists(short_texts | st.fixed_dictionaries({"path": short_texts, "message": texts}), max_size=5),
+        "available": st.lists(short_texts, max_size=5),
+    }))  # fmt: skip
+    return ToolResult.error(draw(texts), data, {**meta, **plant(extra, [2000])}, code=code)
+
+
+def _gate(draw: st.DrawFn, message: str | None, meta: dict[str, Any]) -> ToolResult:
+    """The registry's own confirm-gate result (its token is a secret too)."""
+    gate = {
+        "requires_confirmation": True,
+        "confirm_token": SECRET + "gate",
+        "action_summary": draw(texts),
+        "expires_at": draw(st.one_of(texts, st.datetimes().map(dt.datetime.isoformat))),
+    }
+    return ToolResult(True, gate, message, None, {**meta, "type": "confirmation", "requires_confirmation": True})
 
 
 aware = st.datetimes(timezones=st.sampled_from([dt.UTC, dt.timezone(dt.timedelta(hours=-7, minutes=-30))]))
