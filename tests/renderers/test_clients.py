@@ -39,18 +39,19 @@ class Recorder(BaseRequest):
         return 200, json.dumps({"ok": True, "result": message}).encode()
 
 
-async def test_python_telegram_bot_sends_the_message_dicts_as_they_are() -> None:
+async def test_python_telegram_bot_sends_and_edits_with_the_message_dicts_as_they_are() -> None:
     recorder = Recorder()
     bot = telegram.Bot("1:x", request=recorder)
     payload = TelegramRenderer().render_approval(approvals()["approval_pending_verification"])
-    for message in payload.messages:
-        markup = message.get("reply_markup")
-        kwargs = {**message, "reply_markup": telegram.InlineKeyboardMarkup.de_json(markup, bot) if markup else None}
-        kwargs["link_preview_options"] = telegram.LinkPreviewOptions(**message["link_preview_options"])
-        await bot.send_message(chat_id=5, **kwargs)
-    method, sent = recorder.sent[-1]
-    assert method == "sendMessage" and sent["parse_mode"] == "HTML" and sent["text"] == payload.messages[-1]["text"]
-    assert json.loads(sent["reply_markup"]) == payload.messages[-1]["reply_markup"]
+    message = payload.messages[0]
+    await bot.send_message(chat_id=5, **message)
+    await bot.edit_message_text(chat_id=5, message_id=1, **message)
+    for (method, sent), expected in zip(recorder.sent, ["sendMessage", "editMessageText"], strict=True):
+        assert method == expected and sent["parse_mode"] == "HTML" and sent["text"] == message["text"]
+        assert json.loads(sent["reply_markup"]) == message["reply_markup"]
+        assert json.loads(sent["link_preview_options"]) == {"is_disabled": True}
+    markup = telegram.InlineKeyboardMarkup.de_json(message["reply_markup"], bot)
+    assert markup.inline_keyboard[0][0].callback_data == "approve:ap_7Kq2mZxR4b"
 
 
 def test_every_slack_sample_round_trips_through_slack_sdk_models() -> None:
