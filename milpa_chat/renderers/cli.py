@@ -35,14 +35,16 @@ _MAX_CELL: Final = 40
 
 
 def display_width(text: str) -> int:
-    """Terminal cells ``text`` takes (wide/fullwidth 2, combining marks and joiners 0)."""
+    """Terminal cells ``text`` takes (wide/fullwidth 2, combining marks and joiners 0, a symbol
+    followed by the emoji variation selector 2)."""
     if text.isascii():
         return len(text)
     width = 0
     for ch in text:
-        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Cf", "Mn", "Me"):
-            continue
-        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+        if ch == "\ufe0f":  # emoji presentation: the narrow symbol before it (✈, ⚠) shows wide
+            width += 1
+        elif not (unicodedata.combining(ch) or unicodedata.category(ch) in ("Cf", "Mn", "Me")):
+            width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
     return width
 
 

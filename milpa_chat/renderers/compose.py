@@ -100,6 +100,7 @@ def _plan(result: ToolResult, plan: Mapping[str, Any], b: Builder) -> tuple[list
     facts = {k: v for k, v in plan.items() if k not in ("tool", "args")}
     blocks: list[Block] = [Heading(f"Dry run: {tool}", "📝"), *b.fields(facts)]
     if "args" in plan:
+        blocks.append(Paragraph.of(Span("Arguments:", "bold")))
         blocks.append(Code(b.text(_json(b.plain(plan["args"], b.limits.text_chars))), "json"))
     blocks.append(Note("Nothing was run (plan mode)."))
     return blocks, f"Dry run of {tool}", "info"
