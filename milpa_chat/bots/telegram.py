@@ -113,6 +113,7 @@ class TelegramBot:
         self.transport = TelegramTransport(self.application.bot, renderer=renderer)
         assistant.attach(self.transport)
         self._sweeper: asyncio.Task[None] | None = None
+        self._late_answers: set[asyncio.Future[bool]] = set()
         self._started = False
 
     def _build(
@@ -257,20 +258,24 @@ class TelegramBot:
             return
         if self.answer_within <= 0:
             await self.transport.answer_query(query.id, WORKING)
-        work = asyncio.ensure_future(self.assistant.handle(inbound, self.transport))
+            timer = None
+        else:  # a spinner must not outlive answer_within, whatever the assistant is doing
+            timer = asyncio.get_running_loop().call_later(self.answer_within, self._answer_late, query.id)
         try:
-            if self.answer_within > 0:
-                done, _ = await asyncio.wait({work}, timeout=self.answer_within)
-                if not done:
-                    await self.transport.answer_query(query.id, WORKING)  # dropped if the assistant answered
-            await work
-        except asyncio.CancelledError:
-            work.cancel()
-            raise
+            await self.assistant.handle(inbound, self.transport)
         except Exception:
             await self.transport.answer_query(query.id, FAILED, alert=True)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
         await self.transport.answer_query(query.id)  # every query is answered once, also when ignored
+
+    def _answer_late(self, query_id: str) -> None:
+        if not self.transport.answered(query_id):
+            task = asyncio.ensure_future(self.transport.answer_query(query_id, WORKING))
+            self._late_answers.add(task)
+            task.add_done_callback(self._late_answers.discard)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         update_id = update.update_id if isinstance(update, Update) else None

@@ -140,3 +140,4 @@ async def running_bot(
             yield Harness(server, bot, assistant, store, clock, runs)
         finally:
             await bot.stop()
+            await store.close()
