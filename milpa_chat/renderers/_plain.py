@@ -13,6 +13,7 @@ import enum
 import json
 import math
 from collections.abc import Callable, Mapping
+from itertools import islice
 from typing import Any, Final
 
 __all__ = ["REDACTED", "json_document", "plain_key", "to_plain", "to_plain_within"]
@@ -51,22 +52,18 @@ def json_document(value: Any) -> bytes:
     return text.encode("utf-8", "replace")
 
 
-def _leaf(value: Any) -> bool:
-    kind = type(value)
-    return kind is str or kind is int or kind is bool or value is None
-
-
 class Walker:
     """One walk over the data. Exact types are tested first and leaves inline: most of a big
     result is plain dicts, lists and strings, and ``isinstance`` against ABCs is slow."""
 
-    __slots__ = ("cut", "hide", "left", "seen")
+    __slots__ = ("cut", "hide", "known", "left", "seen")
 
     def __init__(self, hide: Callable[[str], bool] | None, budget: int | None = None) -> None:
         self.hide = hide
         self.left = _UNLIMITED if budget is None else budget
         self.cut = False
         self.seen: set[int] = set()
+        self.known: dict[str, bool] = {}  # key -> hidden
 
     def plain(self, value: Any, depth: int) -> Any:
         kind = type(value)
@@ -95,28 +92,38 @@ class Walker:
 
     def _room(self, size: int) -> int:
         """How many of ``size`` elements fit the budget (spending them)."""
-        room = max(min(size, self.left), 0)
+        if self.left >= size:
+            self.left -= max(size, 1)
+            return size
+        room = max(self.left, 0)
         self.left -= max(size, 1)
-        if room < size:
-            self.cut = True
+        self.cut = True
         return room
+
+    def _secret(self, key: str) -> bool:
+        known = self.known.get(key)
+        if known is None:
+            known = self.known[key] = key == "_ctx" or (self.hide is not None and self.hide(key))
+        return known
 
     def _mapping(self, value: Mapping[Any, Any], depth: int) -> Any:
         if id(value) in self.seen:
             return "<cycle>"
         self.seen.add(id(value))
         out: dict[str, Any] = {}
-        hide, plain, depth, room = self.hide, self.plain, depth + 1, self._room(len(value))
-        for n, (k, v) in enumerate(value.items()):
-            if n == room:
-                out["…"] = f"{len(value) - room:,} more"
-                break
+        plain, depth, size = self.plain, depth + 1, len(value)
+        room = self._room(size)
+        hiding = self.hide is not None
+        for k, v in value.items() if room == size else islice(value.items(), room):
             key = k if type(k) is str else _key(k)
-            if hide is not None and (key == "_ctx" or hide(key)):
+            if hiding and self._secret(key):
                 if key != "_ctx":
                     out[key] = REDACTED
                 continue
-            out[key] = v if _leaf(v) else plain(v, depth)
+            kind = type(v)
+            out[key] = v if kind is str or kind is int or kind is bool or v is None else plain(v, depth)
+        if room < size:
+            out["…"] = f"{size - room:,} more"
         self.seen.discard(id(value))
         return out
 
@@ -126,7 +133,7 @@ class Walker:
         self.seen.add(id(value))
         plain, depth, size = self.plain, depth + 1, len(value)
         room = self._room(size)
-        items = value if room == size else list(value)[:room]
+        items = value if room == size else islice(value, room)
         out = [v if type(v) is str or type(v) is int or v is None else plain(v, depth) for v in items]
         if room < size:
             out.append(f"… {size - room:,} more")
