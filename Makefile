@@ -34,6 +34,10 @@ test: lint types pytest
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python bench/registry.py
+	$(BIN)/python bench/store.py
+	$(BIN)/python bench/renderers.py
+	$(BIN)/python bench/telegram.py
+	$(BIN)/python bench/slack.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -46,11 +46,11 @@ async def test_tools_and_help_through_the_slash_command(world: SlackWorld) -> No
     resp = await world.command("tools", user=ALICE)
     assert resp.status == 200 and resp.text == ""
     listing = world.last(WORK).all_text()
-    assert "/delete_note" in listing and "/pay" in listing
+    assert "/milpa delete_note" in listing and "/milpa pay" in listing
     await world.command("tools", user=EVE)
     assert "no tools available" in world.last(WORK).all_text()
     await world.command("help", user=ALICE)
-    assert "/tools" in world.last(WORK).all_text()
+    assert "/milpa tools" in world.last(WORK).all_text()
     await world.command("", user=ALICE)  # a bare /milpa is help
     assert world.last(WORK).all_text() == world.api.messages(WORK)[-2].all_text()
 
@@ -62,7 +62,7 @@ async def test_bad_arguments_and_unknown_commands_get_a_clear_message(world: Sla
     await world.command('pay "ACME', user=ALICE)
     assert "close every quote" in world.last(WORK).all_text()
     await world.command("delete_not 5", user=ALICE)
-    assert "Did you mean /delete_note" in world.last(WORK).all_text()
+    assert "Did you mean /milpa delete_note" in world.last(WORK).all_text()
     await world.command("delete_note 5", user=EVE)
     assert "notes:write" in world.last(WORK).all_text() and tools.deleted == []
 
@@ -140,13 +140,13 @@ async def test_buttons_this_app_did_not_make_are_refused(world: SlackWorld, tool
 async def test_mentions_and_direct_messages_without_an_agent_point_to_the_commands(world: SlackWorld) -> None:
     resp = await world.slack.app_mention("what can you do?", user=ALICE, channel=WORK)
     await world.bot.drain()
-    assert resp.status == 200 and "/tools" in world.last(WORK).all_text()
+    assert resp.status == 200 and "/milpa tools" in world.last(WORK).all_text()
     await world.slack.direct_message("hello", user=ALICE)
     await world.bot.drain()
-    assert "/tools" in world.last("D1001").all_text()
+    assert "/milpa tools" in world.last("D1001").all_text()
     await world.slack.app_mention("/tools", user=ALICE, channel=WORK)  # a command written after the mention
     await world.bot.drain()
-    assert "/delete_note" in world.last(WORK).all_text()
+    assert "/milpa delete_note" in world.last(WORK).all_text()
 
 
 async def test_free_text_goes_to_the_agent_as_the_slack_user(tools: Tools) -> None:
