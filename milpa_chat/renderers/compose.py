@@ -165,8 +165,29 @@ def _detail(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], str
     return blocks, f"{entity}: {result.message}" if result.message else entity, "info"
 
 
+def _verification(result: ToolResult, data: Mapping[str, Any], b: Builder) -> tuple[list[Block], str, Tone]:
+    """A ``verify=`` tool's first call: a request is waiting for other people; nothing to tap here."""
+    summary = b.text(data.get("action_summary") or result.message or "", 500)
+    quorum = _int(data.get("quorum") or 1)
+    scopes = ", ".join(str(s) for s in data.get("approver_scopes") or []) or "any approver"
+    blocks: list[Block] = [
+        Heading("Waiting for approval", "⏳"),
+        Paragraph.of("Requested: ", Span(summary, "code")),
+        *b.fields({
+            "request": str(data.get("request_id", "")),
+            "approvers_needed": f"{quorum} with {scopes}",
+            "four_eyes": "yes — you cannot approve your own request" if data.get("four_eyes") else "no",
+        }),
+    ]
+    if data.get("expires_at"):
+        blocks.append(Note(f"Expires at {when(data['expires_at'])}; nothing runs until it is approved."))
+    return blocks, f"Waiting for approval: {summary}", "warning"
+
+
 def _confirmation(result: ToolResult, data: Any, b: Builder) -> tuple[list[Block], str, Tone]:
     meta = result.meta
+    if meta.get("requires_verification") and isinstance(data, Mapping):
+        return _verification(result, data, b)
     blocks: list[Block] = [Heading("Confirmation required", "⚠️")]
     if isinstance(data, Mapping) and "action_summary" in data:  # the registry's confirm gate
         summary = b.text(data.get("action_summary"), 500)
