@@ -96,10 +96,8 @@ class TelegramBot:
         configure: Callable[[Builder], Builder] | None = None,
     ) -> None:
         if not token or ":" not in token:
-            raise ValueError(
-                "TelegramBot needs the bot token @BotFather gave you (token='123456:ABC...'), "
-                f"got {token!r}"
-            )
+            got = "an empty token" if not token else "a token without ':'"  # never echo a secret
+            raise ValueError(f"TelegramBot needs the bot token @BotFather gave you (token='123456:ABC...'), got {got}")
         if webhook_secret is not None and not _SECRET.fullmatch(webhook_secret):
             raise ValueError(
                 "webhook_secret must be 1-256 characters of A-Z, a-z, 0-9, '_' and '-' (Telegram's rule); "
