@@ -232,12 +232,12 @@ def print_table(rows: list[Row]) -> None:
     bare = {case: med for case, runner, med, _ in rows if runner == "bare call"}
     cases = list(dict.fromkeys(r[0] for r in rows))
     print(f"{'case':<26} {'runner':<30} {'median µs':>10} {'p99 µs':>9} {'× bare':>8}")
-    print("-" * 88)
+    print("-" * 96)
     for case in cases:
         base = bare.get(case) or bare.get(case.replace("invalid", "valid"))
         for c, runner, med, p99 in sorted((r for r in rows if r[0] == case), key=lambda r: r[2]):
             ratio = f"{med / base:8.1f}" if base else "       -"
-            print(f"{c:<26} {runner:<30} {med:>10.2f} {p99:>9.2f} {ratio}")
+            print(f"{c:<26} {runner:<38} {med:>10.2f} {p99:>9.2f} {ratio}")
         print()
 
 
