@@ -231,7 +231,7 @@ def import_time(samples: int = 5) -> tuple[float, float]:
 def print_table(rows: list[Row]) -> None:
     bare = {case: med for case, runner, med, _ in rows if runner == "bare call"}
     cases = list(dict.fromkeys(r[0] for r in rows))
-    print(f"{'case':<26} {'runner':<30} {'median µs':>10} {'p99 µs':>9} {'× bare':>8}")
+    print(f"{'case':<26} {'runner':<38} {'median µs':>10} {'p99 µs':>9} {'× bare':>8}")
     print("-" * 96)
     for case in cases:
         base = bare.get(case) or bare.get(case.replace("invalid", "valid"))
