@@ -7,6 +7,7 @@ subpackages (``milpa_chat.bots.telegram``, ``milpa_chat.renderers``, ``milpa_cha
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.errors import DeclarationError, ToolError
@@ -37,3 +38,7 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# A library leaves logging output to the application: audit lines (logger "milpa_chat.audit") and
+# tool failures ("milpa_chat.registry") appear once the application configures logging.
+logging.getLogger("milpa_chat").addHandler(logging.NullHandler())
