@@ -181,6 +181,7 @@ async def decided(server: BotApiServer, n: int) -> Row:
     async def scenario() -> Row:
         card, data = await card_for(server, 2)
         await push_and_wait(server, taps_on(server, card, data, ALICE, 1))
+        await decided_and_reported(server, card, "Deleted note 2")
         await push_and_wait(server, taps_on(server, card, data, ALICE, WARMUP))
         row = await push_and_wait(server, taps_on(server, card, data, ALICE, n))
         assert server.callback_queries[-1].answer_text == "Already done."
@@ -190,13 +191,23 @@ async def decided(server: BotApiServer, n: int) -> Row:
     return await with_bot(server, MemoryStore(), scenario)
 
 
+async def decided_and_reported(server: BotApiServer, card: ChatMessage, outcome: str) -> None:
+    """Until the confirmed tool has run, the card shows the outcome and the result was sent (so that its
+    requests do not overlap the measurement)."""
+    def done() -> bool:
+        results = [m for m in server.messages(ALICE.id) if m.message_id > card.message_id and outcome in (m.text or "")]
+        return bool(results) and outcome in (server.message(ALICE.id, card.message_id).text or "")
+
+    await server.wait_until(done, what=outcome)
+
+
 async def sample_cards(server: BotApiServer) -> tuple[MessageVersion, MessageVersion, str]:
     """A pending and a decided approval card as the assistant draws them, and a tap's data."""
     async def scenario() -> Row:
         card, data = await card_for(server, 3)
         found.append(card.versions[0])
         await push_and_wait(server, taps_on(server, card, data, ALICE, 1))
-        await server.wait_until(lambda: "Deleted note 3" in (server.message(ALICE.id, card.message_id).text or ""))
+        await decided_and_reported(server, card, "Deleted note 3")
         found.append(server.message(ALICE.id, card.message_id).current)
         found_data.append(data)
         return Row("", "", 0, 1, 1, [], 0)
