@@ -20,6 +20,7 @@ BOB = User(1002, "Bob", "bob")
 MARIA = User(2001, "Maria", "maria")
 EVE = User(9999, "Eve", "eve")
 APPROVERS = -500
+WAIT = 15.0  # seconds; generous for a loaded machine, the helpers return as soon as the bot has acted
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["notes:read", "notes:write", "payments:send"], "manager": ["notes:read", "payments:approve"]},
     "users": {"telegram:1001": ["writer"], "telegram:1002": ["writer", "manager"], "telegram:2001": ["manager"]},
@@ -61,12 +62,12 @@ class Harness:
         """``user`` writes ``text``; returns the bot's first message in reply."""
         where = user.id if chat is None else chat
         update = await self.server.send_message(where, user, text)
-        return await self.server.wait_for_message(where, since=update)
+        return await self.server.wait_for_message(where, since=update, timeout=WAIT)
 
     async def tap(self, message: ChatMessage, word: str, user: User) -> UpdateRecord:
         """``user`` taps the button whose label contains ``word``; returns once the tap is answered."""
         update = await self.server.tap_button(message, label(message, word), user)
-        await self.server.wait_until(lambda: self.server.callback_query(update).answered, what="the tap's answer")
+        await self.server.wait_until(lambda: self.server.callback_query(update).answered, WAIT, what="the tap's answer")
         return update
 
     def answer(self, update: UpdateRecord) -> str:
@@ -77,7 +78,7 @@ class Harness:
         returns the answer once it is there."""
         update = await self.server.tap(message.chat.id, message.message_id, user, data)
         query = self.server.callback_query(update)
-        await self.server.wait_until(lambda: query.answered, what="the tap's answer")
+        await self.server.wait_until(lambda: query.answered, WAIT, what="the tap's answer")
         return query.answer_text or ""
 
     def current(self, message: ChatMessage) -> ChatMessage:
