@@ -172,6 +172,20 @@ async def test_forged_and_malformed_button_data_is_refused() -> None:
         h.assert_every_tap_answered_once()
 
 
+async def test_group_chatter_is_ignored_unless_it_is_for_the_bot() -> None:
+    async with running_bot() as h:
+        await h.server.send_message(APPROVERS, MARIA, "lunch at noon?")
+        mention = await h.server.send_message(APPROVERS, MARIA, "@milpa_test_bot what can you do?")
+        reply = await h.server.wait_for_message(APPROVERS, since=mention)
+        assert "I work with commands" in (reply.text or "")
+        command = await h.server.send_message(APPROVERS, MARIA, "/tools@milpa_test_bot")
+        tools = await h.server.wait_for_message(APPROVERS, since=command)
+        assert "/list_notes" in (tools.text or "") and "/delete_note" not in (tools.text or "")
+        await h.server.send_message(APPROVERS, MARIA, "/tools@another_bot")
+        await h.say(MARIA, "/start")  # handled after the group messages
+        assert [m.message_id for m in h.server.messages(APPROVERS)] == [reply.message_id, tools.message_id]
+
+
 async def test_typing_is_shown_while_a_slow_tool_runs() -> None:
     async with running_bot() as h:
         update = await h.server.send_message(ALICE.id, ALICE, "/slow_report")

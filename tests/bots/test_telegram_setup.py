@@ -69,3 +69,5 @@ def test_bad_tokens_and_webhook_secrets_are_refused_with_the_rule() -> None:
     assert bot.application.bot.base_url == "http://127.0.0.1:9/bot123:abc"
     assert bot.application.bot.base_file_url == "http://127.0.0.1:9/file/bot123:abc"
     assert assistant.transports["telegram"] is bot.transport
+    tuned = TelegramBot(assistant, "123:abc", configure=lambda builder: builder.read_timeout(7.0))
+    assert tuned.application.bot.request.read_timeout == 7.0
