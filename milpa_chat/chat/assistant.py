@@ -171,7 +171,7 @@ class Assistant:
         self, inbound: Inbound, transport: Transport, name: str, args: dict[str, Any], ctx: ToolContext
     ) -> ToolResult:
         """Call a tool for a chat user and show the outcome: a result, or an approval card."""
-        result = await self._call_with_typing(transport, inbound.chat_id, name, args, ctx)
+        result = await self.call_with_typing(transport, inbound.chat_id, name, args, ctx)
         if not await self.open_approval(inbound, name, result):
             await self.present(transport, inbound.chat_id, name, args, ctx, result)
         return result
@@ -214,9 +214,12 @@ class Assistant:
         if reply is not None:
             await transport.send(inbound.chat_id, cards.text(reply) if isinstance(reply, str) else reply)
 
-    async def _call_with_typing(
-        self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext
+    async def call_with_typing(
+        self, transport: Transport | None, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext
     ) -> ToolResult:
+        """Run a tool while the chat shows that work is in progress (refreshed every 4 s)."""
+        if transport is None:
+            return await self.registry.call(name, args, ctx)
         call = asyncio.ensure_future(self.registry.call(name, args, ctx))
         while True:
             try:

@@ -135,7 +135,8 @@ class ApprovalFlows:
             return
         await transport.answer(inbound, "Confirmed — running it now.")
         await self.refresh(started)
-        result = await self.a.registry.call(approval.tool, {"confirm_token": approval.data["confirm_token"]}, ctx)
+        result = await self.a.call_with_typing(transport, approval.requester_chat, approval.tool,
+                                               {"confirm_token": approval.data["confirm_token"]}, ctx)
         await self._finish(started, result)
 
     async def _cancel(self, inbound: Inbound, transport: Transport, approval: Approval, ctx: ToolContext) -> None:
@@ -202,8 +203,9 @@ class ApprovalFlows:
         await self.refresh(started)
         requester = self.a.identities.context_for(
             approval.requester_surface, approval.requester, approval.requester_chat)
-        result = await self.a.registry.call(approval.tool, {"verification_id": approval.data["verification_id"]},
-                                            requester)
+        result = await self.a.call_with_typing(
+            self.a.transports.get(approval.requester_surface), approval.requester_chat, approval.tool,
+            {"verification_id": approval.data["verification_id"]}, requester)
         await self._finish(started, result)
 
     async def _finish(self, approval: Approval, result: ToolResult) -> None:

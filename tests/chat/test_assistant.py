@@ -265,3 +265,16 @@ async def test_texts_use_the_surfaces_command_spelling(assistant: Assistant) -> 
     assert "/milpa list_notes" in slack.last(maria.id).text
     await slack.say(assistant, maria, "/delete_not 5")
     assert "Did you mean /milpa delete_note" in slack.last(maria.id).text
+
+
+async def test_typing_is_shown_while_an_approved_tool_runs(
+    assistant: Assistant, tg: RecordingTransport, tools: Tools
+) -> None:
+    await tg.say(assistant, ALICE, "/pay ACME 2")
+    before = tg.typing_chats.count(ALICE.id)
+    await tg.tap(assistant, MANAGER, tg.last(APPROVERS_CHAT), "Approve")
+    assert tools.paid == [("ACME", 2.0)] and tg.typing_chats.count(ALICE.id) > before
+    await tg.say(assistant, ALICE, "/delete_note 4")
+    before = tg.typing_chats.count(ALICE.id)
+    await tg.tap(assistant, ALICE, tg.last(ALICE.id), "Confirm")
+    assert tools.deleted == [4] and tg.typing_chats.count(ALICE.id) > before
