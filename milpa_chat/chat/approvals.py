@@ -87,7 +87,8 @@ class Approval:
 
     @property
     def messages(self) -> list[MessageRef]:
-        return [MessageRef.from_dict(m) for m in self.data.get("messages", [])]
+        """The cards that were sent (announced cards whose send never completed are left out)."""
+        return [MessageRef.from_dict(m) for m in self.data.get("messages", []) if m.get("message_id")]
 
     def view(self) -> ApprovalView:
         """The card model the renderers draw."""
@@ -130,7 +131,12 @@ class ApprovalBook:
         verification_id: str | None = None,
         quorum: int = 1,
         resume: Mapping[str, Any] | None = None,
+        posts: Iterable[tuple[str, str, str]] = (),
     ) -> Approval:
+        """Store a new pending approval. ``posts`` lists the cards about to be sent as
+        ``(surface, chat_id, role)``; they are recorded before sending, so a crash between sending a
+        card and recording its message id still leaves a trace the decision can act on (see
+        :meth:`fill_message`)."""
         value: dict[str, Any] = {
             "kind": kind, "tool": tool, "args": dict(args), "digest": digest(args), "mutating": mutating,
             "reason": reason, "state": "pending", "created_at": self.store.clock(), "expires_at": expires_at,
@@ -138,7 +144,9 @@ class ApprovalBook:
                           "user": {"id": requester.id, "name": requester.name, "username": requester.username,
                                    "team": requester.team}},
             "confirm_token": confirm_token, "verification_id": verification_id, "quorum": quorum,
-            "approved_by": [], "messages": [], "decided_by": None, "decided_by_name": None,
+            "approved_by": [],
+            "messages": [{"surface": sf, "chat_id": ch, "message_id": None, "role": role} for sf, ch, role in posts],
+            "decided_by": None, "decided_by_name": None,
             "decided_at": None, "decided_via": None, "decision_note": None, "outcome": None,
             "resume": dict(resume or {}),
         }
@@ -171,13 +179,19 @@ class ApprovalBook:
         """Change fields without changing the state (compare-and-set)."""
         return await self.transition(approval, approval.state, expect=[approval.state], **changes)
 
-    async def add_message(self, approval_id: str, ref: MessageRef, *, role: str = "approver") -> Approval | None:
-        """Record that ``ref`` shows this approval; ``role`` is ``requester`` (no buttons) or ``approver``."""
+    async def fill_message(self, approval_id: str, surface: str, chat_id: str, message_id: str) -> Approval | None:
+        """Record the message id of a card announced in ``create(posts=...)`` (or add it if unannounced)."""
         while True:
             current = await self.get(approval_id)
             if current is None:
                 return None
-            messages = [*current.data.get("messages", []), {**ref.to_dict(), "role": role}]
+            messages = [dict(m) for m in current.data.get("messages", [])]
+            slot = next((m for m in messages if m["surface"] == surface and m["chat_id"] == chat_id
+                         and m.get("message_id") is None), None)
+            if slot is None:
+                messages.append({"surface": surface, "chat_id": chat_id, "message_id": message_id, "role": "approver"})
+            else:
+                slot["message_id"] = message_id
             done = await self.update(current, messages=messages)
             if done is not None:
                 return done

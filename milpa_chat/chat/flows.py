@@ -60,9 +60,9 @@ class ApprovalFlows:
             principal=self.a.context_for(inbound).principal, surface=inbound.surface, chat_id=inbound.chat_id,
             expires_at=expires, mutating=bool(definition and definition.mutating),
             reason="This changes data: confirm to run it, or cancel.", confirm_token=token, resume=resume,
+            posts=[(inbound.surface, inbound.chat_id, "requester")],
         )
-        ref = await transport.send(inbound.chat_id, cards.approval_message(approval))
-        await self.book.add_message(approval.id, ref, role="requester")
+        await self._post(approval, transport, inbound.chat_id, "requester")
 
     async def open_verification(
         self, inbound: Inbound, transport: Transport, name: str, result: ToolResult,
@@ -72,31 +72,36 @@ class ApprovalFlows:
         req = await self.a.registry.verifier.get(vid)
         assert req is not None
         definition = self.a.registry.get(name)
+        targets = [(surface, chat) for surface in self.a.transports
+                   for chat in self.a.identities.approver_chats(surface)]
+        # no approver chat configured anywhere: approvers decide in the requester's chat
+        own_role = "approver" if not targets else "requester"
+        posts = [(sf, ch, "approver") for sf, ch in targets]
+        if (inbound.surface, inbound.chat_id) not in targets:
+            posts.append((inbound.surface, inbound.chat_id, own_role))
         approval = await self.book.create(
             kind="verification", tool=name, args=req.value["args"], requester=inbound.user,
             principal=req.value["requested_by"], surface=inbound.surface, chat_id=inbound.chat_id,
             expires_at=req.value["expires_at"], mutating=bool(definition and definition.mutating),
             reason="Needs approval by someone with: "
             f"{', '.join(req.value['policy']['approver_scopes']) or 'any approver'}.",
-            verification_id=vid, quorum=req.value["policy"]["quorum"], resume=resume,
+            verification_id=vid, quorum=req.value["policy"]["quorum"], resume=resume, posts=posts,
         )
-        posted: set[tuple[str, str]] = set()
-        for surface, target in self.a.transports.items():
-            for chat in self.a.identities.approver_chats(surface):
-                await self._post(approval, target, chat, "approver")
-                posted.add((surface, chat))
-        if (inbound.surface, inbound.chat_id) not in posted:
-            # no approver chat configured anywhere: approvers decide in the requester's chat
-            role = "approver" if not posted else "requester"
-            await self._post(approval, transport, inbound.chat_id, role)
+        for surface, chat, role in posts:
+            target = transport if surface == inbound.surface else self.a.transports[surface]
+            await self._post(approval, target, chat, role)
 
-    async def _post(self, approval: Approval, transport: Transport, chat_id: str, role: str) -> None:
+    async def _post(
+        self, approval: Approval, transport: Transport, chat_id: str, role: str, *, with_buttons: bool | None = None
+    ) -> None:
+        """Send a card announced in ``approval.messages`` and record its message id."""
+        buttons = _with_buttons(approval, role) if with_buttons is None else with_buttons
         try:
-            ref = await transport.send(chat_id, cards.approval_message(approval, with_buttons=role == "approver"))
+            ref = await transport.send(chat_id, cards.approval_message(approval, with_buttons=buttons))
         except Exception:
             log.exception("could not post approval %s to %s:%s", approval.id, transport.surface, chat_id)
             return
-        await self.book.add_message(approval.id, ref, role=role)
+        await self.book.fill_message(approval.id, ref.surface, ref.chat_id, ref.message_id)
 
     # ------------------------------------------------------------------- taps
     async def on_tap(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
@@ -269,19 +274,32 @@ class ApprovalFlows:
                 return done  # type: ignore[no-any-return]
 
     async def refresh(self, approval: Approval) -> None:
-        """Edit every recorded copy of the card to the approval's current state."""
+        """Edit every recorded copy of the card to the approval's current state.
+
+        A card that was announced but whose send never completed (a crash, a platform error) cannot
+        be edited; once the approval is decided, a fresh card with the outcome is sent there instead.
+        """
         for entry in approval.data.get("messages", []):
-            ref = MessageRef.from_dict(entry)
-            transport = self.a.transports.get(ref.surface)
+            transport = self.a.transports.get(entry["surface"])
             if transport is None:
                 continue
-            message = cards.approval_message(approval, with_buttons=entry.get("role") == "approver")
+            role = entry.get("role", "approver")
+            if not entry.get("message_id"):
+                if approval.state != "pending":
+                    await self._post(approval, transport, str(entry["chat_id"]), role)
+                continue
+            message = cards.approval_message(approval, with_buttons=_with_buttons(approval, role))
             try:
-                await transport.edit(ref, message)
+                await transport.edit(MessageRef.from_dict(entry), message)
             except Exception:
-                log.exception("could not edit approval card %s on %s", approval.id, ref.surface)
+                log.exception("could not edit approval card %s on %s", approval.id, entry["surface"])
 
     async def _tell_requester(self, approval: Approval, text: str) -> None:
         transport = self.a.transports.get(approval.requester_surface)
         if transport is not None:
             await transport.send(approval.requester_chat, cards.text(text))
+
+
+def _with_buttons(approval: Approval, role: str) -> bool:
+    """Approvers see Approve/Reject; the requester sees Confirm/Cancel on their own confirm card only."""
+    return role == "approver" or approval.kind == "confirm"

@@ -278,3 +278,35 @@ async def test_typing_is_shown_while_an_approved_tool_runs(
     before = tg.typing_chats.count(ALICE.id)
     await tg.tap(assistant, ALICE, tg.last(ALICE.id), "Confirm")
     assert tools.deleted == [4] and tg.typing_chats.count(ALICE.id) > before
+
+
+class FlakySurface(RecordingTransport):
+    """A surface whose first send fails (a platform error, or a crash before the id was recorded)."""
+
+    def __init__(self, surface: str) -> None:
+        super().__init__(surface)
+        self.failures = 1
+
+    async def send(self, chat_id: str, message):  # type: ignore[no-untyped-def]
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("platform unavailable")
+        return await super().send(chat_id, message)
+
+
+async def test_a_card_whose_send_failed_gets_the_outcome_once_decided(tools: Tools, clock: Clock) -> None:
+    identities = {**IDENTITIES, "approvers": {"telegram": [APPROVERS_CHAT], "slack": ["C-APPROVE"]}}
+    assistant = make_assistant(tools, MemoryStore(clock=clock), identities)
+    tg, slack = RecordingTransport("telegram"), FlakySurface("slack")
+    assistant.attach(tg)
+    assistant.attach(slack)
+    await tg.say(assistant, ALICE, "/pay ACME 11")
+    assert slack.in_chat("C-APPROVE") == []
+    card = tg.last(APPROVERS_CHAT)
+    approval = await assistant.book.get(card.button("Approve").ref)
+    assert approval is not None
+    assert {(m["surface"], m["message_id"] is None) for m in approval.data["messages"]} >= {("slack", True)}
+    await tg.tap(assistant, MANAGER, card, "Approve")
+    assert tools.paid == [("ACME", 11.0)]
+    late = slack.last("C-APPROVE")
+    assert late.buttons == () and "Maria" in late.text
