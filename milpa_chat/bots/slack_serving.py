@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-class SlackServing:
+class SlackServing(ABC):
     """Serving methods of ``SlackBot`` (HTTP via aiohttp or ASGI, Socket Mode)."""
 
     app: AsyncApp
@@ -33,11 +34,13 @@ class SlackServing:
     signing_secret: str | None
     app_token: str | None
 
+    @abstractmethod
     def start_sweeper(self) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     async def close(self) -> None:
-        raise NotImplementedError
+        ...
 
     # ------------------------------------------------------------------ HTTP
     def _need_signing_secret(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, TypeVarTuple, Unpack
@@ -41,7 +42,7 @@ RecordRow = tuple[str, str, int, float, float, float | None]
 _MISSING = object()
 
 
-class ThreadedStore:
+class ThreadedStore(ABC):
     """Runs a backend's blocking work on a dedicated thread pool, off the event loop."""
 
     clock: Clock
@@ -51,8 +52,9 @@ class ThreadedStore:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         self._closed = False
 
+    @abstractmethod
     def _describe(self) -> str:
-        raise NotImplementedError
+        ...
 
     def _translate(self, exc: Exception) -> StoreError | None:
         """The :class:`StoreError` to raise for a database error, or ``None`` to re-raise it."""

@@ -21,6 +21,7 @@ import asyncio
 import json
 import secrets
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 
-class _FakeLlmServer:
+class _FakeLlmServer(ABC):
     """The shared machinery; see :class:`FakeOpenAIServer` and :class:`FakeAnthropicServer`."""
 
     path = ""
@@ -255,17 +256,21 @@ class _FakeLlmServer:
 
     # --- per provider ----------------------------------------------------------------------------
 
+    @abstractmethod
     def _auth_problem(self, headers: Mapping[str, str]) -> str | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _body_problem(self, body: dict[str, Any]) -> str | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _render(self, reply: ScriptedReply, body: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _error_body(self, status: int, message: str, kind: str | None, code: str | None) -> dict[str, Any]:
-        raise NotImplementedError
+        ...
 
     def _response_headers(self) -> dict[str, str]:
         return {}
