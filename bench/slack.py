@@ -1,24 +1,40 @@
-"""Slack block actions per second: the full SlackBot (slack-bolt + Assistant + store + Web API calls) against a
-bare slack-bolt handler that only acks, through the same harness.
+"""Slack block actions per second: the full SlackBot (slack-bolt + Assistant + store + Web API calls) against bare
+slack-bolt handlers — one that only acks, and one that acks and then makes the same Web API calls the full app
+makes for that tap — through the same harness.
 
-    PYTHONPATH=. python bench/slack.py [--n 2000] [--concurrency 16] [--store memory|sqlite]
+    PYTHONPATH=. python bench/slack.py [--n 2000] [--concurrency 16] [--rounds 5] [--store memory|sqlite]
 
 The harness: each app runs in a process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
 signature verification on), and calls a local Slack Web API (``SlackApiServer``) that lives, with the client,
 in this process — as Slack lives on other machines. ``n`` correctly signed ``block_actions`` requests, signed
 beforehand, are POSTed with ``concurrency`` in flight over one keep-alive session, after a warm-up of 50.
-The bare handler gets byte-for-byte the same kind of request as the full app (a tap on the same card).
+Every bare handler gets byte-for-byte the same kind of request as the full app (a tap on a copy of the same card).
 
-Columns: *acks/s* counts HTTP answers (what Slack waits for); *done/s* also waits until the effect of every tap
-has reached the Web API (the ephemeral refusal, or the page's ``chat.update``); *app CPU* is the app process's
-CPU time per tap. Ratios are against the bare handler's acks/s.
+The "same calls" bare handler replays the Web API calls recorded from the full app's last tap of that case
+(``chat.update`` with the page's text and blocks, or ``chat.postEphemeral`` with the refusal), aimed at the
+tapped message and user: it acks, then makes them in a task of its own after the ack, through the app's
+``AsyncWebClient`` with one shared keep-alive session, as ``SlackBot`` does. So "full vs bare making the same
+calls" leaves the Web API work out and shows the kit's own overhead, while "vs bare acking only" shows what a tap
+with effects costs in all. Cases, every app of every case run ``--rounds`` times, interleaved:
+
+* one tap redelivered: the same tap delivered again and again; the store de-duplicates it, nothing is called
+  after the first (so the ack-only bare already makes the same calls);
+* a tap on a decided card: the approval is read and the refusal is posted with ``chat.postEphemeral``;
+* a page tap: the stored view is read, the tool runs, a new view is stored and the card is ``chat.update``-d.
+
+Columns (medians of the rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts HTTP
+answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web API;
+*app CPU* is the app process's CPU time per tap; *kit CPU* is the full app's minus the same-calls bare app's.
+Ratios: acks/s against the bare handler's acks/s, done/s against its done/s (for the ack-only bare, done is ack).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
+import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,14 +51,10 @@ if TYPE_CHECKING:
 
     from milpa_chat.bots.slack import SlackBot
 
-if TYPE_CHECKING:
-    from slack_bolt.async_app import AsyncApp
-
-    from milpa_chat.bots.slack import SlackBot
-
 TOKEN, SECRET, CHANNEL, USER = "xoxb-bench", "bench-signing-secret", "C0BENCH", "U1001"
 WARMUP = 50
 CLOCK_TICKS = 100  # os.sysconf("SC_CLK_TCK") on Linux
+SETUP_METHODS = frozenset({"auth.test"})  # calls that are not a tap's work
 
 
 class Notes:
@@ -57,17 +69,34 @@ class Notes:
 
 
 # ------------------------------------------------------------------------------ the app process (--serve)
-def bare_app(base_url: str) -> AsyncApp:
-    """bolt with the full app's settings and a listener that only acks."""
+def bare_app(base_url: str, replay: list[dict[str, Any]] | None = None) -> AsyncApp:
+    """bolt with the full app's settings and a listener that acks; with ``replay``, it then makes those Web API
+    calls (recorded from the full app: method and arguments), aimed at the tapped message and user, in a task
+    of its own after the ack, sharing one keep-alive session."""
+    import aiohttp
     from slack_bolt.async_app import AsyncApp
     from slack_sdk.web.async_client import AsyncWebClient
 
-    app = AsyncApp(client=AsyncWebClient(token=TOKEN, base_url=base_url), signing_secret=SECRET,
-                   process_before_response=True)
+    client = AsyncWebClient(token=TOKEN, base_url=base_url)
+    app = AsyncApp(client=client, signing_secret=SECRET, process_before_response=True)
+    calls = [(getattr(client, c["method"].replace(".", "_")), c["args"]) for c in replay or []]
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def make_calls(body: dict[str, Any]) -> None:
+        container, user = body.get("container") or {}, body.get("user") or {}
+        where = {"channel": container.get("channel_id"), "ts": container.get("message_ts"), "user": user.get("id")}
+        for method, args in calls:
+            await method(**{**args, **{k: v for k, v in where.items() if k in args}})
 
     @app.action(re.compile(r"^milpa:"))
-    async def only_ack(ack: Callable[[], Awaitable[None]]) -> None:
+    async def listener(ack: Callable[[], Awaitable[None]], body: dict[str, Any]) -> None:
         await ack()
+        if calls:
+            if client.session is None or client.session.closed:
+                client.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=client.timeout))
+            task = asyncio.get_running_loop().create_task(make_calls(body))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
 
     return app
 
@@ -83,11 +112,11 @@ def full_bot(base_url: str, store_url: str) -> SlackBot:
     return SlackBot(Assistant(registry, identities), TOKEN, SECRET, base_url)
 
 
-async def serve_bare(base_url: str) -> None:
+async def serve_bare(base_url: str, replay: list[dict[str, Any]] | None) -> None:
     from aiohttp import web
     from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 
-    app = bare_app(base_url)
+    app = bare_app(base_url, replay)
 
     async def endpoint(request: web.Request) -> web.Response:
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
@@ -124,9 +153,11 @@ class AppProcess:
 
 
 @asynccontextmanager
-async def app_process(kind: str, api: SlackApiServer, store_url: str) -> AsyncIterator[AppProcess]:
+async def app_process(kind: str, api: SlackApiServer, store_url: str, replay: Path | None = None,
+                      ) -> AsyncIterator[AppProcess]:
+    extra = ["--replay", str(replay)] if replay is not None else []
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--serve", kind, "--api", api.base_url, "--store", store_url,
+        sys.executable, __file__, "--serve", kind, "--api", api.base_url, "--store", store_url, *extra,
         stdout=asyncio.subprocess.PIPE,
     )
     assert proc.stdout is not None
@@ -152,12 +183,13 @@ async def fire(slack: SlackEvents, requests: list[SlackRequest], concurrency: in
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-def effects(api: SlackApiServer) -> int:
-    return len([c for c in api.calls() if c.method in ("chat.postEphemeral", "chat.update")])
+def work(api: SlackApiServer) -> list[Any]:
+    """The Web API calls the app made, other than setting itself up."""
+    return [c for c in api.calls() if c.method not in SETUP_METHODS]
 
 
-async def wait_effects(api: SlackApiServer, count: int) -> None:
-    await api.wait_for(lambda: effects(api) >= count, timeout=300)
+async def wait_work(api: SlackApiServer, count: int) -> None:
+    await api.wait_for(lambda: len(work(api)) >= count, timeout=300)
 
 
 @dataclass
@@ -165,28 +197,43 @@ class Measured:
     acks_per_s: float
     done_per_s: float
     cpu_us: float
+    calls_per_tap: float
 
 
 async def measure(app: AppProcess, api: SlackApiServer, card: SlackMessage, action_id: str, *,
-                  per_tap: int, n: int, concurrency: int, redelivered: bool = False) -> Measured:
+                  per_tap: int, n: int, concurrency: int, redelivered: bool = False, first: int = 0,
+                  ) -> tuple[Measured, SlackMessage]:
+    """``per_tap`` calls expected a tap, and ``first`` more for the first delivery (warm-up). Also returns the
+    card as the measured taps carried it (a bare app is tapped on a copy of that)."""
     async with SlackEvents(app.url, SECRET, api=api, ack_timeout=30) as slack:
         once = slack.payloads.click(card, action_id, user=USER)
+        shown = snapshot(card)
 
         def taps(k: int) -> list[SlackRequest]:
             if redelivered:  # one tap delivered k times: the same action_ts, so the same delivery id
                 return [once] * k
             return [slack.payloads.click(card, action_id, user=USER) for _ in range(k)]
 
-        base = effects(api)
+        base = len(work(api))
         await fire(slack, taps(WARMUP), concurrency)
-        await wait_effects(api, base + per_tap * WARMUP)
-        requests, base, cpu = taps(n), effects(api), app.cpu_seconds()
+        await wait_work(api, base + first + per_tap * WARMUP)
+        requests, base, cpu = taps(n), len(work(api)), app.cpu_seconds()
+        shown = shown if redelivered else snapshot(card)
         start = time.perf_counter()
         await fire(slack, requests, concurrency)
         acked = time.perf_counter() - start
-        await wait_effects(api, base + per_tap * n)
+        await wait_work(api, base + per_tap * n)
         done = time.perf_counter() - start
-        return Measured(n / acked, n / done, (app.cpu_seconds() - cpu) / n * 1e6)
+        made = work(api)[base:]
+        failed = [c for c in made if not c.ok]
+        if failed:
+            raise RuntimeError(f"{len(failed)} of the taps' Web API calls failed, e.g. {failed[0]}")
+        calls = len(made)
+        return Measured(n / acked, n / done, (app.cpu_seconds() - cpu) / n * 1e6, calls / n), shown
+
+
+def snapshot(card: SlackMessage) -> SlackMessage:
+    return SlackMessage(card.channel, card.ts, card.text, card.user, list(card.blocks))
 
 
 async def full_setup(kind: str, app: AppProcess, api: SlackApiServer) -> tuple[SlackMessage, str]:
@@ -200,9 +247,10 @@ async def full_setup(kind: str, app: AppProcess, api: SlackApiServer) -> tuple[S
         action = next(b["action_id"] for b in card.buttons() if word in b["text"]["text"])
         if kind == "page":
             return card, action
-        shown = SlackMessage(card.channel, card.ts, card.text, card.user, list(card.blocks))
+        shown = snapshot(card)
         await slack.click(card, action, user=USER)
-        await api.wait_for(lambda: card.edited and not card.buttons())
+        # until the tool has run: the card edited twice and the result posted (nothing left to overlap the taps)
+        await api.wait_for(lambda: len(api.calls("chat.update")) >= 2 and len(api.calls("chat.postMessage")) >= 2)
         return shown, action
 
 
@@ -214,17 +262,42 @@ async def bare_card(api: SlackApiServer, like: SlackMessage) -> SlackMessage:
     return api.messages(CHANNEL)[-1]
 
 
-async def pair(kind: str, store_url: str, n: int, concurrency: int) -> tuple[Measured, Measured]:
-    # page: chat.update; decided card: the ephemeral "Already done."; redelivered: nothing after the first
-    per_tap = 0 if kind == "redelivered" else 1
-    again = kind == "redelivered"
+@dataclass
+class Case:
+    kind: str
+    title: str
+    per_tap: int  # Web API calls a tap causes (after the first delivery)
+    first: int = 0  # more calls the full app makes for the first delivery (a redelivered tap's page)
+
+
+@dataclass
+class Trio:
+    """One round of a case: the bare app acking only, the bare app making the same calls, the full app."""
+
+    ack_only: Measured
+    same_calls: Measured | None  # None: the taps cause no calls, so the ack-only bare makes the same calls
+    full: Measured
+    calls: list[dict[str, Any]]  # what the full app called for its last tap, replayed by the same-calls bare
+
+
+async def one_case(case: Case, store_url: str, n: int, concurrency: int, tmp: Path) -> Trio:
+    again = case.kind == "redelivered"
     async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api, app_process("full", api, store_url) as app:
-        card, action = await full_setup(kind, app, api)
-        full = await measure(app, api, card, action, per_tap=per_tap, n=n, concurrency=concurrency, redelivered=again)
-    async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api, app_process("bare", api, store_url) as app:
-        bare_on = await bare_card(api, card)
-        bare = await measure(app, api, bare_on, action, per_tap=0, n=n, concurrency=concurrency, redelivered=again)
-    return bare, full
+        card, action = await full_setup(case.kind, app, api)
+        full, tapped = await measure(app, api, card, action, per_tap=case.per_tap, n=n, concurrency=concurrency,
+                                     redelivered=again, first=case.first)
+        made = [{"method": c.method, "args": c.args} for c in work(api)[len(work(api)) - case.per_tap:]]
+    results: list[Measured] = []
+    for replay in ([], made) if made else ([],):
+        replay_file = tmp / f"{case.kind}.calls.json"
+        replay_file.write_text(json.dumps(replay))
+        async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api, \
+                app_process("bare", api, store_url, replay_file if replay else None) as app:
+            bare_on = await bare_card(api, tapped)
+            measured, _ = await measure(app, api, bare_on, action, per_tap=len(replay), n=n,
+                                        concurrency=concurrency, redelivered=again)
+            results.append(measured)
+    return Trio(results[0], results[1] if made else None, full, made)
 
 
 # -------------------------------------------------------------------------- in-process dispatch (no HTTP)
@@ -257,21 +330,64 @@ async def noop() -> None:
     return None
 
 
-async def main(n: int, concurrency: int, store: str, tmp: Path) -> None:
-    cases = {"redelivered": "one tap redelivered -> deduplicated, no effect",
-             "decided": "tap on a decided card -> ephemeral refusal",
-             "page": "page tap -> tool run, chat.update"}
-    print(f"Python {sys.version.split()[0]}, n={n} taps per row, {concurrency} in flight, store={store}\n")
-    print(f"| {'case':<46} | {'app':<4} | {'acks/s':>7} | {'done/s':>7} | {'app CPU µs/tap':>14} "
-          f"| {'acks vs bare':>12} | {'done vs bare':>12} |")
-    print(f"|{'-' * 48}|{'-' * 6}|{'-' * 9}|{'-' * 9}|{'-' * 16}|{'-' * 14}|{'-' * 14}|")
-    for kind, title in cases.items():
-        store_url = "memory://" if store == "memory" else str(tmp / f"{kind}.db")
-        bare, full = await pair(kind, store_url, n, concurrency)
-        for name, m in (("bare", bare), ("full", full)):
-            print(f"| {title:<46} | {name:<4} | {m.acks_per_s:>7.0f} | {m.done_per_s:>7.0f} | {m.cpu_us:>14.0f} "
-                  f"| {m.acks_per_s / bare.acks_per_s:>11.0%} | {m.done_per_s / bare.acks_per_s:>11.0%} |")
+# --------------------------------------------------------------------------------------------- the report
+CASES = [
+    Case("redelivered", "one tap redelivered -> deduplicated, no effect", 0, first=1),
+    Case("decided", "tap on a decided card -> ephemeral refusal", 1),
+    Case("page", "page tap -> tool run, chat.update", 1),
+]
+
+
+def table(results: dict[str, list[Trio]]) -> str:
+    def med(values: list[Measured], name: str) -> float:
+        return statistics.median(getattr(m, name) for m in values)
+
+    def ratio(row: list[Measured], base: list[Measured]) -> str:
+        return (f"{med(row, 'acks_per_s') / med(base, 'acks_per_s'):.0%} / "
+                f"{med(row, 'done_per_s') / med(base, 'done_per_s'):.0%}")
+
+    lines = [
+        "| case | app | calls/tap | acks/s | done/s | app CPU µs/tap | vs bare acking only (acks / done) "
+        "| vs bare making the same calls (acks / done) | kit CPU µs/tap |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for case in CASES:
+        trios = results[case.kind]
+        only = [t.ack_only for t in trios]
+        same = [t.same_calls or t.ack_only for t in trios]
+        rows: list[tuple[str, list[Measured], str, str, str]] = [("bare, ack only", only, "baseline", "—", "—")]
+        if trios[0].same_calls is not None:
+            rows.append(("bare, ack + same calls", same, ratio(same, only), "baseline", "—"))
+        full = [t.full for t in trios]
+        kit = f"{med(full, 'cpu_us') - med(same, 'cpu_us'):,.0f}"
+        same_ratio = ratio(full, same) + ("" if trios[0].same_calls is not None else " (no calls: = ack only)")
+        rows.append(("full SlackBot", full, ratio(full, only), same_ratio, kit))
+        for app, measured, vs_only, vs_same, kit_us in rows:
+            lines.append(
+                f"| {case.title} | {app} | {med(measured, 'calls_per_tap'):.2g} | "
+                f"{med(measured, 'acks_per_s'):,.0f} | {med(measured, 'done_per_s'):,.0f} | "
+                f"{med(measured, 'cpu_us'):,.0f} | {vs_only} | {vs_same} | {kit_us} |"
+            )
+    return "\n".join(lines)
+
+
+async def main(n: int, concurrency: int, rounds: int, store: str, tmp: Path) -> None:
+    started = time.perf_counter()
+    results: dict[str, list[Trio]] = {case.kind: [] for case in CASES}
+    for number in range(rounds):
+        for case in CASES:
+            store_url = "memory://" if store == "memory" else str(tmp / f"{case.kind}{number}.db")
+            results[case.kind].append(await one_case(case, store_url, n, concurrency, tmp))
     bare_us, full_us = await dispatch_us(n)
+    print(f"Python {sys.version.split()[0]}, n={n} taps per row, {concurrency} in flight, store={store}, "
+          f"medians of {rounds} rounds; {time.perf_counter() - started:.0f} s\n")
+    print(table(results))
+    print("\nWeb API calls the full app made for one tap (recorded, and replayed by the same-calls bare app; "
+          "argument bytes as JSON):")
+    for case in CASES:
+        made = results[case.kind][0].calls
+        listed = ", ".join(f"{c['method']} ({len(json.dumps(c['args']).encode())} B)" for c in made)
+        print(f"* {case.title}: {listed or 'none'}")
     print(f"\nIn-process app.async_dispatch of one redelivered tap (no HTTP, one at a time, n={n}): "
           f"bare {bare_us:.0f} µs, full {full_us:.0f} µs -> {bare_us / full_us:.0%} of bare's rate")
 
@@ -280,16 +396,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="taps per row (default 2000)")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight (default 16)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of every case, interleaved (default 5)")
     parser.add_argument("--store", default="memory", help="memory or sqlite (a temporary file)")
     parser.add_argument("--serve", choices=("bare", "full"), help=argparse.SUPPRESS)
     parser.add_argument("--api", help=argparse.SUPPRESS)
+    parser.add_argument("--replay", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve == "bare":
-        asyncio.run(serve_bare(args.api))
+        asyncio.run(serve_bare(args.api, json.loads(Path(args.replay).read_text()) if args.replay else None))
     elif args.serve == "full":
         asyncio.run(serve_full(args.api, args.store))
     else:
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(main(args.n, args.concurrency, args.store, Path(tmp)))
+            asyncio.run(main(args.n, args.concurrency, args.rounds, args.store, Path(tmp)))
