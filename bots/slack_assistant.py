@@ -33,23 +33,16 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
-from bots.tools import ExampleTools
-from milpa_chat import ToolRegistry
-from milpa_chat.chat import Assistant, Identities
+from bots._config import ConfigError, build_assistant, number
+from milpa_chat.chat import Assistant
 from milpa_chat.errors import MilpaError
-from milpa_chat.store import open_store
 
 __all__ = ["Config", "ConfigError", "build", "main"]
 
 EXAMPLE_IDENTITIES = Path(__file__).with_name("slack_identities.example.toml")
 log = logging.getLogger("bots.slack_assistant")
-N = TypeVar("N", int, float)
 
-
-class ConfigError(ValueError):
-    """The environment does not describe a runnable app; the message says what to set."""
 
 
 @dataclass(frozen=True)
@@ -89,28 +82,16 @@ class Config:
             store=env.get("MILPA_STORE") or cls.store,
             identities=Path(env.get("MILPA_IDENTITIES") or EXAMPLE_IDENTITIES),
             base_url=env.get("SLACK_BASE_URL") or None,
-            port=_number(env, "PORT", 3000, int),
+            port=number(env, "PORT", 3000, int),
             host=env.get("HOST") or "0.0.0.0",
-            sweep_interval=_number(env, "MILPA_SWEEP_INTERVAL", 15.0, float),
+            sweep_interval=number(env, "MILPA_SWEEP_INTERVAL", 15.0, float),
         )
 
-
-def _number(env: Mapping[str, str], name: str, default: N, kind: type[N]) -> N:
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
 
 
 def build(config: Config) -> Assistant:
     """The assistant with the example tools, over the configured store and identities."""
-    store = open_store(config.store)
-    registry = ToolRegistry(store=store)
-    registry.scan(ExampleTools(store))
-    return Assistant(registry, Identities.from_toml(config.identities), name="Notes & payments assistant")
+    return build_assistant(config.store, config.identities)[0]
 
 
 async def run(config: Config) -> None:

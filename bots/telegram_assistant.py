@@ -26,23 +26,17 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
+from bots._config import ConfigError, build_assistant, number
 from bots.tools import ExampleTools
-from milpa_chat import ToolRegistry
-from milpa_chat.chat import Assistant, Identities
+from milpa_chat.chat import Assistant
 from milpa_chat.errors import MilpaError
-from milpa_chat.store import open_store
 
 __all__ = ["Config", "ConfigError", "build", "main"]
 
 EXAMPLE_IDENTITIES = Path(__file__).with_name("identities.example.toml")
 log = logging.getLogger("bots.telegram_assistant")
-N = TypeVar("N", int, float)
 
-
-class ConfigError(ValueError):
-    """The environment does not describe a runnable bot; the message says what to set."""
 
 
 @dataclass(frozen=True)
@@ -74,30 +68,16 @@ class Config:
             base_url=env.get("TELEGRAM_BASE_URL") or None,
             webhook_url=env.get("TELEGRAM_WEBHOOK_URL") or None,
             webhook_secret=env.get("TELEGRAM_WEBHOOK_SECRET") or None,
-            webhook_port=_number(env, "TELEGRAM_WEBHOOK_PORT", 8443, int),
+            webhook_port=number(env, "TELEGRAM_WEBHOOK_PORT", 8443, int),
             webhook_listen=env.get("TELEGRAM_WEBHOOK_LISTEN") or "0.0.0.0",
-            sweep_interval=_number(env, "MILPA_SWEEP_INTERVAL", 15.0, float),
+            sweep_interval=number(env, "MILPA_SWEEP_INTERVAL", 15.0, float),
         )
 
-
-def _number(env: Mapping[str, str], name: str, default: N, kind: type[N]) -> N:
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
 
 
 def build(config: Config) -> tuple[Assistant, ExampleTools]:
     """The assistant with the example tools, over the configured store and identities."""
-    store = open_store(config.store)
-    tools = ExampleTools(store)
-    registry = ToolRegistry(store=store)
-    registry.scan(tools)
-    identities = Identities.from_toml(config.identities)
-    return Assistant(registry, identities, name="Notes & payments assistant"), tools
+    return build_assistant(config.store, config.identities)
 
 
 def main(env: Mapping[str, str] | None = None) -> int:

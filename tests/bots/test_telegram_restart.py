@@ -42,7 +42,8 @@ async def wait_for_cards(db: Path, count: int) -> None:
     try:
         for _ in range(200):
             approvals = await store.scan("approvals")
-            if approvals and len(approvals[0].value["messages"]) >= count:
+            sent = [m for m in approvals[0].value["messages"] if m.get("message_id")] if approvals else []
+            if len(sent) >= count:
                 return
             await asyncio.sleep(0.05)
         raise TimeoutError(f"the bot did not record {count} approval messages in {db}")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
+import tornado  # noqa: F401  # python-telegram-bot[webhooks] (the telegram extra): PTB's webhook server
 
 from .telegram_support import ALICE, BOB, label, running_bot
-
-pytest.importorskip("tornado")  # python-telegram-bot[webhooks], part of the telegram extra
 
 
 async def test_webhook_runs_the_flow_and_refuses_a_wrong_secret() -> None:

@@ -10,15 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-
-from milpa_chat.testing import BotApiServer, Chat, User
-from milpa_chat.testing.telegram_html import EntityParseError, parse_html
-from milpa_chat.testing.telegram_markdown import parse_markdown, parse_markdown_v2
-
-telegram = pytest.importorskip("telegram")
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Update  # noqa: E402
-from telegram.error import BadRequest, Conflict, InvalidToken, RetryAfter  # noqa: E402
-from telegram.ext import (  # noqa: E402
+import telegram  # the telegram and testing extras; a missing package must fail here, never skip
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram.error import BadRequest, Conflict, InvalidToken, RetryAfter
+from telegram.ext import (
     Application,
     CallbackQueryHandler,
     CommandHandler,
@@ -26,7 +21,11 @@ from telegram.ext import (  # noqa: E402
     MessageHandler,
     filters,
 )
-from telegram.request import HTTPXRequest  # noqa: E402
+from telegram.request import HTTPXRequest
+
+from milpa_chat.testing import BotApiServer, Chat, User
+from milpa_chat.testing.telegram_html import EntityParseError, parse_html
+from milpa_chat.testing.telegram_markdown import parse_markdown, parse_markdown_v2
 
 TOKEN = "123456:TEST-token"
 PARSE = "Can't parse entities:"
@@ -248,7 +247,7 @@ async def test_webhook_excludes_polling_and_drop_pending(server: BotApiServer, b
 
 
 async def test_webhook_mode_with_secret_token(server: BotApiServer) -> None:
-    pytest.importorskip("tornado")
+    import tornado  # noqa: F401  # python-telegram-bot[webhooks]: PTB's webhook server
     seen = Seen()
     app = build_app(server, seen)
     port = free_port()

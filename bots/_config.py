@@ -1,0 +1,38 @@
+"""What the runnable assistants share: configuration errors, reading numbers from the environment,
+and building the example assistant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from bots.tools import ExampleTools
+from milpa_chat import ToolRegistry
+from milpa_chat.chat import Assistant, Identities
+from milpa_chat.store import open_store
+
+N = TypeVar("N", int, float)
+
+
+class ConfigError(ValueError):
+    """The environment does not describe a runnable assistant; the message says what to set."""
+
+
+def number(env: Mapping[str, str], name: str, default: N, kind: type[N]) -> N:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
+
+
+def build_assistant(store_url: str, identities: Path) -> tuple[Assistant, ExampleTools]:
+    """The assistant with the example tools, over the configured store and identities."""
+    store = open_store(store_url)
+    tools = ExampleTools(store)
+    registry = ToolRegistry(store=store)
+    registry.scan(tools)
+    return Assistant(registry, Identities.from_toml(identities), name="Notes & payments assistant"), tools
