@@ -219,7 +219,7 @@ class SlackApiServer:
                 payload = form.get("payload")
                 body = json.loads(payload) if isinstance(payload, str) else dict(form)
         except ValueError:
-            pass
+            body = None  # unreadable: answered below as invalid_payload, as Slack does
         status, answer = 200, "ok"
         try:
             if not isinstance(body, dict):
