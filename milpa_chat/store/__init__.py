@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.store.base import RateDecision, Record, Store, StreamEntry
+from milpa_chat.store.base import KEEP, RateDecision, Record, Store, StreamEntry
 from milpa_chat.store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from milpa_chat.store.sqlite import SqliteStore
 
 __all__ = [
+    "KEEP",
     "MemoryStore",
     "PostgresStore",
     "RateDecision",

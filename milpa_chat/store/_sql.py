@@ -31,13 +31,14 @@ __all__ = [
 ]
 
 APPLICATION = "milpa-chat"
-SCHEMA_VERSION = 1
+#: 1: records, streams, hits. 2: records carry ``due`` with an index (opened v1 stores are upgraded).
+SCHEMA_VERSION = 2
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
-#: ``(key, value as JSON text, version, created_at, updated_at, expires_at)``
-RecordRow = tuple[str, str, int, float, float, float | None]
+#: ``(key, value as JSON text, version, created_at, updated_at, expires_at, due)``
+RecordRow = tuple[str, str, int, float, float, float | None, float | None]
 
 _MISSING = object()
 
@@ -111,15 +112,15 @@ def is_live(expires_at: float | None, now: float) -> bool:
 
 
 def to_record(collection: str, row: Sequence[Any]) -> Record:
-    key, value, version, created_at, updated_at, expires_at = row
+    key, value, version, created_at, updated_at, expires_at, due = row
     return Record(
         collection, key, decode(value), int(version), float(created_at), float(updated_at),
-        None if expires_at is None else float(expires_at),
+        None if expires_at is None else float(expires_at), None if due is None else float(due),
     )
 
 
-def check_meta(meta: Mapping[str, str], where: str) -> None:
-    """Raise :class:`StoreSchemaError` unless ``meta`` marks a milpa-chat store this code understands."""
+def check_meta(meta: Mapping[str, str], where: str) -> int:
+    """The schema version of a milpa-chat store this code understands; raise :class:`StoreSchemaError` otherwise."""
     app = meta.get("application")
     if app != APPLICATION:
         raise StoreSchemaError(
@@ -137,6 +138,7 @@ def check_meta(meta: Mapping[str, str], where: str) -> None:
             f"{where} holds a milpa-chat store with schema version {raw}, written by a newer milpa-chat; "
             f"this version understands schema {SCHEMA_VERSION}. Upgrade milpa-chat to open it."
         )
+    return int(raw)
 
 
 def prefix_upper(prefix: str) -> str | None:

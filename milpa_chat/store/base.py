@@ -8,6 +8,10 @@ single atomic operation of the backend:
 * :meth:`Store.update` — compare-and-set on the record's ``version`` (decide an approval);
 * :meth:`Store.take` — delete and return, to exactly one caller (consume a token).
 
+A record may carry a ``due`` time (set with the same write that changes it); :meth:`Store.due`
+reads the records whose ``due`` has come, oldest first, through an index, so a sweeper over
+100,000 pending records reads only the few that need attention.
+
 All methods are coroutines. Times are UNIX seconds from the store's ``clock``; a record
 with ``expires_at`` in the past no longer exists for any operation (``get`` returns
 ``None``, ``insert`` may reuse its key, ``purge_expired`` deletes it).
@@ -23,13 +27,17 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any, Protocol, runtime_checkable
 
 from milpa_chat.errors import StoreError
 
-__all__ = ["Clock", "RateDecision", "Record", "Store", "StreamEntry", "check_value"]
+__all__ = ["KEEP", "Clock", "Due", "RateDecision", "Record", "Store", "StreamEntry", "check_value", "check_due"]
 
 Clock = Callable[[], float]
+#: ``update(..., due=KEEP)`` leaves the record's due time as it is (the default).
+KEEP: EllipsisType = ...
+Due = float | None | EllipsisType
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +51,7 @@ class Record:
     created_at: float
     updated_at: float
     expires_at: float | None = None
+    due: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +88,15 @@ class Store(Protocol):
         ...
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record | None:
         """Create the record only if no live record has this key. ``None`` when one exists."""
         ...
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record:
         """Create or replace (the version grows by one). ``ttl=None`` means never expires."""
         ...
@@ -98,11 +109,12 @@ class Store(Protocol):
         *,
         expected_version: int,
         ttl: float | None = None,
+        due: Due = KEEP,
     ) -> Record | None:
         """Replace the value only if the live record is at ``expected_version``.
 
         Returns the new record, or ``None`` when the record is gone or another writer won.
-        ``ttl=None`` keeps the current expiry.
+        ``ttl=None`` keeps the current expiry; ``due=KEEP`` keeps the due time (``None`` clears it).
         """
         ...
 
@@ -125,6 +137,10 @@ class Store(Protocol):
         limit: int | None = None,
     ) -> list[Record]:
         """Live records ordered by key; ``where`` keeps those whose top-level fields equal the values."""
+        ...
+
+    async def due(self, collection: str, *, before: float, limit: int = 100) -> list[Record]:
+        """Live records of ``collection`` whose ``due`` is at or before ``before``, earliest first."""
         ...
 
     async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:
@@ -172,6 +188,13 @@ def check_value(collection: str, key: str, value: Mapping[str, Any]) -> dict[str
         ) from exc
     result: dict[str, Any] = json.loads(text)
     return result
+
+
+def check_due(due: Due) -> None:
+    if due is None or due is ...:
+        return
+    if isinstance(due, bool) or not isinstance(due, int | float) or math.isnan(due):
+        raise StoreError(f"due must be a UNIX time in seconds, None or KEEP, got {due!r}")
 
 
 def expiry(now: float, ttl: float | None) -> float | None:

@@ -11,7 +11,17 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from milpa_chat.store.base import Clock, RateDecision, Record, StreamEntry, check_value, expiry
+from milpa_chat.store.base import (
+    KEEP,
+    Clock,
+    Due,
+    RateDecision,
+    Record,
+    StreamEntry,
+    check_due,
+    check_value,
+    expiry,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -26,6 +36,7 @@ class MemoryStore:
         self._streams: dict[str, list[StreamEntry]] = {}
         self._seq: dict[str, int] = {}
         self._hits: dict[str, deque[tuple[float, int]]] = {}
+        self._due: dict[str, list[tuple[float, str]]] = {}  # per collection, sorted: the due index
         self._closed = False
 
     # ----------------------------------------------------------- helpers
@@ -34,9 +45,30 @@ class MemoryStore:
         if rec is None:
             return None
         if rec.expires_at is not None and rec.expires_at <= now:
-            del self._records[collection][key]
+            self._drop(rec)
             return None
         return rec
+
+    def _drop(self, rec: Record) -> None:
+        del self._records[rec.collection][rec.key]
+        self._index(rec, None)
+
+    def _store(self, rec: Record, old: Record | None) -> None:
+        self._records.setdefault(rec.collection, {})[rec.key] = rec
+        if old is not None and old.due != rec.due:
+            self._index(old, None)
+        if rec.due is not None and (old is None or old.due != rec.due):
+            self._index(rec, rec.due)
+
+    def _index(self, rec: Record, due: float | None) -> None:
+        index = self._due.setdefault(rec.collection, [])
+        if due is None:
+            if rec.due is not None:
+                i = bisect.bisect_left(index, (rec.due, rec.key))
+                if i < len(index) and index[i] == (rec.due, rec.key):
+                    del index[i]
+            return
+        bisect.insort(index, (due, rec.key))
 
     @staticmethod
     def _copy(rec: Record | None) -> Record | None:
@@ -44,7 +76,7 @@ class MemoryStore:
             return None
         return Record(
             rec.collection, rec.key, copy.deepcopy(rec.value), rec.version,
-            rec.created_at, rec.updated_at, rec.expires_at,
+            rec.created_at, rec.updated_at, rec.expires_at, rec.due,
         )
 
     def _check_open(self) -> None:
@@ -60,24 +92,29 @@ class MemoryStore:
             return self._copy(self._live(collection, key, self.clock()))
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record | None:
         data = check_value(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
+        check_due(due)
         with self._lock:
             self._check_open()
             now = self.clock()
             if self._live(collection, key, now) is not None:
                 return None
-            rec = Record(collection, key, data, 1, now, now, expiry(now, ttl))
-            self._records.setdefault(collection, {})[key] = rec
+            old = self._records.get(collection, {}).get(key)
+            rec = Record(collection, key, data, 1, now, now, expiry(now, ttl), due)
+            self._store(rec, old)
             return self._copy(rec)
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record:
         data = check_value(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
+        check_due(due)
         with self._lock:
             self._check_open()
             now = self.clock()
@@ -88,8 +125,9 @@ class MemoryStore:
                 old.created_at if old else now,
                 now,
                 expiry(now, ttl),
+                due,
             )
-            self._records.setdefault(collection, {})[key] = rec
+            self._store(rec, self._records.get(collection, {}).get(key))
             result = self._copy(rec)
             assert result is not None
             return result
@@ -102,9 +140,11 @@ class MemoryStore:
         *,
         expected_version: int,
         ttl: float | None = None,
+        due: Due = KEEP,
     ) -> Record | None:
         data = check_value(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
+        check_due(due)
         with self._lock:
             self._check_open()
             now = self.clock()
@@ -114,8 +154,9 @@ class MemoryStore:
             rec = Record(
                 collection, key, data, old.version + 1, old.created_at, now,
                 old.expires_at if ttl is None else expiry(now, ttl),
+                old.due if due is ... else due,
             )
-            self._records[collection][key] = rec
+            self._store(rec, old)
             return self._copy(rec)
 
     async def take(
@@ -126,7 +167,7 @@ class MemoryStore:
             old = self._live(collection, key, self.clock())
             if old is None or (expected_version is not None and old.version != expected_version):
                 return None
-            del self._records[collection][key]
+            self._drop(old)
             return old
 
     async def delete(self, collection: str, key: str) -> bool:
@@ -135,7 +176,7 @@ class MemoryStore:
             old = self._live(collection, key, self.clock())
             if old is None:
                 return False
-            del self._records[collection][key]
+            self._drop(old)
             return True
 
     async def scan(
@@ -165,6 +206,26 @@ class MemoryStore:
                 out.append(copied)
                 if limit is not None and len(out) >= limit:
                     break
+            return out
+
+    async def due(self, collection: str, *, before: float, limit: int = 100) -> list[Record]:
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            out: list[Record] = []
+            index = self._due.get(collection, [])
+            i = 0
+            while i < len(index) and len(out) < limit:
+                at, key = index[i]
+                if at > before:
+                    break
+                rec = self._live(collection, key, now)
+                if rec is None:  # expired: _live dropped it from the index
+                    continue
+                copied = self._copy(rec)
+                assert copied is not None
+                out.append(copied)
+                i += 1
             return out
 
     # ----------------------------------------------------------- streams
@@ -215,8 +276,8 @@ class MemoryStore:
             now = self.clock()
             n = 0
             for coll in self._records.values():
-                for key in [k for k, r in coll.items() if r.expires_at is not None and r.expires_at <= now]:
-                    del coll[key]
+                for rec in [r for r in coll.values() if r.expires_at is not None and r.expires_at <= now]:
+                    self._drop(rec)
                     n += 1
             return n
 

@@ -28,7 +28,7 @@ from milpa_chat.store._sql import (
     rate_decision,
     to_record,
 )
-from milpa_chat.store.base import Clock, RateDecision, Record, StreamEntry, expiry
+from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
 
 require("psycopg", extra="postgres", feature="PostgresStore")
 require("psycopg_pool", extra="postgres", feature="PostgresStore")
@@ -40,14 +40,16 @@ from psycopg_pool import ConnectionPool  # noqa: E402
 
 __all__ = ["PostgresStore"]
 
-_COLS = "key, value::text, version, created_at, updated_at, expires_at"
+_COLS = "key, value::text, version, created_at, updated_at, expires_at, due"
 _LIVE = "({t}.expires_at IS NULL OR {t}.expires_at > %(now)s)"
 _SCHEMA = [
     "CREATE TABLE {meta} (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)",
     "CREATE TABLE {records} (collection text COLLATE \"C\" NOT NULL, key text COLLATE \"C\" NOT NULL, "
     "value json NOT NULL, version bigint NOT NULL, created_at double precision NOT NULL, "
-    "updated_at double precision NOT NULL, expires_at double precision, PRIMARY KEY (collection, key))",
+    "updated_at double precision NOT NULL, expires_at double precision, due double precision, "
+    "PRIMARY KEY (collection, key))",
     "CREATE INDEX ON {records} (expires_at) WHERE expires_at IS NOT NULL",
+    "CREATE INDEX milpa_records_due ON {records} (collection, due) WHERE due IS NOT NULL",
     "CREATE TABLE {heads} (stream text COLLATE \"C\" PRIMARY KEY, seq bigint NOT NULL)",
     "CREATE TABLE {streams} (stream text COLLATE \"C\" NOT NULL, seq bigint NOT NULL, value json NOT NULL, "
     "at double precision NOT NULL, PRIMARY KEY (stream, seq))",
@@ -55,6 +57,11 @@ _SCHEMA = [
     "at double precision NOT NULL, cost bigint NOT NULL, expires_at double precision NOT NULL)",
     "CREATE INDEX ON {hits} (key, at)",
     "CREATE INDEX ON {hits} (expires_at)",
+]
+_UPGRADE_1_TO_2 = [
+    "ALTER TABLE {records} ADD COLUMN due double precision",
+    "CREATE INDEX milpa_records_due ON {records} (collection, due) WHERE due IS NOT NULL",
+    "UPDATE {meta} SET value = '2' WHERE key = 'schema_version'",
 ]
 _TABLES = {"meta": "milpa_meta", "records": "milpa_records", "heads": "milpa_stream_heads",
            "streams": "milpa_streams", "hits": "milpa_hits"}
@@ -134,8 +141,11 @@ class PostgresStore(ThreadedStore):
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_id("milpa-init", self.schema),))
-                fresh, schema_exists = self._inspect(conn)
-                if fresh:
+                version, schema_exists = self._inspect(conn)
+                if version == 1:
+                    for statement in _UPGRADE_1_TO_2:
+                        conn.execute(sql.SQL(statement).format(**self._q))
+                if version == 0:
                     if not schema_exists:
                         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
                     for statement in _SCHEMA:
@@ -149,8 +159,8 @@ class PostgresStore(ThreadedStore):
         finally:
             conn.close()
 
-    def _inspect(self, conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
-        """``(fresh, schema_exists)``; raises when the schema holds foreign milpa tables."""
+    def _inspect(self, conn: psycopg.Connection[Any]) -> tuple[int, bool]:
+        """``(schema version, 0 when fresh; schema_exists)``; raises when the schema holds foreign milpa tables."""
         schema_exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone()
         tables = sorted(row[0] for row in conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -167,14 +177,13 @@ class PostgresStore(ThreadedStore):
                     f"{self._where} has a milpa_meta table milpa-chat cannot read ({str(exc).strip()}); "
                     "it will not touch it. Use another schema: PostgresStore(dsn, schema=...)."
                 ) from exc
-            check_meta(meta, self._where)
-            return False, True
+            return check_meta(meta, self._where), True
         if tables:
             raise StoreSchemaError(
                 f"{self._where} already has tables {', '.join(tables)} but no milpa_meta table; they were not "
                 "made by milpa-chat, which will not touch them. Use another schema: PostgresStore(dsn, schema=...)."
             )
-        return True, schema_exists is not None
+        return 0, schema_exists is not None
 
     # ------------------------------------------------------- connections
     def _translate(self, exc: Exception) -> StoreError | None:
@@ -203,36 +212,45 @@ class PostgresStore(ThreadedStore):
         return self._record(collection, query, {**params, "now": self.clock()})
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record | None:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
+        check_due(due)
         query = self._sql(
-            "INSERT INTO {records} AS r VALUES (%(c)s, %(k)s, %(v)s::json, 1, %(now)s, %(now)s, %(exp)s) "
+            "INSERT INTO {records} AS r VALUES (%(c)s, %(k)s, %(v)s::json, 1, %(now)s, %(now)s, %(exp)s, "
+            "%(due)s::double precision) "
             "ON CONFLICT (collection, key) DO UPDATE SET value = EXCLUDED.value, version = 1, "
-            "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at "
-            f"WHERE NOT {_LIVE.format(t='r')} RETURNING {_COLS}"
+            "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, "
+            f"due = EXCLUDED.due WHERE NOT {_LIVE.format(t='r')} RETURNING {_COLS}"
         )
-        return await self._run(self._write_record, collection, query, {"c": collection, "k": key, "v": text}, ttl)
+        params = {"c": collection, "k": key, "v": text, "due": due}
+        return await self._run(self._write_record, collection, query, params, ttl)
 
     def _write_record(self, collection: str, query: bytes, params: dict[str, Any], ttl: float | None) -> Record | None:
         now = self.clock()
         return self._record(collection, query, {**params, "now": now, "exp": expiry(now, ttl), "keep": ttl is None})
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
+        check_due(due)
         live = _LIVE.format(t="r")
         query = self._sql(
-            "INSERT INTO {records} AS r VALUES (%(c)s, %(k)s, %(v)s::json, 1, %(now)s, %(now)s, %(exp)s) "
+            "INSERT INTO {records} AS r VALUES (%(c)s, %(k)s, %(v)s::json, 1, %(now)s, %(now)s, %(exp)s, "
+            "%(due)s::double precision) "
             "ON CONFLICT (collection, key) DO UPDATE SET value = EXCLUDED.value, "
             f"version = CASE WHEN {live} THEN r.version + 1 ELSE 1 END, "
             f"created_at = CASE WHEN {live} THEN r.created_at ELSE EXCLUDED.created_at END, "
-            f"updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at RETURNING {_COLS}"
+            f"updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, due = EXCLUDED.due "
+            f"RETURNING {_COLS}"
         )
-        record = await self._run(self._write_record, collection, query, {"c": collection, "k": key, "v": text}, ttl)
+        params = {"c": collection, "k": key, "v": text, "due": due}
+        record = await self._run(self._write_record, collection, query, params, ttl)
         assert record is not None
         return record
 
@@ -244,15 +262,19 @@ class PostgresStore(ThreadedStore):
         *,
         expected_version: int,
         ttl: float | None = None,
+        due: Due = KEEP,
     ) -> Record | None:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
+        check_due(due)
         query = self._sql(
             "UPDATE {records} SET value = %(v)s::json, version = version + 1, updated_at = %(now)s, "
-            "expires_at = CASE WHEN %(keep)s THEN expires_at ELSE %(exp)s::double precision END "
+            "expires_at = CASE WHEN %(keep)s THEN expires_at ELSE %(exp)s::double precision END, "
+            "due = CASE WHEN %(keep_due)s THEN due ELSE %(due)s::double precision END "
             f"WHERE collection = %(c)s AND key = %(k)s AND version = %(ver)s AND {{live}} RETURNING {_COLS}"
         )
-        params = {"c": collection, "k": key, "v": text, "ver": expected_version}
+        params = {"c": collection, "k": key, "v": text, "ver": expected_version, "keep_due": due is KEEP,
+                  "due": None if due is KEEP else due}
         return await self._run(self._write_record, collection, query, params, ttl)
 
     async def take(
@@ -316,6 +338,19 @@ class PostgresStore(ThreadedStore):
                 if len(rows) < batch:
                     return out
                 params["after"] = rows[-1][0]
+
+    async def due(self, collection: str, *, before: float, limit: int = 100) -> list[Record]:
+        query = self._sql(
+            f"SELECT {_COLS} FROM {{records}} WHERE collection = %(c)s AND due IS NOT NULL "
+            "AND due <= %(before)s AND {live} ORDER BY due, key LIMIT %(limit)s"
+        )
+        params = {"c": collection, "before": before, "limit": max(0, limit)}
+        return await self._run(self._due, collection, query, params)
+
+    def _due(self, collection: str, query: bytes, params: dict[str, Any]) -> list[Record]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(query, {**params, "now": self.clock()}).fetchall()
+        return [to_record(collection, row) for row in rows]
 
     # ----------------------------------------------------------- streams
     async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:

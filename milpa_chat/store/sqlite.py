@@ -30,20 +30,21 @@ from milpa_chat.store._sql import (
     rate_decision,
     to_record,
 )
-from milpa_chat.store.base import Clock, RateDecision, Record, StreamEntry, expiry
+from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
 
 __all__ = ["SqliteStore"]
 
 _MAGIC = b"SQLite format 3\x00"
-_COLS = "key, value, version, created_at, updated_at, expires_at"
+_COLS = "key, value, version, created_at, updated_at, expires_at, due"
 _LIVE = "(expires_at IS NULL OR expires_at > :now)"
 _SCHEMA = """
 CREATE TABLE milpa_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE milpa_records (
     collection TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, version INTEGER NOT NULL,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL, due REAL,
     PRIMARY KEY (collection, key));
 CREATE INDEX milpa_records_expiry ON milpa_records (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX milpa_records_due ON milpa_records (collection, due) WHERE due IS NOT NULL;
 CREATE TABLE milpa_stream_heads (stream TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE TABLE milpa_streams (
     stream TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL, at REAL NOT NULL,
@@ -54,6 +55,10 @@ CREATE TABLE milpa_hits (
 CREATE INDEX milpa_hits_key ON milpa_hits (key, at);
 CREATE INDEX milpa_hits_expiry ON milpa_hits (expires_at);
 """
+_UPGRADE_1_TO_2 = [
+    "ALTER TABLE milpa_records ADD COLUMN due REAL",
+    "CREATE INDEX milpa_records_due ON milpa_records (collection, due) WHERE due IS NOT NULL",
+]
 _CORRUPT_CODES = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
 
 
@@ -104,16 +109,22 @@ class SqliteStore(ThreadedStore):
         self._check_header()
         conn = self._connect()
         try:
-            if self._inspect(conn):
+            if self._inspect(conn) != SCHEMA_VERSION:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("BEGIN IMMEDIATE")
-                if self._inspect(conn):  # still empty now that we hold the write lock
+                found = self._inspect(conn)  # again, now that we hold the write lock
+                if found == 0:
                     for statement in filter(str.strip, _SCHEMA.split(";")):
                         conn.execute(statement)
                     conn.execute(
                         "INSERT INTO milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', ?)",
                         (str(SCHEMA_VERSION),),
                     )
+                elif found == 1:
+                    for statement in _UPGRADE_1_TO_2:
+                        conn.execute(statement)
+                    conn.execute("UPDATE milpa_meta SET value = ? WHERE key = 'schema_version'",
+                                 (str(SCHEMA_VERSION),))
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._translate(exc) or exc from exc
@@ -140,8 +151,9 @@ class SqliteStore(ThreadedStore):
             "Move it aside (restore it from a backup if it held your data) or point the store at another file."
         )
 
-    def _inspect(self, conn: sqlite3.Connection) -> bool:
-        """``True`` when the file is empty of tables (ready to initialise); raise when foreign."""
+    def _inspect(self, conn: sqlite3.Connection) -> int:
+        """The store's schema version, 0 when the file is empty of tables (ready to initialise);
+        raise when foreign."""
         tables = sorted(
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             if not row[0].startswith("sqlite_")
@@ -154,15 +166,14 @@ class SqliteStore(ThreadedStore):
                     f"{str(self.path)!r} has a milpa_meta table milpa-chat cannot read ({exc}); "
                     "it will not touch the file. Point the store at a separate file."
                 ) from exc
-            check_meta({str(k): str(v) for k, v in meta.items()}, repr(str(self.path)))
-            return False
+            return check_meta({str(k): str(v) for k, v in meta.items()}, repr(str(self.path)))
         if tables:
             shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
             raise StoreSchemaError(
                 f"{str(self.path)!r} is a SQLite database of another application (tables: {shown}) without "
                 "a milpa_meta table; milpa-chat will not touch it. Use a separate file for the store."
             )
-        return True
+        return 0
 
     # ------------------------------------------------------- connections
     def _conn(self) -> sqlite3.Connection:
@@ -219,40 +230,44 @@ class SqliteStore(ThreadedStore):
         return None if row is None else to_record(collection, row)
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record | None:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
-        return await self._run(self._insert, collection, key, text, ttl)
+        check_due(due)
+        return await self._run(self._insert, collection, key, text, ttl, due)
 
-    def _insert(self, collection: str, key: str, text: str, ttl: float | None) -> Record | None:
+    def _insert(self, collection: str, key: str, text: str, ttl: float | None, due: float | None) -> Record | None:
         with self._write() as conn:
             now = self.clock()
             rows = conn.execute(
-                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp) "
+                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
                 f"ON CONFLICT (collection, key) DO UPDATE SET value = :v, version = 1, created_at = :now, "
-                f"updated_at = :now, expires_at = :exp WHERE NOT {_LIVE} RETURNING {_COLS}",
-                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl)},
+                f"updated_at = :now, expires_at = :exp, due = :due WHERE NOT {_LIVE} RETURNING {_COLS}",
+                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl), "due": due},
             ).fetchall()
         return to_record(collection, rows[0]) if rows else None
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
+        due: float | None = None,
     ) -> Record:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
-        return await self._run(self._put, collection, key, text, ttl)
+        check_due(due)
+        return await self._run(self._put, collection, key, text, ttl, due)
 
-    def _put(self, collection: str, key: str, text: str, ttl: float | None) -> Record:
+    def _put(self, collection: str, key: str, text: str, ttl: float | None, due: float | None) -> Record:
         with self._write() as conn:
             now = self.clock()
             rows = conn.execute(
-                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp) "
+                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
                 f"ON CONFLICT (collection, key) DO UPDATE SET value = :v, "
                 f"version = CASE WHEN {_LIVE} THEN version + 1 ELSE 1 END, "
                 f"created_at = CASE WHEN {_LIVE} THEN created_at ELSE :now END, "
-                f"updated_at = :now, expires_at = :exp RETURNING {_COLS}",
-                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl)},
+                f"updated_at = :now, expires_at = :exp, due = :due RETURNING {_COLS}",
+                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl), "due": due},
             ).fetchall()
         return to_record(collection, rows[0])
 
@@ -264,22 +279,26 @@ class SqliteStore(ThreadedStore):
         *,
         expected_version: int,
         ttl: float | None = None,
+        due: Due = KEEP,
     ) -> Record | None:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
-        return await self._run(self._update, collection, key, text, expected_version, ttl)
+        check_due(due)
+        return await self._run(self._update, collection, key, text, expected_version, ttl, due)
 
     def _update(
-        self, collection: str, key: str, text: str, expected: int, ttl: float | None
+        self, collection: str, key: str, text: str, expected: int, ttl: float | None, due: Due
     ) -> Record | None:
         with self._write() as conn:
             now = self.clock()
             rows = conn.execute(
                 f"UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "
-                f"expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END "
+                f"expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END, "
+                f"due = CASE WHEN :keep_due THEN due ELSE :due END "
                 f"WHERE collection = :c AND key = :k AND version = :ver AND {_LIVE} RETURNING {_COLS}",
                 {"c": collection, "k": key, "v": text, "now": now, "ver": expected,
-                 "keep": ttl is None, "exp": expiry(now, ttl)},
+                 "keep": ttl is None, "exp": expiry(now, ttl), "keep_due": due is KEEP,
+                 "due": None if due is KEEP else due},
             ).fetchall()
         return to_record(collection, rows[0]) if rows else None
 
@@ -342,6 +361,17 @@ class SqliteStore(ThreadedStore):
         finally:
             cursor.close()
         return out
+
+    async def due(self, collection: str, *, before: float, limit: int = 100) -> list[Record]:
+        return await self._run(self._due, collection, before, limit)
+
+    def _due(self, collection: str, before: float, limit: int) -> list[Record]:
+        rows = self._conn().execute(
+            f"SELECT {_COLS} FROM milpa_records INDEXED BY milpa_records_due WHERE collection = :c "
+            f"AND due IS NOT NULL AND due <= :before AND {_LIVE} ORDER BY due, key LIMIT :limit",
+            {"c": collection, "before": before, "now": self.clock(), "limit": max(0, limit)},
+        ).fetchall()
+        return [to_record(collection, row) for row in rows]
 
     # ----------------------------------------------------------- streams
     async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:

@@ -35,7 +35,7 @@ async def test_new_file_is_marked_as_a_milpa_store_in_wal_mode(tmp_path: Path) -
     meta = dict(conn.execute("SELECT key, value FROM milpa_meta").fetchall())
     journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
     conn.close()
-    assert meta == {"application": "milpa-chat", "schema_version": "1"}
+    assert meta == {"application": "milpa-chat", "schema_version": "2"}
     assert journal == "wal"
 
 
@@ -123,7 +123,7 @@ def pg_tables(dsn: str, schema: str) -> list[tuple[str, ...]]:
         (["CREATE TABLE {s}.milpa_meta (key text PRIMARY KEY, value text)",
           "INSERT INTO {s}.milpa_meta VALUES ('application', 'ledger'), ('schema_version', '1')"], "'ledger'"),
         (["CREATE TABLE {s}.milpa_meta (key text PRIMARY KEY, value text)",
-          "INSERT INTO {s}.milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', '2')"],
+          "INSERT INTO {s}.milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', '3')"],
          "newer milpa-chat"),
         (["CREATE TABLE {s}.milpa_meta (id int, payload text)"], "cannot read"),
         (["CREATE TABLE {s}.milpa_records (id int)"], "no milpa_meta"),
@@ -155,7 +155,7 @@ async def test_postgres_creates_a_missing_schema(postgres_dsn: str, pg_schema: s
         await store.put("c", "k", {"v": 1})
         await store.close()
         meta = admin_sql(postgres_dsn, f'SELECT key, value FROM "{schema}".milpa_meta ORDER BY 1')
-        assert meta == [("application", "milpa-chat"), ("schema_version", "1")]
+        assert meta == [("application", "milpa-chat"), ("schema_version", "2")]
     finally:
         admin_sql(postgres_dsn, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
