@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from milpa_chat.errors import StoreError
 
-__all__ = ["KEEP", "Clock", "Due", "RateDecision", "Record", "Store", "StreamEntry", "check_value", "check_due"]
+__all__ = ["KEEP", "Clock", "Due", "RateDecision", "Record", "Store", "StreamEntry", "check_due", "check_value"]
 
 Clock = Callable[[], float]
 #: ``update(..., due=KEEP)`` leaves the record's due time as it is (the default).
