@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from milpa_chat.errors import MilpaError
+
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
 
@@ -34,8 +36,11 @@ class ArgumentError:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-class InvalidArguments(Exception):
-    """Raised by a validator; carries every failed check, not only the first."""
+class InvalidArguments(MilpaError):
+    """Raised by a validator; carries every failed check, not only the first.
+
+    A control-flow signal inside the pipeline: ``ToolRegistry.call`` turns it into a
+    ``VALIDATION_ERROR`` result, it never reaches the caller."""
 
     def __init__(self, errors: list[ArgumentError]) -> None:
         self.errors = errors
