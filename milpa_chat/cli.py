@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from milpa_chat.errors import MilpaError
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.registry import ToolRegistry
 from milpa_chat.runtime.result import ToolResult
@@ -22,7 +23,7 @@ from milpa_chat.runtime.result import ToolResult
 DEFAULT_TOOLS = "milpa_chat.demo:tools"
 
 
-class CliError(Exception):
+class CliError(MilpaError):
     """A usage problem; printed without a traceback, exit status 2."""
 
 

@@ -1,7 +1,8 @@
 """Exceptions of milpa-chat, split by audience.
 
 * :class:`DeclarationError` — a developer mistake found when a tool is declared or registered.
-  Raised at import/registration time, with the fix in the message.
+  Raised at import/registration time, with the fix in the message (:class:`InvalidOptionError`
+  when a value is out of range: also a ``ValueError``).
 * :class:`MissingExtraError` — an optional dependency is not installed; names the exact
   ``pip install`` command.
 * :class:`StoreError` and subclasses — the durable store cannot be used as asked.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "DeclarationError",
+    "InvalidOptionError",
     "MilpaError",
     "MissingExtraError",
     "StoreCorruptError",
@@ -32,6 +34,15 @@ class DeclarationError(MilpaError, TypeError):
     """A tool or parameter is declared in a way the runtime cannot serve.
 
     The message says what is wrong and how to fix it.
+    """
+
+
+class InvalidOptionError(DeclarationError, ValueError):
+    """An option was given a value outside what it accepts (``VerifyPolicy(quorum=0)``, ...).
+
+    A :class:`DeclarationError` that is also a ``ValueError``, so code written as
+    ``except ValueError`` keeps catching it; wrong *types* raise a plain :class:`DeclarationError`
+    (a ``TypeError``).
     """
 
 

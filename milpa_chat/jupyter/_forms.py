@@ -25,6 +25,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from milpa_chat.errors import MilpaError
 from milpa_chat.renderers import is_secret_key
 
 __all__ = ["FieldError", "FormField", "SchemaForm"]
@@ -34,7 +35,7 @@ _MISSING = object()
 _LABEL_WIDTH = "170px"
 
 
-class FieldError(ValueError):
+class FieldError(MilpaError, ValueError):
     """A value the form itself cannot read (bad JSON, text that is not a number)."""
 
 

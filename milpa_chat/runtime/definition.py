@@ -6,11 +6,12 @@ the pipeline (``registry.py``) only ever reads these.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from milpa_chat.errors import MilpaError
+from milpa_chat.errors import DeclarationError, InvalidOptionError, MilpaError
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
@@ -81,14 +82,31 @@ class VerifyPolicy:
     expires_in: float = 3600.0
 
     def __post_init__(self) -> None:
+        scopes = self.approver_scopes
+        if isinstance(scopes, str):
+            scopes = (scopes,)
+        if not isinstance(scopes, Iterable) or not all(isinstance(s, str) and s.strip() for s in scopes):
+            raise DeclarationError(
+                f"VerifyPolicy(approver_scopes=...) takes a list of scope names, got {self.approver_scopes!r}; "
+                f"e.g. VerifyPolicy(approver_scopes=['payments:approve'])"
+            )
+        object.__setattr__(self, "approver_scopes", tuple(scopes))
+        if not isinstance(self.four_eyes, bool):
+            raise DeclarationError(f"VerifyPolicy(four_eyes=...) must be True or False, got {self.four_eyes!r}")
+        if isinstance(self.quorum, bool) or not isinstance(self.quorum, int):
+            raise DeclarationError(f"VerifyPolicy(quorum=...) must be a whole number such as 2, got {self.quorum!r}")
         if self.quorum < 1:
-            raise ValueError(f"VerifyPolicy(quorum=...) must be at least 1, got {self.quorum}")
-        if self.expires_in <= 0:
-            raise ValueError(f"VerifyPolicy(expires_in=...) must be positive seconds, got {self.expires_in}")
-        if isinstance(self.approver_scopes, str):
-            object.__setattr__(self, "approver_scopes", (self.approver_scopes,))
-        else:
-            object.__setattr__(self, "approver_scopes", tuple(self.approver_scopes))
+            raise InvalidOptionError(
+                f"VerifyPolicy(quorum=...) must be at least 1 (the number of distinct approvers), got {self.quorum}"
+            )
+        expires = self.expires_in
+        if isinstance(expires, bool) or not isinstance(expires, int | float):
+            raise DeclarationError(f"VerifyPolicy(expires_in=...) must be a number of seconds, got {expires!r}")
+        if not 0 < expires < math.inf:
+            raise InvalidOptionError(
+                f"VerifyPolicy(expires_in=...) must be positive, finite seconds, got {expires}; "
+                f"e.g. expires_in=3600 for one hour"
+            )
 
 
 Invoke = Callable[[dict[str, Any], "ToolContext"], Any]

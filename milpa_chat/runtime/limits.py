@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from milpa_chat.errors import DeclarationError
+from milpa_chat.errors import DeclarationError, InvalidOptionError
 from milpa_chat.runtime.definition import ArgumentError, InvalidArguments
 
 __all__ = ["DEFAULT_LIMITS", "PayloadLimits", "check_payload", "payload_problems"]
@@ -77,9 +77,10 @@ class PayloadLimits:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise DeclarationError(
+                wrong_type = isinstance(value, bool) or not isinstance(value, int)
+                raise (DeclarationError if wrong_type else InvalidOptionError)(
                     f"PayloadLimits({f.name}=...) must be a positive whole number, got {value!r}; "
-                    f"e.g. PayloadLimits({f.name}={getattr(PayloadLimits, f.name)!r})"
+                    f"e.g. PayloadLimits({f.name}={f.default!r})"
                 )
 
     @property

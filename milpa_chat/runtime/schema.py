@@ -19,8 +19,8 @@ from typing import Any
 
 from milpa_chat.errors import DeclarationError
 from milpa_chat.runtime.definition import ArgumentError, InvalidArguments, ToolDefinition, ValidatedArgs, VerifyPolicy
-from milpa_chat.runtime.signature import is_async_callable
-from milpa_chat.runtime.tool_options import tool_options
+from milpa_chat.runtime.signature import check_handler, is_async_callable
+from milpa_chat.runtime.tool_options import check_argument_name, tool_options
 
 __all__ = [
     "JsonSchemaValidator",
@@ -296,8 +296,7 @@ def definition_from_schema(
     )  # fmt: skip
     if not name or not description:
         raise DeclarationError("A hand-registered tool needs a name and a description")
-    if not callable(handler):
-        raise DeclarationError(f"Tool {name!r}: the handler must be callable as handler(args, ctx), got {handler!r}")
+    check_handler(name, handler)
     schema = _input_schema(name, input_schema)
     if output_schema is not None:
         check_json_schema(output_schema, f"Tool {name!r} output_schema")
@@ -316,5 +315,21 @@ def _input_schema(name: str, input_schema: Mapping[str, Any]) -> dict[str, Any]:
     schema = copy.deepcopy(dict(input_schema))
     if schema.setdefault("type", "object") != "object":
         raise DeclarationError(f'{where}: a tool takes an object of named arguments; use "type": "object"')
+    _check_property_names(where, schema)
     JsonSchemaValidator(schema).check_defaults(where)
     return schema
+
+
+def _check_property_names(where: str, schema: Mapping[str, Any]) -> None:
+    """Reserved argument names, and required properties that a closed object cannot hold."""
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    for name in [*props, *required]:
+        check_argument_name(f"{where}, property {name!r}", name)
+    if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+        missing = [n for n in required if n not in props]
+        if missing:
+            raise DeclarationError(
+                f"{where}: 'required' lists {missing} but 'properties' does not, and additionalProperties is "
+                f"false, so no call could ever pass; add them to 'properties' or remove them from 'required'"
+            )

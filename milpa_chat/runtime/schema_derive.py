@@ -181,11 +181,18 @@ def _clamp_bounds(tool: str, spec: ParamSpec, field: dict[str, Any]) -> tuple[st
 
 
 def _check_defaults(tool: str, specs: list[ParamSpec], strict: CoreSchema, wire: SchemaSerializer) -> None:
-    """Every default must be JSON and must validate back to itself (``wire`` round-trips)."""
+    """Every default must be JSON and must validate back to itself (``wire`` round-trips); every
+    example must be valid; a clamped parameter's default must lie inside the clamp."""
     for spec in specs:
+        for example in spec.examples or ():
+            detail = _misfit(strict, spec, example)
+            if detail is not None:
+                raise DeclarationError(
+                    f"{_where(tool, spec.name)}: the example {example!r} does not match the annotation ({detail}); "
+                    f"fix it or remove it from Param(examples=...) (a model copies examples)"
+                )
         if spec.default is _EMPTY:
             continue
-        field = _fields(strict)[spec.name]
         try:
             value = wire.to_python(
                 {spec.name: spec.default}, mode="json", by_alias=True, round_trip=True, warnings=False
@@ -196,16 +203,37 @@ def _check_defaults(tool: str, specs: list[ParamSpec], strict: CoreSchema, wire:
                 f"{_where(tool, spec.name)}: the default {spec.default!r} is not JSON ({exc}); use a JSON "
                 f"default (str, int, float, bool, None, list, dict) or None and build the value in the body"
             ) from None
-        one = {"type": "typed-dict", "fields": {spec.name: {**field, "schema": _without_default(field["schema"])}}}
-        compiled = {**strict, "schema": one} if strict["type"] == "definitions" else one
-        try:
-            compile_validator(compiled).validate_python(value)
-        except ValidationError as exc:
-            detail = "; ".join(str(e) for e in convert_errors(exc, one))
+        detail = _misfit(strict, spec, value[spec.name])
+        if detail is not None:
             raise DeclarationError(
                 f"{_where(tool, spec.name)}: the default {spec.default!r} does not match the annotation "
                 f"({detail}); change the default, or allow it in the type (e.g. `X | None = None`)"
-            ) from None
+            )
+        _check_clamped_default(tool, spec)
+
+
+def _misfit(strict: CoreSchema, spec: ParamSpec, value: Any) -> str | None:
+    """Why ``value`` is not a valid value of the parameter ``spec`` (``None`` when it is)."""
+    field = _fields(strict)[spec.name]
+    one = {"type": "typed-dict", "fields": {spec.name: {**field, "schema": _without_default(field["schema"])}}}
+    compiled = {**strict, "schema": one} if strict["type"] == "definitions" else one
+    try:
+        compile_validator(compiled).validate_python({spec.name: value})
+    except ValidationError as exc:
+        return "; ".join(str(e) for e in convert_errors(exc, one))
+    return None
+
+
+def _check_clamped_default(tool: str, spec: ParamSpec) -> None:
+    default = spec.default
+    if spec.clamp is None or not isinstance(default, int | float) or isinstance(default, bool):
+        return
+    low, high = spec.clamp
+    if not low <= default <= high:
+        raise DeclarationError(
+            f"{_where(tool, spec.name)}: the default {default!r} is outside Param(clamp=({low!r}, {high!r})), so "
+            f"the schema would advertise a default it never passes; pick a default inside the range"
+        )
 
 
 def _without_default(node: CoreSchema) -> CoreSchema:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from milpa_chat.errors import DeclarationError
+from milpa_chat.runtime.tool_options import check_argument_name
 
 if typing.TYPE_CHECKING:
     from milpa_chat.runtime.schema_derive import ParamSpec
 
-__all__ = ["Analysis", "analyse", "is_async_callable"]
+__all__ = ["Analysis", "analyse", "check_handler", "is_async_callable"]
 
 _EMPTY = inspect.Parameter.empty
 _Annotated: Any = Annotated  # used with run-time values
@@ -56,6 +57,37 @@ def is_async_callable(function: Any) -> bool:
 
 def _is_generator(function: Any) -> bool:
     return any(inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f) for f in _layers(function))
+
+
+def check_handler(tool: str, handler: Any) -> None:
+    """Raise :class:`DeclarationError` unless ``handler(args, ctx)`` can be called (hand-registered tools)."""
+    if not callable(handler):
+        raise DeclarationError(
+            f"Tool {tool!r}: the handler must be callable as handler(args, ctx), got {handler!r}; pass the "
+            f"function itself, not the result of calling it"
+        )
+    if _is_generator(handler):
+        raise DeclarationError(
+            f"Tool {tool!r}: the handler is a generator function; a tool returns one value: collect the items "
+            f"into a list and return it"
+        )
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):  # a builtin without a readable signature: trust it
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        shown = getattr(handler, "__qualname__", None) or repr(handler)
+        bare = signature.replace(
+            parameters=[p.replace(annotation=_EMPTY) for p in signature.parameters.values()], return_annotation=_EMPTY
+        )
+        raise DeclarationError(
+            f"Tool {tool!r}: the handler {shown}{bare} cannot be called as handler(args, ctx); a "
+            f"hand-registered tool's handler takes two positional arguments, the validated arguments (a dict) "
+            f"and the ToolContext: `def handler(args, ctx): ...` (or `lambda args, ctx: ...`). To derive the "
+            f"schema from a function's own parameters, decorate it with @tool and use registry.scan(...)"
+        ) from None
 
 
 def _where(tool: str, name: str) -> str:
@@ -194,6 +226,7 @@ def analyse(tool: str, function: Callable[..., Any], receiver: bool | None, docs
     specs, context = [], None
     for p in params:
         _check_kind(tool, p)
+        check_argument_name(_where(tool, p.name), p.name)
         if p.name not in hints:
             raise DeclarationError(
                 f"{_where(tool, p.name)} has no type annotation; annotate it (e.g. `{p.name}: str`) so a "

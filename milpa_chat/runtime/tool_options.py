@@ -11,11 +11,26 @@ from typing import Any
 from milpa_chat.errors import DeclarationError
 from milpa_chat.runtime.definition import VerifyPolicy
 
-__all__ = ["TOOL_NAME", "ToolOptions", "tool_options"]
+__all__ = ["RESERVED_ARGUMENTS", "TOOL_NAME", "ToolOptions", "check_argument_name", "tool_options"]
 
 #: Tool names: 1-64 of letters, digits, ``_``, ``-`` and ``.`` (what MCP and the LLM providers accept;
 #: OpenAI and Anthropic do not accept ``.``, so prefer ``_`` for tools an agent will call).
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$")
+
+#: Argument names the pipeline takes for itself; a tool parameter with one of them would never
+#: receive its value (or, for ``_ctx``, would be hidden from audit lines and approval cards).
+RESERVED_ARGUMENTS: dict[str, str] = {
+    "confirm_token": "the pipeline takes it out of the arguments to replay a confirmed call",
+    "verification_id": "the pipeline takes it out of the arguments to run an approved call",
+    "_ctx": "audit lines and approval cards leave it out, so approvers would not see it",
+}
+
+
+def check_argument_name(where: str, name: str) -> None:
+    """Raise :class:`DeclarationError` when ``name`` is one of :data:`RESERVED_ARGUMENTS`."""
+    why = RESERVED_ARGUMENTS.get(name)
+    if why is not None:
+        raise DeclarationError(f"{where}: the argument name {name!r} is reserved ({why}); rename the parameter")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +52,11 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
     items = tuple(value)
     if not all(isinstance(v, str) and v for v in items):
         raise DeclarationError(f"{what}= takes a list of non-empty strings, got {value!r}")
+    if what == "scopes" and any(part != part.strip() or " " in part for part in items):
+        split = [w for part in items for w in part.split()]
+        raise DeclarationError(
+            f"scopes= names one scope per string, without spaces, got {value!r}; write scopes={split!r}"
+        )
     return items
 
 

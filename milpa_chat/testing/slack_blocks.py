@@ -18,6 +18,8 @@ from typing import Any
 from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
+from milpa_chat.errors import MilpaError
+
 MAX_MESSAGE_BLOCKS = 50
 MAX_VIEW_BLOCKS = 100
 MAX_FIELD_TEXT = 2000
@@ -30,7 +32,7 @@ _PLAIN_TEXT_OWNERS = frozenset({"header", "button", "workflow_button"})
 _sdk_logger = logging.getLogger("slack_sdk.models")
 
 
-class BlocksFormatError(ValueError):
+class BlocksFormatError(MilpaError, ValueError):
     """The ``blocks`` argument is not a JSON array of objects (Slack: ``invalid_blocks_format``)."""
 
 

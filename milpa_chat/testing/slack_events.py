@@ -15,6 +15,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
+from milpa_chat.errors import MilpaError
 from milpa_chat.testing.slack_payloads import SlackPayloads
 from milpa_chat.testing.slack_server import SlackApiServer
 from milpa_chat.testing.slack_signing import SlackRequest, SlackRequestSigner, SlackSignedRequest
@@ -41,7 +42,7 @@ async def serve_bolt_app(app: _HasWebApp | web.Application, path: str = "/slack/
         await runner.cleanup()
 
 
-class SlackAckTimeout(TimeoutError):
+class SlackAckTimeout(MilpaError, TimeoutError):
     """The app did not answer within Slack's 3 seconds (Slack shows the user an error or retries the event)."""
 
 

@@ -7,12 +7,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from milpa_chat.errors import MilpaError
 from milpa_chat.testing.slack_blocks import interactive_elements
 
 JsonDict = dict[str, Any]
 
 
-class SlackMethodError(Exception):
+class SlackMethodError(MilpaError):
     """A Web API method failed the way Slack reports it: ``{"ok": false, "error": <error>}``."""
 
     def __init__(self, error: str, *, status: int = 200, details: JsonDict | None = None) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from milpa_chat.errors import MilpaError
+
 __all__ = ["EntityParseError", "checked_link", "parse_html", "utf16_len"]
 
 _ALLOWED_TAGS = frozenset(
@@ -37,7 +39,7 @@ _NAMED_ENTITIES = {b"lt": "<", b"gt": ">", b"amp": "&", b"quot": '"'}
 _LINK_SCHEMES = ("http://", "https://", "tg://", "ton://", "tonsite://")
 
 
-class EntityParseError(ValueError):
+class EntityParseError(MilpaError, ValueError):
     """The text cannot be parsed; ``str(error)`` is Telegram's detail, e.g.
     ``Can't find end tag corresponding to start tag "b"``."""
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from milpa_chat.errors import MilpaError
 from milpa_chat.testing.telegram_html import EntityParseError, parse_html
 from milpa_chat.testing.telegram_markdown import parse_markdown, parse_markdown_v2
 
@@ -47,7 +48,7 @@ _PARSERS: dict[str, Callable[[str], tuple[str, list[dict[str, Any]]]]] = {
 }
 
 
-class ApiError(Exception):
+class ApiError(MilpaError):
     """A Bot API error answer: HTTP status, ``description`` and optional ``parameters``."""
 
     def __init__(self, status: int, description: str, parameters: dict[str, Any] | None = None) -> None:
