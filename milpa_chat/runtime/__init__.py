@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat.runtime.approval import Approval, ApprovalRefused
+from milpa_chat.runtime.approvals import ApprovalDesk, Change, Delivery
 from milpa_chat.runtime.audit import AuditLogger, redact
 from milpa_chat.runtime.confirm import ConfirmationToken, ConfirmationTokenStore
 from milpa_chat.runtime.context import ToolContext
@@ -40,10 +42,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Approval",
+    "ApprovalDesk",
+    "ApprovalRefused",
     "AuditLogger",
+    "Change",
     "ChannelPolicy",
     "ConfirmationToken",
     "ConfirmationTokenStore",
+    "Delivery",
     "ErrorCode",
     "EventDispatcher",
     "HumanVerifier",

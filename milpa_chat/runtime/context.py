@@ -42,6 +42,9 @@ class ToolContext:
     user_agent: str | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     mode: Mode = "execute"
+    #: The approval id when this call runs an approved (or confirmed) request: the same key on every
+    #: attempt of that request, so a tool can make a retried run harmless.
+    idempotency_key: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.scopes, tuple):

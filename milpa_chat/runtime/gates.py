@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 
 if TYPE_CHECKING:
+    from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.audit import AuditLogger
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import InvalidArguments, ToolDefinition
@@ -111,11 +112,12 @@ def action_summary(tool: str, wire: Mapping[str, Any], redact: Any) -> str:
 async def ask_confirmation(
     registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
 ) -> ToolResult:
-    """First call of a confirm tool: snapshot the arguments, hand back a one-time token."""
+    """First call of a confirm tool: open a ``confirm`` approval (its id is the one-time token)."""
     summary = action_summary(tool.name, wire, registry.audit.redact)
-    token = await registry.confirmations.create(tool.name, wire, summary, principal=ctx.principal)
+    token = await registry.confirmations.create(
+        tool.name, wire, summary, ctx=ctx, mutating=tool.mutating, idempotent=tool.idempotent)
     meta = base_meta(tool.name, ctx, t0)
-    meta.update(type="confirmation", requires_confirmation=True)
+    meta.update(type="confirmation", requires_confirmation=True, approval_id=token.token)
     data = {
         "requires_confirmation": True,
         "confirm_token": token.token,
@@ -129,13 +131,13 @@ async def ask_confirmation(
 async def open_verification(
     registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
 ) -> ToolResult:
-    """First call of a ``verify=`` tool: open a durable request that approvers decide."""
+    """First call of a ``verify=`` tool: open a ``verification`` approval that approvers decide."""
     assert tool.verify is not None
     summary = action_summary(tool.name, wire, registry.audit.redact)
     req = await registry.verifier.open_for_tool(tool, wire, ctx, summary)
     meta = base_meta(tool.name, ctx, t0)
     meta.update(type="confirmation", requires_confirmation=True, requires_verification=True,
-                action="verify", target=tool.name, target_id=req.id)
+                action="verify", target=tool.name, target_id=req.id, approval_id=req.id)
     data = {
         "requires_verification": True,
         "request_id": req.id,
@@ -151,40 +153,45 @@ async def open_verification(
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """A second call that redeems a confirm token or an approved verification."""
+    """A second call that redeems a confirm token or runs an approved verification."""
 
-    args: dict[str, Any]
-    confirm_token: str | None = None
-    verification_id: str | None = None
+    approval: Approval
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return self.approval.args
 
 
 async def load_replay(
     registry: ToolRegistry, tool: ToolDefinition, args: Mapping[str, Any], ctx: ToolContext
 ) -> Replay | ToolResult:
-    """Look up (without consuming) the snapshot a replay will run; other arguments are inert."""
+    """Look up (without claiming) the approval a replay will run; other arguments are inert."""
     token, vid = args.get("confirm_token"), args.get("verification_id")
     if token is not None:
-        pending = await registry.confirmations.peek(token) if isinstance(token, str) else None
-        if pending is None or pending.tool != tool.name or pending.principal != ctx.principal:
+        approval = await registry.confirmations.approval(token, tool.name, ctx.principal)
+        if approval is None:
             return fail(tool.name, ctx, None, ErrorCode.VALIDATION_ERROR, INVALID_TOKEN)
-        return Replay(pending.args, confirm_token=token)
+        return Replay(approval)
     problem = await registry.verifier.check_executable(vid, tool.name, ctx)
     if isinstance(problem, str):
         return fail(tool.name, ctx, None, ErrorCode.FORBIDDEN, problem)
-    return Replay(problem, verification_id=vid)
+    approval = await registry.verifier.get(vid)
+    assert approval is not None
+    return Replay(approval)
 
 
 async def claim_replay(
     registry: ToolRegistry, tool: ToolDefinition, replay: Replay, ctx: ToolContext, t0: float
-) -> ToolResult | None:
-    """Atomically consume the token / claim the approved request; ``None`` when this caller won."""
-    if replay.confirm_token is not None:
-        got = await registry.confirmations.consume(replay.confirm_token, tool.name, principal=ctx.principal)
-        if got is None:
+) -> Approval | ToolResult:
+    """Atomically redeem the token / claim the approved request: the claimed approval when this caller won."""
+    from milpa_chat.runtime.approval import ApprovalRefused
+
+    if replay.approval.kind == "confirm":
+        change = await registry.confirmations.redeem(replay.approval.id, tool.name, ctx)
+        if change is None:
             return fail(tool.name, ctx, t0, ErrorCode.VALIDATION_ERROR, INVALID_TOKEN)
-        return None
-    assert replay.verification_id is not None
-    claimed = await registry.verifier.claim_execution(replay.verification_id, tool.name, ctx)
-    if isinstance(claimed, str):
-        return fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, claimed)
-    return None
+        return change.approval
+    try:
+        return (await registry.approvals.claim(replay.approval.id, ctx, tool=tool.name)).approval
+    except ApprovalRefused as exc:
+        return fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, str(exc))

@@ -9,12 +9,14 @@ runtime outcome: every failure is a :class:`ToolResult` with an :class:`ErrorCod
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.errors import ToolAlreadyRegisteredError
+from milpa_chat.errors import StoreError, ToolAlreadyRegisteredError
 from milpa_chat.runtime import gates
+from milpa_chat.runtime.approvals import ApprovalDesk
 from milpa_chat.runtime.audit import AuditLogger
 from milpa_chat.runtime.catalogue import TokenEstimator, summary_of
 from milpa_chat.runtime.confirm import ConfirmationTokenStore
@@ -28,6 +30,7 @@ from milpa_chat.runtime.sync import run_sync
 from milpa_chat.store.memory import MemoryStore
 
 if TYPE_CHECKING:
+    from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.ratelimit import RateLimiter
     from milpa_chat.runtime.verification import HumanVerifier
     from milpa_chat.store.base import Store
@@ -40,9 +43,11 @@ log = logging.getLogger("milpa_chat.registry")
 class ToolRegistry:
     """Holds tools and runs every call through the pipeline.
 
-    ``store`` keeps confirm tokens, verification requests and rate windows (a
+    ``store`` keeps approvals (confirm tokens and verification requests are both one durable
+    :class:`~milpa_chat.runtime.Approval`, kept by :attr:`approvals`) and rate windows (a
     :class:`~milpa_chat.store.MemoryStore` by default: pass a ``SqliteStore`` or ``PostgresStore``
-    so nothing pending is lost on restart).
+    so nothing pending is lost on restart). ``approval_lease`` is how long a claimed run may take
+    before it counts as lost (then ``effect_uncertain``, or retried for idempotent tools).
     """
 
     def __init__(
@@ -55,13 +60,18 @@ class ToolRegistry:
         rate_limiter: RateLimiter | None = None,
         verifier: HumanVerifier | None = None,
         confirm_ttl: float = 60.0,
+        approval_lease: float = 300.0,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.policy = policy or PolicyGate()
         self.dispatcher = dispatcher or EventDispatcher()
         self.audit = audit or AuditLogger()
         self.rate_limiter = rate_limiter
-        self.confirmations = ConfirmationTokenStore(self.store, ttl=confirm_ttl)
+        if verifier is not None:
+            self.approvals = verifier.desk
+        else:
+            self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease)
+        self.confirmations = ConfirmationTokenStore(self.approvals, ttl=confirm_ttl)
         self._verifier = verifier
         self.tokens = TokenEstimator()
         self._tools: dict[str, ToolDefinition] = {}
@@ -73,7 +83,7 @@ class ToolRegistry:
         if self._verifier is None:
             from milpa_chat.runtime.verification import HumanVerifier
 
-            self._verifier = HumanVerifier(self.store, dispatcher=self.dispatcher)
+            self._verifier = HumanVerifier(self.approvals)
         return self._verifier
 
     def add(self, definition: ToolDefinition) -> ToolDefinition:
@@ -173,10 +183,22 @@ class ToolRegistry:
     async def call(
         self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
     ) -> ToolResult:
-        """Run ``name`` with ``args`` for ``ctx`` (``ToolContext.cli()`` by default) through the pipeline."""
+        """Run ``name`` with ``args`` for ``ctx`` (``ToolContext.cli()`` by default) through the pipeline.
+
+        Never raises for a runtime outcome: a store that fails becomes an ``INTERNAL_ERROR`` result.
+        """
         t0 = perf_counter()
         if ctx is None:
             ctx = ToolContext.cli()
+        try:
+            return await self._call(name, args, ctx, t0)
+        except StoreError as exc:
+            log.error("The store failed during %r (request %s): %s", name, ctx.request_id, exc)
+            return gates.fail(str(name), ctx, t0, ErrorCode.INTERNAL_ERROR,
+                              f"'{name}' could not be completed: the state store is unavailable (request "
+                              f"{ctx.request_id}). Nothing was run; try again shortly.")
+
+    async def _call(self, name: str, args: Mapping[str, Any] | None, ctx: ToolContext, t0: float) -> ToolResult:
         tool = self._tools.get(name)
         if tool is None:
             return gates.not_found(name, self._tools, ctx)
@@ -210,15 +232,49 @@ class ToolRegistry:
             return gates.plan(self, tool, validated.wire, ctx, t0)
         if replay is not None:
             claimed = await gates.claim_replay(self, tool, replay, ctx, t0)
-            if claimed is not None:
+            if isinstance(claimed, ToolResult):
                 return claimed
-        elif tool.verify is not None:
+            return await self._settle(claimed, await execute(self, tool, validated, self._keyed(ctx, claimed), t0))
+        if tool.verify is not None:
             return await gates.open_verification(self, tool, validated.wire, ctx, t0)
-        elif not tool.extra.get("self_confirming") and self.policy.requires_confirmation(ctx, tool):
+        if not tool.extra.get("self_confirming") and self.policy.requires_confirmation(ctx, tool):
             return await gates.ask_confirmation(self, tool, validated.wire, ctx, t0)
-        result = await execute(self, tool, validated, ctx, t0)
-        if replay is not None and replay.verification_id is not None:
-            await self.verifier.finish(replay.verification_id, result)
+        return await execute(self, tool, validated, ctx, t0)
+
+    async def run_approval(self, claimed: Approval, ctx: ToolContext) -> ToolResult:
+        """Run an approval this caller claimed (``Change.claimed``) as ``ctx`` (the requester), then settle it.
+
+        The approved arguments are validated and the requester authorized again (scopes may have
+        changed since they asked); a refusal settles the approval as ``failed``. Never raises.
+        """
+        t0 = perf_counter()
+        name = claimed.tool or ""
+        try:
+            tool = self._tools.get(name)
+            if tool is None:
+                result = gates.fail(name, ctx, t0, ErrorCode.TOOL_NOT_FOUND,
+                                    f"Tool '{name}' is no longer registered; the approved call was not run.")
+                return await self._settle(claimed, result)
+            try:
+                validated = tool.validator(claimed.args)
+            except InvalidArguments as exc:
+                return await self._settle(claimed, gates.invalid(self.audit, tool.name, ctx, t0, exc))
+            denial = await self.policy.authorize(ctx, tool)
+            if denial is not None:
+                self.audit.denied(ctx, tool.name, denial)
+                return await self._settle(claimed, gates.fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, denial))
+            return await self._settle(claimed, await execute(self, tool, validated, self._keyed(ctx, claimed), t0))
+        except StoreError as exc:
+            log.error("The store failed while running approval %s: %s", claimed.id, exc)
+            return gates.fail(name, ctx, t0, ErrorCode.INTERNAL_ERROR,
+                              "The state store is unavailable; the outcome will be recovered when it is back.")
+
+    @staticmethod
+    def _keyed(ctx: ToolContext, claimed: Approval) -> ToolContext:
+        return replace(ctx, idempotency_key=claimed.id)
+
+    async def _settle(self, claimed: Approval, result: ToolResult) -> ToolResult:
+        await self.approvals.finish(claimed, result)
         return result
 
     def call_sync(

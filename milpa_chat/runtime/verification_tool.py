@@ -84,7 +84,7 @@ class VerificationTool:
             req = await self.verifier.request(args["subject"], ctx, policy=policy, reason=args.get("reason"))
         except VerificationRefused as exc:
             return ToolResult.error(str(exc), {"field": "subject", "message": str(exc)}, code=exc.code)
-        subject = req.value["subject"]
+        subject = req.data["subject"]
         message = (
             f"Verification required for '{subject}' (policy: {policy_name}). Another person resolves it "
             f"with resolve_verification, decision=grant|reject, request_id={req.id}."
@@ -92,7 +92,7 @@ class VerificationTool:
         return ToolResult.confirmation(
             message, {"subject": subject, "policy": policy_name, "request_id": req.id,
                       "expires_at": req.expires_at_iso}, "verify", subject, subject,
-        )
+        ).with_meta(approval_id=req.id, requires_verification=True)
 
     async def handle_resolve(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         rid, decision, reason = args["request_id"], args["decision"], args.get("reason")
@@ -104,8 +104,8 @@ class VerificationTool:
         except VerificationRefused as exc:
             code = ErrorCode.NOT_FOUND if exc.code == "NOT_FOUND" else ErrorCode.FORBIDDEN
             return ToolResult.error(str(exc), {"request_id": rid}, code=code)
-        status = {"approved": "passed", "rejected": "failed"}.get(req.state, "pending")
-        label = req.value["subject"] or rid
+        status = {"pending": "pending", "rejected": "failed"}.get(req.state, "passed")
+        label = req.data["subject"] or rid
         data = {
             "status": status,
             "reason": reason if decision == "reject" else None,
@@ -115,8 +115,8 @@ class VerificationTool:
             "metadata": {"reason": reason} if decision == "grant" and reason else {},
             "request_id": rid,
             "state": req.state,
-            "approvals": len(req.value["grants"]),
-            "quorum": req.value["policy"]["quorum"],
+            "approvals": len(req.votes),
+            "quorum": req.quorum,
         }
         if status == "pending":
             message = (f"Approval recorded for '{label}': {data['approvals']} of {data['quorum']} "

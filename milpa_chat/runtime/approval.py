@@ -1,0 +1,236 @@
+"""The one durable ``Approval`` (DESIGN section 5): the record, its states and its effects, as data.
+
+One record per call a human must decide. It is at once the confirm token (its id *is* the token),
+the verification request of seed 000 and what every card on every surface shows. This module holds
+the record's shape and the pure rules over it; :mod:`milpa_chat.runtime.approvals` holds the desk
+that stores it and the one decision function.
+
+States::
+
+    pending -> approved | rejected | cancelled | expired
+    approved -> executing -> executed | failed | effect_uncertain
+    effect_uncertain -> approved (Run again) | executed (Mark as done)
+
+Effects are *derived* from the record, never queued beside it: a card whose ``shown`` key differs
+from the record's :func:`card_key` needs an edit (or its first send), a report is owed when the
+state is one the requester is told about and was not told yet, an agent run waits for ``resume``.
+So every transition records its effects in the same write, and a card always renders from the
+record's current state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from milpa_chat.errors import MilpaError
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+
+__all__ = [
+    "COLLECTION",
+    "FINAL",
+    "Approval",
+    "ApprovalKind",
+    "ApprovalRefused",
+    "ApprovalState",
+    "card_key",
+    "digest",
+    "due_of",
+    "pending_effects",
+    "state_message",
+]
+
+COLLECTION = "approvals"
+ApprovalKind = Literal["confirm", "verification"]
+ApprovalState = Literal[
+    "pending", "approved", "rejected", "cancelled", "expired", "executing", "executed", "failed", "effect_uncertain"
+]
+#: States nothing moves out of.
+FINAL = frozenset({"rejected", "cancelled", "expired", "executed", "failed"})
+#: States the requester is told about in their chat (besides what the card itself shows).
+REPORTED = frozenset({"executed", "failed", "rejected", "expired", "effect_uncertain"})
+#: Attempts at one effect (a card edit, a report) before it is given up and the requester is told.
+MAX_ATTEMPTS = 6
+
+
+class ApprovalRefused(MilpaError):
+    """A decision, replay or run that is not allowed; the message says why, for the person who asked."""
+
+    def __init__(self, message: str, *, code: str = "FORBIDDEN") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def digest(args: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the arguments (sorted keys): what exactly was approved."""
+    text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A stored approval, read-only. ``data`` holds every field; ``version`` is the store version (CAS)."""
+
+    id: str
+    data: dict[str, Any]
+    version: int
+    due: float | None = None
+
+    # the seed's verification request read its fields as attributes (req.decided_by, req.subject, ...)
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """Every field, with ``id`` (the shape of the seed's verification request)."""
+        return {"id": self.id, **self.data}
+
+    @property
+    def kind(self) -> ApprovalKind:
+        return self.data["kind"]  # type: ignore[no-any-return]
+
+    @property
+    def state(self) -> ApprovalState:
+        return self.data["state"]  # type: ignore[no-any-return]
+
+    @property
+    def tool(self) -> str | None:
+        tool = self.data.get("tool")
+        return None if tool is None else str(tool)
+
+    @property
+    def label(self) -> str:
+        """What the card names: the tool, or the subject of a request that runs no tool."""
+        return self.tool or str(self.data.get("subject") or self.id)
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return dict(self.data["args"])
+
+    @property
+    def requester_principal(self) -> str:
+        return str(self.data["requester"]["principal"])
+
+    @property
+    def requester_name(self) -> str:
+        return str(self.data["requester"].get("name") or self.data["requester"]["principal"])
+
+    @property
+    def expires_at(self) -> float:
+        return float(self.data["expires_at"])
+
+    @property
+    def expires_at_iso(self) -> str | None:
+        return _iso(self.data.get("expires_at"))
+
+    @property
+    def quorum(self) -> int:
+        return int(self.data["policy"]["quorum"])
+
+    @property
+    def votes(self) -> list[dict[str, Any]]:
+        return list(self.data.get("votes", []))
+
+    @property
+    def attempt(self) -> int:
+        return int(self.data.get("attempt", 0))
+
+    @property
+    def route(self) -> dict[str, str] | None:
+        """Where the requester is told about results and decisions (``{surface, chat_id}``), if anywhere."""
+        route = self.data.get("route")
+        return dict(route) if route else None
+
+    def requester_context(self) -> ToolContext:
+        """The requester's context as it was when they asked (for runs no chat layer rebuilds)."""
+        from milpa_chat.runtime.context import ToolContext
+
+        r = self.data["requester"]
+        return ToolContext(principal=r["principal"], channel=r.get("channel", "unknown"),
+                           scopes=tuple(r.get("scopes", ())), extra=dict(r.get("extra", {})))
+
+    def effects(self) -> list[str]:
+        """What is still to be delivered for the current state (see :func:`pending_effects`)."""
+        return pending_effects(self.data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.value
+
+
+def card_key(v: Mapping[str, Any]) -> str:
+    """What a card shows, as a key: a card whose ``shown`` differs needs an edit."""
+    return f"{v['state']}:{len(v.get('votes', []))}:{v.get('attempt', 0)}"
+
+
+def report_key(v: Mapping[str, Any]) -> str | None:
+    """The report owed for the current state, or ``None`` when this state is not reported."""
+    state = v["state"]
+    if state in REPORTED or (state == "approved" and v.get("tool") is None):
+        return f"{state}:{v.get('attempt', 0)}"
+    return None
+
+
+def pending_effects(v: Mapping[str, Any]) -> list[str]:
+    """``card:<i>`` for each card to send or edit, ``report``, ``trouble`` and ``resume``, in delivery order."""
+    key = card_key(v)
+    out = [f"card:{i}" for i, card in enumerate(v.get("cards", [])) if card.get("shown") != key]
+    if v.get("route"):
+        report = report_key(v)
+        if report is not None and v.get("reported") != report:
+            out.append("report")
+        if v.get("troubles"):
+            out.append("trouble")
+    settled = v["state"] in FINAL or (v["state"] == "approved" and v.get("tool") is None)
+    if v.get("resume") and not v.get("resumed") and settled:
+        out.append("resume")
+    return out
+
+
+def due_of(v: Mapping[str, Any], now: float) -> float | None:
+    """When a worker must next look at this record: expiry, lease end, a run to start, an effect to deliver."""
+    times: list[float] = []
+    state = v["state"]
+    if state == "pending":
+        times.append(float(v["expires_at"]))
+    elif state == "executing" and v.get("lease"):
+        times.append(float(v["lease"]["until"]))
+    elif state == "approved" and v.get("auto_run") and v.get("tool") is not None:
+        times.append(float(v.get("deliver_at") or now))
+    failures = v.get("failures", {})
+    for effect in pending_effects(v):
+        failure = failures.get(effect)
+        times.append(float(failure["next_at"]) if failure else float(v.get("deliver_at") or now))
+    return min(times) if times else None
+
+
+def state_message(a: Approval) -> str:
+    """Why an approval in its current state cannot be decided (again)."""
+    v = a.data
+    who = f" by {v.get('decided_by_name') or v['decided_by']}" if v.get("decided_by") else ""
+    when = f" at {_iso(v.get('decided_at'))}" if v.get("decided_at") else ""
+    messages = {
+        "pending": "This request is still waiting for a decision.",
+        "approved": f"This request was already approved{who}{when}.",
+        "rejected": f"This request was already rejected{who}{when}.",
+        "cancelled": f"This request was cancelled{who}{when}.",
+        "expired": f"This request expired{when}; nothing was done.",
+        "executing": "This request was already approved and is running.",
+        "executed": "This request was already approved and carried out.",
+        "failed": "This request was approved, but running it failed.",
+        "effect_uncertain": "This request was approved, but its run did not report back: it may or may not have "
+                            "taken effect. The requester or an approver can choose Run again or Mark as done.",
+    }
+    return messages.get(a.state, f"This request is {a.state}.")

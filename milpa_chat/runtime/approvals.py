@@ -1,0 +1,552 @@
+"""``ApprovalDesk``: the one place approvals are opened, decided, claimed, finished and recovered.
+
+Every path that decides — a button on any surface, a typed command, the ``resolve_verification``
+tool, the notebook inbox, the CLI, a confirm-token replay — calls :meth:`ApprovalDesk.decide`.
+Each change is one compare-and-set on the record (:meth:`ApprovalDesk._change`, the only CAS loop),
+with its effects and its next due time in the same write.
+
+Execution happens exactly once: only the caller whose write moves the record into ``executing``
+holds the lease and runs the tool (``Change.claimed``). A lease that ends without a result becomes
+``effect_uncertain`` (or, for a tool declared idempotent, is run again).
+
+The desk knows nothing of chats. A chat layer plugs in two things: ``openers`` (add the cards and
+the requester's route to a record before it is first written) and a ``follower`` (run what a
+decision claimed, deliver what it owes). A decision taken where no follower runs leaves an approved
+record ``approved`` and due, for a worker with a follower to pick up.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.runtime.approval import (
+    COLLECTION,
+    FINAL,
+    MAX_ATTEMPTS,
+    Approval,
+    ApprovalKind,
+    ApprovalRefused,
+    card_key,
+    digest,
+    due_of,
+    pending_effects,
+    report_key,
+    state_message,
+)
+from milpa_chat.runtime.events import EventDispatcher
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import VerifyPolicy
+    from milpa_chat.runtime.result import ToolResult
+    from milpa_chat.store.base import Store
+
+__all__ = ["DECISIONS", "ApprovalDesk", "Change", "Delivery"]
+
+log = logging.getLogger("milpa_chat.approvals")
+
+DECISIONS = ("confirm", "cancel", "approve", "reject", "run_again", "mark_done")
+MAX_RESULT_CHARS = 64_000
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one write did. ``claimed``: this caller holds the lease and must run the tool now.
+    ``message`` is the short answer for the person who acted."""
+
+    approval: Approval
+    event: str
+    claimed: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """The outcome of delivering one effect: ``key`` is what was shown (a card key or a report key),
+    ``message_id`` a card's id once sent; ``error`` and ``retry_in`` when it failed."""
+
+    key: str | None = None
+    message_id: str | None = None
+    error: str | None = None
+    retry_in: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+Opener = Callable[[dict[str, Any], "ToolContext"], None]
+Follower = Callable[[Change], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Actor:
+    ctx: ToolContext
+    via: str
+    note: str | None
+    now: float
+
+    @property
+    def principal(self) -> str | None:
+        return self.ctx.principal
+
+    @property
+    def name(self) -> str:
+        return str(self.ctx.extra.get("user_name") or self.ctx.principal or "someone")
+
+
+class ApprovalDesk:
+    """Approvals in ``store`` (collection ``approvals``), changed only through compare-and-set.
+
+    ``lease``: seconds a claimed run may take before it counts as lost. ``handoff``: seconds the
+    worker that wrote a change has to deliver its effects before any other worker may.
+    ``retention``: seconds a settled record is kept (then the store purges it).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        dispatcher: EventDispatcher | None = None,
+        lease: float = 300.0,
+        handoff: float = 30.0,
+        retention: float = 30 * 86400.0,
+    ) -> None:
+        self.store = store
+        self.dispatcher = dispatcher or EventDispatcher()
+        self.lease = lease
+        self.handoff = handoff
+        self.retention = retention
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.openers: list[Opener] = []
+        self.follower: Follower | None = None
+
+    # ------------------------------------------------------------------ open
+    async def open(
+        self,
+        kind: ApprovalKind,
+        ctx: ToolContext,
+        *,
+        tool: str | None,
+        args: Mapping[str, Any],
+        summary: str,
+        expires_in: float,
+        policy: VerifyPolicy | None = None,
+        subject: str | None = None,
+        reason: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        mutating: bool = True,
+        idempotent: bool = False,
+    ) -> Approval:
+        """Store a new pending approval for ``ctx`` (the requester) and return it."""
+        from milpa_chat.runtime.definition import VerifyPolicy
+
+        policy = policy or VerifyPolicy()
+        now = self.store.clock()
+        extra = {k: v for k, v in ctx.extra.items() if isinstance(v, str | int | float | bool) or v is None}
+        value: dict[str, Any] = {
+            "kind": kind, "tool": tool, "subject": subject or tool, "args": dict(args), "digest": digest(args),
+            "summary": summary, "reason": reason, "payload": dict(payload or {}), "mutating": mutating,
+            "idempotent": idempotent, "state": "pending", "created_at": now, "expires_at": now + expires_in,
+            "requester": {"principal": ctx.principal, "channel": ctx.channel, "scopes": list(ctx.scopes),
+                          "name": str(ctx.extra.get("user_name") or ctx.principal), "extra": extra},
+            "policy": {"approver_scopes": list(policy.approver_scopes), "four_eyes": policy.four_eyes,
+                       "quorum": policy.quorum},
+            "votes": [], "decided_by": None, "decided_by_name": None, "decided_at": None, "decided_via": None,
+            "decision_note": None, "attempt": 0, "lease": None, "result": None, "outcome": None,
+            "auto_run": False, "route": None, "cards": [], "resume": None, "failures": {},
+            "deliver_at": now + self.handoff,
+        }
+        for opener in self.openers:
+            opener(value, ctx)
+        while True:
+            aid = secrets.token_hex(16)  # 128 bits, 32 characters (the seed's token): "run_again:<id>" fits 64 bytes
+            rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now))
+            if rec is not None:
+                break
+        approval = Approval(aid, value, rec.version, rec.due)
+        await self._event(Change(approval, "requested"))
+        return approval
+
+    # ------------------------------------------------------------------ read
+    async def get(self, approval_id: object) -> Approval | None:
+        if not isinstance(approval_id, str) or not approval_id or len(approval_id) > 200:
+            return None
+        rec = await self.store.get(COLLECTION, approval_id)
+        return None if rec is None else Approval(rec.key, rec.value, rec.version, rec.due)
+
+    async def listing(self, *, state: str | None = None) -> list[Approval]:
+        """Every stored approval (or those in ``state``), by id."""
+        recs = await self.store.scan(COLLECTION, where=None if state is None else {"state": state})
+        return [Approval(r.key, r.value, r.version, r.due) for r in recs]
+
+    async def due(self, limit: int = 200) -> list[Approval]:
+        """Approvals a worker must look at now (expiry, lease end, a run to start, effects), earliest first."""
+        recs = await self.store.due(COLLECTION, before=self.store.clock(), limit=limit)
+        return [Approval(r.key, r.value, r.version, r.due) for r in recs]
+
+    # ---------------------------------------------------------------- decide
+    async def decide(
+        self, approval_id: str, decision: str, ctx: ToolContext, *, via: str | None = None,
+        note: str | None = None, follow: bool = True,
+    ) -> Change:
+        """The one decision function. ``ctx`` is the authenticated decider (never button data or arguments).
+
+        Raises :class:`ApprovalRefused` (with a message for the person) when the decision is not
+        allowed; nothing changes then, except that an overdue request is expired on the way.
+        ``follow=False``: the caller runs what was claimed and delivers the effects itself.
+        """
+        if decision not in DECISIONS:
+            raise ApprovalRefused(f"Unknown decision {decision!r}; use one of: {', '.join(DECISIONS)}.",
+                                  code="VALIDATION_ERROR")
+        rule = _RULES[decision]
+        can_run = self.follower is not None
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str]:
+            if a.state == "pending" and a.expires_at <= now:
+                _expire(v)
+                return "expired", False, state_message(Approval(a.id, v, a.version))
+            actor = _Actor(ctx, via or ctx.channel, note, now)
+            return rule(self, a, v, actor, can_run)
+
+        done = await self._change(approval_id, change)
+        if done.event == "expired":
+            await self._follow(done, follow)
+            raise ApprovalRefused(done.message, code="EXPIRED")
+        await self._follow(done, follow)
+        return done
+
+    async def claim(self, approval_id: str, ctx: ToolContext, *, tool: str) -> Change:
+        """``approved -> executing`` for the requester replaying an approved request (exactly one caller wins)."""
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str]:
+            if a.kind != "verification" or a.tool != tool:
+                raise ApprovalRefused(f"Verification request {a.id} was not opened for tool '{tool}'.")
+            if a.requester_principal != ctx.principal:
+                raise ApprovalRefused(f"Verification request {a.id} belongs to another requester.")
+            if a.state != "approved":
+                message = "This request is still waiting for approval." if a.state == "pending" else state_message(a)
+                raise ApprovalRefused(message, code="CONFLICT")
+            self._claim(v, now)
+            return "claimed", True, ""
+
+        return await self._change(approval_id, change)
+
+    async def finish(self, claimed: Approval, result: ToolResult, *, follow: bool = True) -> Approval:
+        """``executing -> executed | failed`` with the result, by the holder of ``claimed``'s lease.
+
+        A result that arrives after the lease ended (the record is ``effect_uncertain``) still settles it.
+        """
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str] | None:
+            if a.state not in ("executing", "effect_uncertain") or a.attempt != claimed.attempt:
+                return None  # another attempt owns the record now
+            v.update(state="executed" if result.success else "failed", lease=None, finished_at=now,
+                     result=_result_record(result), outcome=_outcome(result))
+            return "finished", False, ""
+
+        try:
+            done = await self._change(claimed.id, change)
+        except ApprovalRefused:  # the record was removed meanwhile: nothing left to settle
+            log.warning("approval %s vanished before its result was recorded", claimed.id)
+            return claimed
+        await self._follow(done, follow)
+        return done.approval
+
+    async def set_resume(self, approval_id: str, resume: Mapping[str, Any]) -> Approval:
+        """Attach a paused agent run, resumed once the approval settles."""
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str]:
+            v["resume"] = dict(resume)
+            return "resume_set", False, ""
+
+        return (await self._change(approval_id, change)).approval
+
+    # --------------------------------------------------------------- recover
+    async def recover(self, approval: Approval) -> Change | None:
+        """Do what is due for ``approval``: expire it, end a lost lease, claim an approved run (when a
+        follower can run it), or take over its undelivered effects. ``None`` when nothing is due."""
+        can_run = self.follower is not None
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str] | None:
+            if a.state == "pending" and a.expires_at <= now:
+                _expire(v)
+                return "expired", False, ""
+            lease = a.data.get("lease")
+            if a.state == "executing" and lease and float(lease["until"]) <= now:
+                v["lease"] = None
+                if a.data.get("idempotent"):
+                    v.update(state="approved", retries=int(a.data.get("retries", 0)) + 1)
+                    return "retrying", self._maybe_claim(v, now, can_run), ""
+                v.update(state="effect_uncertain", outcome="The run did not report back before its lease ended: it "
+                         "may or may not have taken effect.")
+                return "uncertain", False, ""
+            if a.state == "approved" and a.data.get("auto_run") and a.tool is not None and can_run:
+                self._claim(v, now)
+                return "claimed", True, ""
+            if can_run and _effects_due(a.data, now):
+                return "deliver", False, ""
+            return None
+
+        try:
+            done = await self._change(approval.id, change)
+        except ApprovalRefused:
+            return None
+        return None if done.event == "unchanged" else done
+
+    async def sweep(self, limit: int = 200) -> list[Change]:
+        """Recover every due approval (without a follower: expiries and lost leases only)."""
+        changes = []
+        for approval in await self.due(limit):
+            change = await self.recover(approval)
+            if change is not None:
+                await self._follow(change, True)
+                changes.append(change)
+        return changes
+
+    # -------------------------------------------------------------- delivery
+    async def delivered(self, approval_id: str, outcomes: Mapping[str, Delivery]) -> Approval:
+        """Record what a deliverer did with the effects it was given (one write for all of them)."""
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str] | None:
+            if not outcomes:
+                return None
+            failures = v.setdefault("failures", {})
+            for effect, out in outcomes.items():
+                if out.ok:
+                    failures.pop(effect, None)
+                    _mark(v, effect, out)
+                    continue
+                failure = failures.setdefault(effect, {"attempts": 0})
+                failure.update(attempts=failure["attempts"] + 1, error=(out.error or "")[:300],
+                               next_at=now + max(out.retry_in, 0.0))
+                if failure["attempts"] >= MAX_ATTEMPTS:
+                    log.error("approval %s: giving up %s after %d attempts: %s", a.id, effect, failure["attempts"],
+                              out.error)
+                    failures.pop(effect)
+                    _mark(v, effect, Delivery(key=_current_key(v, effect)))
+                    if effect != "trouble":
+                        v.setdefault("troubles", []).append(f"{effect}: {(out.error or '')[:200]}")
+            return "delivered", False, ""
+
+        return (await self._change(approval_id, change, handoff=False)).approval
+
+    # ---------------------------------------------------------------- helpers
+    def _claim(self, v: dict[str, Any], now: float) -> None:
+        attempt = int(v.get("attempt", 0)) + 1
+        v.update(state="executing", attempt=attempt,
+                 lease={"holder": self.worker, "until": now + self.lease, "attempt": attempt})
+
+    def _maybe_claim(self, v: dict[str, Any], now: float, can_run: bool) -> bool:
+        if v.get("tool") is not None and v.get("auto_run") and can_run:
+            self._claim(v, now)
+            return True
+        return False
+
+    async def _change(
+        self, approval_id: str, fn: Callable[[Approval, dict[str, Any], float], tuple[str, bool, str] | None],
+        *, handoff: bool = True,
+    ) -> Change:
+        """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
+        lost race read again and re-apply (``fn`` re-checks everything). ``fn`` returning ``None``
+        writes nothing."""
+        while True:
+            current = await self.get(approval_id)
+            if current is None:
+                raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
+            value = copy.deepcopy(current.data)
+            now = self.store.clock()
+            outcome = fn(current, value, now)
+            if outcome is None:
+                return Change(current, "unchanged")
+            if handoff:
+                value["deliver_at"] = now + self.handoff
+            settled = value["state"] in FINAL and current.state not in FINAL
+            rec = await self.store.update(
+                COLLECTION, current.id, value, expected_version=current.version, due=due_of(value, now),
+                ttl=self.retention if settled else None,
+            )
+            if rec is not None:
+                event, claimed, message = outcome
+                return Change(Approval(current.id, value, rec.version, rec.due), event, claimed, message)
+
+    async def _follow(self, change: Change, follow: bool) -> None:
+        await self._event(change)
+        if follow and self.follower is not None and change.event not in ("unchanged", "delivered"):
+            await self.follower(change)
+
+    async def _event(self, change: Change) -> None:
+        a = change.approval
+        name = _EVENTS.get(change.event)
+        if a.kind == "verification" and name and self.dispatcher.has_listeners(f"verification.{name}"):
+            await self.dispatcher.dispatch(f"verification.{name}", {"event": a})
+
+
+_EVENTS = {"requested": "requested", "voted": "grant_recorded", "approved": "granted", "rejected": "rejected",
+           "cancelled": "cancelled", "expired": "expired"}
+
+
+# ----------------------------------------------------------------------- the rules of each decision
+Rule = Callable[[ApprovalDesk, Approval, dict[str, Any], _Actor, bool], tuple[str, bool, str]]
+
+
+def _decided(v: dict[str, Any], actor: _Actor) -> None:
+    v.update(decided_by=actor.principal, decided_by_name=actor.name, decided_at=actor.now, decided_via=actor.via,
+             decision_note=actor.note)
+
+
+def _expire(v: dict[str, Any]) -> None:
+    v.update(state="expired", decided_at=v["expires_at"], decided_via="timeout")
+
+
+def _open(a: Approval) -> None:
+    if a.state != "pending":
+        raise ApprovalRefused(state_message(a), code="CONFLICT")
+
+
+def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
+    if a.kind != "verification":
+        raise ApprovalRefused(f"Only {a.requester_name} confirms this request: there is nothing to {verb}.")
+    if not ctx.principal:
+        raise ApprovalRefused(f"Only an identified person can {verb} a request.")
+    scopes = a.data["policy"]["approver_scopes"]
+    if scopes and not ctx.has_any_scope(scopes):
+        raise ApprovalRefused(f"You cannot {verb} this request: it needs one of these scopes: {', '.join(scopes)}.")
+    if a.data["policy"]["four_eyes"] and a.requester_principal == ctx.principal:
+        raise ApprovalRefused(f"You cannot {verb} your own request (four-eyes rule): another approver must decide.")
+
+
+def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+    if a.kind != "confirm":
+        raise ApprovalRefused("This request is decided by an approver (Approve or Reject), not confirmed.")
+    if actor.principal != a.requester_principal:
+        raise ApprovalRefused(f"Only {a.requester_name} can confirm this.")
+    _open(a)
+    _decided(v, actor)
+    desk._claim(v, actor.now)
+    return "confirmed", True, "Confirmed — running it now."
+
+
+def _cancel(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+    verb = "cancel" if a.kind == "confirm" else "withdraw"
+    if actor.principal != a.requester_principal:
+        raise ApprovalRefused(f"Only {a.requester_name} can {verb} this.")
+    _open(a)
+    v["state"] = "cancelled"
+    _decided(v, actor)
+    return "cancelled", False, "Cancelled — nothing was done." if a.kind == "confirm" else "Withdrawn — nothing was done."
+
+
+def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+    _check_decider(a, actor.ctx, "approve")
+    _open(a)
+    if any(vote["principal"] == actor.principal for vote in a.votes):
+        raise ApprovalRefused(f"You already approved this request; waiting for {a.quorum - len(a.votes)} more "
+                              "approver(s).", code="CONFLICT")
+    v["votes"] = [*a.votes, {"principal": actor.principal, "name": actor.name, "at": actor.now, "via": actor.via,
+                             "note": actor.note}]
+    if len(v["votes"]) < a.quorum:
+        return "voted", False, f"Approval recorded: {len(v['votes'])} of {a.quorum} approvers so far."
+    v["state"] = "approved"
+    _decided(v, actor)
+    claimed = desk._maybe_claim(v, actor.now, can_run)
+    return "approved", claimed, "Approved — running it now." if claimed else "Approved."
+
+
+def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+    _check_decider(a, actor.ctx, "reject")
+    _open(a)
+    v["state"] = "rejected"
+    _decided(v, actor)
+    return "rejected", False, "Rejected — nothing was done."
+
+
+def _check_rescuer(a: Approval, actor: _Actor) -> None:
+    if a.state != "effect_uncertain":
+        raise ApprovalRefused(state_message(a), code="CONFLICT")
+    if actor.principal == a.requester_principal:
+        return
+    if a.kind == "confirm":
+        raise ApprovalRefused(f"Only {a.requester_name} can decide what to do with this run.")
+    scopes = a.data["policy"]["approver_scopes"]
+    if not actor.principal or (scopes and not actor.ctx.has_any_scope(scopes)):
+        raise ApprovalRefused("Only the requester or an approver can decide what to do with this run.")
+
+
+def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+    _check_rescuer(a, actor)
+    v.update(state="approved", rescued_by=actor.principal, rescued_by_name=actor.name, rescued_at=actor.now)
+    claimed = desk._maybe_claim(v, actor.now, can_run)
+    if a.kind == "confirm" and not claimed:
+        desk._claim(v, actor.now)
+        claimed = True
+    return "run_again", claimed, "Running it again now." if claimed else "It will run again."
+
+
+def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+    _check_rescuer(a, actor)
+    v.update(state="executed", outcome=f"Marked as done by {actor.name}.", rescued_by=actor.principal,
+             rescued_by_name=actor.name, rescued_at=actor.now, finished_at=actor.now)
+    return "marked_done", False, "Marked as done."
+
+
+_RULES: dict[str, Rule] = {"confirm": _confirm, "cancel": _cancel, "approve": _approve, "reject": _reject,
+                           "run_again": _run_again, "mark_done": _mark_done}
+
+
+# ----------------------------------------------------------------------- effects and results
+def _effects_due(v: Mapping[str, Any], now: float) -> bool:
+    failures = v.get("failures", {})
+    for effect in pending_effects(v):
+        failure = failures.get(effect)
+        at = float(failure["next_at"]) if failure else float(v.get("deliver_at") or 0)
+        if at <= now:
+            return True
+    return False
+
+
+def _current_key(v: Mapping[str, Any], effect: str) -> str | None:
+    if effect.startswith("card:"):
+        return card_key(v)
+    if effect == "report":
+        return report_key(v)
+    return None
+
+
+def _mark(v: dict[str, Any], effect: str, out: Delivery) -> None:
+    if effect.startswith("card:"):
+        card = v["cards"][int(effect.partition(":")[2])]
+        if out.message_id:
+            card["message_id"] = out.message_id
+        card["shown"] = out.key
+    elif effect == "report":
+        v["reported"] = out.key
+    elif effect == "trouble":
+        v["troubles"] = []
+    elif effect == "resume":
+        v["resumed"] = True
+
+
+def _outcome(result: ToolResult) -> str:
+    text = (result.message or "Done.") if result.success else f"Failed: {result.error}"
+    return text[:500]
+
+
+def _result_record(result: ToolResult) -> dict[str, Any]:
+    """The result as stored (for the report and a resumed agent); huge data is left out, never cut mid-value."""
+    import json
+
+    data = result.to_dict()
+    try:
+        if len(json.dumps(data, default=str)) <= MAX_RESULT_CHARS:
+            return data
+    except (TypeError, ValueError):
+        pass
+    return {**data, "data": None, "meta": {**data.get("meta", {}), "data_omitted": True}}
