@@ -1,0 +1,92 @@
+"""Seed 003: the ``Operation`` atom, declared effects, and one operation on every surface.
+
+An :class:`Operation` is written once — by hand, or declared as a class whose constructor is its
+input contract — and each :class:`SurfaceProjector` decides whether and how it appears on its
+surface; :class:`RegistryProjector` puts it on a :class:`~milpa_chat.runtime.ToolRegistry`, so it
+runs through the whole pipeline (confirmation on chat channels included). Effects are declared,
+never inferred: an :class:`EffectProfile` on five axes, and a declared class that says neither
+``@Mutates`` nor ``@Reads`` is refused by name.
+
+``import milpa_chat`` does not import this package; ``import milpa_chat.command`` does.
+"""
+
+from __future__ import annotations
+
+from milpa_chat.command.atom import DeclaredCondition, Operation
+from milpa_chat.command.composition import (
+    AuthorityClaim,
+    AuthorityPolicy,
+    AuthorityRule,
+    AxisReduction,
+    CallSubject,
+    ContextFacts,
+    DeclaredAuthorityPolicy,
+    Descent,
+    DescentCertificate,
+    ProfileComposition,
+    SubjectAttestation,
+    TrialConfinement,
+)
+from milpa_chat.command.context import InvocationContext
+from milpa_chat.command.declaration import Because, Confirms, Mutates, Needs, Reads, Target, operation
+from milpa_chat.command.declared import Resolver, declared_operation, is_declared
+from milpa_chat.command.effects import EffectProfile
+from milpa_chat.command.errors import InvalidEffectProfile, InvalidInput, InvalidOperation, OperationDeclarationError
+from milpa_chat.command.ids import OperationId
+from milpa_chat.command.levels import AXES, Authority, Externality, Mutation, Reversibility, Subject
+from milpa_chat.command.registry import RegistryProjector, ToolModel, attribute_call
+from milpa_chat.command.surfaces import (
+    CommandProvider,
+    HttpRouteModel,
+    OperationHttpPolicy,
+    SurfaceModel,
+    SurfaceProjector,
+)
+
+__all__ = [
+    "AXES",
+    "Authority",
+    "AuthorityClaim",
+    "AuthorityPolicy",
+    "AuthorityRule",
+    "AxisReduction",
+    "Because",
+    "CallSubject",
+    "CommandProvider",
+    "Confirms",
+    "ContextFacts",
+    "DeclaredAuthorityPolicy",
+    "DeclaredCondition",
+    "Descent",
+    "DescentCertificate",
+    "EffectProfile",
+    "Externality",
+    "HttpRouteModel",
+    "InvalidEffectProfile",
+    "InvalidInput",
+    "InvalidOperation",
+    "InvocationContext",
+    "Mutates",
+    "Mutation",
+    "Needs",
+    "Operation",
+    "OperationDeclarationError",
+    "OperationHttpPolicy",
+    "OperationId",
+    "ProfileComposition",
+    "Reads",
+    "RegistryProjector",
+    "Resolver",
+    "Reversibility",
+    "Subject",
+    "SubjectAttestation",
+    "SurfaceModel",
+    "SurfaceProjector",
+    "Target",
+    "ToolModel",
+    "TrialConfinement",
+    "attribute_call",
+    "declared_operation",
+    "is_declared",
+    "operation",
+]

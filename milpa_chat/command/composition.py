@@ -1,0 +1,425 @@
+"""Per-call composition: how one call's arguments and circumstances may lower a ceiling (spec §3.10–§3.12).
+
+Only producers lower an axis, and each says so in an :class:`AxisReduction`:
+
+* a declared :class:`Descent` (``dry_run=True`` lowers the ceiling to a read) holds only with a
+  signed :class:`DescentCertificate` bound to this operation, this predicate and this handler's
+  digest — and a lowered *authority* only with an :class:`AuthorityPolicy` judging the caller's
+  :class:`ContextFacts` live;
+* a :class:`TrialConfinement` (the call runs in a disposable workspace) lowers *mutation* to
+  ``ephemeral`` and nothing else;
+* a :class:`SubjectAttestation` from the owner of the call's payload lowers *subject*.
+
+Nothing here ever raises an axis, and a producer that cannot show its evidence lowers nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from milpa_chat.command import _ed25519
+from milpa_chat.command.effects import EffectProfile
+from milpa_chat.command.errors import InvalidEffectProfile
+from milpa_chat.command.ids import php_trim
+from milpa_chat.command.levels import AXES, Authority, Mutation, Subject, level_of
+
+__all__ = [
+    "AuthorityClaim",
+    "AuthorityPolicy",
+    "AuthorityRule",
+    "AxisReduction",
+    "CallSubject",
+    "ContextFacts",
+    "DeclaredAuthorityPolicy",
+    "Descent",
+    "DescentCertificate",
+    "ProfileComposition",
+    "SubjectAttestation",
+    "TrialConfinement",
+    "identical",
+]
+
+TRIAL_WORKSPACE = "trial-workspace"
+
+
+def identical(a: Any, b: Any) -> bool:
+    """Same JSON type and same value, recursively (PHP ``===``): ``True`` is not ``1``, ``1`` is not ``1.0``."""
+    kind_a, kind_b = _json_kind(a), _json_kind(b)
+    if kind_a != kind_b:
+        return False
+    if kind_a == "object":
+        return list(a) == list(b) and all(identical(a[k], b[k]) for k in a)
+    if kind_a == "array":
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    for kind, types in (("boolean", bool), ("integer", int), ("number", float), ("string", str)):
+        if isinstance(value, types):
+            return kind
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _php_json(value: Any, *, escape: bool) -> str:
+    """``json_encode`` as PHP writes it: compact; an empty map is ``[]``; with ``escape``, ``\\/`` and ``\\uXXXX``."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): plain(x) for k, x in v.items()} if v else []
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        return v
+
+    text = json.dumps(plain(value), separators=(",", ":"), ensure_ascii=escape)
+    return text.replace("/", "\\/") if escape else text
+
+
+def _sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- records
+@dataclass(frozen=True, slots=True)
+class AxisReduction:
+    """One axis a producer lowered for one call: ``from_`` and ``to`` are level strings."""
+
+    axis: str
+    from_: str
+    to: str
+    producer: str
+    provenance: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileComposition:
+    """The ceiling a call carries (``effective``) and the receipt of how it was reached."""
+
+    effective: EffectProfile
+    reductions: tuple[AxisReduction, ...] = ()
+
+    def confined_by_trial(self) -> bool:
+        """Whether a trial workspace lowered the mutation (read from the receipts, not the profile)."""
+        return any(r.axis == "mutation" and r.producer == TRIAL_WORKSPACE for r in self.reductions)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextFacts:
+    """What is known about the caller — facts, no verdict."""
+
+    principal: str | None = None
+    verified: bool = False
+    channel: str | None = None
+    scopes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scopes", tuple(self.scopes))
+
+    def fingerprint(self) -> str:
+        """``sha256:<hex>`` of the facts (scopes sorted), in PHP's default JSON spelling."""
+        data = {"channel": self.channel, "principal": self.principal, "scopes": sorted(self.scopes),
+                "verified": self.verified}  # fmt: skip
+        return _sha256(_php_json(data, escape=True))
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityClaim:
+    """A policy's live judgment that this caller may spend ``authority`` on ``operation``."""
+
+    authority: Authority
+    operation: str
+    policy_id: str
+    policy_digest: str
+    facts_fingerprint: str
+
+    def justifies(self, to: Authority) -> bool:
+        """Whether the claim covers lowering authority to ``to``."""
+        return self.authority.weight <= to.weight
+
+
+@runtime_checkable
+class AuthorityPolicy(Protocol):
+    """Judges, per call, which authority a caller's facts justify (``None``: no judgment)."""
+
+    def judge(self, facts: ContextFacts, subject: CallSubject) -> AuthorityClaim | None: ...
+
+    def digest(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityRule:
+    """A rule of :class:`DeclaredAuthorityPolicy`: holding every scope justifies ``authority``."""
+
+    scopes: tuple[str, ...]
+    authority: Authority
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scopes", tuple(self.scopes))
+        object.__setattr__(self, "authority", level_of(Authority, self.authority, what="authority"))
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredAuthorityPolicy:
+    """Rules per operation name (exact name): ``{"capabilities:enable": AuthorityRule(["x"], "read")}``.
+
+    A rule may also be given as ``{"scopes": [...], "authority": Authority.READ}``.
+    """
+
+    id: str
+    rules: Mapping[str, AuthorityRule] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rules = {
+            name: rule if isinstance(rule, AuthorityRule) else AuthorityRule(rule["scopes"], rule["authority"])
+            for name, rule in self.rules.items()
+        }
+        object.__setattr__(self, "rules", rules)
+
+    def judge(self, facts: ContextFacts, subject: CallSubject) -> AuthorityClaim | None:
+        if not facts.verified:
+            return None
+        rule = self.rules.get(subject.operation)
+        if rule is None or any(scope not in facts.scopes for scope in rule.scopes):
+            return None
+        return AuthorityClaim(rule.authority, subject.operation, self.id, self.digest(), facts.fingerprint())
+
+    def digest(self) -> str:
+        """Changes when a rule is edited, not when rules or scopes are reordered."""
+        rules = {
+            name: {"authority": self.rules[name].authority.value, "scopes": sorted(self.rules[name].scopes)}
+            for name in sorted(self.rules)
+        }
+        return _sha256(_php_json({"id": self.id, "rules": rules}, escape=True))
+
+
+@dataclass(frozen=True, slots=True)
+class TrialConfinement:
+    """The call runs in a disposable workspace: what it writes dies with the workspace."""
+
+    workspace_id: str
+    arguments_digest: str
+    bounds: Mapping[str, str]
+    because: str
+
+    def __post_init__(self) -> None:
+        if any(php_trim(v) == "" for v in (self.workspace_id, self.arguments_digest, self.because)):
+            raise InvalidEffectProfile(
+                "a trial confinement names its workspace, the exact call (arguments_digest) and why (because); "
+                "a confinement without them is a claim nobody can check"
+            )
+
+    def provenance(self) -> str:
+        bounds = ",".join(f"{k}:{v}" for k, v in self.bounds.items())
+        return f"trial:{self.workspace_id} args:{self.arguments_digest} bounds:{{{bounds}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectAttestation:
+    """The owner of a call's payload attests a lower subject for this call."""
+
+    subject: Subject
+    producer: str
+    provenance: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "subject", level_of(Subject, self.subject, what="subject"))
+        if php_trim(self.producer) == "" or php_trim(self.provenance) == "":
+            raise InvalidEffectProfile("a subject attestation names its producer and its provenance")
+
+
+@dataclass(frozen=True, slots=True)
+class CallSubject:
+    """What a call is about to run: the operation's name, its handler's digest, and the evidence at hand."""
+
+    operation: str
+    handler_digest: str | None = None
+    policy: AuthorityPolicy | None = None
+    facts: ContextFacts | None = None
+    confinement: TrialConfinement | None = None
+    subject_attestation: SubjectAttestation | None = None
+
+
+# --------------------------------------------------------------------------- descents
+def _profile_payload(p: EffectProfile) -> dict[str, str]:
+    return {"authority": p.authority.value, "externality": p.externality.value, "mutation": p.mutation.value,
+            "reversibility": p.reversibility.value, "subject": p.subject.value}  # fmt: skip
+
+
+def _sorted_deep(bag: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _sorted_deep(v) if isinstance(v, Mapping) else v for k, v in sorted(bag.items())}
+
+
+def _strict_b64(text: str | None) -> bytes | None:
+    if text is None:
+        return None
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DescentCertificate:
+    """A verifier's signed observation that, for this predicate, this handler stays within ``to``."""
+
+    verifier: str
+    operation: str
+    predicate: Mapping[str, Any]
+    covers: tuple[str, ...]
+    to: EffectProfile
+    handler_sha256: str | None = None
+    envelope: Mapping[str, Any] = field(default_factory=dict)
+    verdict: str | None = None
+    signature: str | None = None
+    verifier_public_key: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "covers", tuple(self.covers))
+
+    def canonical_payload(self) -> str:
+        """The signed text: compact JSON, slashes and Unicode unescaped, keys in a fixed order."""
+        return _php_json(
+            {
+                "certificate_subject": {
+                    "handler_digest": self.handler_sha256,
+                    "operation": self.operation,
+                    "predicate": dict(sorted(self.predicate.items())),
+                    "to": _profile_payload(self.to),
+                },
+                "covers": sorted(self.covers),
+                "observation_envelope": _sorted_deep(self.envelope),
+                "verdict": self.verdict,
+                "verifier_identity": self.verifier,
+            },
+            escape=False,
+        )
+
+    def signed_with(self, secret_key: bytes) -> DescentCertificate:
+        """A copy signed with an Ed25519 secret key (32-byte seed or 64-byte libsodium key)."""
+        signature = _ed25519.sign(secret_key, self.canonical_payload().encode())
+        return replace(self, signature=base64.b64encode(signature).decode())
+
+    def signed_by_its_verifier(self) -> bool:
+        """Whether the signature verifies under ``verifier_public_key``. Never raises."""
+        signature, key = _strict_b64(self.signature), _strict_b64(self.verifier_public_key)
+        if signature is None or key is None or len(key) != 32 or len(signature) != 64:
+            return False
+        return _ed25519.verify(key, self.canonical_payload().encode(), signature)
+
+    def speaks_about(self, descent: Descent, subject: CallSubject | None) -> bool:
+        """Whether it was issued for this operation (exact name) and exactly this predicate."""
+        return (
+            subject is not None
+            and self.operation == subject.operation
+            and identical(dict(self.predicate), {descent.argument: descent.when_value})
+        )
+
+    def watched(self, handler_digest: str | None) -> bool:
+        """Whether it watched the handler whose digest is given (constant-time comparison)."""
+        if self.handler_sha256 is None or handler_digest is None:
+            return False
+        return hmac.compare_digest(self.handler_sha256.encode(), handler_digest.encode())
+
+    def covers_all(self, axes: Iterable[str]) -> bool:
+        return all(axis in self.covers for axis in axes)
+
+
+@dataclass(frozen=True, slots=True)
+class Descent:
+    """``argument == when_value`` lowers the ceiling to ``to`` for that call — when the evidence holds."""
+
+    argument: str
+    when_value: Any
+    to: EffectProfile
+    because: str
+    certificate: DescentCertificate | None = None
+
+    def triggered_by(self, arguments: Mapping[str, Any]) -> bool:
+        """The argument is present with an identical value (``False`` or ``"yes"`` do not trigger ``True``)."""
+        return self.argument in arguments and identical(arguments[self.argument], self.when_value)
+
+    def lowered_axes(self, original: EffectProfile) -> list[str]:
+        return [a for a in AXES if getattr(self.to, a).weight < getattr(original, a).weight]
+
+    def holds(self, original: EffectProfile, subject: CallSubject | None = None) -> bool:
+        """Whether this descent may lower ``original`` for this call (reason, certificate, judgment, direction)."""
+        if php_trim(self.because) == "":
+            return False
+        lowered = self.lowered_axes(original)
+        observed = [a for a in lowered if a != "authority"]
+        if observed and not self._certified(observed, subject):
+            return False
+        if "authority" in lowered:
+            claim = None
+            if subject is not None and subject.policy is not None and subject.facts is not None:
+                claim = subject.policy.judge(subject.facts, subject)
+            if claim is None or not claim.justifies(self.to.authority):
+                return False
+        return self.to.is_no_wider_than(original)
+
+    def _certified(self, observed: list[str], subject: CallSubject | None) -> bool:
+        cert = self.certificate
+        return (
+            cert is not None
+            and cert.signed_by_its_verifier()
+            and cert.speaks_about(self, subject)
+            and cert.watched(subject.handler_digest if subject is not None else None)
+            and cert.to == self.to
+            and cert.covers_all(observed)
+        )
+
+    def explain(self, original: EffectProfile, subject: CallSubject | None) -> list[AxisReduction]:
+        """One reduction per lowered axis, naming its producer (``policy`` or ``observer``)."""
+        reductions = []
+        for axis in self.lowered_axes(original):
+            if axis == "authority":
+                producer, provenance = "policy", "policy: no judgment"
+                if subject is not None and subject.policy is not None:
+                    claim = subject.policy.judge(subject.facts or ContextFacts(), subject)
+                    if claim is not None:
+                        provenance = f"{claim.policy_id}@{claim.policy_digest} over {claim.facts_fingerprint}"
+            else:
+                producer, provenance = "observer", "observer: no certificate"
+                if self.certificate is not None:
+                    provenance = f"{self.certificate.verifier} covers [{','.join(self.certificate.covers)}]"
+            reductions.append(AxisReduction(axis, getattr(original, axis).value, getattr(self.to, axis).value,
+                                            producer, provenance))  # fmt: skip
+        return reductions
+
+
+# --------------------------------------------------------------------------- compose
+def compose(ceiling: EffectProfile, arguments: Mapping[str, Any], subject: CallSubject | None) -> ProfileComposition:
+    """Declared descents (first that holds), then trial confinement, then subject attestation."""
+    effective, reductions = ceiling, []
+    for descent in ceiling.descents:
+        if descent.triggered_by(arguments) and descent.holds(ceiling, subject):
+            effective, reductions = descent.to, descent.explain(ceiling, subject)
+            break
+    confinement = subject.confinement if subject is not None else None
+    if confinement is not None and effective.mutation.weight > Mutation.EPHEMERAL.weight:
+        reductions.append(AxisReduction("mutation", effective.mutation.value, Mutation.EPHEMERAL.value,
+                                        TRIAL_WORKSPACE, confinement.provenance()))  # fmt: skip
+        effective = replace(effective, mutation=Mutation.EPHEMERAL)
+    attestation = subject.subject_attestation if subject is not None else None
+    if (
+        attestation is not None
+        and attestation.subject.weight < effective.subject.weight
+        and (effective.mutates or attestation.subject is Subject.NONE)  # a read has no subject to lower
+    ):
+        reductions.append(AxisReduction("subject", effective.subject.value, attestation.subject.value,
+                                        attestation.producer, attestation.provenance))  # fmt: skip
+        effective = replace(effective, subject=attestation.subject)
+    return ProfileComposition(effective, tuple(reductions))

@@ -1,0 +1,115 @@
+"""The five effect axes and their levels (seed 003, spec §3.1).
+
+Each level has a ``weight``: how much scrutiny it demands, higher is wider. ``UNKNOWN`` is at the
+top of every axis (level with ``IRREVERSIBLE`` on reversibility): not knowing is never cheaper than
+knowing something bad.
+
+Two reversibility pairs share a weight (``NOT_APPLICABLE``/``GUARANTEED`` at 0,
+``IRREVERSIBLE``/``UNKNOWN`` at 3). :attr:`rank` orders every level of an axis totally — the weight
+first, then ``NOT_APPLICABLE`` below ``GUARANTEED`` and ``IRREVERSIBLE`` below ``UNKNOWN`` — so that
+``join`` and ``meet`` never depend on the order of their operands.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TypeVar
+
+__all__ = ["AXES", "Authority", "Externality", "Level", "Mutation", "Reversibility", "Subject", "level_of"]
+
+#: The axis names, in the order every profile lists them.
+AXES: tuple[str, ...] = ("mutation", "externality", "reversibility", "authority", "subject")
+
+
+class Level(StrEnum):
+    """A level of one effect axis; its value is the seed's backing string (``"write_as_user"``)."""
+
+    @property
+    def weight(self) -> int:
+        """How much scrutiny this level demands (the seed's ``weight()``)."""
+        return _WEIGHTS[self]
+
+    @property
+    def rank(self) -> int:
+        """A total order of the axis: the weight, ties broken toward the lower label."""
+        return _RANKS[self]
+
+
+class Mutation(Level):
+    """Whether and how lastingly the operation changes state."""
+
+    NONE = "none"
+    EPHEMERAL = "ephemeral"
+    PERSISTENT = "persistent"
+    UNKNOWN = "unknown"
+
+
+class Externality(Level):
+    """How far the effect reaches beyond the caller."""
+
+    NONE = "none"
+    SAME_PRINCIPAL = "same_principal"
+    THIRD_PARTY = "third_party"
+    PUBLIC = "public"
+    UNKNOWN = "unknown"
+
+
+class Reversibility(Level):
+    """Whether the change can be taken back, and how."""
+
+    GUARANTEED = "guaranteed"
+    NOT_APPLICABLE = "not_applicable"
+    COMPENSATABLE = "compensatable"
+    MANUAL_RECOVERY = "manual_recovery"
+    IRREVERSIBLE = "irreversible"
+    UNKNOWN = "unknown"
+
+
+class Authority(Level):
+    """Whose authority the operation spends."""
+
+    NONE = "none"
+    READ = "read"
+    WRITE_AS_USER = "write_as_user"
+    PRIVILEGED = "privileged"
+    UNKNOWN = "unknown"
+
+
+class Subject(Level):
+    """What the change is made of."""
+
+    NONE = "none"
+    DATA = "data"
+    CONFIGURATION = "configuration"
+    EXECUTABLE = "executable"
+    UNKNOWN = "unknown"
+
+
+_WEIGHTS: dict[Level, int] = {
+    Mutation.NONE: 0, Mutation.EPHEMERAL: 1, Mutation.PERSISTENT: 2, Mutation.UNKNOWN: 3,
+    Externality.NONE: 0, Externality.SAME_PRINCIPAL: 1, Externality.THIRD_PARTY: 2, Externality.PUBLIC: 3,
+    Externality.UNKNOWN: 4,
+    Reversibility.GUARANTEED: 0, Reversibility.NOT_APPLICABLE: 0, Reversibility.COMPENSATABLE: 1,
+    Reversibility.MANUAL_RECOVERY: 2, Reversibility.IRREVERSIBLE: 3, Reversibility.UNKNOWN: 3,
+    Authority.NONE: 0, Authority.READ: 1, Authority.WRITE_AS_USER: 2, Authority.PRIVILEGED: 3, Authority.UNKNOWN: 4,
+    Subject.NONE: 0, Subject.DATA: 1, Subject.CONFIGURATION: 2, Subject.EXECUTABLE: 3, Subject.UNKNOWN: 4,
+}  # fmt: skip
+_TIE_BELOW = {Reversibility.NOT_APPLICABLE, Reversibility.IRREVERSIBLE}
+_RANKS: dict[Level, int] = {level: 2 * w + (0 if level in _TIE_BELOW else 1) for level, w in _WEIGHTS.items()}
+
+L = TypeVar("L", bound=Level)
+
+
+def level_of(axis: type[L], value: object, *, what: str) -> L:
+    """``value`` as a level of ``axis`` (a member, or its backing string); a clear error otherwise."""
+    if isinstance(value, axis):
+        return value
+    if isinstance(value, str) and not isinstance(value, Level):
+        try:
+            return axis(value)
+        except ValueError:
+            pass
+    from milpa_chat.command.errors import InvalidEffectProfile
+
+    allowed = ", ".join(repr(m.value) for m in axis)
+    raise InvalidEffectProfile(f"{value!r} is not a level of {what}; use a {axis.__name__} member or one of {allowed}")
