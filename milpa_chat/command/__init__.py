@@ -13,6 +13,7 @@ never inferred: an :class:`EffectProfile` on five axes, and a declared class tha
 from __future__ import annotations
 
 from milpa_chat.command.atom import DeclaredCondition, Operation
+from milpa_chat.command.certificates import generate_signing_key, public_key_of
 from milpa_chat.command.composition import (
     AuthorityClaim,
     AuthorityPolicy,
@@ -34,6 +35,7 @@ from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile, InvalidInput, InvalidOperation, OperationDeclarationError
 from milpa_chat.command.ids import OperationId
 from milpa_chat.command.levels import AXES, Authority, Externality, Mutation, Reversibility, Subject
+from milpa_chat.command.principal import VerifiedPrincipal
 from milpa_chat.command.registry import RegistryProjector, ToolModel, attribute_call
 from milpa_chat.command.surfaces import (
     CommandProvider,
@@ -85,8 +87,11 @@ __all__ = [
     "Target",
     "ToolModel",
     "TrialConfinement",
+    "VerifiedPrincipal",
     "attribute_call",
     "declared_operation",
+    "generate_signing_key",
     "is_declared",
     "operation",
+    "public_key_of",
 ]

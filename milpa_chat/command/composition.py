@@ -15,16 +15,12 @@ Nothing here ever raises an axis, and a producer that cannot show its evidence l
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-from milpa_chat.command import _ed25519
+from milpa_chat.command._json import identical, php_json, sha256_text
+from milpa_chat.command.certificates import DescentCertificate
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile
 from milpa_chat.command.ids import php_trim
@@ -43,53 +39,9 @@ __all__ = [
     "ProfileComposition",
     "SubjectAttestation",
     "TrialConfinement",
-    "identical",
 ]
 
 TRIAL_WORKSPACE = "trial-workspace"
-
-
-def identical(a: Any, b: Any) -> bool:
-    """Same JSON type and same value, recursively (PHP ``===``): ``True`` is not ``1``, ``1`` is not ``1.0``."""
-    kind_a, kind_b = _json_kind(a), _json_kind(b)
-    if kind_a != kind_b:
-        return False
-    if kind_a == "object":
-        return list(a) == list(b) and all(identical(a[k], b[k]) for k in a)
-    if kind_a == "array":
-        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    for kind, types in (("boolean", bool), ("integer", int), ("number", float), ("string", str)):
-        if isinstance(value, types):
-            return kind
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
-def _php_json(value: Any, *, escape: bool) -> str:
-    """``json_encode`` as PHP writes it: compact; an empty map is ``[]``; with ``escape``, ``\\/`` and ``\\uXXXX``."""
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, Mapping):
-            return {str(k): plain(x) for k, x in v.items()} if v else []
-        if isinstance(v, list | tuple):
-            return [plain(x) for x in v]
-        return v
-
-    text = json.dumps(plain(value), separators=(",", ":"), ensure_ascii=escape)
-    return text.replace("/", "\\/") if escape else text
-
-
-def _sha256(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- records
@@ -132,7 +84,7 @@ class ContextFacts:
         """``sha256:<hex>`` of the facts (scopes sorted), in PHP's default JSON spelling."""
         data = {"channel": self.channel, "principal": self.principal, "scopes": sorted(self.scopes),
                 "verified": self.verified}  # fmt: skip
-        return _sha256(_php_json(data, escape=True))
+        return sha256_text(php_json(data, escape=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +154,7 @@ class DeclaredAuthorityPolicy:
             name: {"authority": self.rules[name].authority.value, "scopes": sorted(self.rules[name].scopes)}
             for name in sorted(self.rules)
         }
-        return _sha256(_php_json({"id": self.id, "rules": rules}, escape=True))
+        return sha256_text(php_json({"id": self.id, "rules": rules}, escape=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,90 +205,6 @@ class CallSubject:
 
 
 # --------------------------------------------------------------------------- descents
-def _profile_payload(p: EffectProfile) -> dict[str, str]:
-    return {"authority": p.authority.value, "externality": p.externality.value, "mutation": p.mutation.value,
-            "reversibility": p.reversibility.value, "subject": p.subject.value}  # fmt: skip
-
-
-def _sorted_deep(bag: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _sorted_deep(v) if isinstance(v, Mapping) else v for k, v in sorted(bag.items())}
-
-
-def _strict_b64(text: str | None) -> bytes | None:
-    if text is None:
-        return None
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class DescentCertificate:
-    """A verifier's signed observation that, for this predicate, this handler stays within ``to``."""
-
-    verifier: str
-    operation: str
-    predicate: Mapping[str, Any]
-    covers: tuple[str, ...]
-    to: EffectProfile
-    handler_sha256: str | None = None
-    envelope: Mapping[str, Any] = field(default_factory=dict)
-    verdict: str | None = None
-    signature: str | None = None
-    verifier_public_key: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "covers", tuple(self.covers))
-
-    def canonical_payload(self) -> str:
-        """The signed text: compact JSON, slashes and Unicode unescaped, keys in a fixed order."""
-        return _php_json(
-            {
-                "certificate_subject": {
-                    "handler_digest": self.handler_sha256,
-                    "operation": self.operation,
-                    "predicate": dict(sorted(self.predicate.items())),
-                    "to": _profile_payload(self.to),
-                },
-                "covers": sorted(self.covers),
-                "observation_envelope": _sorted_deep(self.envelope),
-                "verdict": self.verdict,
-                "verifier_identity": self.verifier,
-            },
-            escape=False,
-        )
-
-    def signed_with(self, secret_key: bytes) -> DescentCertificate:
-        """A copy signed with an Ed25519 secret key (32-byte seed or 64-byte libsodium key)."""
-        signature = _ed25519.sign(secret_key, self.canonical_payload().encode())
-        return replace(self, signature=base64.b64encode(signature).decode())
-
-    def signed_by_its_verifier(self) -> bool:
-        """Whether the signature verifies under ``verifier_public_key``. Never raises."""
-        signature, key = _strict_b64(self.signature), _strict_b64(self.verifier_public_key)
-        if signature is None or key is None or len(key) != 32 or len(signature) != 64:
-            return False
-        return _ed25519.verify(key, self.canonical_payload().encode(), signature)
-
-    def speaks_about(self, descent: Descent, subject: CallSubject | None) -> bool:
-        """Whether it was issued for this operation (exact name) and exactly this predicate."""
-        return (
-            subject is not None
-            and self.operation == subject.operation
-            and identical(dict(self.predicate), {descent.argument: descent.when_value})
-        )
-
-    def watched(self, handler_digest: str | None) -> bool:
-        """Whether it watched the handler whose digest is given (constant-time comparison)."""
-        if self.handler_sha256 is None or handler_digest is None:
-            return False
-        return hmac.compare_digest(self.handler_sha256.encode(), handler_digest.encode())
-
-    def covers_all(self, axes: Iterable[str]) -> bool:
-        return all(axis in self.covers for axis in axes)
-
-
 @dataclass(frozen=True, slots=True)
 class Descent:
     """``argument == when_value`` lowers the ceiling to ``to`` for that call — when the evidence holds."""

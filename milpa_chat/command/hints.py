@@ -43,11 +43,15 @@ def strip_optional(hint: Any) -> tuple[list[Any], bool]:
 
 
 def _enum_wire(kind: type[enum.Enum]) -> tuple[str, list[Any], bool]:
-    """(JSON type, admissible wire values, by value?) of an Enum: its values when all str or all int, else names."""
+    """(JSON type, admissible wire values, by value?) of an Enum.
+
+    A string-valued enum (``StrEnum``, or ``Enum`` with ``str`` values) and an ``IntEnum`` travel as
+    their values; any other enum (``Enum`` with ``auto()``) is "pure" and travels as member names.
+    """
     values = [m.value for m in kind]
     if values and all(isinstance(v, str) for v in values):
         return "string", values, True
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+    if issubclass(kind, int) and not issubclass(kind, bool):
         return "integer", values, True
     return "string", [m.name for m in kind], False
 

@@ -47,10 +47,12 @@ class OperationId:
     def canonize(name: str) -> str:
         """Trim (PHP set), ASCII-lowercase, turn every ``:`` and ``_`` into ``.``, strip outer dots.
 
-        The hyphen is not a separator and doubled separators survive: ``a::b`` is ``a..b``.
+        The hyphen is not a separator and doubled separators survive: ``a::b`` is ``a..b``. Outer
+        dots and outer whitespace are stripped together, so canonizing twice changes nothing
+        (the PHP original left ``" a"`` from ``". a"``).
         """
         text = php_trim(name).translate(_ASCII_UPPER).replace(":", ".").replace("_", ".")
-        return text.strip(".")
+        return text.strip(PHP_WHITESPACE + ".")
 
     def same_as(self, other: str | OperationId) -> bool:
         """Whether ``other`` (an id or any spelling) names the same act."""
