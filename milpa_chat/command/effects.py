@@ -167,12 +167,14 @@ class EffectProfile:
         return [name for name in self.escalates_on if arguments.get(name) is None or arguments[name] == ""]
 
     def is_no_wider_than(self, other: EffectProfile) -> bool:
-        """Whether this profile weighs at most ``other`` on every axis (the one comparator).
+        """Whether this profile is at most ``other`` on every axis (the one comparator).
 
-        Incomparable profiles (lower on one axis, higher on another) are not. Escalators, the
-        rollback contract and descents do not take part.
+        Levels compare by weight; on reversibility's weight tie ``unknown`` stays above
+        ``irreversible`` (not knowing is never the cheap way to look recoverable). Incomparable
+        profiles (lower on one axis, higher on another) are not. Escalators, the rollback contract
+        and descents do not take part.
         """
-        return all(mine.weight <= theirs.weight for mine, theirs in zip(self.axes, other.axes, strict=True))
+        return all(mine.rank <= theirs.rank for mine, theirs in zip(self.axes, other.axes, strict=True))
 
     # -------------------------------------------------------------------- composition
     def join(self, other: EffectProfile) -> EffectProfile:

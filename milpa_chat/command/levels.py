@@ -27,12 +27,12 @@ class Level(StrEnum):
     @property
     def weight(self) -> int:
         """How much scrutiny this level demands (the seed's ``weight()``)."""
-        return _WEIGHTS[self]
+        return _WEIGHTS[(type(self), self.value)]
 
     @property
     def rank(self) -> int:
         """A total order of the axis: the weight, ties broken toward the lower label."""
-        return _RANKS[self]
+        return _RANKS[(type(self), self.value)]
 
 
 class Mutation(Level):
@@ -85,17 +85,22 @@ class Subject(Level):
     UNKNOWN = "unknown"
 
 
-_WEIGHTS: dict[Level, int] = {
-    Mutation.NONE: 0, Mutation.EPHEMERAL: 1, Mutation.PERSISTENT: 2, Mutation.UNKNOWN: 3,
-    Externality.NONE: 0, Externality.SAME_PRINCIPAL: 1, Externality.THIRD_PARTY: 2, Externality.PUBLIC: 3,
-    Externality.UNKNOWN: 4,
-    Reversibility.GUARANTEED: 0, Reversibility.NOT_APPLICABLE: 0, Reversibility.COMPENSATABLE: 1,
-    Reversibility.MANUAL_RECOVERY: 2, Reversibility.IRREVERSIBLE: 3, Reversibility.UNKNOWN: 3,
-    Authority.NONE: 0, Authority.READ: 1, Authority.WRITE_AS_USER: 2, Authority.PRIVILEGED: 3, Authority.UNKNOWN: 4,
-    Subject.NONE: 0, Subject.DATA: 1, Subject.CONFIGURATION: 2, Subject.EXECUTABLE: 3, Subject.UNKNOWN: 4,
+_WEIGHTS_BY_AXIS: dict[type[Level], dict[str, int]] = {
+    Mutation: {"none": 0, "ephemeral": 1, "persistent": 2, "unknown": 3},
+    Externality: {"none": 0, "same_principal": 1, "third_party": 2, "public": 3, "unknown": 4},
+    Reversibility: {"guaranteed": 0, "not_applicable": 0, "compensatable": 1, "manual_recovery": 2,
+                    "irreversible": 3, "unknown": 3},
+    Authority: {"none": 0, "read": 1, "write_as_user": 2, "privileged": 3, "unknown": 4},
+    Subject: {"none": 0, "data": 1, "configuration": 2, "executable": 3, "unknown": 4},
 }  # fmt: skip
-_TIE_BELOW = {Reversibility.NOT_APPLICABLE, Reversibility.IRREVERSIBLE}
-_RANKS: dict[Level, int] = {level: 2 * w + (0 if level in _TIE_BELOW else 1) for level, w in _WEIGHTS.items()}
+# Keyed by (axis, value): members of different axes are equal as strings ("none" == "none").
+_WEIGHTS: dict[tuple[type[Level], str], int] = {
+    (axis, value): w for axis, table in _WEIGHTS_BY_AXIS.items() for value, w in table.items()
+}
+_TIE_BELOW = {(Reversibility, "not_applicable"), (Reversibility, "irreversible")}
+_RANKS: dict[tuple[type[Level], str], int] = {
+    key: 2 * w + (0 if key in _TIE_BELOW else 1) for key, w in _WEIGHTS.items()
+}
 
 L = TypeVar("L", bound=Level)
 
