@@ -5,15 +5,19 @@ No channel SDK is imported here; ``milpa_chat.bots`` adapts Telegram and Slack t
 
 from __future__ import annotations
 
-from milpa_chat.chat.approvals import Approval, ApprovalBook
 from milpa_chat.chat.assistant import Agent, Assistant
 from milpa_chat.chat.identity import Identities, principal_for
 from milpa_chat.chat.inbound import ChatUser, Inbound, MessageRef, Transport
+from milpa_chat.chat.outbox import ApprovalOutbox
+from milpa_chat.runtime.approval import Approval, ApprovalRefused
+from milpa_chat.runtime.approvals import ApprovalDesk
 
 __all__ = [
     "Agent",
     "Approval",
-    "ApprovalBook",
+    "ApprovalDesk",
+    "ApprovalOutbox",
+    "ApprovalRefused",
     "Assistant",
     "ChatUser",
     "Identities",

@@ -11,21 +11,23 @@ import asyncio
 import difflib
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat import cards
-from milpa_chat.chat.approvals import ApprovalBook
+from milpa_chat.chat.approvals import card_slots, requester_fields, requester_user
 from milpa_chat.chat.commands import CommandError, parse_arguments, parse_command
-from milpa_chat.chat.flows import ApprovalFlows
+from milpa_chat.chat.flows import ACTIONS, ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
+from milpa_chat.chat.outbox import ApprovalOutbox
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
-    from milpa_chat.chat.approvals import Approval
     from milpa_chat.renderers.model import Message
+    from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.registry import ToolRegistry
 
 __all__ = ["Agent", "Assistant"]
@@ -38,7 +40,7 @@ Agent = Callable[[Inbound, ToolContext], Awaitable["str | Message | None"]]
 BUILTIN = ("start", "help", "tools")
 #: Tools driven by buttons, not listed as commands.
 HIDDEN = frozenset({"resolve_verification"})
-APPROVAL_ACTIONS = frozenset({"confirm", "cancel", "approve", "reject"})
+APPROVAL_ACTIONS = frozenset(ACTIONS)
 
 
 def _prefix(transport: Transport) -> str:
@@ -64,8 +66,10 @@ class Assistant:
         self.agent = agent
         self.name = name
         self.store = registry.store
-        self.book = ApprovalBook(self.store)
+        #: The runtime's approvals: the one record and its decision function (``approvals.decide``).
+        self.approvals = registry.approvals
         self.transports: dict[str, Transport] = {}
+        self._recent_taps: OrderedDict[str, None] = OrderedDict()
         self.approval_ttl = approval_ttl
         registry.confirmations.ttl = max(registry.confirmations.ttl, approval_ttl)
         if "resolve_verification" not in registry:
@@ -74,7 +78,11 @@ class Assistant:
             VerificationTool(
                 registry.verifier, request_scopes=["verification:request"], approver_scopes=["verification:approve"]
             ).register(registry)
-        self.flows = ApprovalFlows(self)
+        self.outbox = ApprovalOutbox(self.approvals, self.transports, present=self._present_result,
+                                     resume=self.resume_agent)
+        self.flows = ApprovalFlows(self.approvals, self.outbox, run=self._run_approval, context_for=self.context_for)
+        self.approvals.openers.append(self._route)
+        self.approvals.follower = self.flows.follow
         bind = getattr(agent, "bind", None)
         if callable(bind):  # an agent that pauses for approvals (milpa_chat.gateway.ChatAgent) needs the assistant
             bind(self)
@@ -106,6 +114,15 @@ class Assistant:
 
     async def _first_delivery(self, inbound: Inbound) -> bool:
         key = f"{inbound.surface}:{inbound.delivery_id}"
+        if inbound.kind == "action" and inbound.action in APPROVAL_ACTIONS:
+            # An approval tap is idempotent by its compare-and-set: a redelivery that reaches another
+            # worker is only told "Already ...". So it costs no store write; this process drops its own.
+            if key in self._recent_taps:
+                return False
+            self._recent_taps[key] = None
+            while len(self._recent_taps) > 10_000:
+                self._recent_taps.popitem(last=False)
+            return True
         return await self.store.insert("deliveries", key, {"chat": inbound.chat_id}, ttl=7 * 86400) is not None
 
     async def _on_text(self, inbound: Inbound, transport: Transport) -> None:
@@ -179,18 +196,53 @@ class Assistant:
     async def open_approval(
         self, inbound: Inbound, name: str, result: ToolResult, *, resume: Mapping[str, Any] | None = None
     ) -> bool:
-        """Show the approval card ``result`` asks for (verification or confirmation); ``False`` if it asks none.
+        """Show the approval ``result`` opened (a confirmation or a verification); ``False`` if it opened none.
 
-        ``resume`` is stored in ``Approval.resume``: an agent's paused run, handed back after the decision.
+        The runtime already stored the approval, with its cards (this assistant's opener added them);
+        this delivers them. ``resume`` (an agent's paused run) is kept in the approval and handed back
+        to the agent once it is decided.
         """
-        transport = self.transports[inbound.surface]
-        if result.success and result.meta.get("requires_verification"):
-            await self.flows.open_verification(inbound, transport, name, result, resume=resume)
-        elif result.success and result.confirm_token and result.data.get("requires_confirmation"):
-            await self.flows.open_confirmation(inbound, transport, name, result, resume=resume)
-        else:
+        approval_id = result.meta.get("approval_id") if result.success else None
+        approval = await self.approvals.get(approval_id) if isinstance(approval_id, str) else None
+        if approval is None:
             return False
+        if resume:
+            approval = await self.approvals.set_resume(approval.id, resume)
+        await self.outbox.deliver(approval)
         return True
+
+    def _route(self, value: dict[str, Any], ctx: ToolContext) -> None:
+        """Opener: where a new approval is shown and where its requester is told (chat users only)."""
+        surface, chat = ctx.channel, ctx.extra.get("chat_id")
+        route = {"surface": surface, "chat_id": str(chat)} if surface in self.transports and chat is not None else None
+        targets: list[tuple[str, str, str]] = []
+        if value["kind"] == "verification":
+            targets = [(sf, ch, "approver") for sf in self.transports for ch in self.identities.approver_chats(sf)]
+        if route is not None and (surface, route["chat_id"]) not in {(sf, ch) for sf, ch, _ in targets}:
+            # no approver chat anywhere: approvers decide in the requester's chat
+            alone = value["kind"] == "verification" and not targets
+            targets.append((surface, route["chat_id"], "approver" if alone else "requester"))
+        value.update(route=route, cards=card_slots(targets), auto_run=route is not None)
+        if route is not None:
+            value["requester"]["user"] = requester_fields(ctx)
+
+    def requester_context(self, approval: Approval) -> ToolContext:
+        """The requester's context now (scopes from the current configuration), to run their approved call."""
+        route = approval.route
+        if route is None or not approval.data["requester"].get("user"):
+            return approval.requester_context()
+        return self.identities.context_for(route["surface"], requester_user(approval), route["chat_id"])
+
+    async def _run_approval(self, approval: Approval) -> ToolResult:
+        route = approval.route
+        transport = self.transports.get(route["surface"]) if route else None
+        ctx = self.requester_context(approval)
+        return await self._typing_while(transport, route["chat_id"] if route else "",
+                                        self.registry.run_approval(approval, ctx))
+
+    async def _present_result(self, transport: Transport, chat_id: str, approval: Approval, result: ToolResult) -> None:
+        await self.present(transport, chat_id, approval.tool or "", approval.args, self.requester_context(approval),
+                           result)
 
     async def resume_agent(self, approval: Approval, result: ToolResult | None) -> None:
         """Hand a decided approval back to the agent run waiting on it, and post the agent's answer.
@@ -198,15 +250,18 @@ class Assistant:
         ``result`` is the tool's result when it ran, ``None`` when it was cancelled, rejected or expired.
         """
         resume = getattr(self.agent, "resume", None)
-        if not approval.data.get("resume") or not callable(resume):
+        route = approval.route
+        if not approval.data.get("resume") or not callable(resume) or route is None:
             return
-        inbound = Inbound(approval.requester_surface, approval.requester_chat, approval.requester)
+        inbound = Inbound(route["surface"], route["chat_id"], requester_user(approval))
         transport = self.transports.get(inbound.surface)
         if transport is None:
-            log.warning("approval %s: no transport for %s to resume the agent", approval.id, inbound.surface)
-            return
+            raise LookupError(f"no transport attached for {inbound.surface} to resume the agent")
         try:
             await transport.typing(inbound.chat_id)
+        except Exception:  # typing is cosmetic
+            log.debug("typing indicator failed", exc_info=True)
+        try:
             reply = await resume(inbound, self.context_for(inbound), approval, result)
         except Exception:
             log.exception("the agent could not resume after approval %s", approval.id)
@@ -218,9 +273,12 @@ class Assistant:
         self, transport: Transport | None, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext
     ) -> ToolResult:
         """Run a tool while the chat shows that work is in progress (refreshed every 4 s)."""
+        return await self._typing_while(transport, chat_id, self.registry.call(name, args, ctx))
+
+    async def _typing_while(self, transport: Transport | None, chat_id: str, work: Awaitable[ToolResult]) -> ToolResult:
         if transport is None:
-            return await self.registry.call(name, args, ctx)
-        call = asyncio.ensure_future(self.registry.call(name, args, ctx))
+            return await work
+        call = asyncio.ensure_future(work)
         while True:
             try:
                 await transport.typing(chat_id)
@@ -264,7 +322,9 @@ class Assistant:
 
     # --------------------------------------------------------------- sweeping
     async def sweep(self) -> int:
-        """Expire overdue approvals (editing their cards) and finish approved ones a restart interrupted."""
+        """Do what is due (read through the store's due index): expire overdue approvals, move runs whose
+        lease ended to ``effect_uncertain`` (or retry idempotent tools), start approved runs nobody
+        started, deliver undelivered cards, edits and reports. Returns how many approvals it acted on."""
         return await self.flows.sweep()
 
     async def run_sweeper(self, interval: float = 15.0) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.renderers.model import Actions, Heading, ItemList, Message, Note, Paragraph, Span
+from milpa_chat.renderers.model import Heading, ItemList, Message, Note, Paragraph, Span
 
 if TYPE_CHECKING:
-    from milpa_chat.chat.approvals import Approval
+    from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.result import ToolResult
 
 
@@ -52,12 +52,13 @@ def result_message(result: ToolResult) -> Message:
     return compose_result(result)
 
 
-def approval_message(approval: Approval, *, with_buttons: bool = True) -> Message:
+def approval_message(approval: Approval, role: str = "approver") -> Message:
+    """This copy of the approval card (``role``: approver, requester or viewer), from the record's state."""
+    from milpa_chat.chat.approvals import view
     from milpa_chat.renderers.approval import compose_approval
 
-    message = compose_approval(approval.view())
-    if with_buttons or approval.state != "pending":
+    message = compose_approval(view(approval, role))  # type: ignore[arg-type]
+    if role != "requester" or approval.kind != "verification" or approval.state != "pending":
         return message
-    blocks = tuple(b for b in message.blocks if not isinstance(b, Actions))
     note = Note("Waiting for an approver — you will be told here when it is decided.")
-    return Message((*blocks, note), message.summary, message.tone, message.truncated, message.full)
+    return Message((*message.blocks, note), message.summary, message.tone, message.truncated, message.full)

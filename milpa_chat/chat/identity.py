@@ -115,7 +115,8 @@ class Identities:
             principal=principal_for(surface, user),
             channel=surface,
             scopes=self.scopes_for(surface, user, chat_id),
-            extra={"chat_id": chat_id, "user_id": user.id, "user_name": user.display, **extra},
+            extra={"chat_id": chat_id, "user_id": user.id, "user_name": user.display,
+                   "user_username": user.username, "user_team": user.team, **extra},
         )
 
     def approver_chats(self, surface: str) -> tuple[str, ...]:

@@ -153,7 +153,7 @@ class ConfirmPrompt:
 
     async def _cancel(self) -> None:
         assert self.token is not None
-        await self.registry.confirmations.consume(self.token, self.tool, principal=self.context.principal)
+        await self.registry.confirmations.cancel(self.token, self.context)
         self._show_closed(f"Cancelled: {self.tool}", "✖️")
         self._finish("cancelled", None)
 

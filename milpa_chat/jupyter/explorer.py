@@ -186,7 +186,7 @@ class ToolExplorer:
         name, token = self._pending_confirm
         self._pending_confirm = None
         self.output.disable_buttons()
-        await self.registry.confirmations.consume(token, name, principal=self.context.principal)
+        await self.registry.confirmations.cancel(token, self.context)
         self.output.show_message(Message((Heading(f"Cancelled: {name}", "✖️"), Paragraph.of("Nothing was done.")),
                                          f"Cancelled: {name}", "warning"))
         self._say(f"Cancelled {html.escape(name)}; nothing was done.")

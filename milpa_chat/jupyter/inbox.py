@@ -22,17 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from milpa_chat.chat.approvals import COLLECTION, Approval, ApprovalBook
+from milpa_chat.chat.approvals import Approval, requester_chat, requester_surface, view
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.jupyter._async import Background
 from milpa_chat.jupyter._results import ResultView
 from milpa_chat.jupyter._transport import NotebookTransport
 from milpa_chat.renderers import JupyterRenderer
+from milpa_chat.runtime.approvals import ApprovalDesk
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.sync import run_sync
 
 if TYPE_CHECKING:
     from milpa_chat.chat.assistant import Assistant
+    from milpa_chat.renderers.approval import ApprovalRole
     from milpa_chat.renderers.model import Button
     from milpa_chat.store.base import Store
 
@@ -41,6 +43,8 @@ __all__ = ["ApprovalInbox", "InboxItem"]
 log = logging.getLogger("milpa_chat.jupyter")
 
 FINAL = frozenset({"rejected", "cancelled", "expired", "executed", "failed"})
+#: Shown as waiting for this user: a decision, or a choice about a run that did not report back.
+OPEN = frozenset({"pending", "effect_uncertain"})
 _SURFACES = {"telegram": "Telegram", "slack": "Slack", "jupyter": "Jupyter", "cli": "the command line"}
 
 
@@ -64,7 +68,7 @@ class InboxItem:
 
     @property
     def decided(self) -> bool:
-        return self.approval.state != "pending"
+        return self.approval.state not in OPEN
 
     @property
     def text(self) -> str:
@@ -98,7 +102,8 @@ class InboxItem:
         live = decidable and not self.decided and not self.deciding
         if (approval.version, live) != self._drawn:
             self._drawn = (approval.version, live)
-            payload = self._inbox.renderer.render_approval(approval.view())
+            role: ApprovalRole = "approver" if live else "viewer"
+            payload = self._inbox.renderer.render_approval(view(approval, role))
             self.view.show(payload, self._inbox._press_for(self) if live else None)
             row = self.widget.children[1]
             row.children = (*self.view.actions.children, self.reason) if live else ()
@@ -108,8 +113,10 @@ class InboxItem:
 
     def _facts(self) -> str:
         a = self.approval
-        where = _SURFACES.get(a.requester_surface, a.requester_surface)
-        parts = [html.escape(f"from {where} (chat {a.requester_chat})")]
+        surface = requester_surface(a)
+        where = _SURFACES.get(surface, surface)
+        chat = requester_chat(a)
+        parts = [html.escape(f"from {where}" + (f" (chat {chat})" if chat else ""))]
         if not self.decided:
             left = a.expires_at - self._inbox.store.clock()
             parts.append(f"expires in {_duration(left)}" if left > 0 else "overdue")
@@ -148,7 +155,7 @@ class ApprovalInbox:
         self.refresh_every = refresh_every
         self.history = history
         self.renderer = renderer or JupyterRenderer()
-        self.book = self.assistant.book if self.assistant else ApprovalBook(self.store)
+        self.desk = self.assistant.approvals if self.assistant else ApprovalDesk(self.store)
         self.transport = NotebookTransport()
         self.items: dict[str, InboxItem] = {}
         self.header = widgets.HTML(value="")
@@ -200,14 +207,13 @@ class ApprovalInbox:
         async with self._lock:
             if self.assistant is not None:  # the configuration may have changed meanwhile
                 self.scopes = self.assistant.identities.scopes_for("jupyter", self.user)
-            recs = await self.store.scan(COLLECTION)
             shown: list[Approval] = []
-            for rec in recs:
-                approval = await self._expire_if_overdue(Approval(rec.key, rec.value, rec.version))
-                if await self._may_decide(approval):
+            for found in await self.desk.listing():
+                approval = await self._expire_if_overdue(found)
+                if self._may_decide(approval):
                     shown.append(approval)
-            pending = sorted((a for a in shown if a.state == "pending"), key=lambda a: a.data.get("created_at", 0))
-            decided = sorted((a for a in shown if a.state != "pending"),
+            pending = sorted((a for a in shown if a.state in OPEN), key=lambda a: a.data.get("created_at", 0))
+            decided = sorted((a for a in shown if a.state not in OPEN),
                              key=lambda a: -float(a.data.get("decided_at") or 0))[: self.history]
             self._redraw(pending, decided)
 
@@ -237,38 +243,36 @@ class ApprovalInbox:
     async def _expire_if_overdue(self, approval: Approval) -> Approval:
         if self.assistant is None or approval.state != "pending" or approval.expires_at > self.store.clock():
             return approval
-        expired = await self.assistant.flows.expire(approval)
-        return expired or await self.book.get(approval.id) or approval
+        change = await self.desk.recover(approval)
+        if change is not None:
+            await self.assistant.flows.follow(change)
+            return change.approval
+        return await self.desk.get(approval.id) or approval
 
-    async def _may_decide(self, approval: Approval) -> bool:
+    def _may_decide(self, approval: Approval) -> bool:
         if approval.kind == "confirm":
             return approval.requester_principal == self.principal
-        policy = await self._policy(str(approval.data.get("verification_id") or ""))
+        policy = approval.data.get("policy") or {}
         approvers = policy.get("approver_scopes") or []
         ctx = ToolContext(self.principal, "jupyter", self.scopes)
         if approvers and not ctx.has_any_scope(approvers):
             return False
         return not (policy.get("four_eyes", True) and approval.requester_principal == self.principal)
 
-    async def _policy(self, verification_id: str) -> dict[str, Any]:
-        if verification_id not in self._policies:
-            from milpa_chat.runtime.verification import HumanVerifier
-
-            verifier = self.assistant.registry.verifier if self.assistant else HumanVerifier(self.store)
-            request = await verifier.get(verification_id)
-            self._policies[verification_id] = dict(request.value.get("policy") or {}) if request else {}
-        return self._policies[verification_id]
-
     # --------------------------------------------------------------- deciding
     async def approve(self, approval_id: str, reason: str | None = None) -> Approval | None:
         """Approve (or confirm) as this user, as the Approve button does; returns the approval after it."""
         item = self.items.get(approval_id)
+        if item and item.approval.state == "effect_uncertain":
+            return await self.decide(approval_id, "run_again", reason)
         return await self.decide(approval_id, "confirm" if item and item.approval.kind == "confirm" else "approve",
                                  reason)
 
     async def reject(self, approval_id: str, reason: str | None = None) -> Approval | None:
         """Reject (or cancel) as this user, as the Reject button does."""
         item = self.items.get(approval_id)
+        if item and item.approval.state == "effect_uncertain":
+            return await self.decide(approval_id, "mark_done", reason)
         return await self.decide(approval_id, "cancel" if item and item.approval.kind == "confirm" else "reject",
                                  reason)
 
@@ -284,7 +288,7 @@ class ApprovalInbox:
             item.deciding = False
             item.redraw()
         await self.refresh()
-        return await self.book.get(approval_id)
+        return await self.desk.get(approval_id)
 
     def _press_for(self, item: InboxItem) -> Callable[[Button], None]:
         def press(button: Button) -> None:
@@ -308,7 +312,7 @@ class ApprovalInbox:
         To give up after a while: ``async with asyncio.timeout(300): await inbox.wait_for_decision(id)``.
         """
         while True:
-            approval = await self.book.get(approval_id)
+            approval = await self.desk.get(approval_id)
             if approval is None:
                 raise LookupError(f"no approval {approval_id!r} in the store")
             if approval.state in FINAL or (not final and approval.state != "pending"):

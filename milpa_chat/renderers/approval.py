@@ -39,8 +39,11 @@ __all__ = ["ApprovalKind", "ApprovalState", "ApprovalView", "compose_approval"]
 
 ApprovalKind: TypeAlias = Literal["confirm", "verification"]
 ApprovalState: TypeAlias = Literal[
-    "pending", "approved", "rejected", "cancelled", "expired", "executing", "executed", "failed"
+    "pending", "approved", "rejected", "cancelled", "expired", "executing", "executed", "failed", "effect_uncertain"
 ]
+#: Whose copy of the card: ``approver`` (Approve/Reject), ``requester`` (Confirm/Cancel on a confirm card,
+#: Withdraw on a verification), ``viewer`` (no buttons).
+ApprovalRole: TypeAlias = Literal["approver", "requester", "viewer"]
 
 _SURFACES: Final = {
     "telegram": "Telegram",
@@ -59,6 +62,7 @@ _HEADINGS: Final[dict[str, tuple[str, str, Tone]]] = {
     "rejected": ("Rejected", "⛔", "danger"),
     "cancelled": ("Cancelled", "✖️", "warning"),
     "expired": ("Expired", "⌛", "warning"),
+    "effect_uncertain": ("May not have run", "⚠️", "warning"),
 }
 
 
@@ -83,6 +87,8 @@ class ApprovalView:
         decision_note: the decider's comment (e.g. why it was rejected).
         outcome: what running the tool produced (result or error text).
         approvals_required / approved_by: quorum size and who approved so far.
+        role: whose copy this is (see ``ApprovalRole``); decides the buttons.
+        subject: what a request that runs no tool asks for (shown instead of arguments when set).
     """
 
     id: str
@@ -102,6 +108,7 @@ class ApprovalView:
     outcome: str | None = None
     approvals_required: int = 1
     approved_by: tuple[str, ...] = field(default=())
+    role: ApprovalRole = "approver"
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(ApprovalKind):
@@ -129,7 +136,11 @@ def compose_approval(view: ApprovalView, *, limits: Limits | None = None) -> Mes
         blocks.append(Paragraph.of(Span("Why: ", "bold"), b.text(view.reason)))
     blocks.append(Paragraph.of(Span("Arguments:", "bold")))
     blocks.append(Code(b.text(json_text(args) if args else "{}"), "json"))
-    blocks += _decision(view, b) if view.state != "pending" else [_buttons(view)]
+    if view.state != "pending":
+        blocks += _decision(view, b)
+    buttons = _buttons(view)
+    if buttons is not None:
+        blocks.append(buttons)
     full = LazyDocument("arguments.json", lambda: _document(view.arguments))
     return Message(tuple(blocks), _summary(view, tool, b), _tone(view), b.truncated, full)
 
@@ -160,9 +171,18 @@ def _facts(view: ApprovalView, b: Builder) -> list[Block]:
     return [Fields(tuple(items))]
 
 
-def _buttons(view: ApprovalView) -> Actions:
+def _buttons(view: ApprovalView) -> Actions | None:
+    if view.role == "viewer":
+        return None
+    if view.state == "effect_uncertain":
+        return Actions.row(Button("🔁 Run again", "run_again", view.id, "danger"),
+                           Button("✔ Mark as done", "mark_done", view.id))
+    if view.state != "pending":
+        return None
     if view.kind == "confirm":
         return Actions.row(Button("✅ Confirm", "confirm", view.id, "primary"), Button("✖ Cancel", "cancel", view.id))
+    if view.role == "requester":
+        return Actions.row(Button("↩ Withdraw", "cancel", view.id))
     return Actions.row(
         Button("✅ Approve", "approve", view.id, "primary"), Button("⛔ Reject", "reject", view.id, "danger")
     )
@@ -183,13 +203,17 @@ def _decision(view: ApprovalView, b: Builder) -> list[Block]:
     if view.state == "expired":
         return [Paragraph.of(Span(f"Expired at {when(view.expires_at)} without a decision. Nothing was done.", "bold"))]
     verb = "Confirmed" if view.kind == "confirm" else "Approved"
-    verb = {"rejected": "Rejected", "cancelled": "Cancelled"}.get(view.state, verb)
+    verb = {"rejected": "Rejected", "cancelled": "Cancelled" if view.kind == "confirm" else "Withdrawn"}.get(
+        view.state, verb)
     by = _by(view, b)
     blocks: list[Block] = [Paragraph.of(Span(f"{verb} {by}".strip() + ".", "bold"))]
     if view.decision_note:
         blocks.append(Paragraph.of(Span("Note: ", "bold"), b.text(view.decision_note)))
     if view.state in ("rejected", "cancelled"):
         blocks.append(Paragraph.of("Nothing was done."))
+    elif view.state == "effect_uncertain":
+        blocks.append(Paragraph.of(Span("Unknown outcome: ", "bold"), b.text(view.outcome or "the run did not "
+                                   "report back."), " Check, then choose Run again or Mark as done."))
     elif view.state == "executing":
         blocks.append(Paragraph.of(Span("Running now…", "italic")))
     elif view.state in ("executed", "failed"):

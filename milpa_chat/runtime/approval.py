@@ -39,9 +39,11 @@ __all__ = [
     "ApprovalKind",
     "ApprovalRefused",
     "ApprovalState",
+    "active_failure",
     "card_key",
     "digest",
     "due_of",
+    "effect_key",
     "pending_effects",
     "state_message",
 ]
@@ -62,9 +64,11 @@ MAX_ATTEMPTS = 6
 class ApprovalRefused(MilpaError):
     """A decision, replay or run that is not allowed; the message says why, for the person who asked."""
 
-    def __init__(self, message: str, *, code: str = "FORBIDDEN") -> None:
+    def __init__(self, message: str, *, code: str = "FORBIDDEN", approval: Approval | None = None) -> None:
         super().__init__(message)
         self.code = code
+        #: The approval as it was when the decision was refused, when there is one.
+        self.approval = approval
 
 
 def digest(args: Mapping[str, Any]) -> str:
@@ -199,6 +203,24 @@ def pending_effects(v: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def effect_key(v: Mapping[str, Any], effect: str) -> str | None:
+    """What delivering ``effect`` now would show (a card key, a report key)."""
+    if effect.startswith("card:"):
+        return card_key(v)
+    if effect == "report":
+        return report_key(v)
+    return None
+
+
+def active_failure(v: Mapping[str, Any], effect: str) -> Mapping[str, Any] | None:
+    """The failure still holding ``effect`` back: one recorded for what it would show now. Once the
+    record moves on (a decision after a failed send), the effect is tried again at once."""
+    failure = v.get("failures", {}).get(effect)
+    if failure is None or failure.get("for") != effect_key(v, effect):
+        return None
+    return failure  # type: ignore[no-any-return]
+
+
 def due_of(v: Mapping[str, Any], now: float) -> float | None:
     """When a worker must next look at this record: expiry, lease end, a run to start, an effect to deliver."""
     times: list[float] = []
@@ -209,9 +231,8 @@ def due_of(v: Mapping[str, Any], now: float) -> float | None:
         times.append(float(v["lease"]["until"]))
     elif state == "approved" and v.get("auto_run") and v.get("tool") is not None:
         times.append(float(v.get("deliver_at") or now))
-    failures = v.get("failures", {})
     for effect in pending_effects(v):
-        failure = failures.get(effect)
+        failure = active_failure(v, effect)
         times.append(float(failure["next_at"]) if failure else float(v.get("deliver_at") or now))
     return min(times) if times else None
 

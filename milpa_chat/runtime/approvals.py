@@ -33,11 +33,11 @@ from milpa_chat.runtime.approval import (
     Approval,
     ApprovalKind,
     ApprovalRefused,
-    card_key,
+    active_failure,
     digest,
     due_of,
+    effect_key,
     pending_effects,
-    report_key,
     state_message,
 )
 from milpa_chat.runtime.events import EventDispatcher
@@ -82,6 +82,8 @@ class Delivery:
         return self.error is None
 
 
+#: ``(event, claimed, message)``: what a rule did, for :class:`Change`.
+Outcome = tuple[str, bool, str]
 Opener = Callable[[dict[str, Any], "ToolContext"], None]
 Follower = Callable[[Change], Awaitable[None]]
 
@@ -209,7 +211,7 @@ class ApprovalDesk:
         rule = _RULES[decision]
         can_run = self.follower is not None
 
-        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str]:
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
             if a.state == "pending" and a.expires_at <= now:
                 _expire(v)
                 return "expired", False, state_message(Approval(a.id, v, a.version))
@@ -217,16 +219,16 @@ class ApprovalDesk:
             return rule(self, a, v, actor, can_run)
 
         done = await self._change(approval_id, change)
-        if done.event == "expired":
-            await self._follow(done, follow)
-            raise ApprovalRefused(done.message, code="EXPIRED")
+        if done.event == "expired":  # nobody else will deliver what the expiry owes
+            await self._follow(done, True)
+            raise ApprovalRefused(done.message, code="EXPIRED", approval=done.approval)
         await self._follow(done, follow)
         return done
 
     async def claim(self, approval_id: str, ctx: ToolContext, *, tool: str) -> Change:
         """``approved -> executing`` for the requester replaying an approved request (exactly one caller wins)."""
 
-        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str]:
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
             if a.kind != "verification" or a.tool != tool:
                 raise ApprovalRefused(f"Verification request {a.id} was not opened for tool '{tool}'.")
             if a.requester_principal != ctx.principal:
@@ -245,7 +247,7 @@ class ApprovalDesk:
         A result that arrives after the lease ended (the record is ``effect_uncertain``) still settles it.
         """
 
-        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str] | None:
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if a.state not in ("executing", "effect_uncertain") or a.attempt != claimed.attempt:
                 return None  # another attempt owns the record now
             v.update(state="executed" if result.success else "failed", lease=None, finished_at=now,
@@ -263,7 +265,7 @@ class ApprovalDesk:
     async def set_resume(self, approval_id: str, resume: Mapping[str, Any]) -> Approval:
         """Attach a paused agent run, resumed once the approval settles."""
 
-        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str]:
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
             v["resume"] = dict(resume)
             return "resume_set", False, ""
 
@@ -275,7 +277,7 @@ class ApprovalDesk:
         follower can run it), or take over its undelivered effects. ``None`` when nothing is due."""
         can_run = self.follower is not None
 
-        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str] | None:
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if a.state == "pending" and a.expires_at <= now:
                 _expire(v)
                 return "expired", False, ""
@@ -315,7 +317,7 @@ class ApprovalDesk:
     async def delivered(self, approval_id: str, outcomes: Mapping[str, Delivery]) -> Approval:
         """Record what a deliverer did with the effects it was given (one write for all of them)."""
 
-        def change(a: Approval, v: dict[str, Any], now: float) -> tuple[str, bool, str] | None:
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if not outcomes:
                 return None
             failures = v.setdefault("failures", {})
@@ -326,12 +328,12 @@ class ApprovalDesk:
                     continue
                 failure = failures.setdefault(effect, {"attempts": 0})
                 failure.update(attempts=failure["attempts"] + 1, error=(out.error or "")[:300],
-                               next_at=now + max(out.retry_in, 0.0))
+                               next_at=now + max(out.retry_in, 0.0), **{"for": effect_key(v, effect)})
                 if failure["attempts"] >= MAX_ATTEMPTS:
                     log.error("approval %s: giving up %s after %d attempts: %s", a.id, effect, failure["attempts"],
                               out.error)
                     failures.pop(effect)
-                    _mark(v, effect, Delivery(key=_current_key(v, effect)))
+                    _mark(v, effect, Delivery(key=effect_key(v, effect)))
                     if effect != "trouble":
                         v.setdefault("troubles", []).append(f"{effect}: {(out.error or '')[:200]}")
             return "delivered", False, ""
@@ -351,7 +353,7 @@ class ApprovalDesk:
         return False
 
     async def _change(
-        self, approval_id: str, fn: Callable[[Approval, dict[str, Any], float], tuple[str, bool, str] | None],
+        self, approval_id: str, fn: Callable[[Approval, dict[str, Any], float], Outcome | None],
         *, handoff: bool = True,
     ) -> Change:
         """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
@@ -394,7 +396,7 @@ _EVENTS = {"requested": "requested", "voted": "grant_recorded", "approved": "gra
 
 
 # ----------------------------------------------------------------------- the rules of each decision
-Rule = Callable[[ApprovalDesk, Approval, dict[str, Any], _Actor, bool], tuple[str, bool, str]]
+Rule = Callable[[ApprovalDesk, Approval, dict[str, Any], _Actor, bool], Outcome]
 
 
 def _decided(v: dict[str, Any], actor: _Actor) -> None:
@@ -408,12 +410,13 @@ def _expire(v: dict[str, Any]) -> None:
 
 def _open(a: Approval) -> None:
     if a.state != "pending":
-        raise ApprovalRefused(state_message(a), code="CONFLICT")
+        raise ApprovalRefused(state_message(a), code="CONFLICT", approval=a)
 
 
 def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
     if a.kind != "verification":
-        raise ApprovalRefused(f"Only {a.requester_name} confirms this request: there is nothing to {verb}.")
+        raise ApprovalRefused(f"Only {a.requester_name} confirms this request: there is nothing to {verb}.",
+                              code="WRONG_KIND")
     if not ctx.principal:
         raise ApprovalRefused(f"Only an identified person can {verb} a request.")
     scopes = a.data["policy"]["approver_scopes"]
@@ -423,9 +426,10 @@ def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
         raise ApprovalRefused(f"You cannot {verb} your own request (four-eyes rule): another approver must decide.")
 
 
-def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
     if a.kind != "confirm":
-        raise ApprovalRefused("This request is decided by an approver (Approve or Reject), not confirmed.")
+        raise ApprovalRefused("This request is decided by an approver (Approve or Reject), not confirmed.",
+                              code="WRONG_KIND")
     if actor.principal != a.requester_principal:
         raise ApprovalRefused(f"Only {a.requester_name} can confirm this.")
     _open(a)
@@ -434,22 +438,23 @@ def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, 
     return "confirmed", True, "Confirmed — running it now."
 
 
-def _cancel(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+def _cancel(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
     verb = "cancel" if a.kind == "confirm" else "withdraw"
     if actor.principal != a.requester_principal:
         raise ApprovalRefused(f"Only {a.requester_name} can {verb} this.")
     _open(a)
     v["state"] = "cancelled"
     _decided(v, actor)
-    return "cancelled", False, "Cancelled — nothing was done." if a.kind == "confirm" else "Withdrawn — nothing was done."
+    done = "Cancelled" if a.kind == "confirm" else "Withdrawn"
+    return "cancelled", False, f"{done} — nothing was done."
 
 
-def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
     _check_decider(a, actor.ctx, "approve")
     _open(a)
     if any(vote["principal"] == actor.principal for vote in a.votes):
         raise ApprovalRefused(f"You already approved this request; waiting for {a.quorum - len(a.votes)} more "
-                              "approver(s).", code="CONFLICT")
+                              "approver(s).", code="DUPLICATE", approval=a)
     v["votes"] = [*a.votes, {"principal": actor.principal, "name": actor.name, "at": actor.now, "via": actor.via,
                              "note": actor.note}]
     if len(v["votes"]) < a.quorum:
@@ -460,7 +465,7 @@ def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, 
     return "approved", claimed, "Approved — running it now." if claimed else "Approved."
 
 
-def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
     _check_decider(a, actor.ctx, "reject")
     _open(a)
     v["state"] = "rejected"
@@ -470,7 +475,7 @@ def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, c
 
 def _check_rescuer(a: Approval, actor: _Actor) -> None:
     if a.state != "effect_uncertain":
-        raise ApprovalRefused(state_message(a), code="CONFLICT")
+        raise ApprovalRefused(state_message(a), code="CONFLICT", approval=a)
     if actor.principal == a.requester_principal:
         return
     if a.kind == "confirm":
@@ -480,7 +485,7 @@ def _check_rescuer(a: Approval, actor: _Actor) -> None:
         raise ApprovalRefused("Only the requester or an approver can decide what to do with this run.")
 
 
-def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
     _check_rescuer(a, actor)
     v.update(state="approved", rescued_by=actor.principal, rescued_by_name=actor.name, rescued_at=actor.now)
     claimed = desk._maybe_claim(v, actor.now, can_run)
@@ -490,7 +495,7 @@ def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor
     return "run_again", claimed, "Running it again now." if claimed else "It will run again."
 
 
-def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> tuple[str, bool, str]:
+def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
     _check_rescuer(a, actor)
     v.update(state="executed", outcome=f"Marked as done by {actor.name}.", rescued_by=actor.principal,
              rescued_by_name=actor.name, rescued_at=actor.now, finished_at=actor.now)
@@ -503,21 +508,12 @@ _RULES: dict[str, Rule] = {"confirm": _confirm, "cancel": _cancel, "approve": _a
 
 # ----------------------------------------------------------------------- effects and results
 def _effects_due(v: Mapping[str, Any], now: float) -> bool:
-    failures = v.get("failures", {})
     for effect in pending_effects(v):
-        failure = failures.get(effect)
+        failure = active_failure(v, effect)
         at = float(failure["next_at"]) if failure else float(v.get("deliver_at") or 0)
         if at <= now:
             return True
     return False
-
-
-def _current_key(v: Mapping[str, Any], effect: str) -> str | None:
-    if effect.startswith("card:"):
-        return card_key(v)
-    if effect == "report":
-        return report_key(v)
-    return None
 
 
 def _mark(v: dict[str, Any], effect: str, out: Delivery) -> None:

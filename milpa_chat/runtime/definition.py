@@ -136,3 +136,5 @@ class ToolDefinition:
     verify: VerifyPolicy | None = None
     tags: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Running it twice has the effect of running it once: a run whose lease ended is retried.
+    idempotent: bool = False

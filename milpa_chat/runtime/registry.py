@@ -9,8 +9,8 @@ runtime outcome: every failure is a :class:`ToolResult` with an :class:`ErrorCod
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 

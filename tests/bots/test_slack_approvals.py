@@ -95,7 +95,9 @@ async def test_verification_is_decided_in_the_approver_channel_with_four_eyes(
 ) -> None:
     await world.command("pay ACME 120.5", user=LEAD)
     mine, group = world.last(WORK), world.last(APPROVERS)
-    assert mine.buttons() == [] and "Waiting for an approver" in mine.all_text()
+    # the requester's copy offers only Withdraw; the approvers' copy Approve / Reject
+    assert [b["text"]["text"] for b in mine.buttons()] == ["↩ Withdraw"]
+    assert "Waiting for an approver" in mine.all_text()
     assert [b["text"]["text"] for b in group.buttons()][:2] == ["✅ Approve", "⛔ Reject"]
     assert "ACME" in group.all_text() and tools.paid == []
     await world.tap(group, "Approve", user=LEAD)  # the requester is an approver too, but not of their own request

@@ -42,7 +42,7 @@ async def wait_for_cards(db: Path, count: int) -> None:
     try:
         for _ in range(200):
             approvals = await store.scan("approvals")
-            sent = [m for m in approvals[0].value["messages"] if m.get("message_id")] if approvals else []
+            sent = [m for m in approvals[0].value["cards"] if m.get("message_id")] if approvals else []
             if len(sent) >= count:
                 return
             await asyncio.sleep(0.05)

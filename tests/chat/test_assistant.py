@@ -122,7 +122,8 @@ async def test_verification_four_eyes_then_approver_runs_it(
     await tg.say(assistant, ALICE, "/pay ACME 120.5")
     mine = tg.last(ALICE.id)
     group = tg.last(APPROVERS_CHAT)
-    assert mine.buttons == () and {"approve", "reject"} <= {b.action for b in group.buttons}
+    # the requester's copy offers Withdraw only; the approvers' copy Approve / Reject
+    assert [b.action for b in mine.buttons] == ["cancel"] and {"approve", "reject"} <= {b.action for b in group.buttons}
     assert "ACME" in group.text and tools.paid == []
     await tg.tap(assistant, ALICE, group, "Approve")
     assert "four-eyes" in tg.answers_to(ALICE)[-1] or "payments:approve" in tg.answers_to(ALICE)[-1]
@@ -248,10 +249,10 @@ async def test_a_reason_given_with_a_decision_reaches_the_card_and_the_verifier(
                          message_id=group.message_id, note="Invoice missing")
     await assistant.handle(inbound, tg)
     assert tools.paid == [] and "Invoice missing" in group.text
-    approval = await assistant.book.get(button.ref)
+    approval = await assistant.approvals.get(button.ref)
     assert approval is not None
-    stored = await assistant.registry.verifier.get(approval.data["verification_id"])
-    assert stored is not None and stored.value["decision_reason"] == "Invoice missing"
+    stored = await assistant.registry.verifier.get(approval.id)
+    assert stored is not None and stored.value["decision_note"] == "Invoice missing"
 
 
 async def test_texts_use_the_surfaces_command_spelling(assistant: Assistant) -> None:
@@ -303,9 +304,9 @@ async def test_a_card_whose_send_failed_gets_the_outcome_once_decided(tools: Too
     await tg.say(assistant, ALICE, "/pay ACME 11")
     assert slack.in_chat("C-APPROVE") == []
     card = tg.last(APPROVERS_CHAT)
-    approval = await assistant.book.get(card.button("Approve").ref)
+    approval = await assistant.approvals.get(card.button("Approve").ref)
     assert approval is not None
-    assert {(m["surface"], m["message_id"] is None) for m in approval.data["messages"]} >= {("slack", True)}
+    assert {(m["surface"], m["message_id"] is None) for m in approval.data["cards"]} >= {("slack", True)}
     await tg.tap(assistant, MANAGER, card, "Approve")
     assert tools.paid == [("ACME", 11.0)]
     late = slack.last("C-APPROVE")

@@ -85,7 +85,7 @@ async def test_confirm_pause_button_resume(server: FakeServer, make_llm: MakeLlm
     await tg.say(assistant, ALICE, "please delete the eggs note")
     card = tg.last(ALICE.id)
     assert {b.action for b in card.buttons} == {"confirm", "cancel"} and notes.deleted == []
-    (approval,) = await assistant.book.pending()
+    (approval,) = await assistant.approvals.listing(state="pending")
     assert approval.data["resume"]["state"]["pending"]["call"]["name"] == "delete_note"
     assert await agent.history("telegram", ALICE.id) == []  # nothing is kept until the turn is over
 

@@ -1,0 +1,164 @@
+"""``ApprovalOutbox``: delivers what an approval owes its surfaces, then records it in one write.
+
+What is owed is derived from the record (:func:`milpa_chat.runtime.approval.pending_effects`): each
+card whose shown state is behind (send it the first time, edit it after), the report to the
+requester (the result through the assistant's one result path, or a notice), a trouble notice, and
+the agent run waiting to resume. A platform error never touches the state: it is recorded with a
+retry time (the platform's ``retry_after`` when it gives one), and whichever worker is alive when
+that time comes delivers again; after several attempts the requester is told.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.chat import cards
+from milpa_chat.chat.inbound import MessageRef, Transport
+from milpa_chat.runtime.approval import active_failure, card_key, report_key
+from milpa_chat.runtime.approvals import Delivery
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.approval import Approval
+    from milpa_chat.runtime.approvals import ApprovalDesk
+    from milpa_chat.runtime.result import ToolResult
+
+__all__ = ["ApprovalOutbox", "retry_delay"]
+
+log = logging.getLogger("milpa_chat.chat")
+
+#: ``present(transport, chat_id, approval, result)``: post a result where the request came from.
+Presenter = Callable[[Transport, str, "Approval", "ToolResult"], Awaitable[Any]]
+#: ``resume(approval, result)``: hand a settled approval back to the agent run waiting on it.
+Resumer = Callable[["Approval", "ToolResult | None"], Awaitable[None]]
+
+
+def retry_delay(exc: BaseException, attempts: int) -> float:
+    """Seconds before trying again: what the platform asked for (Telegram ``retry_after``, Slack's
+    ``Retry-After`` header), else exponential back-off from 1 s to 5 min."""
+    wait: Any = getattr(exc, "retry_after", None)
+    if wait is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+        wait = headers.get("Retry-After") or headers.get("retry-after") if hasattr(headers, "get") else None
+    if isinstance(wait, timedelta):
+        wait = wait.total_seconds()
+    try:
+        seconds = float(wait)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if math.isfinite(seconds) and seconds >= 0:
+        return min(seconds, 3600.0)
+    return float(min(300, 2 ** max(0, attempts)))
+
+
+class ApprovalOutbox:
+    """Delivers approvals' effects through ``transports`` (surface name -> transport)."""
+
+    def __init__(
+        self, desk: ApprovalDesk, transports: Mapping[str, Transport], *, present: Presenter, resume: Resumer
+    ) -> None:
+        self.desk = desk
+        self.transports = transports
+        self.present = present
+        self.resume = resume
+
+    async def show(self, approval: Approval) -> None:
+        """Bring the sent cards to the record's state now, best effort, recording nothing (the
+        next recorded delivery edits them again): used while a claimed run is about to start."""
+        for card in approval.data.get("cards", []):
+            transport = self.transports.get(card["surface"])
+            if transport is None or not card.get("message_id"):
+                continue
+            try:
+                await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
+                                     cards.approval_message(approval, card.get("role", "approver")))
+            except Exception as exc:
+                log.info("approval %s: card on %s not updated yet (%s)", approval.id, card["surface"], exc)
+
+    async def deliver(self, approval: Approval) -> Approval:
+        """Deliver every effect that is due here, then record the outcomes (one write). Never raises
+        for a platform error."""
+        now = self.desk.store.clock()
+        outcomes: dict[str, Delivery] = {}
+        for effect in approval.effects():
+            failure = active_failure(approval.data, effect)
+            if failure and float(failure["next_at"]) > now:
+                continue  # waiting out a retry time
+            try:
+                done = await self._one(approval, effect)
+            except Exception as exc:
+                attempts = int(failure["attempts"]) + 1 if failure else 1
+                log.warning("approval %s: %s failed (attempt %d): %s", approval.id, effect, attempts, exc)
+                done = Delivery(error=f"{type(exc).__name__}: {exc}", retry_in=retry_delay(exc, attempts))
+            if done is not None:
+                outcomes[effect] = done
+        if not outcomes:
+            return approval
+        return await self.desk.delivered(approval.id, outcomes)
+
+    async def _one(self, approval: Approval, effect: str) -> Delivery | None:
+        """Deliver one effect; ``None`` when it cannot be delivered from this worker (surface not attached)."""
+        v = approval.data
+        if effect.startswith("card:"):
+            card = v["cards"][int(effect.partition(":")[2])]
+            transport = self.transports.get(card["surface"])
+            if transport is None:
+                return None
+            message = cards.approval_message(approval, card.get("role", "approver"))
+            if card.get("message_id"):
+                await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
+                                     message)
+                return Delivery(key=card_key(v))
+            ref = await transport.send(str(card["chat_id"]), message)
+            return Delivery(key=card_key(v), message_id=ref.message_id)
+        route = approval.route
+        if effect == "resume":
+            await self.resume(approval, _result(approval))
+            return Delivery()
+        transport = self.transports.get(route["surface"]) if route else None
+        if transport is None or route is None:
+            return None
+        if effect == "trouble":
+            troubles = "; ".join(v.get("troubles", []))
+            await transport.send(route["chat_id"], cards.text(
+                f"I could not update everything about your request to run {approval.label} ({troubles}). "
+                "Its state is kept; ask an administrator to check the bot's connection.", tone="warning"))
+            return Delivery()
+        result = _result(approval)
+        if result is not None:
+            await self.present(transport, route["chat_id"], approval, result)
+        else:
+            await transport.send(route["chat_id"], cards.text(_notice(approval)))
+        return Delivery(key=report_key(v))
+
+
+def _result(approval: Approval) -> ToolResult | None:
+    from milpa_chat.runtime.result import ToolResult
+
+    stored = approval.data.get("result")
+    if approval.state in ("executed", "failed") and stored:
+        return ToolResult.from_dict(stored)
+    if approval.state == "executed" and approval.data.get("rescued_by"):
+        return ToolResult.success(None, approval.data.get("outcome") or "Marked as done.")
+    return None
+
+
+def _notice(approval: Approval) -> str:
+    v = approval.data
+    label = approval.label
+    who = v.get("decided_by_name") or v.get("decided_by") or "an approver"
+    note = f" ({v['decision_note']})" if v.get("decision_note") else ""
+    if approval.state == "rejected":
+        return f"Your request to run {label} was rejected by {who}{note}. Nothing was done."
+    if approval.state == "expired":
+        return f"Your request to run {label} expired; nothing was done."
+    if approval.state == "effect_uncertain":
+        return (f"Your request to run {label} was approved, but its run did not report back: it may or may not "
+                "have taken effect. Check, then choose Run again or Mark as done on the card.")
+    if approval.state == "approved":
+        return f"Your request “{label}” was approved by {who}{note}."
+    return f"Your request to run {label} is {approval.state}."
+
