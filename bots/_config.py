@@ -29,10 +29,17 @@ def number(env: Mapping[str, str], name: str, default: N, kind: type[N]) -> N:
         raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
 
 
-def build_assistant(store_url: str, identities: Path) -> tuple[Assistant, ExampleTools]:
-    """The assistant with the example tools, over the configured store and identities."""
+def build_assistant(
+    store_url: str, identities: Path, *, lease: float = 300.0, handoff: float = 30.0
+) -> tuple[Assistant, ExampleTools]:
+    """The assistant with the example tools, over the configured store and identities.
+
+    ``lease``: seconds a claimed run may take before it counts as lost; ``handoff``: seconds before
+    another worker delivers the cards of a change this worker made (``MILPA_APPROVAL_LEASE``,
+    ``MILPA_APPROVAL_HANDOFF``).
+    """
     store = open_store(store_url)
     tools = ExampleTools(store)
-    registry = ToolRegistry(store=store)
+    registry = ToolRegistry(store=store, approval_lease=lease, approval_handoff=handoff)
     registry.scan(tools)
     return Assistant(registry, Identities.from_toml(identities), name="Notes & payments assistant"), tools

@@ -15,7 +15,9 @@ Configuration, all from the environment:
 ``TELEGRAM_WEBHOOK_URL``     serve a webhook at this public URL instead of polling (optional), with
 ``TELEGRAM_WEBHOOK_SECRET``  its secret token (generated when unset), ``TELEGRAM_WEBHOOK_PORT`` (8443)
                              and ``TELEGRAM_WEBHOOK_LISTEN`` (0.0.0.0)
-``MILPA_SWEEP_INTERVAL``     seconds between expiry sweeps (15)
+``MILPA_SWEEP_INTERVAL``     seconds between sweeps (expiries, lost runs, undelivered cards; 15)
+``MILPA_APPROVAL_LEASE``     seconds an approved run may take before it counts as lost (300)
+``MILPA_APPROVAL_HANDOFF``   seconds before another worker delivers a change's cards (30)
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class Config:
     webhook_port: int = 8443
     webhook_listen: str = "0.0.0.0"
     sweep_interval: float = 15.0
+    approval_lease: float = 300.0
+    approval_handoff: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Config:
@@ -71,13 +75,16 @@ class Config:
             webhook_port=number(env, "TELEGRAM_WEBHOOK_PORT", 8443, int),
             webhook_listen=env.get("TELEGRAM_WEBHOOK_LISTEN") or "0.0.0.0",
             sweep_interval=number(env, "MILPA_SWEEP_INTERVAL", 15.0, float),
+            approval_lease=number(env, "MILPA_APPROVAL_LEASE", 300.0, float),
+            approval_handoff=number(env, "MILPA_APPROVAL_HANDOFF", 30.0, float),
         )
 
 
 
 def build(config: Config) -> tuple[Assistant, ExampleTools]:
     """The assistant with the example tools, over the configured store and identities."""
-    return build_assistant(config.store, config.identities)
+    return build_assistant(config.store, config.identities, lease=config.approval_lease,
+                           handoff=config.approval_handoff)
 
 
 def main(env: Mapping[str, str] | None = None) -> int:

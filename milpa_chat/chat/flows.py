@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from milpa_chat._failpoints import failpoint
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class ApprovalFlows:
     async def follow(self, change: Change) -> None:
         """After any decision: run what it claimed (then the run's result is delivered), or deliver."""
         if change.claimed:
+            failpoint("decision.claimed")
             await self.outbox.show(change.approval)
             await self.run(change.approval)
         else:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat._failpoints import failpoint
 from milpa_chat.chat import cards
 from milpa_chat.chat.inbound import MessageRef, Transport
 from milpa_chat.runtime.approval import active_failure, card_key, report_key
@@ -113,6 +114,7 @@ class ApprovalOutbox:
                                      message)
                 return Delivery(key=card_key(v))
             ref = await transport.send(str(card["chat_id"]), message)
+            failpoint("card.sent")
             return Delivery(key=card_key(v), message_id=ref.message_id)
         route = approval.route
         if effect == "resume":
@@ -132,6 +134,7 @@ class ApprovalOutbox:
             await self.present(transport, route["chat_id"], approval, result)
         else:
             await transport.send(route["chat_id"], cards.text(_notice(approval)))
+        failpoint("report.sent")
         return Delivery(key=report_key(v))
 
 

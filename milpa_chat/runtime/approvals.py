@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat._failpoints import failpoint
 from milpa_chat.runtime.approval import (
     COLLECTION,
     FINAL,
@@ -173,6 +174,7 @@ class ApprovalDesk:
             rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now))
             if rec is not None:
                 break
+        failpoint("approval.opened")
         approval = Approval(aid, value, rec.version, rec.due)
         await self._event(Change(approval, "requested"))
         return approval
@@ -259,6 +261,7 @@ class ApprovalDesk:
         except ApprovalRefused:  # the record was removed meanwhile: nothing left to settle
             log.warning("approval %s vanished before its result was recorded", claimed.id)
             return claimed
+        failpoint("run.finished")
         await self._follow(done, follow)
         return done.approval
 

@@ -7,6 +7,7 @@ import logging
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat._failpoints import failpoint
 from milpa_chat.errors import ToolError
 from milpa_chat.runtime.events import InterceptionSlot, ToolExecuted, ToolExecuting, ToolFailed
 from milpa_chat.runtime.gates import base_meta, fail
@@ -30,6 +31,7 @@ async def execute(
         intercepted = await _intercept(registry, tool, args.wire, ctx, t0)
         if intercepted is not None:
             return intercepted
+    failpoint("tool.started")
     t_exec = perf_counter()
     try:
         if tool.is_async:

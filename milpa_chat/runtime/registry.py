@@ -14,6 +14,7 @@ from dataclasses import replace
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat._failpoints import failpoint
 from milpa_chat.errors import StoreError, ToolAlreadyRegisteredError
 from milpa_chat.runtime import gates
 from milpa_chat.runtime.approvals import ApprovalDesk
@@ -47,7 +48,9 @@ class ToolRegistry:
     :class:`~milpa_chat.runtime.Approval`, kept by :attr:`approvals`) and rate windows (a
     :class:`~milpa_chat.store.MemoryStore` by default: pass a ``SqliteStore`` or ``PostgresStore``
     so nothing pending is lost on restart). ``approval_lease`` is how long a claimed run may take
-    before it counts as lost (then ``effect_uncertain``, or retried for idempotent tools).
+    before it counts as lost (then ``effect_uncertain``, or retried for idempotent tools);
+    ``approval_handoff`` how long the worker that changed an approval has to deliver its cards
+    before another worker's sweep delivers them.
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class ToolRegistry:
         verifier: HumanVerifier | None = None,
         confirm_ttl: float = 60.0,
         approval_lease: float = 300.0,
+        approval_handoff: float = 30.0,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.policy = policy or PolicyGate()
@@ -70,7 +74,8 @@ class ToolRegistry:
         if verifier is not None:
             self.approvals = verifier.desk
         else:
-            self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease)
+            self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease,
+                                          handoff=approval_handoff)
         self.confirmations = ConfirmationTokenStore(self.approvals, ttl=confirm_ttl)
         self._verifier = verifier
         self.tokens = TokenEstimator()
@@ -274,6 +279,7 @@ class ToolRegistry:
         return replace(ctx, idempotency_key=claimed.id)
 
     async def _settle(self, claimed: Approval, result: ToolResult) -> ToolResult:
+        failpoint("tool.returned")
         await self.approvals.finish(claimed, result)
         return result
 
