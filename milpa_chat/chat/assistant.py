@@ -317,6 +317,8 @@ class Assistant:
         await transport.answer(inbound, f"Page {page_text}")
         args = {**view.value["args"], "page": int(page_text)}
         result = await self.registry.call(view.value["tool"], args, ctx)
+        if await self.open_approval(inbound, view.value["tool"], result):
+            return  # this page is a call of its own that asks for a decision: a card of its own
         ref_msg = MessageRef(inbound.surface, inbound.chat_id, inbound.message_id) if inbound.message_id else None
         await self.present(transport, inbound.chat_id, view.value["tool"], args, ctx, result, edit=ref_msg)
 
