@@ -125,17 +125,21 @@ class ToolRegistry:
         output_schema: dict[str, Any] | None = None,
         verify: VerifyPolicy | None = None,
         tags: Sequence[str] = (),
+        idempotent: bool = False,
     ) -> ToolDefinition:
-        """Register a tool by hand with a JSON schema; ``handler(args, ctx)`` may be sync or async."""
+        """Register a tool by hand with a JSON schema; ``handler(args, ctx)`` may be sync or async.
+
+        ``idempotent=True`` says running it twice has the effect of running it once: an approved run
+        whose lease ended without a result is then retried instead of becoming ``effect_uncertain``.
+        """
         from milpa_chat.runtime.declare import definition_from_schema
 
-        return self.add(
-            definition_from_schema(
-                name, description, input_schema, handler, scopes=scopes, mutating=mutating,
-                confirm=confirm, timeout=timeout, version=version, output_schema=output_schema,
-                verify=verify, tags=tags,
-            )
+        definition = definition_from_schema(
+            name, description, input_schema, handler, scopes=scopes, mutating=mutating,
+            confirm=confirm, timeout=timeout, version=version, output_schema=output_schema,
+            verify=verify, tags=tags,
         )
+        return self.add(replace(definition, idempotent=idempotent) if idempotent else definition)
 
     def has(self, name: str) -> bool:
         return name in self._tools
