@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -84,21 +84,21 @@ class Operation:
     input_schema: Mapping[str, Any] | None = None
     mutating: bool = False
     requires_confirmation: bool = False
-    scopes: tuple[str, ...] = ()
+    scopes: Sequence[str] = ()
     output_schema: Mapping[str, Any] | None = None
     version: str | None = None
     path: str | None = None
-    surfaces: tuple[str, ...] | None = None
+    surfaces: Sequence[str] | None = None
     permission: str | None = None
     named_target: str | None = None
     effects: EffectProfile | None = None
     creates_named_target: bool = False
     amends_named_target: bool = False
     continues: Callable[[Mapping[str, Any]], str | None] | None = None
-    preconditions: tuple[DeclaredCondition, ...] = ()
-    postconditions: tuple[DeclaredCondition, ...] = ()
-    artifacts: tuple[str, ...] = ()
-    observable_evidence: tuple[str, ...] = ()
+    preconditions: Sequence[DeclaredCondition] = ()
+    postconditions: Sequence[DeclaredCondition] = ()
+    artifacts: Sequence[str] = ()
+    observable_evidence: Sequence[str] = ()
     acts_on: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def __post_init__(self) -> None:

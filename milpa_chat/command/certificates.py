@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,7 @@ class DescentCertificate:
     verifier: str
     operation: str
     predicate: Mapping[str, Any]
-    covers: tuple[str, ...]
+    covers: Sequence[str]
     to: EffectProfile
     handler_sha256: str | None = None
     envelope: Mapping[str, Any] = field(default_factory=dict)

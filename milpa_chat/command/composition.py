@@ -15,7 +15,7 @@ Nothing here ever raises an axis, and a producer that cannot show its evidence l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -61,7 +61,10 @@ class ProfileComposition:
     """The ceiling a call carries (``effective``) and the receipt of how it was reached."""
 
     effective: EffectProfile
-    reductions: tuple[AxisReduction, ...] = ()
+    reductions: Sequence[AxisReduction] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reductions", tuple(self.reductions))
 
     def confined_by_trial(self) -> bool:
         """Whether a trial workspace lowered the mutation (read from the receipts, not the profile)."""
@@ -75,7 +78,7 @@ class ContextFacts:
     principal: str | None = None
     verified: bool = False
     channel: str | None = None
-    scopes: tuple[str, ...] = ()
+    scopes: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scopes", tuple(self.scopes))
@@ -115,7 +118,7 @@ class AuthorityPolicy(Protocol):
 class AuthorityRule:
     """A rule of :class:`DeclaredAuthorityPolicy`: holding every scope justifies ``authority``."""
 
-    scopes: tuple[str, ...]
+    scopes: Sequence[str]
     authority: Authority
 
     def __post_init__(self) -> None:

@@ -8,7 +8,7 @@ parameter: ``Annotated[str, Target, Because("which post")]``. Markers only recor
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
@@ -74,7 +74,7 @@ class OperationDeclaration:
     description: str
     version: str | None = None
     path: str | None = None
-    surfaces: tuple[str, ...] | None = None
+    surfaces: Sequence[str] | None = None
 
     def __call__(self, cls: T) -> T:
         return _attach(cls, "operation", self)  # type: ignore[no-any-return]
@@ -115,8 +115,8 @@ class MutatesDeclaration:
     authority: Authority | str = Authority.UNKNOWN
     subject: Subject | str = Subject.UNKNOWN
     rollback: str | None = None
-    escalates_on: tuple[str, ...] = ()
-    descents: tuple[Descent, ...] = ()
+    escalates_on: Sequence[str] = ()
+    descents: Sequence[Descent] = ()
 
     def profile(self) -> EffectProfile:
         """The declared ceiling, field for field (``rollback`` is the profile's ``rollback_contract``)."""
@@ -169,7 +169,7 @@ class ReadsDeclaration:
 
     externality: Externality | str = Externality.NONE
     authority: Authority | str = Authority.READ
-    escalates_on: tuple[str, ...] = ()
+    escalates_on: Sequence[str] = ()
 
     def profile(self) -> EffectProfile:
         from milpa_chat.command.effects import EffectProfile
@@ -208,7 +208,7 @@ class ReadsDeclaration:
 class NeedsDeclaration:
     """``@Needs(scopes=["posts:write"])`` or ``@Needs(permission="crm.contact:update")``: whose authority it spends."""
 
-    scopes: tuple[str, ...] = ()
+    scopes: Sequence[str] = ()
     permission: str | None = None
 
     @overload

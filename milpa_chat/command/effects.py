@@ -13,7 +13,7 @@ not apply, and a ``guaranteed`` reversibility that does not *name* the operation
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,7 +53,7 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
     return items
 
 
-def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+def _union(a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*a, *b)))
 
 
@@ -72,10 +72,10 @@ class EffectProfile:
     reversibility: Reversibility = Reversibility.UNKNOWN
     authority: Authority = Authority.UNKNOWN
     _: KW_ONLY
-    escalates_on: tuple[str, ...] = ()
+    escalates_on: Sequence[str] = ()
     subject: Subject = Subject.UNKNOWN
     rollback_contract: str | None = None
-    descents: tuple[Descent, ...] = ()
+    descents: Sequence[Descent] = ()
 
     def __post_init__(self) -> None:
         for axis, kind in _AXIS_TYPES.items():

@@ -119,7 +119,7 @@ class RegistryProjector(SurfaceProjector[ToolModel]):
     # ------------------------------------------------------------------- model
     def project(self, operation: Operation) -> ToolModel:
         """The tool ``operation`` becomes (inert: nothing is registered)."""
-        scopes = operation.scopes or ((operation.permission,) if operation.permission else ())
+        scopes = tuple(operation.scopes) or ((operation.permission,) if operation.permission else ())
         return ToolModel(
             name=OperationId(operation.name).for_tool(),
             description=operation.description,

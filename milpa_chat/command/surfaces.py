@@ -62,7 +62,7 @@ class HttpRouteModel:
     method: str
     path: str
     name: str
-    scopes: tuple[str, ...] = ()
+    scopes: Sequence[str] = ()
     permission: str | None = None
 
     surface: ClassVar[str] = "http"
