@@ -13,6 +13,7 @@ never inferred: an :class:`EffectProfile` on five axes, and a declared class tha
 from __future__ import annotations
 
 from milpa_chat.command.atom import DeclaredCondition, Operation
+from milpa_chat.command.audits import RollbackContracts
 from milpa_chat.command.certificates import generate_signing_key, public_key_of
 from milpa_chat.command.composition import (
     AuthorityClaim,
@@ -80,6 +81,7 @@ __all__ = [
     "RegistryProjector",
     "Resolver",
     "Reversibility",
+    "RollbackContracts",
     "Subject",
     "SubjectAttestation",
     "SurfaceModel",

@@ -17,6 +17,7 @@ from milpa_chat.command import (
     Mutation,
     Operation,
     Reversibility,
+    RollbackContracts,
     Subject,
 )
 from milpa_chat.command.levels import AXES
@@ -33,8 +34,9 @@ def profile(reversibility: Reversibility) -> EffectProfile:
 
 
 def guaranteed_by(contract: str) -> EffectProfile:
-    return EffectProfile(M.PERSISTENT, E.NONE, R.GUARANTEED, A.WRITE_AS_USER, subject=S.CONFIGURATION,
-                         rollback_contract=contract)  # fmt: skip
+    return EffectProfile(
+        M.PERSISTENT, E.NONE, R.GUARANTEED, A.WRITE_AS_USER, subject=S.CONFIGURATION, rollback_contract=contract
+    )
 
 
 # ------------------------------------------------------------------ the five axes
@@ -114,16 +116,30 @@ def test_a_guarantee_requires_a_rollback_contract(contract: str | None) -> None:
 
 @pytest.mark.parametrize(
     "prose",
-    ["delete var/capability-index.json", "remove the line from var/greetings.txt", "dies with the process",
-     "reads only: there is nothing to roll back"],
-)  # fmt: skip
+    [
+        "delete var/capability-index.json",
+        "remove the line from var/greetings.txt",
+        "dies with the process",
+        "reads only: there is nothing to roll back",
+    ],
+)
 def test_prose_is_refused_as_a_rollback_contract(prose: str) -> None:
     with pytest.raises(InvalidEffectProfile, match="describes an inverse instead of naming one"):
         guaranteed_by(prose)
 
 
-@pytest.mark.parametrize("name", ["plugins.disable", "plugins:disable", "plugins_disable", "plugins.disable-unsafe",
-                                  "undo", "RBK-19", " Plugins:Disable "])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "plugins.disable",
+        "plugins:disable",
+        "plugins_disable",
+        "plugins.disable-unsafe",
+        "undo",
+        "RBK-19",
+        " Plugins:Disable ",
+    ],
+)
 def test_a_name_is_accepted_and_resolves_to_one_identity_whatever_the_spelling(name: str) -> None:
     promised = guaranteed_by(name)
     assert promised.rollback_contract == name
@@ -139,14 +155,26 @@ def test_a_well_formed_name_that_names_nothing_is_not_caught_by_shape_alone() ->
 def test_a_profile_that_promises_nothing_has_no_rollback_operation() -> None:
     assert EffectProfile.read_only().rollback_operation() is None
     assert EffectProfile.unclassified().rollback_operation() is None
-    note = EffectProfile(M.PERSISTENT, E.NONE, R.MANUAL_RECOVERY, A.WRITE_AS_USER, subject=S.DATA,
-                         rollback_contract="somebody edits the file back")  # fmt: skip
+    note = EffectProfile(
+        M.PERSISTENT,
+        E.NONE,
+        R.MANUAL_RECOVERY,
+        A.WRITE_AS_USER,
+        subject=S.DATA,
+        rollback_contract="somebody edits the file back",
+    )
     assert note.rollback_operation() is None
 
 
 def test_a_compensating_contract_that_names_an_operation_is_handed_back() -> None:
-    comp = EffectProfile(M.PERSISTENT, E.NONE, R.COMPENSATABLE, A.WRITE_AS_USER, subject=S.EXECUTABLE,
-                         rollback_contract="plugins.disable")  # fmt: skip
+    comp = EffectProfile(
+        M.PERSISTENT,
+        E.NONE,
+        R.COMPENSATABLE,
+        A.WRITE_AS_USER,
+        subject=S.EXECUTABLE,
+        rollback_contract="plugins.disable",
+    )
     found = comp.rollback_operation()
     assert found is not None and found.same_as("plugins:disable")
     assert comp.reversibility.weight == 1
@@ -175,8 +203,10 @@ def test_joining_can_only_raise_the_ceiling() -> None:
 
 
 def test_joining_takes_the_higher_subject() -> None:
-    data, code = profile(R.MANUAL_RECOVERY), EffectProfile(M.PERSISTENT, E.NONE, R.MANUAL_RECOVERY, A.WRITE_AS_USER,
-                                                           subject=S.EXECUTABLE)  # fmt: skip
+    data, code = (
+        profile(R.MANUAL_RECOVERY),
+        EffectProfile(M.PERSISTENT, E.NONE, R.MANUAL_RECOVERY, A.WRITE_AS_USER, subject=S.EXECUTABLE),
+    )
     assert data.join(code).subject is S.EXECUTABLE and code.join(data).subject is S.EXECUTABLE
 
 
@@ -218,8 +248,14 @@ def test_the_same_rollback_on_both_sides_stays_guaranteed_in_any_spelling() -> N
 
 def test_composing_axes_never_produces_a_profile_nobody_could_declare() -> None:
     read = EffectProfile.read_only()
-    install = EffectProfile(M.PERSISTENT, E.THIRD_PARTY, R.GUARANTEED, A.PRIVILEGED, subject=S.EXECUTABLE,
-                            rollback_contract="plugins.disable")  # fmt: skip
+    install = EffectProfile(
+        M.PERSISTENT,
+        E.THIRD_PARTY,
+        R.GUARANTEED,
+        A.PRIVILEGED,
+        subject=S.EXECUTABLE,
+        rollback_contract="plugins.disable",
+    )
     met = read.meet(install)
     assert met.mutation is M.NONE and met.reversibility is R.NOT_APPLICABLE
     assert met.is_no_wider_than(read) and met.is_no_wider_than(install)
@@ -355,8 +391,9 @@ def test_it_serialises_with_whether_it_is_actually_classified() -> None:
     assert unclassified["fully_classified"] is False
     assert unclassified["mutation"] == "unknown" and unclassified["subject"] == "unknown"
     assert unclassified["escalates_on"] == []
-    classified = EffectProfile(M.PERSISTENT, E.THIRD_PARTY, R.IRREVERSIBLE, A.WRITE_AS_USER, escalates_on=["path"],
-                               subject=S.EXECUTABLE).to_dict()  # fmt: skip
+    classified = EffectProfile(
+        M.PERSISTENT, E.THIRD_PARTY, R.IRREVERSIBLE, A.WRITE_AS_USER, escalates_on=["path"], subject=S.EXECUTABLE
+    ).to_dict()
     assert list(classified) == [*AXES, "escalates_on", "rollback_contract", "fully_classified"]
     assert classified["fully_classified"] is True
     assert classified["subject"] == "executable"
@@ -364,8 +401,15 @@ def test_it_serialises_with_whether_it_is_actually_classified() -> None:
 
 
 def test_from_dict_is_the_inverse_of_to_dict() -> None:
-    promised = EffectProfile(M.PERSISTENT, E.NONE, R.GUARANTEED, A.WRITE_AS_USER, escalates_on=["path"],
-                             subject=S.DATA, rollback_contract="rows.delete")  # fmt: skip
+    promised = EffectProfile(
+        M.PERSISTENT,
+        E.NONE,
+        R.GUARANTEED,
+        A.WRITE_AS_USER,
+        escalates_on=["path"],
+        subject=S.DATA,
+        rollback_contract="rows.delete",
+    )
     for p in (ceiling(), promised, EffectProfile.unclassified(), EffectProfile.read_only()):
         back = EffectProfile.from_dict(p.to_dict())
         assert back == p
@@ -377,25 +421,45 @@ def test_from_dict_refuses_a_malformed_envelope() -> None:
 
 
 def test_from_dict_is_lenient_about_what_is_not_an_axis() -> None:
-    back = EffectProfile.from_dict({**ceiling().to_dict(), "escalates_on": ["path", 3, None], "rollback_contract": 7,
-                                    "fully_classified": "whatever"})  # fmt: skip
+    back = EffectProfile.from_dict(
+        {
+            **ceiling().to_dict(),
+            "escalates_on": ["path", 3, None],
+            "rollback_contract": 7,
+            "fully_classified": "whatever",
+        }
+    )
     assert back.escalates_on == ("path",) and back.rollback_contract is None
     assert EffectProfile.from_dict({**ceiling().to_dict(), "escalates_on": "path"}).escalates_on == ()
 
 
 def test_a_profile_archived_before_the_not_applicable_rule_still_reads() -> None:
-    archived = EffectProfile.from_dict({"mutation": "none", "externality": "none", "reversibility": "guaranteed",
-                                        "authority": "read", "subject": "none",
-                                        "rollback_contract": "nothing-to-roll-back"})  # fmt: skip
+    archived = EffectProfile.from_dict(
+        {
+            "mutation": "none",
+            "externality": "none",
+            "reversibility": "guaranteed",
+            "authority": "read",
+            "subject": "none",
+            "rollback_contract": "nothing-to-roll-back",
+        }
+    )
     assert archived.reversibility is R.NOT_APPLICABLE
     assert archived.rollback_contract is None
     assert archived == EffectProfile.read_only()
 
 
 def test_an_archived_promise_backed_by_prose_is_read_as_manual_recovery() -> None:
-    archived = EffectProfile.from_dict({"mutation": "persistent", "externality": "third_party",
-                                        "reversibility": "guaranteed", "authority": "read", "subject": "data",
-                                        "rollback_contract": "delete var/capability-index.json"})  # fmt: skip
+    archived = EffectProfile.from_dict(
+        {
+            "mutation": "persistent",
+            "externality": "third_party",
+            "reversibility": "guaranteed",
+            "authority": "read",
+            "subject": "data",
+            "rollback_contract": "delete var/capability-index.json",
+        }
+    )
     assert archived.reversibility is R.MANUAL_RECOVERY
     assert archived.rollback_contract == "delete var/capability-index.json", "nothing anyone wrote is lost"
     assert archived.rollback_operation() is None
@@ -403,9 +467,16 @@ def test_an_archived_promise_backed_by_prose_is_read_as_manual_recovery() -> Non
 
 
 def test_an_archived_promise_that_names_an_operation_survives_intact() -> None:
-    archived = EffectProfile.from_dict({"mutation": "persistent", "externality": "none", "reversibility": "guaranteed",
-                                        "authority": "write_as_user", "subject": "configuration",
-                                        "rollback_contract": "plugins.disable"})  # fmt: skip
+    archived = EffectProfile.from_dict(
+        {
+            "mutation": "persistent",
+            "externality": "none",
+            "reversibility": "guaranteed",
+            "authority": "write_as_user",
+            "subject": "configuration",
+            "rollback_contract": "plugins.disable",
+        }
+    )
     assert archived.reversibility is R.GUARANTEED
     found = archived.rollback_operation()
     assert found is not None and found.same_as("plugins:disable")
@@ -419,3 +490,77 @@ def test_an_unresolved_escalating_argument_is_named_so_the_ceiling_stays() -> No
     assert p.unresolved_escalators({"path": "", "visibility": "private"}) == ["path"]
     assert p.unresolved_escalators({"path": None, "visibility": 0}) == ["path"], "0 and False are values"
     assert p.unresolved_escalators({"path": "/tmp/x", "visibility": "private"}) == []
+
+
+# ------------------------------------------------------------- rollback contracts
+def promising(name: str, inverse: str) -> Operation:
+    return Operation(name, "x", handler, input_schema={"type": "object"}, mutating=True, effects=guaranteed_by(inverse))
+
+
+def reading(name: str) -> Operation:
+    return Operation(name, "x", handler, effects=EffectProfile.read_only())
+
+
+def test_a_promise_answered_by_the_table_is_not_a_finding() -> None:
+    assert (
+        RollbackContracts.findings(
+            [promising("plugins.enable", "plugins.disable"), promising("plugins.disable", "plugins.enable")]
+        )
+        == []
+    )
+
+
+def test_a_well_formed_name_that_names_nothing_is_a_finding() -> None:
+    [finding] = RollbackContracts.findings([promising("capabilities.refresh", "nothing-to-roll-back")])
+    for part in ("capabilities.refresh", "nothing-to-roll-back", "does not offer", "is not a guarantee"):
+        assert part in finding
+
+
+def test_the_spelling_of_the_surface_does_not_decide_whether_a_promise_resolves() -> None:
+    assert (
+        RollbackContracts.findings(
+            [promising("plugins:enable", "plugins_disable"), promising("plugins.disable", "plugins.enable")]
+        )
+        == []
+    )
+
+
+def test_an_inverse_contributed_later_still_resolves() -> None:
+    assert (
+        RollbackContracts.findings([promising("plugins.enable", "plugins.disable"), reading("plugins.disable")]) == []
+    )
+
+
+def test_an_operation_that_names_itself_as_its_rollback_is_a_finding() -> None:
+    [finding] = RollbackContracts.findings([promising("toggle", "Toggle")])
+    assert "names itself" in finding and "is not a guarantee" in finding
+
+
+def test_only_a_guaranteed_profile_is_held_to_its_contract() -> None:
+    manual = Operation(
+        "capabilities.refresh",
+        "x",
+        handler,
+        mutating=True,
+        effects=EffectProfile(
+            M.PERSISTENT,
+            E.THIRD_PARTY,
+            R.MANUAL_RECOVERY,
+            A.READ,
+            subject=S.DATA,
+            rollback_contract="delete var/capability-index.json",
+        ),
+    )
+    compensating = Operation(
+        "x.y",
+        "x",
+        handler,
+        effects=EffectProfile(
+            M.PERSISTENT, E.NONE, R.COMPENSATABLE, A.READ, subject=S.DATA, rollback_contract="nowhere.to.be.found"
+        ),
+    )
+    assert RollbackContracts.findings([manual, compensating, Operation("u", "x", handler)]) == []
+
+
+def test_an_empty_table_has_no_broken_promises() -> None:
+    assert RollbackContracts.findings([]) == []
