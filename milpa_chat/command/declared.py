@@ -78,23 +78,23 @@ def _load(target: type | str) -> type:
 
 def _hints(cls: type, function: Any, where: str) -> dict[str, Any]:
     try:
-        found = dict(typing.get_type_hints(cls, include_extras=True)) if function is None else {}
-        if function is not None:
-            found = typing.get_type_hints(function, include_extras=True)
+        return typing.get_type_hints(function, include_extras=True)
     except Exception as exc:  # NameError for a name defined inside a function, ...
         raise OperationDeclarationError(
             f"{cls.__qualname__}: the type hints of {where} cannot be resolved ({type(exc).__name__}: {exc}); "
             f"define the types they name at module level"
         ) from None
-    return found
 
 
 def _init_hints(cls: type) -> dict[str, Any]:
-    hints = _hints(cls, None, "the class")
+    """The constructor's hints; the class's own annotations fill in (models whose __init__ takes **data)."""
     init = next(k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__)
-    if init is not object.__init__:
-        hints.update(_hints(cls, init, "__init__"))
-    return hints
+    hints = {} if init is object.__init__ else _hints(cls, init, "__init__")
+    try:
+        fields = typing.get_type_hints(cls, include_extras=True)
+    except Exception:
+        fields = {}
+    return {**fields, **hints}
 
 
 def _defaults(cls: type) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel
+
 from milpa_chat.command import (
     Because,
     Confirms,
@@ -241,3 +243,13 @@ class SlowEcho:
     async def run(self) -> dict[str, Any]:
         await asyncio.sleep(0)
         return {"echo": self.text}
+
+
+@operation("lab:model", "A pydantic model as the input contract.")
+@Reads
+class ModelOp(BaseModel):
+    name: Annotated[str, Target, Because("who")]
+    count: int = 1
+
+    def run(self) -> dict[str, Any]:
+        return {"name": self.name, "count": self.count}

@@ -457,3 +457,14 @@ def test_messages_name_the_class_and_what_to_declare() -> None:
     message = str(caught.value)
     assert "Silent" in message and "@Mutates(" in message and "@Reads" in message
     assert re.search(r"silence would ship as 'does not mutate'", message, re.IGNORECASE)
+
+
+def test_a_pydantic_model_can_be_the_input_contract() -> None:
+    op = declared_operation(f.ModelOp)
+    assert op.input_schema == {
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {"type": "string", "description": "who"}, "count": {"type": "integer", "default": 1}},
+    }
+    assert op.named_target == "name"
+    assert op.handler({"name": "x"}) == {"name": "x", "count": 1}
