@@ -215,16 +215,21 @@ class NeedsDeclaration:
     def __call__(self, target: T, /) -> T: ...
 
     @overload
-    def __call__(self, *, scopes: Iterable[str] = ..., permission: str | None = ...) -> NeedsDeclaration: ...
+    def __call__(self, scopes: Iterable[str] = ..., *, permission: str | None = ...) -> NeedsDeclaration: ...
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and not kwargs and isinstance(args[0], type):
             return _attach(args[0], "Needs", self)
-        if args:
-            raise OperationDeclarationError("@Needs takes keywords: @Needs(scopes=['posts:write'])")
-        scopes = kwargs.get("scopes", ())
-        if isinstance(scopes, str):
+        if len(args) > 1 or ("scopes" in kwargs and args):
+            raise OperationDeclarationError(
+                "@Needs takes the scopes once: @Needs(['posts:write']) or @Needs(scopes=[...])"
+            )
+        scopes = args[0] if args else kwargs.pop("scopes", ())
+        if isinstance(scopes, str) or not isinstance(scopes, Iterable):
             raise OperationDeclarationError(f"@Needs(scopes=...) takes a list, got {scopes!r}; write [{scopes!r}]")
+        unknown = set(kwargs) - {"permission"}
+        if unknown:
+            raise OperationDeclarationError(f"@Needs takes scopes and permission, not {', '.join(sorted(unknown))}")
         return NeedsDeclaration(tuple(scopes), kwargs.get("permission"))
 
 

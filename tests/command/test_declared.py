@@ -468,3 +468,18 @@ def test_a_pydantic_model_can_be_the_input_contract() -> None:
     }
     assert op.named_target == "name"
     assert op.handler({"name": "x"}) == {"name": "x", "count": 1}
+
+
+def test_needs_takes_its_scopes_positionally_or_by_name_and_refuses_a_bare_string() -> None:
+    @operation("lab:needs", "Needs two scopes.")
+    @Reads
+    @Needs(["a:read", "b:read"])
+    class Positional:
+        def run(self) -> dict[str, Any]:
+            return {}
+
+    assert declared_operation(Positional).scopes == ("a:read", "b:read")
+    with pytest.raises(OperationDeclarationError, match=r"takes a list, got 'a:read'; write \['a:read'\]"):
+        Needs("a:read")  # type: ignore[call-overload]
+    with pytest.raises(OperationDeclarationError, match="not colour"):
+        Needs(scopes=["x"], colour="red")  # type: ignore[call-overload]
