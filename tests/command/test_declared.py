@@ -483,3 +483,13 @@ def test_needs_takes_its_scopes_positionally_or_by_name_and_refuses_a_bare_strin
         Needs("a:read")  # type: ignore[call-overload]
     with pytest.raises(OperationDeclarationError, match="not colour"):
         Needs(scopes=["x"], colour="red")  # type: ignore[call-overload]
+
+
+def test_a_declared_operations_digest_covers_its_whole_class() -> None:
+    import hashlib
+    import inspect
+
+    digest = declared_operation(f.Publish).handler_digest()
+    lines, _ = inspect.getsourcelines(f.Publish)
+    assert digest == "sha256:" + hashlib.sha256("".join(lines).encode()).hexdigest()
+    assert declared_operation(f.Measure).handler_digest() != digest, "each declaration has its own digest"
