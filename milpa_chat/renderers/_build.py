@@ -11,10 +11,13 @@ from typing import Any
 from milpa_chat.renderers._plain import REDACTED, plain_key, to_plain_within
 from milpa_chat.renderers._text import clean, clip, label, value_text
 from milpa_chat.renderers.model import Block, Button, ButtonStyle, Fields, ItemList, Note, Paragraph, Table
+from milpa_chat.runtime.redaction import Redaction
 
 __all__ = ["Builder", "Limits", "when"]
 
 _TITLE_KEYS = ("id", "nombre", "name", "title")
+#: Text is masked a little beyond what is shown, so a secret cut by the limit is still recognised.
+_MASK_MARGIN = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +56,13 @@ def when(value: Any) -> str:
 
 class Builder:
     """Turns a result's data into blocks for one message, converting (and redacting with
-    ``hide``) only what it shows; ``truncated`` tells whether it left anything out."""
+    ``hide``) only what it shows; ``truncated`` tells whether it left anything out. When ``hide`` is
+    a :class:`~milpa_chat.runtime.redaction.Redaction`, every text shown is masked too."""
 
     def __init__(self, limits: Limits, hide: Callable[[str], bool] | None = None) -> None:
         self.limits = limits
         self.hide = hide
+        self.mask: Callable[[str], str] | None = hide.mask if isinstance(hide, Redaction) else None
         self.truncated = False
 
     def plain(self, value: Any, budget: int | None = None) -> Any:
@@ -70,7 +75,15 @@ class Builder:
         """Cleaned text, clipped to ``limit`` (default ``text_chars``) with a visible marker."""
         raw = value if isinstance(value, str) else value_text(self.plain(value))
         limit = self.limits.text_chars if limit is None else limit
-        head, omitted = clip(raw, limit)  # clip first: cleaning a megabyte to show a line is waste
+        if self.mask is not None and isinstance(value, str):  # (converted values are masked already)
+            wide, omitted = clip(raw, limit + _MASK_MARGIN)
+            masked = self.mask(wide)
+            if omitted and len(masked) < limit + _MASK_MARGIN // 2:  # masks shrank it: the cut tail could show
+                masked, omitted = self.mask(raw), 0
+            head, more = clip(masked, limit)
+            omitted += more
+        else:
+            head, omitted = clip(raw, limit)  # clip first: cleaning a megabyte to show a line is waste
         kept, more = clip(clean(head), limit)
         omitted += more
         if omitted:

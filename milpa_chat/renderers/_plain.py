@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any, Final
 
+from milpa_chat.runtime.redaction import REDACTED, Redaction
+
 __all__ = ["REDACTED", "json_document", "plain_key", "to_plain", "to_plain_within"]
 
-REDACTED: Final = "***REDACTED***"  # the audit log's marker (milpa_chat.runtime.audit.REDACTED)
 _MAX_DEPTH: Final = 64
 _PRETTY_UP_TO: Final = 64 * 1024
 _UNLIMITED: Final = 1 << 62
@@ -31,7 +32,8 @@ def to_plain(value: Any, hide: Callable[[str], bool] | None = None, budget: int 
     infinities become strings; a container inside itself becomes ``"<cycle>"``; anything
     deeper than 64 levels becomes ``"<too deep>"``; unknown objects become ``str(obj)``.
     With ``hide``, the value of every key it names is replaced by ``***REDACTED***`` and
-    ``_ctx`` keys are dropped (the audit log's rule, applied in the same walk). With
+    ``_ctx`` keys are dropped; when ``hide`` is a :class:`~milpa_chat.runtime.redaction.Redaction`
+    every string is masked as well (the audit log's rule, applied in the same walk). With
     ``budget``, at most about that many values are converted (see :func:`to_plain_within`).
     """
     return Walker(hide, budget).plain(value, 0)
@@ -56,10 +58,11 @@ class Walker:
     """One walk over the data. Exact types are tested first and leaves inline: most of a big
     result is plain dicts, lists and strings, and ``isinstance`` against ABCs is slow."""
 
-    __slots__ = ("cut", "hide", "known", "left", "seen")
+    __slots__ = ("cut", "hide", "known", "left", "mask", "seen")
 
     def __init__(self, hide: Callable[[str], bool] | None, budget: int | None = None) -> None:
         self.hide = hide
+        self.mask: Callable[[str], str] | None = hide.mask if isinstance(hide, Redaction) else None
         self.left = _UNLIMITED if budget is None else budget
         self.cut = False
         self.seen: set[int] = set()
@@ -67,7 +70,9 @@ class Walker:
 
     def plain(self, value: Any, depth: int) -> Any:
         kind = type(value)
-        if kind is str or kind is int or kind is bool or value is None:
+        if kind is str:
+            return value if self.mask is None else self.mask(value)
+        if kind is int or kind is bool or value is None:
             return value
         if kind is float:
             return value if math.isfinite(value) else str(value)
@@ -80,7 +85,9 @@ class Walker:
         return self._other(value, depth)
 
     def _other(self, value: Any, depth: int) -> Any:
-        if isinstance(value, bool | int | str):  # subclasses: IntEnum, StrEnum, ...
+        if isinstance(value, str):  # subclasses: StrEnum, ...
+            return value if self.mask is None else self.mask(value)
+        if isinstance(value, bool | int):  # subclasses: IntEnum, ...
             return value
         if isinstance(value, float):
             return value if math.isfinite(value) else str(value)
@@ -113,7 +120,7 @@ class Walker:
         out: dict[str, Any] = {}
         plain, depth, size = self.plain, depth + 1, len(value)
         room = self._room(size)
-        hiding = self.hide is not None
+        hiding, mask = self.hide is not None, self.mask
         for k, v in value.items() if room == size else islice(value.items(), room):
             key = k if type(k) is str else _key(k)
             if hiding and self._secret(key):
@@ -121,7 +128,10 @@ class Walker:
                     out[key] = REDACTED
                 continue
             kind = type(v)
-            out[key] = v if kind is str or kind is int or kind is bool or v is None else plain(v, depth)
+            if kind is str:
+                out[key] = v if mask is None or len(v) < 5 else mask(v)
+            else:
+                out[key] = v if kind is int or kind is bool or v is None else plain(v, depth)
         if room < size:
             out["…"] = f"{size - room:,} more"
         self.seen.discard(id(value))
@@ -134,7 +144,10 @@ class Walker:
         plain, depth, size = self.plain, depth + 1, len(value)
         room = self._room(size)
         items = value if room == size else islice(value, room)
-        out = [v if type(v) is str or type(v) is int or v is None else plain(v, depth) for v in items]
+        if self.mask is None:
+            out = [v if type(v) is str or type(v) is int or v is None else plain(v, depth) for v in items]
+        else:
+            out = [v if type(v) is int or v is None else plain(v, depth) for v in items]
         if room < size:
             out.append(f"… {size - room:,} more")
         self.seen.discard(id(value))

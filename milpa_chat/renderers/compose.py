@@ -48,7 +48,8 @@ _Shape = Callable[[ToolResult, Any, Builder], tuple[list[Block], str, Tone]]
 
 def compose_result(result: ToolResult, *, limits: Limits | None = None, redact: bool = True) -> Message:
     """The message showing ``result``. With ``redact`` (the default) the values of secret-named
-    keys (the audit log's rule) are hidden everywhere, the attached document included.
+    keys are hidden and secrets inside text masked everywhere, the attached document included
+    (:mod:`milpa_chat.runtime.redaction`, the audit log's rule).
 
     Only what is shown is converted; the complete result is converted when its document is
     first asked for."""
@@ -69,7 +70,8 @@ def result_document(result: ToolResult, *, redact: bool = True) -> Document:
     """The whole result as a JSON file (redacted unless ``redact=False``), or a text file for a
     bare string."""
     if result.success and isinstance(result.data, str) and result.type == "generic":
-        return Document("result.txt", result.data.encode("utf-8", "replace"), "text/plain")
+        text = hide_key.mask(result.data) if redact else result.data
+        return Document("result.txt", text.encode("utf-8", "replace"), "text/plain")
     plain = to_plain(result.to_dict(), hide_key if redact else None)
     return Document("result.json", json_document(plain), "application/json")
 

@@ -1,9 +1,10 @@
 """JSON: the 5-key envelope ``{success, data, message, error, meta}`` for MCP and APIs.
 
 Plain JSON data (pydantic models, dates, sets, NaN and the like converted, see
-:func:`milpa_chat.renderers._text.to_plain`). Unlike the human channels, result data is
-*not* redacted by default (a machine caller may need what the tool returned); pass
-``redact=True`` to hide secret-named keys. Approval cards are always redacted.
+:func:`milpa_chat.renderers._plain.to_plain`). Unlike the human channels, a ``JsonRenderer()``
+does *not* redact result data by default (a machine caller may need what the tool returned);
+``JsonRenderer(redact=True)``, which :meth:`RendererRegistry.standard` builds, applies the
+redaction rule (:mod:`milpa_chat.runtime.redaction`). Approval cards are always redacted.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class JsonRenderer(MessageRenderer[dict[str, Any]]):
         message = compose_approval(view, limits=self.limits)
         fields = {name: getattr(view, name) for name in view.__slots__}
         fields["arguments"] = redacted_plain(dict(view.arguments))
-        return {"approval": to_plain(fields), "card": message.to_dict()}
+        return {"approval": to_plain(fields, hide_key), "card": message.to_dict()}
 
     def render_message(self, message: Message) -> dict[str, Any]:
         return message.to_dict()

@@ -31,7 +31,8 @@ class RendererRegistry:
     @classmethod
     def standard(cls, *, redact: bool = True) -> RendererRegistry:
         """Every built-in renderer: telegram, slack, jupyter, cli/tui, web, mcp/api/json; the CLI
-        text renderer is the default for any other channel."""
+        text renderer is the default for any other channel. ``redact`` applies to every one of
+        them, the JSON envelope included (``redact=False`` shows raw data everywhere)."""
         from milpa_chat.renderers.cli import CliRenderer
         from milpa_chat.renderers.jupyter import JupyterRenderer
         from milpa_chat.renderers.slack import SlackRenderer
@@ -44,7 +45,7 @@ class RendererRegistry:
             JupyterRenderer(redact=redact),
             CliRenderer(redact=redact),
             WebRenderer(redact=redact),
-            JsonRenderer(),
+            JsonRenderer(redact=redact),
         ]
         return cls(built, default=CliRenderer(redact=redact))
 

@@ -1,8 +1,10 @@
 """Audit: one log line per call outcome, through stdlib ``logging``, with secrets redacted.
 
-Redaction (DESIGN Decision 8) matches keys case- and separator-insensitively at any depth:
-``apiKey``, ``api-key``, ``API_KEY``, ``Authorization``, ``client_secret``, ``password``,
-``access_token``... A redacted value never reaches a log line, a card or a plan.
+Redaction (DESIGN Decision 8) is :mod:`milpa_chat.runtime.redaction`, the rule every card and
+renderer uses too: secret keys matched by their words at any depth (``apiKey``, ``api-key``,
+``API_KEY``, ``Authorization``, ``client_secret``, ``aws_secret_access_key``, ``passwords``...)
+and secrets inside text (``Bearer …``, ``sk-…``, ``password=…``, URL passwords...). A redacted
+value never reaches a log line, a card or a plan.
 
 Lines (logger ``milpa_chat.audit``; INFO when the call succeeded, WARNING otherwise)::
 
@@ -17,9 +19,10 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from milpa_chat.runtime.redaction import REDACTED, Redaction, is_secret_key, mask_text, redact
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
@@ -27,54 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["REDACTED", "AuditLogger", "is_sensitive_key", "redact"]
 
-REDACTED = "***REDACTED***"
-
-_SEPARATORS = re.compile(r"[^a-z0-9]")
-
-#: Normalised keys (lower-case, separators removed) that are always secret.
-SENSITIVE_KEYS: frozenset[str] = frozenset(
-    {
-        "password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "authorization",
-        "auth", "cookie", "setcookie", "sessionid", "privatekey", "clientsecret", "credentials",
-        "signingsecret", "pin", "otp", "cvv", "cvc", "cardnumber", "ssn",
-    }
-)
-#: Endings that make a normalised key secret (``access_token``, ``bot_token``, ``db_password``...).
-SENSITIVE_SUFFIXES: tuple[str, ...] = (
-    "password", "passwd", "secret", "token", "apikey", "privatekey", "credentials", "sessionid",
-)
-
-
-def _normalise(key: str) -> str:
-    return _SEPARATORS.sub("", key.lower())
-
-
-def is_sensitive_key(key: object, extra: Iterable[str] = ()) -> bool:
-    """True when a mapping key names a secret (case- and separator-insensitive)."""
-    if not isinstance(key, str):
-        return False
-    norm = _normalise(key)
-    if norm in SENSITIVE_KEYS or norm.endswith(SENSITIVE_SUFFIXES):
-        return True
-    return any(norm == _normalise(e) for e in extra)
-
-
-def redact(value: Any, extra: Iterable[str] = ()) -> Any:
-    """A deep copy of ``value`` with every secret-named key's value replaced by ``***REDACTED***``.
-
-    Mappings and lists/tuples are walked at any depth; ``_ctx`` keys are dropped.
-    """
-    extra = tuple(extra)
-    if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        for k, v in value.items():
-            if k == "_ctx":
-                continue
-            out[k] = REDACTED if is_sensitive_key(k, extra) else redact(v, extra)
-        return out
-    if isinstance(value, list | tuple):
-        return [redact(v, extra) for v in value]
-    return value
+#: The old name of :func:`milpa_chat.runtime.redaction.is_secret_key`.
+is_sensitive_key = is_secret_key
 
 
 def _dump(value: Any) -> str:
@@ -93,13 +50,14 @@ class AuditLogger:
         self, logger: logging.Logger | None = None, *, sensitive_fields: Iterable[str] = ()
     ) -> None:
         self.logger = logger or logging.getLogger("milpa_chat.audit")
-        self._extra: tuple[str, ...] = tuple(sensitive_fields)
+        self.redaction = Redaction(sensitive_fields)
 
     def add_sensitive_field(self, name: str) -> None:
-        self._extra = (*self._extra, name)
+        self.redaction = Redaction((*self.redaction.extra, name))
 
     def redact(self, value: Any) -> Any:
-        return redact(value, self._extra)
+        """``value`` as audit lines, plans and confirmation summaries show it."""
+        return self.redaction.redact(value)
 
     # ------------------------------------------------------------ outcomes
     def call(
@@ -141,13 +99,14 @@ class AuditLogger:
     def denied(self, ctx: ToolContext, tool: str, reason: str) -> None:
         if self.logger.isEnabledFor(logging.WARNING):
             self._emit(logging.WARNING, "[ToolAudit] AUTH_DENIED | %s | %s | %s | %s | reason=%s",
-                       (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", reason))
+                       (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", mask_text(reason)))
 
     def validation_failed(self, ctx: ToolContext, tool: str, errors: str) -> None:
-        """``errors`` is the joined ``path: message; ...`` text (argument values are never in it)."""
+        """``errors`` is the joined ``path: message; ...`` text (argument values are never in it;
+        it is masked all the same, like every text a person reads)."""
         if self.logger.isEnabledFor(logging.WARNING):
             self._emit(logging.WARNING, "[ToolAudit] VALIDATION_FAILED | %s | %s | %s | errors=%s",
-                       (ctx.request_id, ctx.channel, tool, errors))
+                       (ctx.request_id, ctx.channel, tool, mask_text(errors)))
 
     def timeout(self, ctx: ToolContext, tool: str, execution: Any, limit: Any) -> None:
         if self.logger.isEnabledFor(logging.WARNING):

@@ -2,7 +2,8 @@
 
 * :func:`check_json_schema` checks a hand-written schema (2020-12) at declaration time.
 * :class:`JsonSchemaValidator` validates the arguments of a hand-registered tool with a compiled
-  ``jsonschema`` validator (full 2020-12; ``format`` is not asserted) and fills top-level defaults.
+  ``jsonschema`` validator (full 2020-12; ``format`` is not asserted) and fills top-level defaults;
+  its messages never repeat the rejected value (:mod:`milpa_chat.runtime.schema_messages`).
 * :func:`object_shape_checker` validates an object-shaped ``dict`` parameter (``Param(type="object")``)
   inside the compiled pydantic validator of a decorated tool.
 * :func:`self_contained` inlines ``$defs`` so that LLM providers accept the schema.
@@ -13,12 +14,12 @@
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from milpa_chat.errors import DeclarationError
 from milpa_chat.runtime.definition import ArgumentError, InvalidArguments, ToolDefinition, ValidatedArgs, VerifyPolicy
+from milpa_chat.runtime.schema_messages import Loc, json_schema_errors, path_text
 from milpa_chat.runtime.signature import check_handler, is_async_callable
 from milpa_chat.runtime.tool_options import check_argument_name, tool_options
 
@@ -32,16 +33,6 @@ __all__ = [
     "self_contained",
 ]
 
-Loc = tuple[str | int, ...]
-_TYPE_WORDS = {
-    "integer": "a valid integer",
-    "number": "a valid number",
-    "string": "a valid string",
-    "boolean": "a valid boolean",
-    "array": "an array",
-    "object": "an object",
-    "null": "null",
-}
 _DATA_KEYWORDS = frozenset({"default", "examples", "enum", "const"})
 
 
@@ -66,66 +57,31 @@ def compile_json_schema(schema: Mapping[str, Any]) -> Any:
     """A compiled 2020-12 validator (no ``format`` assertion) for an already checked schema."""
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(schema)
+    return Draft202012Validator(_false_as_not(schema))
 
 
-# ------------------------------------------------------------------------ error conversion
-def _expected(values: Iterable[Any]) -> str:
-    shown = [repr(v) for v in values]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-
-
-def _type_message(expected: Any) -> str:
-    names = [expected] if isinstance(expected, str) else list(expected)
-    return "Input should be " + " or ".join(_TYPE_WORDS.get(n, repr(n)) for n in names)
-
-
-def _extra_keys(error: Any) -> list[str]:
-    schema = error.schema
-    props = schema.get("properties", {})
-    patterns = schema.get("patternProperties", {})
-    return [k for k in error.instance if k not in props and not any(re.search(p, k) for p in patterns)]
-
-
-def _convert(error: Any) -> list[tuple[Loc, str]]:
-    path: Loc = tuple(error.absolute_path)
-    kind = error.validator
-    if kind == "required" and isinstance(error.instance, dict):
-        return [((*path, n), "Missing required field") for n in error.validator_value if n not in error.instance]
-    if kind == "additionalProperties" and error.validator_value is False and isinstance(error.instance, dict):
-        accepted = list(error.schema.get("properties", {}))
-        listed = f"accepted properties: {', '.join(accepted)}" if accepted else "this object takes no properties"
-        return [((*path, k), f"Unknown property {k!r}; {listed}") for k in _extra_keys(error)]
-    if kind == "type":
-        return [(path, _type_message(error.validator_value))]
-    if kind == "enum":
-        return [(path, f"Input should be {_expected(error.validator_value)}")]
-    if kind == "const":
-        return [(path, f"Input should be {error.validator_value!r}")]
-    only_types = error.context and all(e.validator == "type" and not e.relative_path for e in error.context)
-    if kind in ("anyOf", "oneOf") and only_types:
-        return [(path, _type_message([e.validator_value for e in error.context]))]
-    return [(path, str(error.message))]
-
-
-def _sort_key(loc: Loc) -> tuple[tuple[int, str], ...]:
-    return tuple((0, f"{p:020d}") if isinstance(p, int) else (1, p) for p in loc)
-
-
-def json_schema_errors(validator: Any, instance: Any) -> list[tuple[Loc, str]]:
-    """Every error of ``instance``, as ``(location, message)``, sorted by location, deduplicated."""
-    found: list[tuple[Loc, str]] = []
-    seen: set[tuple[Loc, str]] = set()
-    for error in validator.iter_errors(instance):
-        for item in _convert(error):
-            if item not in seen:
-                seen.add(item)
-                found.append(item)
-    return sorted(found, key=lambda item: _sort_key(item[0]))
+def _false_as_not(node: Any) -> Any:
+    """``false`` property/item schemas as ``{"not": {}}``: the same rule, but jsonschema then keeps
+    the error's path (it drops the last step for a bare ``false``)."""
+    if isinstance(node, list):
+        return [_false_as_not(v) for v in node]
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("properties", "patternProperties", "dependentSchemas", "$defs") and isinstance(value, Mapping):
+            out[key] = {k: {"not": {}} if v is False else _false_as_not(v) for k, v in value.items()}
+        elif key == "prefixItems" and isinstance(value, list):
+            out[key] = [{"not": {}} if v is False else _false_as_not(v) for v in value]
+        elif key in _DATA_KEYWORDS:
+            out[key] = value
+        else:
+            out[key] = _false_as_not(value)
+    return out
 
 
 def _argument_errors(items: list[tuple[Loc, str]]) -> list[ArgumentError]:
-    return [ArgumentError(".".join(str(p) for p in loc), message) for loc, message in items]
+    return [ArgumentError(path_text(loc), message) for loc, message in items]
 
 
 # -------------------------------------------------------------------- hand-registered tools

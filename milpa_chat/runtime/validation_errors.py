@@ -3,7 +3,11 @@
 * ``missing`` becomes ``Missing required field``;
 * an unknown key becomes ``Unknown property 'x'; accepted properties: a, b``;
 * object/array type errors say ``object``/``array`` (the JSON words);
-* union choices are labelled ``<UNION_MARK><index>`` by the validator and left out of paths.
+* union choices are labelled ``<UNION_MARK><index>`` by the validator and left out of paths;
+* no message repeats the rejected value (see :mod:`milpa_chat.runtime.schema_messages`): lengths
+  say what was received (``String should have at most 10 characters (got 14)``), parse errors
+  stop before the detail that quotes the input, and a custom validator's message has the input
+  replaced by ``<the value>``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, cast
 from pydantic_core import ValidationError
 
 from milpa_chat.runtime.definition import ArgumentError
+from milpa_chat.runtime.schema_messages import chars, items, key_text, path_text
 
 __all__ = ["CUSTOM_ERROR", "UNION_MARK", "CoreSchema", "accepted_properties", "convert_errors", "render_path"]
 
@@ -25,6 +30,7 @@ CUSTOM_ERROR = "milpa_argument"
 
 _OBJECT_ERRORS = frozenset({"dict_type", "model_type", "model_attributes_type", "dataclass_type"})
 _ARRAY_ERRORS = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type", "iterable_type"})
+_PARSE_ERRORS = frozenset({"json_invalid", "url_syntax_violation", "uuid_version", "datetime_object_invalid"})
 _ANY: CoreSchema = {"type": "any"}
 _WRAPPERS = frozenset({"default", "nullable", "model", "dataclass"})
 
@@ -106,8 +112,9 @@ def accepted_properties(schema: CoreSchema, loc: tuple[str | int, ...]) -> list[
 
 
 def render_path(loc: tuple[str | int, ...]) -> str:
-    """``("filters", "tags", 2)`` -> ``"filters.tags.2"`` (union labels left out)."""
-    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p.startswith(UNION_MARK)))
+    """``("filters", "tags", 2)`` -> ``"filters.tags.2"`` (union labels left out; long or invisible
+    keys clipped and escaped)."""
+    return path_text(p for p in loc if not (isinstance(p, str) and p.startswith(UNION_MARK)))
 
 
 def _message(error: Mapping[str, Any], schema: CoreSchema) -> str:
@@ -115,25 +122,53 @@ def _message(error: Mapping[str, Any], schema: CoreSchema) -> str:
     if kind == "missing":
         return "Missing required field"
     if kind in ("extra_forbidden", "unexpected_keyword_argument"):
-        key = error["loc"][-1]
+        key = key_text(error["loc"][-1])
         accepted = accepted_properties(schema, error["loc"][:-1])
         if accepted is None:
-            return f"Unknown property {key!r}"
+            return f"Unknown property {key}"
         if not accepted:
-            return f"Unknown property {key!r}; this object takes no properties"
-        return f"Unknown property {key!r}; accepted properties: {', '.join(accepted)}"
+            return f"Unknown property {key}; this object takes no properties"
+        return f"Unknown property {key}; accepted properties: {', '.join(accepted)}"
     if kind in _OBJECT_ERRORS:
         return "Input should be an object"
     if kind in _ARRAY_ERRORS:
         return "Input should be an array"
-    return str(error["msg"])
+    return _without_input(_rule_message(error), error.get("input"))
+
+
+def _rule_message(error: Mapping[str, Any]) -> str:
+    kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
+    size = len(given) if isinstance(given, str | bytes | list | tuple | dict | set | frozenset) else None
+    if kind in ("string_too_short", "string_too_long") and size is not None:
+        bound = int(ctx.get("min_length" if kind == "string_too_short" else "max_length") or 0)
+        side = "least" if kind == "string_too_short" else "most"
+        return f"String should have at {side} {chars(bound)} (got {size:,})"
+    if kind in ("too_short", "too_long") and size is not None:
+        bound = int(ctx.get("min_length" if kind == "too_short" else "max_length") or 0)
+        side = "least" if kind == "too_short" else "most"
+        return f"{ctx.get('field_type', 'Value')} should have at {side} {items(bound)} (got {size:,})"
+    if kind == "union_tag_invalid":
+        return f"Input tag does not match any of the expected tags: {ctx.get('expected_tags', '')}"
+    message = str(error["msg"])
+    if kind.endswith("_parsing") or kind in _PARSE_ERRORS:
+        message = message.split(", ", 1)[0]  # the detail quotes the input ("found `h` at 0")
+    return message
+
+
+def _without_input(message: str, given: Any) -> str:
+    """``message`` with any quotation of the rejected value replaced (custom validators may echo it)."""
+    if isinstance(given, str | int | float) and not isinstance(given, bool):
+        for shown in dict.fromkeys((repr(given), str(given))):
+            if len(shown) >= 3 and shown in message:
+                message = message.replace(shown, "<the value>")
+    return message
 
 
 def convert_errors(exc: ValidationError, schema: CoreSchema) -> list[ArgumentError]:
     """Every pydantic error as an :class:`ArgumentError`, in pydantic's (field) order, deduplicated."""
     out: list[ArgumentError] = []
     seen: set[tuple[str, str]] = set()
-    for error in exc.errors(include_url=False, include_input=False):
+    for error in exc.errors(include_url=False, include_input=True):  # the input only to measure it
         item = (render_path(error["loc"]), _message(error, schema))
         if item not in seen:
             seen.add(item)
