@@ -19,6 +19,7 @@ from milpa_chat.jupyter._forms import SchemaForm
 from milpa_chat.jupyter._results import ResultView
 from milpa_chat.renderers.model import Button, Heading, Message, Paragraph
 from milpa_chat.runtime.context import ToolContext
+from milpa_chat.runtime.redaction import mask_text
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ class ToolExplorer:
     def _on_error(self, exc: BaseException) -> None:
         self._set_busy(False)
         self._say(f"<span style='color:#d32f2f'>⚠ The explorer failed: {html.escape(type(exc).__name__)}: "
-                  f"{html.escape(str(exc))}</span>")
+                  f"{html.escape(mask_text(str(exc)))}</span>")
 
     # ------------------------------------------------------------------ results
     def _show(self, name: str, result: ToolResult) -> None:
@@ -273,7 +274,7 @@ class ToolExplorer:
         try:
             args = parse_arguments(button.ref, definition.input_schema)
         except CommandError as exc:
-            self._say(f"⚠ {html.escape(button.label)}: {html.escape(str(exc))}")
+            self._say(f"⚠ {html.escape(button.label)}: {html.escape(mask_text(str(exc)))}")
             return
         result = await self._call(definition.name, args, self.context)
         self._last_call = (definition.name, args)
