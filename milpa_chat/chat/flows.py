@@ -76,12 +76,17 @@ class ApprovalFlows:
                                             note=inbound.note, follow=False)
         except ApprovalRefused as exc:
             await _answer(transport, inbound, _refusal(exc), alert=True)
+            if exc.approval is not None:
+                await self.outbox.repair(exc.approval, inbound)
             return
         answering = asyncio.ensure_future(_answer(transport, inbound, change.message))
         try:
             await self.follow(change)
         finally:
             await answering
+        current = await self.desk.get(change.approval.id)
+        if current is not None:
+            await self.outbox.repair(current, inbound)
 
     async def follow(self, change: Change) -> None:
         """After any decision: run what it claimed (then the run's result is delivered), or deliver."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat._failpoints import failpoint
 from milpa_chat.chat import cards
-from milpa_chat.chat.inbound import MessageRef, Transport
+from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
 from milpa_chat.runtime.approval import active_failure, card_key, report_key
 from milpa_chat.runtime.approvals import Delivery
 
@@ -78,6 +78,24 @@ class ApprovalOutbox:
                                      cards.approval_message(approval, card.get("role", "approver")))
             except Exception as exc:
                 log.info("approval %s: card on %s not updated yet (%s)", approval.id, card["surface"], exc)
+
+    async def repair(self, approval: Approval, inbound: Inbound) -> None:
+        """Bring the tapped message up to date when the record does not know it: a copy of the card
+        whose send completed but whose id a crash lost. Best effort; only once the approval was decided."""
+        if approval.state == "pending" or not inbound.message_id:
+            return
+        known = {(c["surface"], str(c["chat_id"]), str(c.get("message_id"))) for c in approval.data.get("cards", [])}
+        if (inbound.surface, inbound.chat_id, inbound.message_id) in known:
+            return
+        transport = self.transports.get(inbound.surface)
+        if transport is None:
+            return
+        role = "approver" if approval.state == "effect_uncertain" else "viewer"
+        try:
+            await transport.edit(MessageRef(inbound.surface, inbound.chat_id, inbound.message_id),
+                                 cards.approval_message(approval, role))
+        except Exception as exc:
+            log.info("approval %s: could not update an unrecorded copy of its card (%s)", approval.id, exc)
 
     async def deliver(self, approval: Approval) -> Approval:
         """Deliver every effect that is due here, then record the outcomes (one write). Never raises
