@@ -15,11 +15,7 @@ SUBPACKAGES = sorted(
     + [m.name for m in pkgutil.iter_modules(milpa_chat.__path__, "milpa_chat.") if m.ispkg]
 )
 #: Public exceptions known not to be MilpaErrors yet, each with the reason. Keep this empty.
-ALLOWED: dict[str, str] = {
-    # runtime/verification.py is being rewritten with the approval core (issue 11 item 4 / the Approval
-    # record); that rewrite makes VerificationRefused a MilpaError. Remove this entry when it lands.
-    "milpa_chat.runtime.VerificationRefused": "being rewritten with the approval core",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def _public_exceptions(module_name: str) -> list[tuple[str, type[BaseException]]]:
