@@ -1,21 +1,27 @@
-"""Microseconds per store operation, one awaited call at a time, for each backend.
+"""Microseconds per store operation, one awaited call at a time, for each backend; then approvals end to end.
 
     PYTHONPATH=. python bench/store.py [--n 2000] [--postgres postgresql://postgres@127.0.0.1:5432/test]
+                                       [--taps 200] [--sizes 10,1000,100000]
 
 SQLite runs on a temporary file; PostgreSQL (skipped when unreachable) in a temporary schema
-that is dropped afterwards. Prints a Markdown table.
+that is dropped afterwards. Prints Markdown tables: the store operations, then (``bench/approvals.py``)
+Confirm and Approve taps through the ``Assistant`` and sweeps at 10 / 1,000 / 100,000 pending.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import secrets
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from approvals import run as approvals
 
 from milpa_chat.store import MemoryStore, Store
 from milpa_chat.store.sqlite import SqliteStore
@@ -67,6 +73,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=2000, help="operations per measurement")
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--taps", type=int, default=200, help="taps per approval measurement")
+    parser.add_argument("--sizes", default="10,1000,100000", help="pending approvals to measure the taps at")
     args = parser.parse_args()
     rows: dict[str, dict[str, float]] = {"memory": await measure(MemoryStore(), args.n)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -83,6 +91,7 @@ async def main() -> None:
     print("|---|" + "---:|" * len(OPS))
     for name, result in rows.items():
         print(f"| {name} | " + " | ".join(f"{result[op]:.0f}" for op in OPS) + " |")
+    await approvals([int(s) for s in args.sizes.split(",")], args.taps, args.postgres or None)
 
 
 if __name__ == "__main__":

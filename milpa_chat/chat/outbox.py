@@ -79,13 +79,18 @@ class ApprovalOutbox:
             except Exception as exc:
                 log.info("approval %s: card on %s not updated yet (%s)", approval.id, card["surface"], exc)
 
+    @staticmethod
+    def knows(approval: Approval, inbound: Inbound) -> bool:
+        """Whether the tapped message is a card the record knows (or there is no message to know)."""
+        if not inbound.message_id:
+            return True
+        return any(c["surface"] == inbound.surface and str(c["chat_id"]) == inbound.chat_id
+                   and str(c.get("message_id")) == inbound.message_id for c in approval.data.get("cards", []))
+
     async def repair(self, approval: Approval, inbound: Inbound) -> None:
         """Bring the tapped message up to date when the record does not know it: a copy of the card
         whose send completed but whose id a crash lost. Best effort; only once the approval was decided."""
-        if approval.state == "pending" or not inbound.message_id:
-            return
-        known = {(c["surface"], str(c["chat_id"]), str(c.get("message_id"))) for c in approval.data.get("cards", [])}
-        if (inbound.surface, inbound.chat_id, inbound.message_id) in known:
+        if approval.state == "pending" or self.knows(approval, inbound):
             return
         transport = self.transports.get(inbound.surface)
         if transport is None:
@@ -116,7 +121,7 @@ class ApprovalOutbox:
                 outcomes[effect] = done
         if not outcomes:
             return approval
-        return await self.desk.delivered(approval.id, outcomes)
+        return await self.desk.delivered(approval.id, outcomes, current=approval)
 
     async def _one(self, approval: Approval, effect: str) -> Delivery | None:
         """Deliver one effect; ``None`` when it cannot be delivered from this worker (surface not attached)."""

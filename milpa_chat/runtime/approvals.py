@@ -17,7 +17,7 @@ record ``approved`` and due, for a worker with a follower to pick up.
 
 from __future__ import annotations
 
-import copy
+import json
 import logging
 import os
 import secrets
@@ -257,7 +257,7 @@ class ApprovalDesk:
             return "finished", False, ""
 
         try:
-            done = await self._change(claimed.id, change)
+            done = await self._change(claimed.id, change, current=claimed)
         except ApprovalRefused:  # the record was removed meanwhile: nothing left to settle
             log.warning("approval %s vanished before its result was recorded", claimed.id)
             return claimed
@@ -317,7 +317,9 @@ class ApprovalDesk:
         return changes
 
     # -------------------------------------------------------------- delivery
-    async def delivered(self, approval_id: str, outcomes: Mapping[str, Delivery]) -> Approval:
+    async def delivered(
+        self, approval_id: str, outcomes: Mapping[str, Delivery], *, current: Approval | None = None
+    ) -> Approval:
         """Record what a deliverer did with the effects it was given (one write for all of them)."""
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
@@ -341,7 +343,7 @@ class ApprovalDesk:
                         v.setdefault("troubles", []).append(f"{effect}: {(out.error or '')[:200]}")
             return "delivered", False, ""
 
-        return (await self._change(approval_id, change, handoff=False)).approval
+        return (await self._change(approval_id, change, handoff=False, current=current)).approval
 
     # ---------------------------------------------------------------- helpers
     def _claim(self, v: dict[str, Any], now: float) -> None:
@@ -357,16 +359,18 @@ class ApprovalDesk:
 
     async def _change(
         self, approval_id: str, fn: Callable[[Approval, dict[str, Any], float], Outcome | None],
-        *, handoff: bool = True,
+        *, handoff: bool = True, current: Approval | None = None,
     ) -> Change:
         """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
         lost race read again and re-apply (``fn`` re-checks everything). ``fn`` returning ``None``
-        writes nothing."""
+        writes nothing. ``current``: a snapshot the caller just got from a write of its own, tried
+        first without reading (a stale one only costs the lost race)."""
         while True:
-            current = await self.get(approval_id)
+            if current is None or current.id != approval_id:
+                current = await self.get(approval_id)
             if current is None:
                 raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
-            value = copy.deepcopy(current.data)
+            value: dict[str, Any] = json.loads(json.dumps(current.data))  # a deep copy (the record is JSON)
             now = self.store.clock()
             outcome = fn(current, value, now)
             if outcome is None:
@@ -381,6 +385,7 @@ class ApprovalDesk:
             if rec is not None:
                 event, claimed, message = outcome
                 return Change(Approval(current.id, value, rec.version, rec.due), event, claimed, message)
+            current = None
 
     async def _follow(self, change: Change, follow: bool) -> None:
         await self._event(change)

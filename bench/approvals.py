@@ -1,0 +1,268 @@
+"""End-to-end Confirm and Approve taps through the ``Assistant``, and sweeps, at 10 / 1,000 / 100,000 pending.
+
+    PYTHONPATH=. python bench/approvals.py [--taps 200] [--sizes 10,1000,100000] [--postgres DSN]
+
+Each backend is seeded with N pending approvals (bulk-loaded, realistic records, due at their expiry,
+none due now). Then, one tap at a time, on an in-memory surface (so only the kit and its store count):
+
+* **Confirm tap**: the requester taps Confirm on their own ``delete_note`` card: decision, run, card
+  edit, result post;
+* **Approve tap**: a manager taps Approve on a ``pay`` card: the same, for a verification;
+* the store calls and writes each tap makes (a counting wrapper around the store);
+* **sweep** with nothing due and with 20 expiring, and the longest the event loop stalled meanwhile
+  (a ticker measures its own lateness every millisecond);
+* **peer**: the bare store work of a decision (one ``get`` + one compare-and-set ``update``), measured
+  in the same run: the "x peer" column is tap p50 / that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from milpa_chat import ToolRegistry, VerifyPolicy, tool
+from milpa_chat.chat import Assistant, ChatUser, Identities, Inbound
+from milpa_chat.runtime.approval import COLLECTION, due_of
+from milpa_chat.store import MemoryStore, Store
+from milpa_chat.testing.transport import RecordingTransport
+
+ALICE, MARIA = ChatUser("1001", "Alice"), ChatUser("2001", "Maria")
+APPROVERS = "-500"
+IDENTITIES = {
+    "roles": {"writer": ["notes:write", "payments:send"], "manager": ["payments:approve"]},
+    "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"]},
+    "approvers": {"telegram": [APPROVERS]},
+}
+WRITES = ("insert", "put", "update", "take", "delete", "append", "trim", "hit", "purge_expired")
+
+
+class Tools:
+    @tool("delete_note", "Delete a note", scopes=["notes:write"], mutating=True)
+    async def delete_note(self, note_id: int) -> dict[str, Any]:
+        return {"deleted": note_id}
+
+    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
+          verify=VerifyPolicy(approver_scopes=("payments:approve",)))
+    async def pay(self, to: str, amount: float) -> dict[str, Any]:
+        return {"paid": amount, "to": to}
+
+
+class Counting:
+    """Counts the store calls (and writes) made through it; everything else passes through."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.clock = inner.clock
+        self.calls = self.writes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            self.writes += name in WRITES
+            return await attr(*args, **kwargs)
+
+        return counted
+
+
+def build(store: Store) -> tuple[Assistant, RecordingTransport, Counting]:
+    counting = Counting(store)
+    registry = ToolRegistry(store=counting)  # type: ignore[arg-type]
+    registry.scan(Tools())
+    assistant = Assistant(registry, Identities.from_dict(IDENTITIES), approval_ttl=3600)
+    surface = RecordingTransport("telegram")
+    assistant.attach(surface)
+    return assistant, surface, counting
+
+
+async def template(kind: str) -> dict[str, Any]:
+    """A realistic pending record (as the assistant writes it), to bulk-load copies of."""
+    assistant, surface, _ = build(MemoryStore())
+    await surface.say(assistant, ALICE, "/pay ACME 10" if kind == "verification" else "/delete_note 3")
+    (approval,) = await assistant.approvals.listing()
+    return approval.data
+
+
+async def seed(store: Store, n: int, where: dict[str, Any]) -> None:
+    base = await template("verification")
+    far = time.time() + 30 * 86400
+    rows = []
+    for _ in range(n):
+        value = {**base, "expires_at": far, "created_at": time.time()}
+        rows.append((secrets.token_hex(16), value, due_of(value, time.time())))
+    if isinstance(store, MemoryStore):
+        for key, value, due in rows:
+            await store.insert(COLLECTION, key, value, due=due)
+    elif where["backend"] == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(where["path"])
+        now = time.time()
+        conn.executemany("INSERT INTO milpa_records VALUES (?, ?, ?, 1, ?, ?, NULL, ?)",
+                         [(COLLECTION, k, json.dumps(v, separators=(",", ":")), now, now, d) for k, v, d in rows])
+        conn.commit()
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(where["dsn"]) as conn, conn.cursor() as cur:
+            now = time.time()
+            with cur.copy(f'COPY "{where["schema"]}".milpa_records FROM STDIN') as copy:
+                for k, v, d in rows:
+                    copy.write_row((COLLECTION, k, json.dumps(v), 1, now, now, None, d))
+            conn.commit()
+
+
+async def one_tap(
+    assistant: Assistant, surface: RecordingTransport, counting: Counting, kind: str
+) -> tuple[float, int, int]:
+    if kind == "confirm":
+        await surface.say(assistant, ALICE, "/delete_note 3")
+        card, who, word = surface.last(ALICE.id), ALICE, "Confirm"
+    else:
+        await surface.say(assistant, ALICE, "/pay ACME 10")
+        card, who, word = surface.last(APPROVERS), MARIA, "Approve"
+    button = card.button(word)
+    inbound = Inbound("telegram", card.chat_id, who, action=button.action, ref=button.ref, message_id=card.message_id)
+    calls, writes = counting.calls, counting.writes
+    start = time.perf_counter()
+    await assistant.handle(inbound, surface)
+    took = time.perf_counter() - start
+    return took * 1000, counting.calls - calls, counting.writes - writes
+
+
+async def stall_while(work: Awaitable[Any]) -> tuple[float, float]:
+    """(ms the work took, longest event-loop stall in ms while it ran)."""
+    worst = 0.0
+    done = False
+
+    async def ticker() -> None:
+        nonlocal worst
+        while not done:
+            t = time.perf_counter()
+            await asyncio.sleep(0.001)
+            worst = max(worst, (time.perf_counter() - t - 0.001) * 1000)
+
+    tick = asyncio.ensure_future(ticker())
+    start = time.perf_counter()
+    await work
+    took = (time.perf_counter() - start) * 1000
+    done = True
+    await tick
+    return took, worst
+
+
+async def peer(store: Store, taps: int) -> float:
+    """p50 ms of the bare store work of one decision: get + compare-and-set update."""
+    await store.put("peer", "a", {"state": "pending", "votes": []})
+    times = []
+    for _ in range(taps):
+        start = time.perf_counter()
+        rec = await store.get("peer", "a")
+        assert rec is not None
+        await store.update("peer", "a", {**rec.value, "n": rec.version}, expected_version=rec.version)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+async def measure(open_store: Callable[[], tuple[Store, dict[str, Any]]], n: int, taps: int) -> dict[str, Any]:
+    store, where = open_store()
+    await seed(store, n, where)
+    assistant, surface, counting = build(store)
+    row: dict[str, Any] = {"pending": n}
+    for kind in ("confirm", "approve"):
+        samples = [await one_tap(assistant, surface, counting, kind) for _ in range(taps)]
+        ms = sorted(s[0] for s in samples)
+        row[kind] = (ms[len(ms) // 2], ms[int(len(ms) * 0.99) - 1], samples[-1][1], samples[-1][2])
+    row["sweep_idle"] = await stall_while(assistant.sweep())
+    for _ in range(20):
+        await surface.say(assistant, ALICE, "/pay ACME 1")
+    clock_shift = 3601.0  # the 20 new requests expire after an hour; the seeded ones in 30 days
+    store.clock = counting.clock = lambda: time.time() + clock_shift  # type: ignore[method-assign]
+    row["sweep_20"] = await stall_while(assistant.sweep())
+    store.clock = counting.clock = time.time  # type: ignore[method-assign]
+    row["peer"] = await peer(store, taps)
+    await store.close()
+    return row
+
+
+def print_table(backend: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n{backend}: ms per tap through the Assistant (p50 / p99), store calls / writes per tap, sweeps\n")
+    print("| pending | Confirm p50 | p99 | calls/writes | Approve p50 | p99 | calls/writes | x peer (Confirm) "
+          "| sweep, none due | stall | sweep, 20 expire | stall | peer get+CAS p50 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        c, a = r["confirm"], r["approve"]
+        print(f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} | {a[0]:.2f} | {a[1]:.2f} | "
+              f"{a[2]} / {a[3]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | {r['sweep_idle'][1]:.2f} | "
+              f"{r['sweep_20'][0]:.1f} | {r['sweep_20'][1]:.2f} | {r['peer']:.3f} |")
+
+
+async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
+    def memory() -> tuple[Store, dict[str, Any]]:
+        return MemoryStore(), {"backend": "memory"}
+
+    print_table("memory", [await measure(memory, n, taps) for n in sizes])
+    with tempfile.TemporaryDirectory() as tmp:
+        def sqlite() -> tuple[Store, dict[str, Any]]:
+            from milpa_chat.store.sqlite import SqliteStore
+
+            path = Path(tmp) / f"bench-{secrets.token_hex(3)}.db"
+            return SqliteStore(path), {"backend": "sqlite", "path": str(path)}
+
+        print_table("sqlite (synchronous=FULL, the default)", [await measure(sqlite, n, taps) for n in sizes])
+
+        def sqlite_normal() -> tuple[Store, dict[str, Any]]:
+            from milpa_chat.store.sqlite import SqliteStore
+
+            path = Path(tmp) / f"bench-{secrets.token_hex(3)}.db"
+            return SqliteStore(path, synchronous="NORMAL"), {"backend": "sqlite", "path": str(path)}
+
+        print_table("sqlite (synchronous=NORMAL: survives process crashes, not power loss)",
+                    [await measure(sqlite_normal, n, taps) for n in sizes])
+    if dsn is None:
+        return
+    schemas: list[str] = []
+
+    def postgres() -> tuple[Store, dict[str, Any]]:
+        from milpa_chat.store.postgres import PostgresStore
+
+        schema = f"milpa_bench_{secrets.token_hex(4)}"
+        schemas.append(schema)
+        return PostgresStore(dsn, schema=schema), {"backend": "postgres", "dsn": dsn, "schema": schema}
+
+    try:
+        print_table("postgres", [await measure(postgres, n, taps) for n in sizes])
+    except Exception as exc:
+        print(f"PostgreSQL skipped: {exc}", file=sys.stderr)
+    finally:
+        try:
+            import psycopg
+
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                for schema in schemas:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        except Exception:
+            pass
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--taps", type=int, default=200)
+    parser.add_argument("--sizes", default="10,1000,100000")
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
+    args = parser.parse_args()
+    asyncio.run(run([int(s) for s in args.sizes.split(",")], args.taps, args.postgres or None))
