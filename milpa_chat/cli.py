@@ -3,6 +3,8 @@
     milpa-chat tools [pkg.mod:obj]                list the tools of a registry, module or object
     milpa-chat call NAME --args JSON [--tools pkg.mod:obj] [--plan] [--yes]
     milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
+    milpa-chat approvals --store URL [--all]      the approvals kept in a store
+    milpa-chat decide ID DECISION --store URL     approve, reject, cancel, run-again or mark-done one
 """
 
 from __future__ import annotations
@@ -128,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_call.add_argument("--yes", action="store_true", help="confirm without asking")
     p_demo = sub.add_parser("demo", help="walk through the pipeline locally on SQLite")
     p_demo.add_argument("--store", default=None, help="SQLite file to use (default: a temporary file)")
+    from milpa_chat.cli_approvals import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -138,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_tools(ns)
         if ns.command == "call":
             return asyncio.run(_call(ns))
+        if ns.command in ("approvals", "decide"):
+            from milpa_chat.cli_approvals import cmd_approvals, cmd_decide
+
+            return asyncio.run((cmd_approvals if ns.command == "approvals" else cmd_decide)(ns))
         from milpa_chat.demo import run_demo
 
         return asyncio.run(run_demo(ns.store))

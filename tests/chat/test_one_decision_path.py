@@ -222,3 +222,32 @@ async def test_mark_as_done_settles_without_running(tools: Tools, clock: Clock) 
     assert {b.action for b in card.buttons} == {"run_again", "mark_done"}
     await tg.tap(assistant, ALICE, card, "Mark as done")
     assert tools.deleted == [] and card.buttons == () and "Marked as done by Alice" in card.text
+
+
+async def test_a_decision_from_the_command_line_is_carried_out_by_the_assistant(
+    tools: Tools, clock: Clock, tmp_path: Any, capsys: Any
+) -> None:
+    from milpa_chat.cli import main
+    from milpa_chat.store.sqlite import SqliteStore
+
+    db = tmp_path / "bot.db"
+    assistant = make_assistant(tools, SqliteStore(db, clock=clock))
+    tg = RecordingTransport("telegram")
+    assistant.attach(tg)
+    await tg.say(assistant, ALICE, "/pay ACME 16")
+    group = tg.last(APPROVERS_CHAT)
+    request_id = group.button("Approve").ref
+    import asyncio
+
+    assert await asyncio.to_thread(main, ["approvals", "--store", str(db)]) == 0
+    listed = capsys.readouterr().out
+    assert request_id in listed and "pending" in listed and "pay" in listed and "0 of 1 approvals" in listed
+    assert await asyncio.to_thread(main, ["decide", request_id, "approve", "--store", str(db)]) == 0
+    assert "Approved." in capsys.readouterr().out and tools.paid == []  # the shell runs nothing itself
+    assert await asyncio.to_thread(main, ["decide", request_id, "reject", "--store", str(db)]) == 1
+    assert "already approved" in capsys.readouterr().out
+    clock.now += 31  # the assistant's next sweep (any worker on the store) runs it and edits every card
+    assert await assistant.sweep() == 1
+    assert tools.paid == [("ACME", 16.0)]
+    assert group.buttons == () and "Done" in group.text and "via the command line" in group.text
+    await assistant.store.close()
