@@ -44,6 +44,7 @@ from milpa_chat.runtime.approval import (
 from milpa_chat.runtime.events import EventDispatcher
 
 if TYPE_CHECKING:
+    from milpa_chat.runtime.audit import AuditLogger
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
     from milpa_chat.runtime.result import ToolResult
@@ -130,6 +131,8 @@ class ApprovalDesk:
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.openers: list[Opener] = []
         self.follower: Follower | None = None
+        #: Where every change is audited (the registry sets its ``AuditLogger``).
+        self.audit: AuditLogger | None = None
 
     # ------------------------------------------------------------------ open
     async def open(
@@ -241,7 +244,9 @@ class ApprovalDesk:
             self._claim(v, now)
             return "claimed", True, ""
 
-        return await self._change(approval_id, change)
+        done = await self._change(approval_id, change)
+        await self._event(done)
+        return done
 
     async def finish(self, claimed: Approval, result: ToolResult, *, follow: bool = True) -> Approval:
         """``executing -> executed | failed`` with the result, by the holder of ``claimed``'s lease.
@@ -304,7 +309,10 @@ class ApprovalDesk:
             done = await self._change(approval.id, change)
         except ApprovalRefused:
             return None
-        return None if done.event == "unchanged" else done
+        if done.event == "unchanged":
+            return None
+        await self._event(done)
+        return done
 
     async def sweep(self, limit: int = 200) -> list[Change]:
         """Recover every due approval (without a follower: expiries and lost leases only)."""
@@ -312,7 +320,8 @@ class ApprovalDesk:
         for approval in await self.due(limit):
             change = await self.recover(approval)
             if change is not None:
-                await self._follow(change, True)
+                if self.follower is not None:
+                    await self.follower(change)
                 changes.append(change)
         return changes
 
@@ -394,6 +403,9 @@ class ApprovalDesk:
 
     async def _event(self, change: Change) -> None:
         a = change.approval
+        if self.audit is not None and change.event not in ("unchanged", "delivered", "resume_set", "deliver"):
+            by = a.data.get("rescued_by") if change.event in ("run_again", "marked_done") else a.data.get("decided_by")
+            self.audit.approval(change.event, a.id, a.label, a.state, by, a.data.get("decided_via"))
         name = _EVENTS.get(change.event)
         if a.kind == "verification" and name and self.dispatcher.has_listeners(f"verification.{name}"):
             await self.dispatcher.dispatch(f"verification.{name}", {"event": a})

@@ -112,3 +112,13 @@ class AuditLogger:
         if self.logger.isEnabledFor(logging.WARNING):
             self._emit(logging.WARNING, "[ToolRuntime] Timeout exceeded | %s | %s | %s | execution=%.3fs | limit=%gs",
                        (ctx.request_id, ctx.channel, tool, float(execution), float(limit)))
+
+    def approval(self, event: str, approval_id: str, tool: str | None, state: str, by: str | None,
+                 via: str | None) -> None:
+        """One line per change of an approval (requested, decided, claimed, finished, uncertain, ...);
+        a run that may or may not have taken effect is a warning."""
+        level = logging.WARNING if state == "effect_uncertain" else logging.INFO
+        if self.logger.isEnabledFor(level):
+            self._emit(level, "[ApprovalAudit] %s | %s | %s | %s | by=%s | via=%s",
+                       (approval_id, event, tool or "-", state, by or "-", via or "-"),
+                       {"milpa_audit": {"approval": approval_id, "event": event, "state": state}})

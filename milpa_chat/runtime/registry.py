@@ -76,6 +76,7 @@ class ToolRegistry:
         else:
             self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease,
                                           handoff=approval_handoff)
+        self.approvals.audit = self.audit
         self.confirmations = ConfirmationTokenStore(self.approvals, ttl=confirm_ttl)
         self._verifier = verifier
         self.tokens = TokenEstimator()

@@ -210,3 +210,21 @@ def test_a_verifier_without_a_store_keeps_requests_in_memory() -> None:
         return done.state
 
     assert asyncio.run(run()) == "approved"
+
+
+async def test_every_change_of_an_approval_is_audited(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    registry, _ = make(MemoryStore(clock=clock))
+    with caplog.at_level(logging.INFO, logger="milpa_chat.audit"):
+        rid = (await registry.call("pay", {"to": "ACME", "amount": 2}, CLERK)).data["request_id"]
+        await registry.verifier.grant(rid, MANAGER)
+        await registry.approvals.claim(rid, CLERK, tool="pay")
+        clock.now += 61
+        await registry.approvals.sweep()
+        await registry.approvals.decide(rid, "mark_done", MANAGER)
+    lines = [r.getMessage() for r in caplog.records if "[ApprovalAudit]" in r.getMessage()]
+    assert [line.split(" | ")[1] for line in lines] == ["requested", "approved", "claimed", "uncertain", "marked_done"]
+    uncertain = next(r for r in caplog.records if "| uncertain |" in r.getMessage())
+    assert uncertain.levelname == "WARNING" and "effect_uncertain" in uncertain.getMessage()
+    assert "by=telegram:200" in lines[-1] and rid in lines[-1]
