@@ -19,7 +19,7 @@ ALLOWED = {
     "chat": {"runtime", "store", "renderers", "gateway"},
     "gateway": {"runtime", "store", "renderers"},
 }
-TOP_LEVEL_HELPERS = {"milpa_chat.errors", "milpa_chat._extras", "milpa_chat"}
+TOP_LEVEL_HELPERS = {"milpa_chat.errors", "milpa_chat._extras", "milpa_chat._failpoints", "milpa_chat"}
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:

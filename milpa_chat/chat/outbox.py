@@ -90,7 +90,7 @@ class ApprovalOutbox:
     async def repair(self, approval: Approval, inbound: Inbound) -> None:
         """Bring the tapped message up to date when the record does not know it: a copy of the card
         whose send completed but whose id a crash lost. Best effort; only once the approval was decided."""
-        if approval.state == "pending" or self.knows(approval, inbound):
+        if approval.state == "pending" or self.knows(approval, inbound) or inbound.message_id is None:
             return
         transport = self.transports.get(inbound.surface)
         if transport is None:
