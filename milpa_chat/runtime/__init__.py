@@ -20,8 +20,10 @@ from milpa_chat.runtime.events import (
     ToolExecuting,
     ToolFailed,
 )
+from milpa_chat.runtime.limits import PayloadLimits, check_payload
 from milpa_chat.runtime.policy import ChannelPolicy, PolicyGate, PolicyRule, RuleProvider
 from milpa_chat.runtime.ratelimit import RateLimiter
+from milpa_chat.runtime.redaction import mask_text
 from milpa_chat.runtime.registry import ToolRegistry
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 from milpa_chat.runtime.verification import HumanVerifier, Verification, VerificationRefused
@@ -56,6 +58,7 @@ __all__ = [
     "HumanVerifier",
     "InterceptionSlot",
     "Param",
+    "PayloadLimits",
     "PolicyGate",
     "PolicyRule",
     "RateLimiter",
@@ -71,6 +74,8 @@ __all__ = [
     "VerificationRefused",
     "VerificationTool",
     "VerifyPolicy",
+    "check_payload",
+    "mask_text",
     "redact",
     "tool",
 ]

@@ -25,6 +25,7 @@ from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.definition import InvalidArguments, ToolDefinition, VerifyPolicy
 from milpa_chat.runtime.events import EventDispatcher
 from milpa_chat.runtime.execute import execute
+from milpa_chat.runtime.limits import PayloadLimits, check_payload
 from milpa_chat.runtime.policy import PolicyGate
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 from milpa_chat.runtime.sync import run_sync
@@ -50,7 +51,8 @@ class ToolRegistry:
     so nothing pending is lost on restart). ``approval_lease`` is how long a claimed run may take
     before it counts as lost (then ``effect_uncertain``, or retried for idempotent tools);
     ``approval_handoff`` how long the worker that changed an approval has to deliver its cards
-    before another worker's sweep delivers them.
+    before another worker's sweep delivers them. ``limits`` bound every call's raw arguments
+    (nesting depth, items, string and total size) before the validator sees them.
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class ToolRegistry:
         confirm_ttl: float = 60.0,
         approval_lease: float = 300.0,
         approval_handoff: float = 30.0,
+        limits: PayloadLimits | None = None,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.policy = policy or PolicyGate()
@@ -80,6 +83,8 @@ class ToolRegistry:
         self.confirmations = ConfirmationTokenStore(self.approvals, ttl=confirm_ttl)
         self._verifier = verifier
         self.tokens = TokenEstimator()
+        #: Checked on every call's raw arguments before anything reads them (depth, items, sizes).
+        self.limits = limits if limits is not None else PayloadLimits()
         self._tools: dict[str, ToolDefinition] = {}
 
     # ------------------------------------------------------------ registration
@@ -219,6 +224,10 @@ class ToolRegistry:
                 tool.name, ctx, t0, ErrorCode.VALIDATION_ERROR,
                 f"Arguments for '{name}' must be a JSON object (a dict), got {type(args).__name__}.",
             )
+        try:
+            check_payload(args, self.limits)
+        except InvalidArguments as exc:
+            return gates.invalid(self.audit, tool.name, ctx, t0, exc)
         replay: gates.Replay | None = None
         if "confirm_token" in args or "verification_id" in args:
             loaded = await gates.load_replay(self, tool, args, ctx)
