@@ -1,0 +1,229 @@
+"""``McpServer``: a :class:`~milpa_chat.runtime.ToolRegistry` as an MCP server (the official ``mcp`` SDK).
+
+Every tool the caller may see (its scopes) is an MCP tool with its input schema, its output schema
+and annotations derived from its effects (:mod:`milpa_chat.mcp.tools`); every call runs through
+``registry.call`` — validation, scopes, channel policy (``mcp`` requires an authenticated
+principal), rate limits, confirmation, verification, events, audit — as:
+
+* ``ToolContext.stdio(...)`` for the local process an MCP host spawned (:meth:`McpServer.run_stdio`);
+* ``ToolContext.mcp(principal=..., scopes=...)`` for a streamable-HTTP caller, from the bearer token
+  its request carries (:class:`~milpa_chat.mcp.BearerTokens`; :meth:`McpServer.run_http`).
+
+A confirm or verify tool opens the same durable approval a chat does; when a chat
+:class:`~milpa_chat.chat.Assistant` runs on this registry its cards go to the approver chats at
+once, and the MCP client follows up with ``approval_status`` / ``approval_run``
+(:mod:`milpa_chat.mcp.approvals`). ``resolve_verification`` is not offered (``hidden``): approvers
+decide on their own surfaces, a model does not decide approvals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat._extras import require
+from milpa_chat.errors import DeclarationError
+from milpa_chat.mcp.approvals import ApprovalTools
+from milpa_chat.mcp.auth import BearerTokens, McpCaller
+from milpa_chat.mcp.tools import Reply, annotations_for, error_reply, output_schema_for, reply_for
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import ToolDefinition
+    from milpa_chat.runtime.registry import ToolRegistry
+
+__all__ = ["McpServer"]
+
+log = logging.getLogger("milpa_chat.mcp")
+
+Lifespan = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+def _sdk() -> Any:
+    return require("mcp", extra="mcp", feature="The MCP server (milpa_chat.mcp)")
+
+
+class McpServer:
+    """Serve ``registry`` over MCP.
+
+    ``stdio``: the caller a stdio server runs every call as (default ``McpCaller.stdio()``:
+    principal ``stdio``, every scope). ``tokens``: the bearer tokens of streamable-HTTP callers
+    (required for HTTP: there is no anonymous caller). ``hidden``: registry tools not offered.
+    ``lifespan``: an async context manager factory entered while the server runs (start a chat bot
+    that shows this server's approval cards, for example).
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        name: str = "milpa-chat",
+        version: str = "",
+        instructions: str | None = None,
+        stdio: McpCaller | None = None,
+        tokens: BearerTokens | None = None,
+        hidden: Iterable[str] = ("resolve_verification",),
+        status_tool: str = "approval_status",
+        run_tool: str = "approval_run",
+        lifespan: Lifespan | None = None,
+    ) -> None:
+        mcp = _sdk()
+        from mcp.server.lowlevel import Server
+
+        self.registry = registry
+        self.stdio_caller = stdio or McpCaller.stdio()
+        self.tokens = tokens
+        self.hidden = frozenset(hidden)
+        self.lifespan = lifespan
+        self.approvals = ApprovalTools(registry, status_tool=status_tool, run_tool=run_tool)
+        for builtin in (status_tool, run_tool):
+            if registry.has(builtin):
+                raise DeclarationError(
+                    f"the registry has a tool named {builtin!r}, which McpServer offers itself; pass "
+                    f"McpServer(..., {'status_tool' if builtin == status_tool else 'run_tool'}='another_name')"
+                )
+        self._builtins = {d["name"]: d for d in self.approvals.definitions()}
+        self._types = mcp.types
+        self._transport = "stdio"
+        self.server: Any = Server(
+            name, version=version, instructions=instructions or _INSTRUCTIONS,
+            on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool,
+        )
+
+    # ------------------------------------------------------------------ callers
+    def context(self, request: Any = None) -> ToolContext:
+        """The context of the current request: the stdio caller, or the bearer token's caller."""
+        if self._transport == "stdio":
+            return self.stdio_caller.context(stdio=True)
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        token = get_access_token()
+        if token is None:  # the request's own scope, when the contextvar did not travel this far
+            user = getattr(request, "scope", {}).get("user") if request is not None else None
+            token = getattr(user, "access_token", None)
+        if token is None:
+            from milpa_chat.runtime.context import ToolContext
+
+            return ToolContext.mcp()  # no principal: the mcp channel policy refuses every call
+        name = (token.claims or {}).get("name")
+        return McpCaller(token.client_id, tuple(token.scopes), name).context()
+
+    # --------------------------------------------------------------- catalogue
+    def visible(self, ctx: ToolContext) -> list[ToolDefinition]:
+        """The registry tools ``ctx`` may see (its scopes), minus ``hidden``."""
+        names = [s["name"] for s in self.registry.get_tool_summaries(ctx) if s["name"] not in self.hidden]
+        return [t for t in (self.registry.get(n) for n in names) if t is not None]
+
+    def may_ask(self, tool: ToolDefinition, ctx: ToolContext) -> bool:
+        """Whether a call of ``tool`` by ``ctx`` may answer with a pending approval."""
+        return tool.verify is not None or self.registry.policy.requires_confirmation(ctx, tool)
+
+    def describe(self, tool: ToolDefinition, ctx: ToolContext) -> dict[str, Any]:
+        """``tool`` as an MCP tool, in wire shape."""
+        wire: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "inputSchema": dict(tool.input_schema or {"type": "object", "properties": {}}),
+            "annotations": annotations_for(tool),
+        }
+        schema, _ = output_schema_for(tool, may_ask=self.may_ask(tool, ctx))
+        if schema is not None:
+            wire["outputSchema"] = schema
+        return wire
+
+    def tools(self, ctx: ToolContext) -> list[dict[str, Any]]:
+        """Every MCP tool ``ctx`` sees: the registry's, then ``approval_status`` and ``approval_run``."""
+        return [self.describe(t, ctx) for t in self.visible(ctx)] + list(self._builtins.values())
+
+    # -------------------------------------------------------------------- calls
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> Reply:
+        """One MCP tool call as ``ctx``: a built-in approval tool, or the registry's pipeline."""
+        if name in self._builtins:
+            return await self._builtin(name, arguments or {}, ctx)
+        tool = self.registry.get(name)
+        if name in self.hidden or tool is None:
+            return error_reply(f"Tool not found: {name}.", code="TOOL_NOT_FOUND")
+        result = await self.registry.call(name, dict(arguments or {}), ctx)
+        pending = await self.approvals.pending(result, ctx)
+        if pending is not None:
+            return pending
+        _, wrapped = output_schema_for(tool, may_ask=False)
+        return reply_for(result, wrapped=wrapped)
+
+    async def _builtin(self, name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> Reply:
+        from jsonschema import Draft202012Validator
+
+        schema = self._builtins[name]["inputSchema"]
+        errors = sorted(Draft202012Validator(schema).iter_errors(dict(arguments)), key=lambda e: list(e.path))
+        if errors:
+            text = "; ".join(f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors)
+            return error_reply(text, code="VALIDATION_ERROR")
+        if not ctx.principal:
+            return error_reply("Only an authenticated caller can follow up an approval.", code="FORBIDDEN")
+        if name == self.approvals.status_tool:
+            return await self.approvals.status(arguments, ctx)
+        return await self.approvals.run(arguments, ctx)
+
+    # ------------------------------------------------------------ SDK handlers
+    async def _on_list_tools(self, request_ctx: Any, params: Any) -> Any:
+        ctx = self.context(request_ctx.request)
+        return self._types.ListToolsResult(tools=[self._types.Tool.model_validate(t) for t in self.tools(ctx)])
+
+    async def _on_call_tool(self, request_ctx: Any, params: Any) -> Any:
+        ctx = self.context(request_ctx.request)
+        reply = await self.call(params.name, params.arguments, ctx)
+        return self._types.CallToolResult(
+            content=[self._types.TextContent(type="text", text=reply.text)],
+            structured_content=reply.structured, is_error=reply.is_error,
+        )
+
+    # --------------------------------------------------------------- transports
+    @contextlib.asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        if self.lifespan is None:
+            yield
+            return
+        async with self.lifespan():
+            yield
+
+    async def run_stdio(self) -> None:
+        """Serve one MCP host over this process's stdin/stdout until it closes them."""
+        from mcp.server.stdio import stdio_server
+
+        self._transport = "stdio"
+        async with self._running(), stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    def http_app(self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> Any:
+        """The streamable-HTTP ASGI app (Starlette) behind bearer authentication with :attr:`tokens`."""
+        if self.tokens is None:
+            raise DeclarationError(
+                "McpServer over HTTP needs callers: McpServer(registry, tokens=BearerTokens({...})) "
+                "(or milpa-chat mcp --http PORT --tokens tokens.json); there is no anonymous MCP caller"
+            )
+        from mcp.server.auth.settings import AuthSettings
+
+        self._transport = "http"
+        url = f"http://{host}:{port}"
+        auth = AuthSettings(issuer_url=url, resource_server_url=None)  # type: ignore[arg-type]
+        return self.server.streamable_http_app(streamable_http_path=path, host=host, auth=auth,
+                                               token_verifier=self.tokens)
+
+    async def run_http(self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> None:
+        """Serve streamable HTTP on ``host:port`` (``path``) with uvicorn until cancelled."""
+        import uvicorn
+
+        app = self.http_app(host=host, port=port, path=path)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        async with self._running():
+            await uvicorn.Server(config).serve()
+
+
+_INSTRUCTIONS = (
+    "Tools of a milpa-chat registry. A risky call may answer with a pending approval instead of a result: "
+    "a person decides it (often on Telegram or Slack). Then call approval_status with the approval id (it can "
+    "wait up to 60 seconds for the decision), and approval_run once it is approved."
+)
