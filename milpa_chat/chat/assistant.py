@@ -41,6 +41,9 @@ BUILTIN = ("start", "help", "tools")
 #: Tools driven by buttons, not listed as commands.
 HIDDEN = frozenset({"resolve_verification"})
 APPROVAL_ACTIONS = frozenset(ACTIONS)
+#: What a person is told when handling their message failed inside the kit (a store or platform outage).
+FAILED_MESSAGE = "Sorry, that could not be handled right now: nothing was run. Please try again in a moment."
+FAILED_TAP = "That could not be handled right now (the service is unavailable). Please tap again in a moment."
 
 
 def _prefix(transport: Transport) -> str:
@@ -102,6 +105,14 @@ class Assistant:
         if transport is None:
             raise LookupError(f"no transport attached for surface {inbound.surface!r}; call assistant.attach(...)")
         self.transports.setdefault(inbound.surface, transport)
+        try:
+            await self._dispatch(inbound, transport)
+        except Exception as exc:  # a store, a platform or a plug-in failed: tell the person, never raise
+            log.error("Handling a %s %s on %s failed: %s: %s", inbound.kind, inbound.delivery_id or "-",
+                      inbound.surface, type(exc).__name__, exc, exc_info=exc)
+            await self._tell_failure(inbound, transport)
+
+    async def _dispatch(self, inbound: Inbound, transport: Transport) -> None:
         if inbound.delivery_id is not None and not await self._first_delivery(inbound):
             log.info("Ignoring redelivered %s update %s", inbound.surface, inbound.delivery_id)
             return
@@ -111,6 +122,17 @@ class Assistant:
             await self._on_command(inbound, transport)
         else:
             await self._on_text(inbound, transport)
+
+    async def _tell_failure(self, inbound: Inbound, transport: Transport) -> None:
+        """One clear sentence to the person; if the surface itself is down, the log line above is all."""
+        try:
+            if inbound.kind == "action":
+                await transport.answer(inbound, FAILED_TAP, alert=True)
+            else:
+                await transport.send(inbound.chat_id, cards.text(FAILED_MESSAGE, tone="error"))
+        except Exception as exc:
+            log.debug("Could not tell %s chat %s about the failure: %s", inbound.surface, inbound.chat_id,
+                      type(exc).__name__)
 
     async def _first_delivery(self, inbound: Inbound) -> bool:
         key = f"{inbound.surface}:{inbound.delivery_id}"

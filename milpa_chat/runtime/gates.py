@@ -6,6 +6,7 @@ Kept apart from ``registry.py`` so the happy path there reads top to bottom.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from time import perf_counter
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.registry import ToolRegistry
 
 INVALID_TOKEN = "Invalid or expired confirmation token"
+UNKNOWN_REQUEST = "Unknown verification request; ask for approval again (call the tool without verification_id)."
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def base_meta(tool: str, ctx: ToolContext, t0: float | None) -> dict[str, Any]:
@@ -52,10 +55,23 @@ def finish_meta(result: ToolResult, tool: str, ctx: ToolContext, t0: float) -> T
     )
 
 
-def not_found(name: str, tools: Mapping[str, ToolDefinition], ctx: ToolContext) -> ToolResult:
-    close = difflib.get_close_matches(str(name), list(tools), n=3, cutoff=0.75)
+def tool_name(name: object) -> str:
+    """``name`` as results and logs show it: a tool name is a short string; anything else is named by its type."""
+    if type(name) is not str:
+        return f"<{type(name).__name__}>"
+    if len(name) > 200 or not name.isprintable() or _SURROGATE.search(name):
+        return ascii(name[:200])
+    return name
+
+
+def not_found(name: object, tools: Mapping[str, ToolDefinition], ctx: ToolContext) -> ToolResult:
+    shown = tool_name(name)
+    if type(name) is not str:
+        return fail(shown, ctx, None, ErrorCode.TOOL_NOT_FOUND,
+                    f"Tool names are strings; got a {type(name).__name__}.", {"suggestions": []})
+    close = difflib.get_close_matches(shown, list(tools), n=3, cutoff=0.75) if len(name) <= 200 else []
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    return fail(str(name), ctx, None, ErrorCode.TOOL_NOT_FOUND, f"Tool not found: {name}.{hint}",
+    return fail(shown, ctx, None, ErrorCode.TOOL_NOT_FOUND, f"Tool not found: {shown}.{hint}",
                 {"suggestions": close})
 
 
@@ -168,10 +184,14 @@ async def load_replay(
     """Look up (without claiming) the approval a replay will run; other arguments are inert."""
     token, vid = args.get("confirm_token"), args.get("verification_id")
     if token is not None:
+        if type(token) is not str or len(token) > 200:
+            return fail(tool.name, ctx, None, ErrorCode.VALIDATION_ERROR, INVALID_TOKEN)
         approval = await registry.confirmations.approval(token, tool.name, ctx.principal)
         if approval is None:
             return fail(tool.name, ctx, None, ErrorCode.VALIDATION_ERROR, INVALID_TOKEN)
         return Replay(approval)
+    if type(vid) is not str or len(vid) > 200:
+        return fail(tool.name, ctx, None, ErrorCode.FORBIDDEN, UNKNOWN_REQUEST)
     problem = await registry.verifier.check_executable(vid, tool.name, ctx)
     if isinstance(problem, str):
         return fail(tool.name, ctx, None, ErrorCode.FORBIDDEN, problem)

@@ -207,14 +207,22 @@ class ToolRegistry:
             ctx = ToolContext.cli()
         try:
             return await self._call(name, args, ctx, t0)
-        except StoreError as exc:
-            log.error("The store failed during %r (request %s): %s", name, ctx.request_id, exc)
-            return gates.fail(str(name), ctx, t0, ErrorCode.INTERNAL_ERROR,
-                              f"'{name}' could not be completed: the state store is unavailable (request "
+        except (StoreError, OSError) as exc:
+            shown = gates.tool_name(name)
+            log.error("The store failed during %r (request %s): %s: %s", shown, ctx.request_id,
+                      type(exc).__name__, exc, exc_info=exc)
+            return gates.fail(shown, ctx, t0, ErrorCode.INTERNAL_ERROR,
+                              f"'{shown}' could not be completed: the state store is unavailable (request "
                               f"{ctx.request_id}). Nothing was run; try again shortly.")
+        except Exception as exc:  # a bug or a broken plug-in: still a result, never an exception
+            shown = gates.tool_name(name)
+            log.error("Calling %r failed inside the pipeline (request %s)", shown, ctx.request_id, exc_info=exc)
+            return gates.fail(shown, ctx, t0, ErrorCode.INTERNAL_ERROR,
+                              f"'{shown}' could not be completed because of an internal error (request "
+                              f"{ctx.request_id}); nothing was run. Try again; the details are in the server log.")
 
     async def _call(self, name: str, args: Mapping[str, Any] | None, ctx: ToolContext, t0: float) -> ToolResult:
-        tool = self._tools.get(name)
+        tool = self._tools.get(name) if type(name) is str else None
         if tool is None:
             return gates.not_found(name, self._tools, ctx)
         if args is None:

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic_core import SchemaSerializer, SchemaValidator, ValidationError
+from pydantic_core import PydanticSerializationError, SchemaSerializer, SchemaValidator, ValidationError
 
-from milpa_chat.runtime.definition import InvalidArguments, ValidatedArgs
+from milpa_chat.runtime.definition import ArgumentError, InvalidArguments, ValidatedArgs
 from milpa_chat.runtime.validation_errors import CUSTOM_ERROR, UNION_MARK, CoreSchema, convert_errors
 
 __all__ = [
@@ -334,8 +334,22 @@ class DerivedValidator:
 
 
 def jsonify(serialize: Callable[..., Any], value: Any) -> dict[str, Any]:
-    wire: dict[str, Any] = serialize(value, mode="json", by_alias=True, round_trip=True, exclude_computed_fields=True)
+    """The validated arguments as JSON values; a value JSON cannot carry (a function, an object) is refused."""
+    try:
+        wire: dict[str, Any] = serialize(value, mode="json", by_alias=True, round_trip=True,
+                                         exclude_computed_fields=True)
+    except (PydanticSerializationError, ValueError, TypeError) as exc:
+        raise InvalidArguments([ArgumentError("", f"a value cannot be sent as JSON ({_kind_of(exc)}); send "
+                                                  "strings, numbers, booleans, null, lists and objects")]) from None
     return wire
+
+
+def _kind_of(exc: Exception) -> str:
+    text = str(exc)
+    marker = "unknown type: <class '"
+    if marker in text:
+        return "a value of type " + text.split(marker, 1)[1].split("'", 1)[0]
+    return type(exc).__name__
 
 
 def iter_nodes(schema: Any) -> Iterator[CoreSchema]:
