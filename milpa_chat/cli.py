@@ -5,6 +5,7 @@
     milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
     milpa-chat approvals --store URL [--all]      the approvals kept in a store
     milpa-chat decide ID DECISION --store URL     approve, reject, cancel, run-again or mark-done one
+    milpa-chat mcp [--tools pkg.mod:obj] [--http PORT --tokens FILE]   serve the tools over MCP
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     from milpa_chat.cli_approvals import add_parsers
 
     add_parsers(sub)
+    from milpa_chat.mcp.cli import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub)
     return parser
 
 
@@ -147,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from milpa_chat.cli_approvals import cmd_approvals, cmd_decide
 
             return asyncio.run((cmd_approvals if ns.command == "approvals" else cmd_decide)(ns))
+        if ns.command == "mcp":
+            from milpa_chat.mcp.cli import cmd_mcp
+
+            return cmd_mcp(ns)
         from milpa_chat.demo import run_demo
 
         return asyncio.run(run_demo(ns.store))

@@ -17,9 +17,11 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
-from milpa_chat import Param, ToolRegistry, tool
+from typing_extensions import TypedDict
+
+from milpa_chat import Param, ToolRegistry, ToolResult, tool
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.command import (
     Because,
@@ -66,9 +68,9 @@ class NoteTools:
 
     @tool("send_payment", "Send a payment; a manager must approve it", scopes=["payments:send"], mutating=True,
           verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=3600))
-    async def send_payment(self, to: Annotated[str, Param("Who is paid")], amount: float) -> str:
+    async def send_payment(self, to: Annotated[str, Param("Who is paid")], amount: float) -> ToolResult:
         await self.store.append("payments", {"to": to, "amount": amount})
-        return f"Paid {amount:.2f} EUR to {to}."
+        return ToolResult.success({"to": to, "amount": amount}, f"Paid {amount:.2f} EUR to {to}.")
 
 
 @dataclass
