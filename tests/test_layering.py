@@ -69,3 +69,73 @@ def test_importing_the_package_loads_no_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"importing milpa_chat loaded: {out}"
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """Modules a file imports when it runs (lazy imports included; ``if TYPE_CHECKING:`` blocks are not)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(
+        node.test) for n in ast.walk(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """Circles of imports between the modules of one subpackage (its ``__init__`` re-exports are left out)."""
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / package).rglob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        module = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+        graph[module] = {m for m in _runtime_imports(path) if m.startswith(f"milpa_chat.{package}.")}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append([m.rsplit(".", 1)[1] for m in [*stack[stack.index(nxt):], nxt]])
+            elif nxt in graph and nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+#: Subpackages that still have a circle, each with the circle; remove the entry when it is untangled.
+KNOWN_CYCLES = {"command": "composition -> certificates -> effects -> composition; atom -> declared -> atom"}
+SUBPACKAGES = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").exists())
+
+
+@pytest.mark.parametrize("package", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p])) if p in KNOWN_CYCLES else p
+    for p in SUBPACKAGES
+])
+def test_no_circular_imports_inside_a_subpackage(package: str) -> None:
+    cycles = import_cycles(package)
+    assert not cycles, f"milpa_chat.{package} imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_circle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "milpa_chat" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from milpa_chat.demo.b import B\n")
+    (pkg / "b.py").write_text("def f():\n    from milpa_chat.demo.a import A\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\n"
+                              "if TYPE_CHECKING:\n    from milpa_chat.demo.a import A\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path / "milpa_chat")
+    assert import_cycles("demo") == [["a", "b", "a"]]

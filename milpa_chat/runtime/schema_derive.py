@@ -11,7 +11,6 @@ import inspect
 import json
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
 from pydantic import ConfigDict, Field, PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
@@ -21,6 +20,7 @@ from pydantic_core import PydanticSerializationError, SchemaSerializer, Validati
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from milpa_chat.errors import DeclarationError
+from milpa_chat.runtime.params import ParamSpec
 from milpa_chat.runtime.schema import check_json_schema, object_shape_checker, self_contained
 from milpa_chat.runtime.validation_errors import CoreSchema, convert_errors
 from milpa_chat.runtime.validators import (
@@ -42,24 +42,6 @@ _NotRequired: Any = NotRequired
 _Required: Any = Required
 _TypedDict: Any = TypedDict
 _OPEN_DICTS = (dict, Mapping)
-
-
-@dataclass(frozen=True, slots=True)
-class ParamSpec:
-    """One schema parameter of a tool, as ``declare.py`` found it.
-
-    ``annotation`` is resolved and stripped of ``Param``; ``default`` is ``inspect.Parameter.empty``
-    for a required parameter; ``shape`` is the hand-written object schema of an object-shaped
-    ``dict`` parameter (``Param(type="object")``), or None.
-    """
-
-    name: str
-    annotation: Any
-    default: Any = _EMPTY
-    description: str | None = None
-    clamp: tuple[float, float] | None = None
-    shape: dict[str, Any] | None = None
-    examples: list[Any] | None = None
 
 
 class _Generator(GenerateJsonSchema):

@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from milpa_chat.errors import DeclarationError
+from milpa_chat.runtime.params import Param, ParamSpec
 from milpa_chat.runtime.tool_options import check_argument_name
-
-if typing.TYPE_CHECKING:
-    from milpa_chat.runtime.schema_derive import ParamSpec
 
 __all__ = ["Analysis", "analyse", "check_handler", "is_async_callable"]
 
@@ -165,8 +163,6 @@ def _check_kind(tool: str, p: inspect.Parameter) -> None:
 
 
 def _contains_param(annotation: Any) -> bool:
-    from milpa_chat.runtime.declare import Param
-
     if get_origin(annotation) is Annotated and any(isinstance(m, Param) for m in annotation.__metadata__):
         return True
     return any(_contains_param(a) for a in get_args(annotation))
@@ -175,9 +171,6 @@ def _contains_param(annotation: Any) -> bool:
 def _spec(tool: str, p: inspect.Parameter, annotation: Any, doc: str | None) -> ParamSpec:
     from pydantic.fields import FieldInfo
     from pydantic_core import PydanticUndefined
-
-    from milpa_chat.runtime.declare import Param
-    from milpa_chat.runtime.schema_derive import ParamSpec
 
     base, metadata = annotation, tuple[Any, ...]()
     if get_origin(annotation) is Annotated:
