@@ -6,7 +6,7 @@
   the effect stays with the caller (externality ``none`` / ``same_principal``). A plain ``@tool``
   only says whether it mutates: a mutating (or confirm / verify) tool is destructive as far as
   anyone knows, and its world is left unsaid (the MCP default, open). ``idempotentHint`` is
-  ``@tool(idempotent=True)`` / ``register(idempotent=True)``, and every read.
+  ``registry.register(..., idempotent=True)``, and every read.
 * **Output schema.** MCP wants an object at the root: a tool that returns a number or a list is
   advertised as ``{"result": <its schema>}`` and its value sent the same way. A tool that may ask
   for an approval first may also answer ``{"approval": {...}}`` (what is pending), so its schema says
