@@ -96,11 +96,12 @@ class ApprovalFlows:
         """After any decision: run what it claimed (then the run's result is delivered), or deliver."""
         if change.claimed:
             failpoint("decision.claimed")
-            running = asyncio.ensure_future(self.run(change.approval))
-            done, _ = await asyncio.wait({running}, timeout=self.show_running_after)
-            if not done:  # a run that takes a while: the cards say so meanwhile
-                await self.outbox.show(change.approval)
-            await running
+            async with self.desk.holding(change.approval):  # a long run keeps its lease
+                running = asyncio.ensure_future(self.run(change.approval))
+                done, _ = await asyncio.wait({running}, timeout=self.show_running_after)
+                if not done:  # a run that takes a while: the cards say so meanwhile
+                    await self.outbox.show(change.approval)
+                await running
         else:
             await self.outbox.deliver(change.approval)
 

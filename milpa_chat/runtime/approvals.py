@@ -17,12 +17,14 @@ record ``approved`` and due, for a worker with a follower to pick up.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -248,6 +250,41 @@ class ApprovalDesk:
         await self._event(done)
         return done
 
+    async def renew(self, claimed: Approval) -> bool:
+        """Extend the lease of a run still in progress (its holder calls this); ``False`` when the
+        record moved on (another attempt owns it, or it settled)."""
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
+            if a.state != "executing" or a.attempt != claimed.attempt:
+                return None
+            v["lease"] = {**(a.data.get("lease") or {}), "until": now + self.lease}
+            return "renewed", False, ""
+
+        try:
+            done = await self._change(claimed.id, change, handoff=False)
+        except ApprovalRefused:
+            return False
+        return done.event == "renewed"
+
+    @contextlib.asynccontextmanager
+    async def holding(self, claimed: Approval) -> AsyncIterator[None]:
+        """Keep ``claimed``'s lease alive while the body runs (renewed every third of the lease), so a
+        long run is never mistaken for a lost one."""
+
+        async def keep() -> None:
+            while True:
+                await asyncio.sleep(self.lease / 3)
+                if not await self.renew(claimed):
+                    return
+
+        keeper = asyncio.ensure_future(keep())
+        try:
+            yield
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+
     async def finish(self, claimed: Approval, result: ToolResult, *, follow: bool = True) -> Approval:
         """``executing -> executed | failed`` with the result, by the holder of ``claimed``'s lease.
 
@@ -403,7 +440,8 @@ class ApprovalDesk:
 
     async def _event(self, change: Change) -> None:
         a = change.approval
-        if self.audit is not None and change.event not in ("unchanged", "delivered", "resume_set", "deliver"):
+        if self.audit is not None and change.event not in ("unchanged", "delivered", "resume_set", "deliver",
+                                                            "renewed"):
             by = a.data.get("rescued_by") if change.event in ("run_again", "marked_done") else a.data.get("decided_by")
             self.audit.approval(change.event, a.id, a.label, a.state, by, a.data.get("decided_via"))
         name = _EVENTS.get(change.event)

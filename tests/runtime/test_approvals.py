@@ -228,3 +228,31 @@ async def test_every_change_of_an_approval_is_audited(clock: Clock, caplog: pyte
     uncertain = next(r for r in caplog.records if "| uncertain |" in r.getMessage())
     assert uncertain.levelname == "WARNING" and "effect_uncertain" in uncertain.getMessage()
     assert "by=telegram:200" in lines[-1] and rid in lines[-1]
+
+
+async def test_a_long_run_keeps_its_lease_and_is_never_taken_for_lost() -> None:
+    registry = ToolRegistry(approval_lease=0.3)
+    gate = asyncio.Event()
+
+    async def slow_export(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        await gate.wait()
+        return {"exported": True}
+
+    registry.register("slow_export", "Export everything", {"type": "object"}, slow_export, mutating=True,
+                      verify=VerifyPolicy(approver_scopes=("payments:approve",)))
+    rid = (await registry.call("slow_export", {}, CLERK)).data["request_id"]
+    await registry.verifier.grant(rid, MANAGER)
+    claimed = (await registry.approvals.claim(rid, CLERK, tool="slow_export")).approval
+
+    async def run() -> Any:
+        async with registry.approvals.holding(claimed):
+            return await registry.run_approval(claimed, CLERK)
+
+    running = asyncio.ensure_future(run())
+    for _ in range(6):  # two leases' worth of sweeps while the tool still runs
+        await asyncio.sleep(0.15)
+        assert await registry.approvals.sweep() == []
+    gate.set()
+    assert (await running).success
+    final = await registry.approvals.get(rid)
+    assert final is not None and final.state == "executed" and final.attempt == 1
