@@ -5,6 +5,7 @@
     milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
     milpa-chat approvals --store URL [--all]      the approvals kept in a store
     milpa-chat decide ID DECISION --store URL     approve, reject, cancel, run-again or mark-done one
+    milpa-chat audit verify|export|show [ID] --store URL   the hash-chained audit trail
     milpa-chat mcp [--tools pkg.mod:obj] [--http PORT --tokens FILE]   serve the tools over MCP
 """
 
@@ -132,8 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo = sub.add_parser("demo", help="walk through the pipeline locally on SQLite")
     p_demo.add_argument("--store", default=None, help="SQLite file to use (default: a temporary file)")
     from milpa_chat.cli_approvals import add_parsers
+    from milpa_chat.cli_audit import add_parser as add_audit
 
     add_parsers(sub)
+    add_audit(sub)
     from milpa_chat.mcp.cli import add_parser as add_mcp_parser
 
     add_mcp_parser(sub)
@@ -147,6 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_tools(ns)
         if ns.command == "call":
             return asyncio.run(_call(ns))
+        if ns.command == "audit":
+            from milpa_chat.cli_audit import cmd_audit
+
+            return asyncio.run(cmd_audit(ns))
         if ns.command in ("approvals", "decide"):
             from milpa_chat.cli_approvals import cmd_approvals, cmd_decide
 

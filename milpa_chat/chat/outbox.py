@@ -123,6 +123,14 @@ class ApprovalOutbox:
             return approval
         return await self.desk.delivered(approval.id, outcomes, current=approval)
 
+    async def _shown(self, approval: Approval, card: dict[str, Any]) -> None:
+        trail = self.desk.trail
+        if trail is not None:
+            try:
+                await trail.shown(approval.id, card, approval.state, approval.data.get("digest"))
+            except Exception:
+                log.exception("approval %s: the audit trail could not record a card", approval.id)
+
     async def _one(self, approval: Approval, effect: str) -> Delivery | None:
         """Deliver one effect; ``None`` when it cannot be delivered from this worker (surface not attached)."""
         v = approval.data
@@ -135,9 +143,11 @@ class ApprovalOutbox:
             if card.get("message_id"):
                 await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
                                      message)
+                await self._shown(approval, card)
                 return Delivery(key=card_key(v))
             ref = await transport.send(str(card["chat_id"]), message)
             failpoint("card.sent")
+            await self._shown(approval, card)
             return Delivery(key=card_key(v), message_id=ref.message_id)
         route = approval.route
         if effect == "resume":

@@ -47,6 +47,7 @@ from milpa_chat.runtime.events import EventDispatcher
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.audit import AuditLogger
+    from milpa_chat.runtime.trail import AuditTrail
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
     from milpa_chat.runtime.result import ToolResult
@@ -135,6 +136,8 @@ class ApprovalDesk:
         self.follower: Follower | None = None
         #: Where every change is audited (the registry sets its ``AuditLogger``).
         self.audit: AuditLogger | None = None
+        #: The hash-chained trail in the store, when one is attached (``AuditTrail(store).attach(registry)``).
+        self.trail: AuditTrail | None = None
 
     # ------------------------------------------------------------------ open
     async def open(
@@ -444,6 +447,11 @@ class ApprovalDesk:
                                                             "renewed"):
             by = a.data.get("rescued_by") if change.event in ("run_again", "marked_done") else a.data.get("decided_by")
             self.audit.approval(change.event, a.id, a.label, a.state, by, a.data.get("decided_via"))
+        if self.trail is not None:
+            try:
+                await self.trail.record(change)
+            except Exception:  # the change itself stands; a gap in the trail is what verify reports
+                log.exception("approval %s: the audit trail could not record %s", a.id, change.event)
         name = _EVENTS.get(change.event)
         if a.kind == "verification" and name and self.dispatcher.has_listeners(f"verification.{name}"):
             await self.dispatcher.dispatch(f"verification.{name}", {"event": a})
