@@ -47,10 +47,10 @@ from milpa_chat.runtime.events import EventDispatcher
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.audit import AuditLogger
-    from milpa_chat.runtime.trail import AuditTrail
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
     from milpa_chat.runtime.result import ToolResult
+    from milpa_chat.runtime.trail import AuditTrail
     from milpa_chat.store.base import Store
 
 __all__ = ["DECISIONS", "ApprovalDesk", "Change", "Delivery"]

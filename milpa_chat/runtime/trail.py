@@ -146,7 +146,8 @@ class AuditTrail:
         elif kind == "decided":
             voter = change.approval.votes[-1] if change.event == "voted" and change.approval.votes else {}
             fields.update(by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
-                          name=voter.get("name") or v.get("decided_by_name"), via=voter.get("via") or v.get("decided_via"),
+                          name=voter.get("name") or v.get("decided_by_name"),
+                          via=voter.get("via") or v.get("decided_via"),
                           note=voter.get("note") if voter else v.get("decision_note"), decision=change.event)
         elif kind == "result":
             result = v.get("result") or {}
