@@ -26,7 +26,8 @@ from milpa_chat.gateway.errors import (
     LlmUnavailableError,
 )
 from milpa_chat.gateway.gates import OptionTable, ToolCallGate
-from milpa_chat.gateway.mcp_client import McpClientService, result_for_model
+from milpa_chat.gateway.intent import NamedTargetCheck
+from milpa_chat.gateway.mcp_client import result_for_model
 from milpa_chat.gateway.orchestrator import AgentOrchestrator
 from milpa_chat.gateway.second_opinion import SecondOpinionGate
 from milpa_chat.gateway.state import AgentRun, AgentState, declined
@@ -200,7 +201,7 @@ class ChatAgent:
         if self.judge is not None:
             gate = SecondOpinionGate(self.judge, task, floor=self.gate, watch=self.watch,
                                      alternatives=self.alternatives, options=options)
-        tools = McpClientService(self.host.registry, ctx, hidden=self.hidden)
+        tools = NamedTargetCheck(self.host.registry, ctx, request=task, hidden=self.hidden)
         return AgentOrchestrator(self.llm, tools, max_steps=self.max_steps, gate=gate, options=options,
                                  observer=self.observer, max_tokens=self.max_tokens)
 
