@@ -85,6 +85,7 @@ class Assistant:
                                      resume=self.resume_agent)
         self.flows = ApprovalFlows(self.approvals, self.outbox, run=self._run_approval, context_for=self.context_for)
         self.approvals.openers.append(self._route)
+        self.approvals.reminders.append(self._nudge_cards)
         self.approvals.follower = self.flows.follow
         bind = getattr(agent, "bind", None)
         if callable(bind):  # an agent that pauses for approvals (milpa_chat.gateway.ChatAgent) needs the assistant
@@ -247,6 +248,15 @@ class Assistant:
         value.update(route=route, cards=card_slots(targets), auto_run=route is not None)
         if route is not None:
             value["requester"]["user"] = requester_fields(ctx)
+
+    def _nudge_cards(self, value: dict[str, Any], kind: str) -> None:
+        """Reminder: a fresh copy of the card for the approvers; escalation: cards for the escalation chats."""
+        chats = self.identities.approver_chats if kind == "reminder" else self.identities.escalation_chats
+        targets = [(sf, ch, "approver") for sf in self.transports for ch in chats(sf)]
+        route = value.get("route")
+        if not targets and kind == "reminder" and route:  # approvers decide in the requester's chat
+            targets = [(route["surface"], route["chat_id"], "approver")]
+        value["cards"] = [*value.get("cards", []), *card_slots(targets)]
 
     def requester_context(self, approval: Approval) -> ToolContext:
         """The requester's context now (scopes from the current configuration), to run their approved call."""

@@ -54,12 +54,14 @@ class Identities:
         chats: Mapping[str, Iterable[str]] | None = None,
         default_scopes: Iterable[str] = (),
         approvers: Mapping[str, Iterable[str | int]] | None = None,
+        escalation: Mapping[str, Iterable[str | int]] | None = None,
     ) -> None:
         self.roles = {k: tuple(v) for k, v in (roles or {}).items()}
         self.users = {str(k): tuple(v) for k, v in (users or {}).items()}
         self.chats = {str(k): tuple(v) for k, v in (chats or {}).items()}
         self.default_scopes = tuple(default_scopes)
         self.approvers = {k: tuple(str(c) for c in v) for k, v in (approvers or {}).items()}
+        self.escalation = {k: tuple(str(c) for c in v) for k, v in (escalation or {}).items()}
         for where, entries in (("users", self.users), ("chats", self.chats)):
             for key, values in entries.items():
                 if isinstance(values, str) or not all(isinstance(v, str) for v in values):
@@ -68,7 +70,7 @@ class Identities:
     # ----------------------------------------------------------------- loading
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Identities:
-        known = {"roles", "users", "chats", "defaults", "approvers"}
+        known = {"roles", "users", "chats", "defaults", "approvers", "escalation"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(
@@ -78,6 +80,7 @@ class Identities:
         return cls(
             roles=data.get("roles"), users=data.get("users"), chats=data.get("chats"),
             default_scopes=defaults.get("scopes", ()), approvers=data.get("approvers"),
+            escalation=data.get("escalation"),
         )
 
     @classmethod
@@ -121,3 +124,7 @@ class Identities:
 
     def approver_chats(self, surface: str) -> tuple[str, ...]:
         return self.approvers.get(surface, ())
+
+    def escalation_chats(self, surface: str) -> tuple[str, ...]:
+        """Where an undecided request goes after its policy's ``escalate_after`` (section ``[escalation]``)."""
+        return self.escalation.get(surface, ())

@@ -156,6 +156,10 @@ class ApprovalOutbox:
         transport = self.transports.get(route["surface"]) if route else None
         if transport is None or route is None:
             return None
+        if effect == "notice":
+            for text in v.get("notices", [])[int(v.get("told", 0)):]:
+                await transport.send(route["chat_id"], cards.text(text))
+            return Delivery(key=str(len(v.get("notices", []))))
         if effect == "trouble":
             troubles = "; ".join(v.get("troubles", []))
             await transport.send(route["chat_id"], cards.text(

@@ -197,6 +197,8 @@ def pending_effects(v: Mapping[str, Any]) -> list[str]:
             out.append("report")
         if v.get("troubles"):
             out.append("trouble")
+        if len(v.get("notices", [])) > int(v.get("told", 0)):
+            out.append("notice")
     settled = v["state"] in FINAL or (v["state"] == "approved" and v.get("tool") is None)
     if v.get("resume") and not v.get("resumed") and settled:
         out.append("resume")
@@ -209,6 +211,8 @@ def effect_key(v: Mapping[str, Any], effect: str) -> str | None:
         return card_key(v)
     if effect == "report":
         return report_key(v)
+    if effect == "notice":
+        return str(len(v.get("notices", [])))
     return None
 
 
@@ -227,6 +231,12 @@ def due_of(v: Mapping[str, Any], now: float) -> float | None:
     state = v["state"]
     if state == "pending":
         times.append(float(v["expires_at"]))
+        policy = v.get("policy", {})
+        remind_at = policy.get("remind_at", [])
+        if int(v.get("reminded", 0)) < len(remind_at):
+            times.append(float(remind_at[int(v.get("reminded", 0))]))
+        if policy.get("escalate_at") is not None and not v.get("escalated"):
+            times.append(float(policy["escalate_at"]))
     elif state == "executing" and v.get("lease"):
         times.append(float(v["lease"]["until"]))
     elif state == "approved" and v.get("auto_run") and v.get("tool") is not None:

@@ -133,6 +133,9 @@ class ApprovalDesk:
         self.retention = retention
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.openers: list[Opener] = []
+        #: Called inside the write of a reminder or an escalation (``"reminder"`` / ``"escalation"``), to
+        #: add the cards it posts (a chat layer knows where approvers are).
+        self.reminders: list[Callable[[dict[str, Any], str], None]] = []
         self.follower: Follower | None = None
         #: Where every change is audited (the registry sets its ``AuditLogger``).
         self.audit: AuditLogger | None = None
@@ -169,7 +172,9 @@ class ApprovalDesk:
             "requester": {"principal": ctx.principal, "channel": ctx.channel, "scopes": list(ctx.scopes),
                           "name": str(ctx.extra.get("user_name") or ctx.principal), "extra": extra},
             "policy": {"approver_scopes": list(policy.approver_scopes), "four_eyes": policy.four_eyes,
-                       "quorum": policy.quorum},
+                       "quorum": policy.quorum, "remind_at": [now + t for t in policy.remind_after],
+                       "escalate_at": None if policy.escalate_after is None else now + policy.escalate_after},
+            "reminded": 0, "escalated": False, "notices": [], "told": 0,
             "votes": [], "decided_by": None, "decided_by_name": None, "decided_at": None, "decided_via": None,
             "decision_note": None, "attempt": 0, "lease": None, "result": None, "outcome": None,
             "auto_run": False, "route": None, "cards": [], "resume": None, "failures": {},
@@ -329,6 +334,10 @@ class ApprovalDesk:
             if a.state == "pending" and a.expires_at <= now:
                 _expire(v)
                 return "expired", False, ""
+            if a.state == "pending":
+                nudge = self._nudge(v, now)
+                if nudge is not None:
+                    return nudge, False, ""
             lease = a.data.get("lease")
             if a.state == "executing" and lease and float(lease["until"]) <= now:
                 v["lease"] = None
@@ -395,6 +404,28 @@ class ApprovalDesk:
         return (await self._change(approval_id, change, handoff=False, current=current)).approval
 
     # ---------------------------------------------------------------- helpers
+    def _nudge(self, v: dict[str, Any], now: float) -> str | None:
+        """A reminder or the escalation whose time has come, written into ``v``; ``None`` if none is due."""
+        policy = v.get("policy", {})
+        escalate_at = policy.get("escalate_at")
+        if escalate_at is not None and not v.get("escalated") and float(escalate_at) <= now:
+            v["escalated"] = True
+            v["reminded"] = len(policy.get("remind_at", []))  # an escalation supersedes earlier reminders
+            v.setdefault("notices", []).append(
+                f"Nobody has decided your request to run {v.get('tool') or v.get('subject')} yet; it now also "
+                "went to the escalation approvers.")
+            kind = "escalation"
+        else:
+            remind_at = policy.get("remind_at", [])
+            done = int(v.get("reminded", 0))
+            if done >= len(remind_at) or float(remind_at[done]) > now:
+                return None
+            v["reminded"] = sum(1 for t in remind_at if float(t) <= now)  # a late sweep reminds once
+            kind = "reminder"
+        for hook in self.reminders:
+            hook(v, kind)
+        return "escalated" if kind == "escalation" else "reminded"
+
     def _claim(self, v: dict[str, Any], now: float) -> None:
         attempt = int(v.get("attempt", 0)) + 1
         v.update(state="executing", attempt=attempt,
@@ -592,6 +623,8 @@ def _mark(v: dict[str, Any], effect: str, out: Delivery) -> None:
         v["reported"] = out.key
     elif effect == "trouble":
         v["troubles"] = []
+    elif effect == "notice":
+        v["told"] = int(out.key or len(v.get("notices", [])))
     elif effect == "resume":
         v["resumed"] = True
 

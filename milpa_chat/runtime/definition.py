@@ -73,13 +73,18 @@ class VerifyPolicy:
 
     ``approver_scopes``: an approver needs one of these scopes. ``four_eyes``: the requester
     may not approve their own request. ``quorum``: how many distinct approvers must grant.
-    ``expires_in``: seconds until an undecided request expires.
+    ``expires_in``: seconds until an undecided request expires. ``remind_after``: seconds after the
+    request at which the approvers are reminded while nobody has decided (a fresh copy of the card
+    where they are). ``escalate_after``: seconds after which an undecided request also goes to the
+    escalation approvers (a chat layer's configuration), and the requester is told.
     """
 
     approver_scopes: tuple[str, ...] = ()
     four_eyes: bool = True
     quorum: int = 1
     expires_in: float = 3600.0
+    remind_after: tuple[float, ...] = ()
+    escalate_after: float | None = None
 
     def __post_init__(self) -> None:
         scopes = self.approver_scopes
@@ -107,6 +112,22 @@ class VerifyPolicy:
                 f"VerifyPolicy(expires_in=...) must be positive, finite seconds, got {expires}; "
                 f"e.g. expires_in=3600 for one hour"
             )
+        self._check_times()
+
+    def _check_times(self) -> None:
+        reminders = self.remind_after
+        if isinstance(reminders, int | float) and not isinstance(reminders, bool):
+            reminders = (reminders,)
+        times = [*reminders] + ([] if self.escalate_after is None else [self.escalate_after])
+        for t in times:
+            if isinstance(t, bool) or not isinstance(t, int | float):
+                raise DeclarationError(f"VerifyPolicy(remind_after=..., escalate_after=...) take seconds, got {t!r}")
+            if not 0 < t < self.expires_in:
+                raise InvalidOptionError(
+                    f"VerifyPolicy: a reminder or escalation at {t} s must come after the request and before it "
+                    f"expires (expires_in={self.expires_in}); e.g. remind_after=(600,), escalate_after=1800"
+                )
+        object.__setattr__(self, "remind_after", tuple(sorted(float(t) for t in reminders)))
 
 
 Invoke = Callable[[dict[str, Any], "ToolContext"], Any]

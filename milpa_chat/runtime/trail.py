@@ -40,7 +40,7 @@ GENESIS = "0" * 64
 _EVENTS = {"requested": "requested", "confirmed": "decided", "voted": "decided", "approved": "decided",
            "rejected": "decided", "cancelled": "decided", "run_again": "decided", "marked_done": "decided",
            "expired": "expired", "claimed": "started", "retrying": "retrying", "uncertain": "uncertain",
-           "finished": "result"}
+           "finished": "result", "reminded": "reminded", "escalated": "escalated"}
 
 
 def _key(seq: int) -> str:
