@@ -14,7 +14,7 @@ import copy
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from milpa_chat.gateway.gates import OptionTable, Refusal, ToolCall, ToolCallGate, maybe_await
 from milpa_chat.gateway.mcp_client import result_for_model
@@ -22,10 +22,30 @@ from milpa_chat.gateway.state import AgentRun, AgentState, PendingCall, ToolOutc
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 
 if TYPE_CHECKING:
-    from milpa_chat.gateway.llm import ChannelObserver, LlmService
+    from milpa_chat.gateway.llm import ChannelObserver
     from milpa_chat.gateway.mcp_client import McpClientService
 
-__all__ = ["TOOL_CALL_MARKERS", "AgentOrchestrator"]
+__all__ = ["TOOL_CALL_MARKERS", "AgentOrchestrator", "ChatModel"]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What the orchestrator needs of a model: :class:`~milpa_chat.gateway.LlmService`'s ``generate``.
+
+    ``generate(messages, tools, max_tokens=..., observer=...)`` takes the history in OpenAI chat
+    format and the tool summaries, and returns the assistant message (``content`` and optionally
+    ``tool_calls``). ``LlmService`` is the first implementation; a local model, a router over
+    several providers or a scripted fake for tests plugs in the same way.
+    """
+
+    async def generate(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        tools: Any = None,
+        max_tokens: int = 4096,
+        *,
+        observer: ChannelObserver | None = None,
+    ) -> Mapping[str, Any]: ...
 
 log = logging.getLogger("milpa_chat.gateway.agent")
 
@@ -42,7 +62,7 @@ class _Progress:
 
 
 class AgentOrchestrator:
-    """The ask -> act loop over an :class:`~milpa_chat.gateway.LlmService` and a
+    """The ask -> act loop over a :class:`ChatModel` (an :class:`~milpa_chat.gateway.LlmService`) and a
     :class:`~milpa_chat.gateway.McpClientService`.
 
     ``max_steps`` bounds the model calls of a run (a resumed run keeps counting). ``gate`` is asked
@@ -54,7 +74,7 @@ class AgentOrchestrator:
 
     def __init__(
         self,
-        llm: LlmService,
+        llm: ChatModel,
         tools: McpClientService,
         *,
         max_steps: int = 20,

@@ -1,6 +1,7 @@
 """The tool runtime (seed 000): declare tools, then run every call through one pipeline.
 
-resolve -> validate -> authorize -> rate limit -> confirm / verify -> execute -> audit.
+resolve -> limits -> validate -> authorize -> rate limit -> plan -> verify / confirm -> execute -> audit,
+as the ordered steps of :mod:`milpa_chat.runtime.pipeline`.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from milpa_chat.runtime.events import (
     ToolFailed,
 )
 from milpa_chat.runtime.limits import PayloadLimits, check_payload
-from milpa_chat.runtime.policy import ChannelPolicy, PolicyGate, PolicyRule, RuleProvider
+from milpa_chat.runtime.pipeline import STEPS, Call, Step
+from milpa_chat.runtime.policy import ChannelPolicy, PolicyGate, PolicyRule, RuleProvider, Verdict
 from milpa_chat.runtime.ratelimit import RateLimiter
 from milpa_chat.runtime.redaction import mask_text
 from milpa_chat.runtime.registry import ToolRegistry
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 from milpa_chat.runtime.verification import HumanVerifier, Verification, VerificationRefused
 from milpa_chat.runtime.verification_tool import VerificationTool
+from milpa_chat.runtime.verifier import ToolProvider, VerificationRequest, VerificationResult, Verifier
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.declare import Param, tool
@@ -44,10 +47,12 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "STEPS",
     "Approval",
     "ApprovalDesk",
     "ApprovalRefused",
     "AuditLogger",
+    "Call",
     "Change",
     "ChannelPolicy",
     "ConfirmationToken",
@@ -63,16 +68,22 @@ __all__ = [
     "PolicyRule",
     "RateLimiter",
     "RuleProvider",
+    "Step",
     "ToolContext",
     "ToolDefinition",
     "ToolExecuted",
     "ToolExecuting",
     "ToolFailed",
+    "ToolProvider",
     "ToolRegistry",
     "ToolResult",
+    "Verdict",
     "Verification",
     "VerificationRefused",
+    "VerificationRequest",
+    "VerificationResult",
     "VerificationTool",
+    "Verifier",
     "VerifyPolicy",
     "check_payload",
     "mask_text",

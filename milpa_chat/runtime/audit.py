@@ -55,6 +55,25 @@ class AuditLogger:
     def add_sensitive_field(self, name: str) -> None:
         self.redaction = Redaction((*self.redaction.extra, name))
 
+    def writes(self, level: int) -> bool:
+        """Whether a line at ``level`` reaches a handler that writes it. Only the library's
+        ``NullHandler`` listening means no: no record is built, no text is formatted or masked."""
+        logger: logging.Logger | None = self.logger
+        assert logger is not None
+        if not logger.isEnabledFor(level):
+            return False
+        found = False
+        while logger is not None:
+            for handler in logger.handlers:
+                found = True
+                if level >= handler.level and type(handler) is not logging.NullHandler:
+                    return True
+            if not logger.propagate:
+                break
+            logger = logger.parent
+        last = logging.lastResort
+        return not found and last is not None and level >= last.level
+
     def redact(self, value: Any) -> Any:
         """``value`` as audit lines, plans and confirmation summaries show it."""
         return self.redaction.redact(value)
@@ -70,7 +89,7 @@ class AuditLogger:
         took_ms: float,
     ) -> None:
         level = logging.INFO if ok else logging.WARNING
-        if not self.logger.isEnabledFor(level):
+        if not self.writes(level):
             return
         outcome = "OK" if ok else f"ERROR:{code or 'ERROR'}"
         self._emit(
@@ -87,7 +106,11 @@ class AuditLogger:
         self.logger.handle(record)
 
     def executed(self, ctx: ToolContext, tool: str, args: Mapping[str, Any], result: ToolResult) -> None:
-        took = result.meta.get("took_ms", 0)
+        meta = result.meta
+        if not self.writes(logging.INFO if result.success else logging.WARNING) and (
+                meta.get("timeout_exceeded") is not True):
+            return
+        took = meta.get("took_ms", 0)
         self.call(ctx, tool, args, result.success, None if result.success else (result.code or "ERROR"),
                   took if isinstance(took, int | float) else 0)
         if result.meta.get("timeout_exceeded") is True:
@@ -97,19 +120,19 @@ class AuditLogger:
         self.call(ctx, tool, args, False, "EXCEPTION", took_ms)
 
     def denied(self, ctx: ToolContext, tool: str, reason: str) -> None:
-        if self.logger.isEnabledFor(logging.WARNING):
+        if self.writes(logging.WARNING):
             self._emit(logging.WARNING, "[ToolAudit] AUTH_DENIED | %s | %s | %s | %s | reason=%s",
                        (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", mask_text(reason)))
 
     def validation_failed(self, ctx: ToolContext, tool: str, errors: str) -> None:
         """``errors`` is the joined ``path: message; ...`` text (argument values are never in it;
         it is masked all the same, like every text a person reads)."""
-        if self.logger.isEnabledFor(logging.WARNING):
+        if self.writes(logging.WARNING):
             self._emit(logging.WARNING, "[ToolAudit] VALIDATION_FAILED | %s | %s | %s | errors=%s",
                        (ctx.request_id, ctx.channel, tool, mask_text(errors)))
 
     def timeout(self, ctx: ToolContext, tool: str, execution: Any, limit: Any) -> None:
-        if self.logger.isEnabledFor(logging.WARNING):
+        if self.writes(logging.WARNING):
             self._emit(logging.WARNING, "[ToolRuntime] Timeout exceeded | %s | %s | %s | execution=%.3fs | limit=%gs",
                        (ctx.request_id, ctx.channel, tool, float(execution), float(limit)))
 
@@ -118,7 +141,7 @@ class AuditLogger:
         """One line per change of an approval (requested, decided, claimed, finished, uncertain, ...);
         a run that may or may not have taken effect is a warning."""
         level = logging.WARNING if state == "effect_uncertain" else logging.INFO
-        if self.logger.isEnabledFor(level):
+        if self.writes(level):
             self._emit(level, "[ApprovalAudit] %s | %s | %s | %s | by=%s | via=%s",
                        (approval_id, event, tool or "-", state, by or "-", via or "-"),
                        {"milpa_audit": {"approval": approval_id, "event": event, "state": state}})

@@ -144,27 +144,35 @@ async def ask_confirmation(
     return ToolResult(True, data, summary, None, meta)
 
 
-async def open_verification(
+async def verify(
     registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
-) -> ToolResult:
-    """First call of a ``verify=`` tool: open a ``verification`` approval that approvers decide."""
+) -> ToolResult | None:
+    """A ``verify=`` tool: ask the registry's verifier. ``None`` when it passed (the call goes on)."""
+    from milpa_chat.runtime.verifier import VerificationRequest
+
     assert tool.verify is not None
     summary = action_summary(tool.name, wire, registry.audit.redact)
-    req = await registry.verifier.open_for_tool(tool, wire, ctx, summary)
+    answer = await registry.tool_verifier.verify(VerificationRequest(tool, wire, summary), ctx)
+    if answer.is_satisfied:
+        return None
+    if answer.status != "pending":
+        reason = answer.reason or f"'{tool.name}' was not verified by {answer.verifier}."
+        registry.audit.denied(ctx, tool.name, reason)
+        return fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, reason, verification=answer.to_dict())
     meta = base_meta(tool.name, ctx, t0)
     meta.update(type="confirmation", requires_confirmation=True, requires_verification=True,
-                action="verify", target=tool.name, target_id=req.id, approval_id=req.id)
+                action="verify", target=tool.name, target_id=answer.request_id, approval_id=answer.request_id)
     data = {
         "requires_verification": True,
-        "request_id": req.id,
+        "request_id": answer.request_id,
         "action_summary": summary,
-        "expires_at": req.expires_at_iso,
+        "expires_at": answer.expires_at,
         "approver_scopes": list(tool.verify.approver_scopes),
         "quorum": tool.verify.quorum,
         "four_eyes": tool.verify.four_eyes,
     }
-    return ToolResult(True, data, f"'{tool.name}' needs approval: {summary}. Request {req.id} is waiting "
-                      f"for {tool.verify.quorum} approver(s).", None, meta)
+    return ToolResult(True, data, f"'{tool.name}' needs approval: {summary}. Request {answer.request_id} is "
+                      f"waiting for {tool.verify.quorum} approver(s).", None, meta)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import ToolDefinition
 
-__all__ = ["DEFAULT_POLICIES", "ChannelPolicy", "PolicyGate", "PolicyRule", "RuleProvider"]
+__all__ = ["ALLOWED", "DEFAULT_POLICIES", "ChannelPolicy", "PolicyGate", "PolicyRule", "RuleProvider", "Verdict"]
 
 log = logging.getLogger("milpa_chat.policy")
 
@@ -41,6 +41,26 @@ DEFAULT_POLICIES: Mapping[str, ChannelPolicy] = {
     "telegram": ChannelPolicy(require_auth=True, require_confirmation_for_mutating=True),
 }
 UNKNOWN_CHANNEL_POLICY = ChannelPolicy(require_auth=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What :meth:`PolicyGate.judge` decided: ``allowed``, and for a denial the ``reason`` naming the
+    failed check; ``check`` says which check decided (``require_auth``, ``scopes``, ``rule``,
+    ``rule_scopes``, ``rule_provider``, ``block_mutating``, or ``policy`` when every check passed)."""
+
+    allowed: bool
+    reason: str = ""
+    check: str = "policy"
+
+    @classmethod
+    def deny(cls, check: str, reason: str) -> Verdict:
+        return cls(False, reason, check)
+
+
+#: The verdict of a call every check let through.
+ALLOWED = Verdict(True)
+_ALLOWED_BY_RULE = Verdict(True, "", "rule")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +113,30 @@ class PolicyGate:
         return tool.mutating and self.channel_policy(ctx.channel).require_confirmation_for_mutating
 
     async def authorize(self, ctx: ToolContext, tool: ToolDefinition) -> str | None:
-        """``None`` when allowed, otherwise the denial reason naming the failed check."""
+        """``None`` when allowed, otherwise the denial reason naming the failed check (see :meth:`judge`)."""
+        verdict = await self.judge(ctx, tool)
+        return None if verdict.allowed else verdict.reason
+
+    async def judge(self, ctx: ToolContext, tool: ToolDefinition) -> Verdict:
+        """require_auth -> tool scopes -> rule provider -> channel policy, as a :class:`Verdict`."""
+        policy = self._policy_of(ctx)
+        verdict = self._before_rules(policy, ctx, tool)
+        if verdict is not None:
+            return verdict
+        if self.rule_provider is not None:
+            verdict = await self._apply_rules(ctx, tool)
+            if verdict is not None:
+                return verdict
+        return self._after_rules(policy, ctx, tool)
+
+    def judge_at_once(self, ctx: ToolContext, tool: ToolDefinition) -> Verdict | None:
+        """:meth:`judge` without waiting, or ``None`` when a rule provider has to be asked (then await ``judge``)."""
+        if self.rule_provider is not None:
+            return None
+        policy = self._policy_of(ctx)
+        return self._before_rules(policy, ctx, tool) or self._after_rules(policy, ctx, tool)
+
+    def _policy_of(self, ctx: ToolContext) -> ChannelPolicy:
         policy = self._policies.get(ctx.channel)
         if policy is None:
             log.warning(
@@ -102,25 +145,27 @@ class PolicyGate:
                 ctx.channel, ctx.channel,
             )
             policy = UNKNOWN_CHANNEL_POLICY
+        return policy
+
+    @staticmethod
+    def _before_rules(policy: ChannelPolicy, ctx: ToolContext, tool: ToolDefinition) -> Verdict | None:
         if policy.require_auth and not ctx.principal:
-            return (
-                f"channel '{ctx.channel}' requires an authenticated principal (require_auth) — none provided."
-            )
+            return Verdict.deny("require_auth", f"channel '{ctx.channel}' requires an authenticated principal "
+                                                f"(require_auth) — none provided.")
         if tool.scopes and not ctx.has_any_scope(tool.scopes):
-            return (
-                f"Missing required scope for tool '{tool.name}'. Need one of: {_list(tool.scopes)} "
-                f"— context has: {_list(ctx.scopes)}."
-            )
-        if self.rule_provider is not None:
-            verdict = await self._apply_rules(ctx, tool)
-            if verdict is not None:
-                return verdict or None
-        if not policy.allow_all and policy.block_mutating and tool.mutating:
-            return f"Mutating tool '{tool.name}' is blocked on channel '{ctx.channel}' (block_mutating policy)."
+            return Verdict.deny("scopes", f"Missing required scope for tool '{tool.name}'. Need one of: "
+                                          f"{_list(tool.scopes)} — context has: {_list(ctx.scopes)}.")
         return None
 
-    async def _apply_rules(self, ctx: ToolContext, tool: ToolDefinition) -> str | None:
-        """``None``: no rule, go on. ``""``: allowed by a rule. Otherwise the denial."""
+    @staticmethod
+    def _after_rules(policy: ChannelPolicy, ctx: ToolContext, tool: ToolDefinition) -> Verdict:
+        if not policy.allow_all and policy.block_mutating and tool.mutating:
+            return Verdict.deny("block_mutating", f"Mutating tool '{tool.name}' is blocked on channel "
+                                                  f"'{ctx.channel}' (block_mutating policy).")
+        return ALLOWED
+
+    async def _apply_rules(self, ctx: ToolContext, tool: ToolDefinition) -> Verdict | None:
+        """``None``: no rule matched, the other checks decide. Otherwise the rule's verdict."""
         provider = self.rule_provider
         assert provider is not None
         try:
@@ -128,21 +173,18 @@ class PolicyGate:
             rule = await found if inspect.isawaitable(found) else found
         except Exception as exc:  # fail closed (DESIGN Decision 4)
             log.exception("Policy rule provider %s failed for tool %r", type(provider).__name__, tool.name)
-            return (
-                f"Policy rule provider {type(provider).__name__} failed ({type(exc).__name__}) — "
-                f"tool '{tool.name}' denied (fail-closed)."
-            )
+            return Verdict.deny("rule_provider", f"Policy rule provider {type(provider).__name__} failed "
+                                                 f"({type(exc).__name__}) — tool '{tool.name}' denied (fail-closed).")
         if rule is None:
             return None
         rid = "" if rule.id is None else str(rule.id)
         if rule.requires_scopes and not ctx.has_any_scope(rule.requires_scopes):
-            return (
-                f"Policy rule #{rid} for tool '{tool.name}' requires one of these scopes: "
-                f"{_list(rule.requires_scopes)} — context has: {_list(ctx.scopes)}."
-            )
+            return Verdict.deny("rule_scopes", f"Policy rule #{rid} for tool '{tool.name}' requires one of these "
+                                               f"scopes: {_list(rule.requires_scopes)} — context has: "
+                                               f"{_list(ctx.scopes)}.")
         if rule.effect == "allow":
-            return ""
-        return rule.description or (
+            return _ALLOWED_BY_RULE
+        return Verdict.deny("rule", rule.description or (
             f"Denied by policy rule #{rid} for tool '{tool.name}' on channel '{ctx.channel}' "
             f"(principal: {ctx.principal or '(none)'})."
-        )
+        ))

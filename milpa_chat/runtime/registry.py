@@ -1,9 +1,10 @@
 """``ToolRegistry``: registration, the catalogue, and the call pipeline.
 
-Every :meth:`ToolRegistry.call` runs, in order: resolve -> validate (JSON schema, then clamps) ->
-authorize (channel policy, scopes, rules) -> rate limit -> plan mode -> verify / confirm gate ->
-``tool.executing`` -> execute -> ``tool.executed`` / ``tool.failed`` -> audit. It never raises for a
-runtime outcome: every failure is a :class:`ToolResult` with an :class:`ErrorCode`.
+Every :meth:`ToolRegistry.call` runs the steps of :mod:`milpa_chat.runtime.pipeline`, in order:
+resolve -> limits -> replay lookup -> validate (JSON schema, then clamps) -> authorize (channel
+policy, scopes, rules) -> rate limit -> plan mode -> replay run | verify gate -> confirm gate ->
+execute (``tool.executing`` -> the tool -> ``tool.executed`` / ``tool.failed`` -> audit). It never
+raises: every failure is a :class:`ToolResult` with an :class:`ErrorCode`.
 """
 
 from __future__ import annotations
@@ -12,20 +13,21 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from time import perf_counter
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat._failpoints import failpoint
-from milpa_chat.errors import StoreError, ToolAlreadyRegisteredError
+from milpa_chat.errors import DeclarationError, StoreError, ToolAlreadyRegisteredError
 from milpa_chat.runtime import gates
 from milpa_chat.runtime.approvals import ApprovalDesk
 from milpa_chat.runtime.audit import AuditLogger
 from milpa_chat.runtime.catalogue import TokenEstimator, summary_of
 from milpa_chat.runtime.confirm import ConfirmationTokenStore
 from milpa_chat.runtime.context import ToolContext
-from milpa_chat.runtime.definition import InvalidArguments, ToolDefinition, VerifyPolicy
+from milpa_chat.runtime.definition import ToolDefinition, VerifyPolicy
 from milpa_chat.runtime.events import EventDispatcher
-from milpa_chat.runtime.execute import execute
-from milpa_chat.runtime.limits import PayloadLimits, check_payload
+from milpa_chat.runtime.limits import PayloadLimits
+from milpa_chat.runtime.pipeline import STEPS, Call, Step, execute, keyed, resolve, run_steps, settle, validate
+from milpa_chat.runtime.pipeline import authorize as authorize_step
 from milpa_chat.runtime.policy import PolicyGate
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 from milpa_chat.runtime.sync import run_sync
@@ -35,11 +37,15 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.ratelimit import RateLimiter
     from milpa_chat.runtime.verification import HumanVerifier
+    from milpa_chat.runtime.verifier import ToolProvider, Verifier
     from milpa_chat.store.base import Store
 
 __all__ = ["ToolRegistry"]
 
 log = logging.getLogger("milpa_chat.registry")
+
+#: An approved call is run again through these steps of the pipeline (authorize with today's scopes).
+APPROVED_STEPS: tuple[Step, ...] = (resolve, validate, authorize_step, execute)
 
 
 class ToolRegistry:
@@ -63,7 +69,7 @@ class ToolRegistry:
         dispatcher: EventDispatcher | None = None,
         audit: AuditLogger | None = None,
         rate_limiter: RateLimiter | None = None,
-        verifier: HumanVerifier | None = None,
+        verifier: Verifier | None = None,
         confirm_ttl: float = 60.0,
         approval_lease: float = 300.0,
         approval_handoff: float = 30.0,
@@ -74,18 +80,23 @@ class ToolRegistry:
         self.dispatcher = dispatcher or EventDispatcher()
         self.audit = audit or AuditLogger()
         self.rate_limiter = rate_limiter
-        if verifier is not None:
-            self.approvals = verifier.desk
+        desk = getattr(verifier, "desk", None)
+        if isinstance(desk, ApprovalDesk):  # a HumanVerifier: its approvals are this registry's
+            self.approvals = desk
         else:
             self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease,
                                           handoff=approval_handoff)
         self.approvals.audit = self.audit
         self.confirmations = ConfirmationTokenStore(self.approvals, ttl=confirm_ttl)
-        self._verifier = verifier
+        self._verifier: HumanVerifier | None = verifier if desk is not None else None  # type: ignore[assignment]
+        self._tool_verifier = verifier
+        #: The pipeline, in order (:data:`milpa_chat.runtime.pipeline.STEPS`); a host may add a step of its own.
+        self.steps: list[Step] = list(STEPS)
         self.tokens = TokenEstimator()
         #: Checked on every call's raw arguments before anything reads them (depth, items, sizes).
         self.limits = limits if limits is not None else PayloadLimits()
         self._tools: dict[str, ToolDefinition] = {}
+        self._view = MappingProxyType(self._tools)
 
     # ------------------------------------------------------------ registration
     @property
@@ -97,6 +108,17 @@ class ToolRegistry:
             self._verifier = HumanVerifier(self.approvals)
         return self._verifier
 
+    @property
+    def tool_verifier(self) -> Verifier:
+        """The :class:`~milpa_chat.runtime.Verifier` the verify gate asks (``ToolRegistry(verifier=...)``;
+        by default :attr:`verifier`, the human one)."""
+        return self._tool_verifier if self._tool_verifier is not None else self.verifier
+
+    @property
+    def tool_map(self) -> Mapping[str, ToolDefinition]:
+        """The registered tools by name (read-only view)."""
+        return self._view
+
     def add(self, definition: ToolDefinition) -> ToolDefinition:
         """Register a ready :class:`ToolDefinition`."""
         if definition.name in self._tools:
@@ -105,10 +127,12 @@ class ToolRegistry:
         return definition
 
     def scan(self, obj: object) -> int:
-        """Register every ``@tool`` of a module, an instance, a class or a single function."""
+        """Register every ``@tool`` of a module, an instance, a class or a single function, or every
+        definition a :class:`~milpa_chat.runtime.ToolProvider` returns; all or none."""
         from milpa_chat.runtime.declare import definitions_from
+        from milpa_chat.runtime.verifier import ToolProvider
 
-        found = definitions_from(obj)
+        found = provided(obj) if isinstance(obj, ToolProvider) and not isinstance(obj, type) else definitions_from(obj)
         clash = [d.name for d in found if d.name in self._tools]
         if clash:
             raise ToolAlreadyRegisteredError(clash[0])
@@ -153,7 +177,7 @@ class ToolRegistry:
     __contains__ = has
 
     def get(self, name: str) -> ToolDefinition | None:
-        return self._tools.get(name)
+        return self._tools.get(name) if type(name) is str else None
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -221,52 +245,8 @@ class ToolRegistry:
                               f"'{shown}' could not be completed because of an internal error (request "
                               f"{ctx.request_id}); nothing was run. Try again; the details are in the server log.")
 
-    async def _call(self, name: str, args: Mapping[str, Any] | None, ctx: ToolContext, t0: float) -> ToolResult:
-        tool = self._tools.get(name) if type(name) is str else None
-        if tool is None:
-            return gates.not_found(name, self._tools, ctx)
-        if args is None:
-            args = {}
-        elif not isinstance(args, Mapping):
-            return gates.fail(
-                tool.name, ctx, t0, ErrorCode.VALIDATION_ERROR,
-                f"Arguments for '{name}' must be a JSON object (a dict), got {type(args).__name__}.",
-            )
-        try:
-            check_payload(args, self.limits)
-        except InvalidArguments as exc:
-            return gates.invalid(self.audit, tool.name, ctx, t0, exc)
-        replay: gates.Replay | None = None
-        if "confirm_token" in args or "verification_id" in args:
-            loaded = await gates.load_replay(self, tool, args, ctx)
-            if isinstance(loaded, ToolResult):
-                return gates.finish_meta(loaded, tool.name, ctx, t0)
-            replay = loaded
-            args = loaded.args
-        try:
-            validated = tool.validator(args)
-        except InvalidArguments as exc:
-            return gates.invalid(self.audit, tool.name, ctx, t0, exc)
-        denial = await self.policy.authorize(ctx, tool)
-        if denial is not None:
-            self.audit.denied(ctx, tool.name, denial)
-            return gates.fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, denial)
-        if self.rate_limiter is not None:
-            limited = await gates.rate_limit(self, tool, validated.wire, ctx, t0)
-            if limited is not None:
-                return limited
-        if ctx.mode == "plan":
-            return gates.plan(self, tool, validated.wire, ctx, t0)
-        if replay is not None:
-            claimed = await gates.claim_replay(self, tool, replay, ctx, t0)
-            if isinstance(claimed, ToolResult):
-                return claimed
-            return await self._settle(claimed, await execute(self, tool, validated, self._keyed(ctx, claimed), t0))
-        if tool.verify is not None:
-            return await gates.open_verification(self, tool, validated.wire, ctx, t0)
-        if not tool.extra.get("self_confirming") and self.policy.requires_confirmation(ctx, tool):
-            return await gates.ask_confirmation(self, tool, validated.wire, ctx, t0)
-        return await execute(self, tool, validated, ctx, t0)
+    async def _call(self, name: object, args: object, ctx: ToolContext, t0: float) -> ToolResult:
+        return await run_steps(self.steps, Call(self, name, args, ctx, t0))
 
     async def run_approval(self, claimed: Approval, ctx: ToolContext) -> ToolResult:
         """Run an approval this caller claimed (``Change.claimed``) as ``ctx`` (the requester), then settle it.
@@ -276,37 +256,30 @@ class ToolRegistry:
         """
         t0 = perf_counter()
         name = claimed.tool or ""
+        call = Call(self, name, claimed.args, keyed(ctx, claimed), t0)
         try:
-            tool = self._tools.get(name)
-            if tool is None:
+            result = await run_steps(APPROVED_STEPS, call)
+            if result.code == ErrorCode.TOOL_NOT_FOUND:
                 result = gates.fail(name, ctx, t0, ErrorCode.TOOL_NOT_FOUND,
                                     f"Tool '{name}' is no longer registered; the approved call was not run.")
-                return await self._settle(claimed, result)
-            try:
-                validated = tool.validator(claimed.args)
-            except InvalidArguments as exc:
-                return await self._settle(claimed, gates.invalid(self.audit, tool.name, ctx, t0, exc))
-            denial = await self.policy.authorize(ctx, tool)
-            if denial is not None:
-                self.audit.denied(ctx, tool.name, denial)
-                return await self._settle(claimed, gates.fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, denial))
-            return await self._settle(claimed, await execute(self, tool, validated, self._keyed(ctx, claimed), t0))
-        except StoreError as exc:
+            return await settle(self, claimed, result)
+        except (StoreError, OSError) as exc:
             log.error("The store failed while running approval %s: %s", claimed.id, exc)
             return gates.fail(name, ctx, t0, ErrorCode.INTERNAL_ERROR,
                               "The state store is unavailable; the outcome will be recovered when it is back.")
-
-    @staticmethod
-    def _keyed(ctx: ToolContext, claimed: Approval) -> ToolContext:
-        return replace(ctx, idempotency_key=claimed.id)
-
-    async def _settle(self, claimed: Approval, result: ToolResult) -> ToolResult:
-        failpoint("tool.returned")
-        await self.approvals.finish(claimed, result)
-        return result
 
     def call_sync(
         self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
     ) -> ToolResult:
         """Blocking facade over :meth:`call`; also works inside a running event loop (Jupyter)."""
         return run_sync(self.call(name, args, ctx))
+
+
+def provided(provider: ToolProvider) -> list[ToolDefinition]:
+    found = list(provider.tool_definitions())
+    wrong = [d for d in found if not isinstance(d, ToolDefinition)]
+    if wrong:
+        raise DeclarationError(
+            f"{type(provider).__name__}.tool_definitions() returned {type(wrong[0]).__name__}, not a ToolDefinition; "
+            f"return ToolDefinition objects (from @tool via definitions_from(...), or definition_from_schema(...))")
+    return found

@@ -20,6 +20,7 @@ from milpa_chat.runtime.approval import Approval, ApprovalRefused, state_message
 from milpa_chat.runtime.approvals import ApprovalDesk, Change
 from milpa_chat.runtime.definition import VerifyPolicy
 from milpa_chat.runtime.events import EventDispatcher
+from milpa_chat.runtime.verifier import VerificationRequest, VerificationResult
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
@@ -92,6 +93,13 @@ class HumanVerifier:
             reason=f"Needs approval by someone with: {scopes or 'any approver'}.", mutating=tool.mutating,
             idempotent=tool.idempotent,
         )
+
+    async def verify(self, request: VerificationRequest, ctx: ToolContext) -> VerificationResult:
+        """The :class:`~milpa_chat.runtime.Verifier` seam: open a request that people decide, so the
+        answer is always ``pending``, with the request id they decide and its expiry."""
+        req = await self.open_for_tool(request.tool, dict(request.args), ctx, request.summary)
+        return VerificationResult.pending(NAME, req.id, expires_at=req.expires_at_iso,
+                                          reason=f"Waiting for {request.policy.quorum} approver(s).")
 
     # ---------------------------------------------------------------- read
     async def get(self, request_id: object) -> Verification | None:

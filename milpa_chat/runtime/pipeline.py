@@ -1,0 +1,216 @@
+"""The call pipeline as data: an ordered list of steps with one signature over one :class:`Call`.
+
+Every step is ``step(call: Call) -> Outcome``: ``None`` hands the call to the next step, a
+:class:`ToolResult` ends it (a denial, a confirmation request, the tool's own result), and a step
+that must wait (the store, a rule provider, the tool) returns an awaitable of either.
+The order lives in one place, :data:`STEPS`, and is the order of seed 000::
+
+    resolve -> limits -> replay lookup -> validate -> authorize -> rate limit -> plan
+            -> replay run | verify gate -> confirm gate -> execute
+
+Steps read what earlier steps left on the call (``tool``, ``replay``, ``validated``). A
+:class:`~milpa_chat.runtime.ToolRegistry` runs ``registry.steps`` (a copy of :data:`STEPS` that
+a host may extend, e.g. with a step of its own before ``execute``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat._failpoints import failpoint
+from milpa_chat.runtime import gates
+from milpa_chat.runtime.definition import InvalidArguments
+from milpa_chat.runtime.execute import execute as run_tool
+from milpa_chat.runtime.limits import check_payload
+from milpa_chat.runtime.result import ErrorCode, ToolResult
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.approval import Approval
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import ToolDefinition, ValidatedArgs
+    from milpa_chat.runtime.policy import Verdict
+    from milpa_chat.runtime.registry import ToolRegistry
+
+__all__ = ["STEPS", "Call", "Step", "run_steps"]
+
+
+@dataclass(slots=True)
+class Call:
+    """One call on its way through the steps: what the caller sent and what the steps found."""
+
+    registry: ToolRegistry
+    name: Any
+    args: Any
+    ctx: ToolContext
+    t0: float
+    #: Set by ``resolve``.
+    tool: ToolDefinition = None  # type: ignore[assignment]
+    #: Set by ``replay lookup`` when the call redeems a confirm token or runs an approved request.
+    replay: gates.Replay | None = None
+    #: Set by ``validate``.
+    validated: ValidatedArgs = None  # type: ignore[assignment]
+
+    def fail(self, code: ErrorCode | str, message: str, data: Any = None, **meta: Any) -> ToolResult:
+        return gates.fail(self.tool.name, self.ctx, self.t0, code, message, data, **meta)
+
+
+#: What a step gives back: ``None`` (go on), a result (stop), or an awaitable of either when the step
+#: has to wait (the store, a rule provider, the tool). A step that decides at once returns at once,
+#: so the common call awaits nothing but the tool.
+Outcome = ToolResult | Awaitable[ToolResult | None] | None
+Step = Callable[[Call], Outcome]
+
+
+async def run_steps(steps: Sequence[Step], call: Call) -> ToolResult:
+    for step in steps:
+        out = step(call)
+        if out is None:
+            continue
+        if type(out) is ToolResult:
+            return out
+        done: ToolResult | None = await out  # type: ignore[misc]
+        if done is not None:
+            return done
+    return call.fail(ErrorCode.INTERNAL_ERROR, f"No step answered the call of '{call.tool.name}'; nothing was run.")
+
+
+# ------------------------------------------------------------------------------------ the steps
+def resolve(call: Call) -> Outcome:
+    """The tool by name; an unknown name is ``TOOL_NOT_FOUND`` with close matches."""
+    name = call.name
+    tool = call.registry.tool_map.get(name) if type(name) is str else None
+    if tool is None:
+        return gates.not_found(call.name, call.registry.tool_map, call.ctx)
+    call.tool = tool
+    return None
+
+
+def limits(call: Call) -> Outcome:
+    """The arguments are an object within ``registry.limits`` (depth, items, sizes, JSON values)."""
+    args = call.args
+    if args is None:
+        call.args = {}
+        return None
+    if type(args) is not dict and not isinstance(args, Mapping):
+        return call.fail(ErrorCode.VALIDATION_ERROR, f"Arguments for '{call.tool.name}' must be a JSON object "
+                                                     f"(a dict), got {type(args).__name__}.")
+    try:
+        check_payload(args, call.registry.limits)
+    except InvalidArguments as exc:
+        return gates.invalid(call.registry.audit, call.tool.name, call.ctx, call.t0, exc)
+    return None
+
+
+def replay_lookup(call: Call) -> Outcome:
+    """A ``confirm_token`` / ``verification_id`` replay runs the arguments that were approved."""
+    args = call.args
+    if "confirm_token" not in args and "verification_id" not in args:
+        return None
+    return _load_replay(call)
+
+
+async def _load_replay(call: Call) -> ToolResult | None:
+    loaded = await gates.load_replay(call.registry, call.tool, call.args, call.ctx)
+    if isinstance(loaded, ToolResult):
+        return gates.finish_meta(loaded, call.tool.name, call.ctx, call.t0)
+    call.replay = loaded
+    call.args = loaded.args
+    return None
+
+
+def validate(call: Call) -> Outcome:
+    """JSON Schema, then clamps: the tool's compiled validator."""
+    try:
+        call.validated = call.tool.validator(call.args)
+    except InvalidArguments as exc:
+        return gates.invalid(call.registry.audit, call.tool.name, call.ctx, call.t0, exc)
+    return None
+
+
+def authorize(call: Call) -> Outcome:
+    """Channel policy, scopes and rules (:meth:`PolicyGate.judge`); a denial names the failed check."""
+    policy = call.registry.policy
+    verdict = policy.judge_at_once(call.ctx, call.tool)
+    if verdict is None:  # a rule provider decides
+        return _judged(call)
+    return None if verdict.allowed else _denied(call, verdict)
+
+
+async def _judged(call: Call) -> ToolResult | None:
+    verdict = await call.registry.policy.judge(call.ctx, call.tool)
+    return None if verdict.allowed else _denied(call, verdict)
+
+
+def _denied(call: Call, verdict: Verdict) -> ToolResult:
+    call.registry.audit.denied(call.ctx, call.tool.name, verdict.reason)
+    return call.fail(ErrorCode.FORBIDDEN, verdict.reason)
+
+
+def rate_limit(call: Call) -> Outcome:
+    if call.registry.rate_limiter is None:
+        return None
+    return gates.rate_limit(call.registry, call.tool, call.validated.wire, call.ctx, call.t0)
+
+
+def plan(call: Call) -> Outcome:
+    """Plan mode stops here: everything up to authorize ran; nothing runs."""
+    if call.ctx.mode != "plan":
+        return None
+    return gates.plan(call.registry, call.tool, call.validated.wire, call.ctx, call.t0)
+
+
+def replay_run(call: Call) -> Outcome:
+    """Redeem the token / claim the approved request atomically; only the winner runs, then settles."""
+    if call.replay is None:
+        return None
+    return _run_replay(call, call.replay)
+
+
+async def _run_replay(call: Call, replay: gates.Replay) -> ToolResult:
+    claimed = await gates.claim_replay(call.registry, call.tool, replay, call.ctx, call.t0)
+    if isinstance(claimed, ToolResult):
+        return claimed
+    result = await run_tool(call.registry, call.tool, call.validated, keyed(call.ctx, claimed), call.t0)
+    return await settle(call.registry, claimed, result)
+
+
+def verify_gate(call: Call) -> Outcome:
+    """A ``verify=`` tool asks the registry's :class:`~milpa_chat.runtime.Verifier`: pending stops the
+    call with the request to decide, failed denies it, passed lets it go on."""
+    if call.tool.verify is None:
+        return None
+    return gates.verify(call.registry, call.tool, call.validated.wire, call.ctx, call.t0)
+
+
+def confirm_gate(call: Call) -> Outcome:
+    """Confirm tools (and mutating tools on channels that say so) return a one-time confirm token."""
+    tool = call.tool
+    if not (tool.confirm or tool.mutating) or tool.extra.get("self_confirming"):
+        return None
+    if not call.registry.policy.requires_confirmation(call.ctx, tool):
+        return None
+    return gates.ask_confirmation(call.registry, tool, call.validated.wire, call.ctx, call.t0)
+
+
+def execute(call: Call) -> Outcome:
+    """``tool.executing`` (may answer or veto) -> the tool -> ``tool.executed`` / ``tool.failed`` -> audit."""
+    return run_tool(call.registry, call.tool, call.validated, call.ctx, call.t0)
+
+
+#: The pipeline, in order. ``ToolRegistry.steps`` starts as a copy of this list.
+STEPS: tuple[Step, ...] = (resolve, limits, replay_lookup, validate, authorize, rate_limit, plan, replay_run,
+                           verify_gate, confirm_gate, execute)
+
+
+# ------------------------------------------------------------------------------------ helpers
+def keyed(ctx: ToolContext, claimed: Approval) -> ToolContext:
+    """The requester's context with the approval id as the run's idempotency key."""
+    return replace(ctx, idempotency_key=claimed.id)
+
+
+async def settle(registry: ToolRegistry, claimed: Approval, result: ToolResult) -> ToolResult:
+    failpoint("tool.returned")
+    await registry.approvals.finish(claimed, result)
+    return result
