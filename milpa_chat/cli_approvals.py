@@ -25,6 +25,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p_list = sub.add_parser("approvals", help="list the approvals kept in a store")
     p_list.add_argument("--store", required=True, help="the store: a SQLite file, sqlite:///file.db, postgresql://...")
     p_list.add_argument("--all", action="store_true", help="decided ones too (default: open ones)")
+    p_list.add_argument("--stats", action="store_true", help="how each approver decided (last --days days)")
+    p_list.add_argument("--days", type=float, default=30.0, help="the window of --stats (default 30)")
     p_decide = sub.add_parser("decide", help="decide an approval as the local shell")
     p_decide.add_argument("id", help="the approval id (milpa-chat approvals lists them)")
     p_decide.add_argument("decision", choices=[d.replace("_", "-") for d in DECISIONS])
@@ -40,6 +42,12 @@ async def cmd_approvals(ns: argparse.Namespace) -> int:
     store = open_store(ns.store)
     try:
         desk = ApprovalDesk(store)
+        if ns.stats:
+            from milpa_chat.runtime.approval_stats import approver_stats
+
+            stats = approver_stats(await desk.listing(), since=store.clock() - ns.days * 86400)
+            print("\n".join(s.line() for s in stats) or f"No approvals were decided in the last {ns.days:g} days.")
+            return 0
         shown = [a for a in await desk.listing() if ns.all or a.state in ("pending", "approved", "effect_uncertain")]
         if not shown:
             print("No open approvals." if not ns.all else "No approvals.")

@@ -167,6 +167,9 @@ class Assistant:
             return  # addressed to another bot in a group
         ctx = self.context_for(inbound)
         p = _prefix(transport)
+        if cmd.name == "approvals" and "approvals" not in self.registry:
+            await transport.send(inbound.chat_id, await self._approval_stats(ctx))
+            return
         if cmd.name in BUILTIN:
             visible = [s for s in self.registry.get_tool_summaries(ctx) if s["name"] not in HIDDEN]
             message = cards.help_message(self.name, p) if cmd.name != "tools" else cards.tools_message(visible, p)
@@ -248,6 +251,20 @@ class Assistant:
         value.update(route=route, cards=card_slots(targets), auto_run=route is not None)
         if route is not None:
             value["requester"]["user"] = requester_fields(ctx)
+
+    async def _approval_stats(self, ctx: ToolContext, days: float = 30.0) -> Message:
+        """``/approvals``: how each approver decided lately (for people who approve here)."""
+        from milpa_chat.runtime.approval_stats import approver_stats
+
+        approver_scopes = {s for t in self.registry if t.verify for s in t.verify.approver_scopes}
+        if not approver_scopes or not ctx.has_any_scope(approver_scopes):
+            return cards.text("Approval figures are for approvers; you approve nothing here.")
+        since = self.store.clock() - days * 86400
+        stats = approver_stats(await self.approvals.listing(), since=since)
+        if not stats:
+            return cards.text(f"No approvals were decided in the last {days:.0f} days.")
+        lines = "\n".join(f"• {s.line()}" for s in stats)
+        return cards.text(f"Approvals in the last {days:.0f} days:\n{lines}")
 
     def _nudge_cards(self, value: dict[str, Any], kind: str) -> None:
         """Reminder: a fresh copy of the card for the approvers; escalation: cards for the escalation chats."""
