@@ -10,7 +10,9 @@ valid and invalid input, async and sync tools:
 * bare call (the function itself, awaited for async);
 * pydantic ``validate_call`` (validation + call, no pipeline);
 * ``registry.call`` with a MemoryStore and a SqliteStore (audit on: the stdlib logger at its
-  default level, as in production; no rate limiter);
+  default level, as in production, every warning line formatted and written to the null device;
+  no rate limiter), and the refused call when no logging is set up (only the library's
+  ``NullHandler``: no record is built);
 * langchain-core ``StructuredTool.invoke`` / ``ainvoke``;
 * the MCP SDK's ``MCPServer.call_tool``;
 * pydantic-ai tool execution (``function_schema.validator`` + ``function_schema.call``).
@@ -130,6 +132,22 @@ async def bench_milpa(n: int, store: Any, label: str) -> list[Row]:
         count = n // 10 if "sync tool" in case else n
         rows.append((case, label, *await time_async(lambda name=name, args=args: reg.call(name, args, ctx), count)))
     return rows
+
+
+async def bench_milpa_unconfigured(n: int) -> list[Row]:
+    """The refused call when the host configured no logging: only the library's NullHandler listens,
+    so no audit record is built at all."""
+    logger = logging.getLogger("milpa_chat")
+    saved = logger.handlers[:]
+    logger.handlers = [logging.NullHandler()]
+    try:
+        reg = milpa_registry(MemoryStore())
+        ctx = ToolContext.cli()
+        label = "milpa registry.call (no logging set up)"
+        return [("add invalid (async)", label,
+                 *await time_async(lambda: reg.call("add", INVALID_ADD, ctx), n))]
+    finally:
+        logger.handlers = saved
 
 
 async def bench_bare(n: int) -> list[Row]:
@@ -256,6 +274,7 @@ async def main(n: int) -> None:
     rows += await bench_bare(n)
     rows += await bench_pydantic(n)
     rows += await bench_milpa(n, MemoryStore(), "milpa registry.call (memory)")
+    rows += await bench_milpa_unconfigured(n)
     with tempfile.TemporaryDirectory() as tmp:
         from milpa_chat.store.sqlite import SqliteStore
 

@@ -51,6 +51,7 @@ class AuditLogger:
     ) -> None:
         self.logger = logger or logging.getLogger("milpa_chat.audit")
         self.redaction = Redaction(sensitive_fields)
+        self._masked: dict[str, str] = {}
 
     def add_sensitive_field(self, name: str) -> None:
         self.redaction = Redaction((*self.redaction.extra, name))
@@ -73,6 +74,17 @@ class AuditLogger:
             logger = logger.parent
         last = logging.lastResort
         return not found and last is not None and level >= last.level
+
+    def _mask(self, text: str) -> str:
+        """:func:`mask_text`, remembered for the last few hundred texts: validation messages and denial
+        reasons carry no argument values and repeat, so a refused call's line costs no regex."""
+        masked = self._masked.get(text)
+        if masked is None:
+            masked = mask_text(text)
+            if len(self._masked) >= 512:
+                self._masked.clear()
+            self._masked[text] = masked
+        return masked
 
     def redact(self, value: Any) -> Any:
         """``value`` as audit lines, plans and confirmation summaries show it."""
@@ -122,14 +134,14 @@ class AuditLogger:
     def denied(self, ctx: ToolContext, tool: str, reason: str) -> None:
         if self.writes(logging.WARNING):
             self._emit(logging.WARNING, "[ToolAudit] AUTH_DENIED | %s | %s | %s | %s | reason=%s",
-                       (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", mask_text(reason)))
+                       (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", self._mask(reason)))
 
     def validation_failed(self, ctx: ToolContext, tool: str, errors: str) -> None:
         """``errors`` is the joined ``path: message; ...`` text (argument values are never in it;
         it is masked all the same, like every text a person reads)."""
         if self.writes(logging.WARNING):
             self._emit(logging.WARNING, "[ToolAudit] VALIDATION_FAILED | %s | %s | %s | errors=%s",
-                       (ctx.request_id, ctx.channel, tool, mask_text(errors)))
+                       (ctx.request_id, ctx.channel, tool, self._mask(errors)))
 
     def timeout(self, ctx: ToolContext, tool: str, execution: Any, limit: Any) -> None:
         if self.writes(logging.WARNING):
