@@ -243,11 +243,15 @@ class Assistant:
         route = {"surface": surface, "chat_id": str(chat)} if surface in self.transports and chat is not None else None
         targets: list[tuple[str, str, str]] = []
         if value["kind"] == "verification":
-            targets = [(sf, ch, "approver") for sf in self.transports for ch in self.identities.approver_chats(sf)]
+            targets = self._approver_targets(value)
         if route is not None and (surface, route["chat_id"]) not in {(sf, ch) for sf, ch, _ in targets}:
-            # no approver chat anywhere: approvers decide in the requester's chat
+            # no approver reachable anywhere: approvers decide in the requester's chat, and the requester is told
             alone = value["kind"] == "verification" and not targets
             targets.append((surface, route["chat_id"], "approver" if alone else "requester"))
+            if alone:
+                value.setdefault("notices", []).append(
+                    "No approver chat or approver is configured for this request here: an approver can decide "
+                    "on this card when they see it.")
         value.update(route=route, cards=card_slots(targets), auto_run=route is not None)
         if route is not None:
             value["requester"]["user"] = requester_fields(ctx)
@@ -266,10 +270,27 @@ class Assistant:
         lines = "\n".join(f"• {s.line()}" for s in stats)
         return cards.text(f"Approvals in the last {days:.0f} days:\n{lines}")
 
+    def _approver_targets(self, value: dict[str, Any]) -> list[tuple[str, str, str]]:
+        """Where the approvers see a verification: their chats, their direct messages, or both (the policy's
+        ``deliver``); never the requester's own direct messages."""
+        deliver = value["policy"].get("deliver", "channels")
+        targets: list[tuple[str, str, str]] = []
+        if deliver in ("channels", "both"):
+            targets += [(sf, ch, "approver") for sf in self.transports for ch in self.identities.approver_chats(sf)]
+        if deliver in ("direct", "both"):
+            requester = str(value["requester"].get("principal") or "")
+            for sf in self.transports:
+                for user_id in self.identities.people_with(sf, value["policy"].get("approver_scopes", [])):
+                    if not requester.endswith(f":{user_id}") and (sf, user_id, "approver") not in targets:
+                        targets.append((sf, user_id, "approver"))
+        return targets
+
     def _nudge_cards(self, value: dict[str, Any], kind: str) -> None:
         """Reminder: a fresh copy of the card for the approvers; escalation: cards for the escalation chats."""
-        chats = self.identities.approver_chats if kind == "reminder" else self.identities.escalation_chats
-        targets = [(sf, ch, "approver") for sf in self.transports for ch in chats(sf)]
+        if kind == "reminder":
+            targets = self._approver_targets(value)
+        else:
+            targets = [(sf, ch, "approver") for sf in self.transports for ch in self.identities.escalation_chats(sf)]
         route = value.get("route")
         if not targets and kind == "reminder" and route:  # approvers decide in the requester's chat
             targets = [(route["surface"], route["chat_id"], "approver")]

@@ -125,6 +125,20 @@ class Identities:
     def approver_chats(self, surface: str) -> tuple[str, ...]:
         return self.approvers.get(surface, ())
 
+    def people_with(self, surface: str, scopes: Iterable[str]) -> list[str]:
+        """The platform user ids on ``surface`` of the configured users holding one of ``scopes`` (their
+        direct-message chat on Telegram and Slack)."""
+        wanted = set(scopes)
+        found = []
+        for principal, entries in self.users.items():
+            kind, _, rest = principal.partition(":")
+            if kind != surface or not rest:
+                continue
+            held = set(self._expand(entries))
+            if "*" in held or not wanted or held & wanted:
+                found.append(rest.rpartition(":")[2])  # slack:T1:U2 -> U2
+        return found
+
     def escalation_chats(self, surface: str) -> tuple[str, ...]:
         """Where an undecided request goes after its policy's ``escalate_after`` (section ``[escalation]``)."""
         return self.escalation.get(surface, ())

@@ -76,7 +76,9 @@ class VerifyPolicy:
     ``expires_in``: seconds until an undecided request expires. ``remind_after``: seconds after the
     request at which the approvers are reminded while nobody has decided (a fresh copy of the card
     where they are). ``escalate_after``: seconds after which an undecided request also goes to the
-    escalation approvers (a chat layer's configuration), and the requester is told.
+    escalation approvers (a chat layer's configuration), and the requester is told. ``deliver``:
+    where a chat layer shows the card: ``"channels"`` (the approver chats, the default), ``"direct"``
+    (each approver's direct messages) or ``"both"``. Seeing a card never confers authority.
     """
 
     approver_scopes: tuple[str, ...] = ()
@@ -85,6 +87,7 @@ class VerifyPolicy:
     expires_in: float = 3600.0
     remind_after: tuple[float, ...] = ()
     escalate_after: float | None = None
+    deliver: str = "channels"
 
     def __post_init__(self) -> None:
         scopes = self.approver_scopes
@@ -113,6 +116,9 @@ class VerifyPolicy:
                 f"e.g. expires_in=3600 for one hour"
             )
         self._check_times()
+        if self.deliver not in ("channels", "direct", "both"):
+            raise InvalidOptionError(
+                f"VerifyPolicy(deliver=...) is 'channels', 'direct' or 'both', got {self.deliver!r}")
 
     def _check_times(self) -> None:
         reminders = self.remind_after
