@@ -15,6 +15,13 @@ Text messages (commands included) and button taps become :class:`~milpa_chat.cha
 acted is Telegram's ``from`` of the update, never the button data. Updates are processed concurrently;
 each callback query is answered once, within ``answer_within`` seconds; the assistant's expiry sweeper
 runs next to the bot. Webhook mode always checks Telegram's ``X-Telegram-Bot-Api-Secret-Token`` header.
+
+On start the bot's command menu is set (``setMyCommands``) from the registry through
+:class:`~milpa_chat.command.TelegramCommandProjector`, per scope where the Bot API allows it: the
+default scope gets the tools the identities' default scopes may call; every ``telegram:<id>`` user
+of the identities gets their own menu in their private chat (``BotCommandScopeChat``); every
+approver chat gets the commands of its scopes, and each listed user there their own
+(``BotCommandScopeChatMember``). A scope whose menu equals the one it falls back to is deleted.
 """
 
 # ruff: noqa: E402  (the SDK is imported after the missing-extra check)
@@ -25,14 +32,22 @@ import contextlib
 import logging
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from milpa_chat._extras import require
 
 require("telegram", extra="telegram", feature="TelegramBot")
 
-from telegram import CallbackQuery, Update
+from telegram import (
+    BotCommand,
+    BotCommandScope,
+    BotCommandScopeChat,
+    BotCommandScopeChatMember,
+    BotCommandScopeDefault,
+    CallbackQuery,
+    Update,
+)
 from telegram import Message as TgMessage
 from telegram import User as TgUser
 from telegram.ext import (
@@ -47,9 +62,11 @@ from telegram.ext import (
 from milpa_chat.bots.telegram_transport import TelegramTransport
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.renderers.model import parse_callback_data
+from milpa_chat.runtime.context import ToolContext
 
 if TYPE_CHECKING:
     from milpa_chat.chat.assistant import Assistant
+    from milpa_chat.command.projectors import TelegramCommand, TelegramCommandProjector
     from milpa_chat.renderers.telegram import TelegramRenderer
 
 __all__ = ["TelegramBot", "TelegramTransport", "chat_user"]
@@ -63,6 +80,8 @@ INVALID_BUTTON = "This button is not valid."
 WORKING = "Working on it…"
 FAILED = "Something went wrong while handling this button; check the chat for what was done."
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+#: One menu to set: the scope, its commands, and the commands shown there without it (``None``: none).
+MenuPlan: TypeAlias = "list[tuple[BotCommandScope, list[TelegramCommand], list[TelegramCommand] | None]]"
 
 
 def chat_user(user: TgUser) -> ChatUser:
@@ -80,6 +99,8 @@ class TelegramBot:
     seconds after which a tap the assistant has not answered yet is answered "Working on it…".
     ``sweep_interval``: seconds between expiry sweeps (``None``: no sweeper). ``configure`` receives
     the ``ApplicationBuilder`` before it is built (persistence, rate limiter, timeouts...).
+    ``command_menu``: keep the bot's command menu in sync on start (``True``), with a projector of
+    your own, or not at all (``False``).
     """
 
     def __init__(
@@ -94,6 +115,7 @@ class TelegramBot:
         sweep_interval: float | None = 15.0,
         renderer: TelegramRenderer | None = None,
         configure: Callable[[Builder], Builder] | None = None,
+        command_menu: TelegramCommandProjector | bool = True,
     ) -> None:
         if not token or ":" not in token:
             got = "an empty token" if not token else "a token without ':'"  # never echo a secret
@@ -107,6 +129,7 @@ class TelegramBot:
         self.webhook_secret = webhook_secret
         self.answer_within = answer_within
         self.sweep_interval = sweep_interval
+        self.command_menu = command_menu
         self.application: App = self._build(token, base_url, base_file_url, configure)
         self.transport = TelegramTransport(self.application.bot, renderer=renderer)
         assistant.attach(self.transport)
@@ -144,6 +167,7 @@ class TelegramBot:
             await self.application.start()
             self._started = True
             self._start_sweeper()
+            await self.sync_commands()
         if polling:
             await self._updater().start_polling(
                 timeout=int(poll_timeout), allowed_updates=ALLOWED_UPDATES, drop_pending_updates=drop_pending_updates)
@@ -207,6 +231,65 @@ class TelegramBot:
 
     async def _post_init(self, application: App) -> None:
         self._start_sweeper()
+        await self.sync_commands()
+
+    # ------------------------------------------------------------ command menu
+    def _projector(self) -> TelegramCommandProjector | None:
+        if self.command_menu is False:
+            return None
+        if self.command_menu is True:
+            from milpa_chat.command.projectors import TelegramCommandProjector
+
+            self.command_menu = TelegramCommandProjector()
+        return self.command_menu
+
+    def menu_plan(self) -> MenuPlan:
+        """Every scope's menu from the registry and the identities (what :meth:`sync_commands` sets)."""
+        projector = self._projector()
+        if projector is None:
+            return []
+        ids, registry = self.assistant.identities, self.assistant.registry
+
+        def menu(scopes: tuple[str, ...]) -> list[TelegramCommand]:
+            return projector.menu(registry, ToolContext("telegram:menu", "telegram", scopes))
+
+        default = menu(tuple(ids.default_scopes))
+        plan: MenuPlan = [(BotCommandScopeDefault(), default, None)]
+        users = _telegram_users(ids.users)
+        plan += [(BotCommandScopeChat(u), menu(ids.scopes_for("telegram", ChatUser(str(u)), str(u))), default)
+                 for u in users]
+        for chat in ids.approver_chats("telegram"):
+            if not _is_int(chat):
+                log.info("Approver chat %r is not a Telegram chat id; it gets no command menu", chat)
+                continue
+            in_chat = menu(ids.scopes_for("telegram", ChatUser(""), chat))
+            plan.append((BotCommandScopeChat(int(chat)), in_chat, default))
+            plan += [(BotCommandScopeChatMember(int(chat), u),
+                      menu(ids.scopes_for("telegram", ChatUser(str(u)), chat)), in_chat) for u in users]
+        return plan
+
+    async def sync_commands(self) -> int:
+        """Set the command menu of every scope (``setMyCommands``); returns how many menus were set.
+
+        A private chat or approver chat whose menu equals the default is deleted (so an earlier menu
+        goes); a member's menu equal to the chat's is not set. A refusal is logged, never raised.
+        """
+        done = 0
+        for scope, commands, fallback in self.menu_plan():
+            same = fallback is not None and commands == fallback
+            if same and isinstance(scope, BotCommandScopeChatMember):
+                continue
+            try:
+                if same:
+                    await self.application.bot.delete_my_commands(scope=scope)
+                else:
+                    await self.application.bot.set_my_commands(
+                        [BotCommand(c.command, c.description) for c in commands], scope=scope)
+                    done += 1
+            except Exception as exc:  # the menu is a convenience: the bot runs without it
+                log.warning("Could not set the Telegram command menu for %s: %s: %s", scope.to_dict(),
+                            type(exc).__name__, exc)
+        return done
 
     async def _post_stop(self, application: App) -> None:
         await self._stop_sweeper()
@@ -278,6 +361,18 @@ class TelegramBot:
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         update_id = update.update_id if isinstance(update, Update) else None
         log.error("error while handling Telegram update %s", update_id, exc_info=context.error)
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _telegram_users(users: Mapping[str, object]) -> list[int]:
+    """The user ids of ``telegram:<id>`` principals (each a private chat of that id)."""
+    ids = [key.removeprefix("telegram:") for key in users if key.startswith("telegram:")]
+    for odd in (i for i in ids if not i.isdigit()):
+        log.info("Identity telegram:%s is not a Telegram user id; it gets no command menu of its own", odd)
+    return [int(i) for i in ids if i.isdigit()]
 
 
 def _tap(update: Update, query: CallbackQuery) -> Inbound | None:

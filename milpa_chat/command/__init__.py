@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from milpa_chat.command.atom import DeclaredCondition, Operation
 from milpa_chat.command.audits import RollbackContracts
+from milpa_chat.command.catalogue import HIDDEN, CatalogueProjector, model_of, read_catalogue, usage_of
 from milpa_chat.command.certificates import generate_signing_key, public_key_of
 from milpa_chat.command.composition import (
     AuthorityClaim,
@@ -37,7 +38,19 @@ from milpa_chat.command.errors import InvalidEffectProfile, InvalidInput, Invali
 from milpa_chat.command.ids import OperationId
 from milpa_chat.command.levels import AXES, Authority, Externality, Mutation, Reversibility, Subject
 from milpa_chat.command.principal import VerifiedPrincipal
-from milpa_chat.command.registry import RegistryProjector, ToolModel, attribute_call
+from milpa_chat.command.projectors import (
+    BUILTIN_COMMANDS,
+    CliArgument,
+    CliCommand,
+    CliCommandProjector,
+    ExplorerItem,
+    ExplorerProjector,
+    SlackSubcommand,
+    SlackSubcommandProjector,
+    TelegramCommand,
+    TelegramCommandProjector,
+)
+from milpa_chat.command.registry import RegistryProjector, ToolModel, attribute_call, tool_model_of
 from milpa_chat.command.surfaces import (
     CommandProvider,
     HttpRouteModel,
@@ -48,6 +61,8 @@ from milpa_chat.command.surfaces import (
 
 __all__ = [
     "AXES",
+    "BUILTIN_COMMANDS",
+    "HIDDEN",
     "Authority",
     "AuthorityClaim",
     "AuthorityPolicy",
@@ -55,6 +70,10 @@ __all__ = [
     "AxisReduction",
     "Because",
     "CallSubject",
+    "CatalogueProjector",
+    "CliArgument",
+    "CliCommand",
+    "CliCommandProjector",
     "CommandProvider",
     "Confirms",
     "ContextFacts",
@@ -63,6 +82,8 @@ __all__ = [
     "Descent",
     "DescentCertificate",
     "EffectProfile",
+    "ExplorerItem",
+    "ExplorerProjector",
     "Externality",
     "HttpRouteModel",
     "InvalidEffectProfile",
@@ -82,11 +103,15 @@ __all__ = [
     "Resolver",
     "Reversibility",
     "RollbackContracts",
+    "SlackSubcommand",
+    "SlackSubcommandProjector",
     "Subject",
     "SubjectAttestation",
     "SurfaceModel",
     "SurfaceProjector",
     "Target",
+    "TelegramCommand",
+    "TelegramCommandProjector",
     "ToolModel",
     "TrialConfinement",
     "VerifiedPrincipal",
@@ -94,6 +119,10 @@ __all__ = [
     "declared_operation",
     "generate_signing_key",
     "is_declared",
+    "model_of",
     "operation",
     "public_key_of",
+    "read_catalogue",
+    "tool_model_of",
+    "usage_of",
 ]

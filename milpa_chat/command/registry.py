@@ -32,7 +32,7 @@ from milpa_chat.runtime.signature import is_async_callable
 if TYPE_CHECKING:
     from milpa_chat.runtime import ToolContext, ToolDefinition, ToolRegistry, VerifyPolicy
 
-__all__ = ["VERIFIED_CHANNELS", "RegistryProjector", "ToolModel", "attribute_call"]
+__all__ = ["VERIFIED_CHANNELS", "RegistryProjector", "ToolModel", "attribute_call", "tool_model_of"]
 
 #: Channels whose principal is an identity the platform vouched for (a signed update, a session).
 VERIFIED_CHANNELS: frozenset[str] = frozenset({"telegram", "slack", "web"})
@@ -80,7 +80,12 @@ class ToolModel:
     version: str | None
     operation: str
     named_target: str | None
-    effects: dict[str, Any]
+    effects: dict[str, Any] | None
+    #: The surfaces the operation opted into (``None``: every surface).
+    surfaces: tuple[str, ...] | None = None
+    #: Someone else approves each call (a ``VerifyPolicy``).
+    verify: bool = False
+    tags: tuple[str, ...] = ()
 
     surface: ClassVar[str] = "tools"
 
@@ -88,7 +93,62 @@ class ToolModel:
         data: dict[str, Any] = {"surface": self.surface}
         data.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
         data["scopes"] = list(self.scopes)
+        data["tags"] = list(self.tags)
+        data["surfaces"] = None if self.surfaces is None else list(self.surfaces)
         return data
+
+    def supports_surface(self, surface: str) -> bool:
+        """Every surface when ``surfaces`` is None; otherwise exact membership (as ``Operation``)."""
+        return self.surfaces is None or surface in self.surfaces
+
+    @classmethod
+    def of(cls, tool: ToolDefinition) -> ToolModel:
+        """A registry tool read back as a model: the one way every surface reads the catalogue.
+
+        A tool projected from an :class:`Operation` brings its canonical id, named target, effects
+        and surfaces (from ``tool.extra``); a plain ``@tool`` has no effect profile (``None``) and
+        opts into every surface.
+        """
+        extra = tool.extra
+        surfaces = extra.get("surfaces")
+        effects = extra.get("effects")
+        return cls(
+            name=tool.name,
+            description=tool.description,
+            input_schema=dict(tool.input_schema or {"type": "object", "properties": {}}),
+            output_schema=None if tool.output_schema is None else dict(tool.output_schema),
+            mutating=tool.mutating,
+            confirm=tool.confirm,
+            scopes=tuple(tool.scopes),
+            version=tool.version,
+            operation=str(extra.get("operation") or OperationId(tool.name).canonical),
+            named_target=extra.get("named_target") if isinstance(extra.get("named_target"), str) else None,
+            effects=dict(effects) if isinstance(effects, Mapping) else None,
+            surfaces=tuple(surfaces) if isinstance(surfaces, list | tuple) else None,
+            verify=tool.verify is not None,
+            tags=tuple(tool.tags),
+        )
+
+
+def tool_model_of(operation: Operation, *, verify: bool = False) -> ToolModel:
+    """The tool ``operation`` becomes on a registry (what :meth:`RegistryProjector.project` returns)."""
+    scopes = tuple(operation.scopes) or ((operation.permission,) if operation.permission else ())
+    return ToolModel(
+        name=OperationId(operation.name).for_tool(),
+        description=operation.description,
+        input_schema=dict(operation.input_schema or {"type": "object", "properties": {}}),
+        output_schema=None if operation.output_schema is None else dict(operation.output_schema),
+        mutating=operation.may_mutate,
+        confirm=operation.requires_confirmation,
+        scopes=scopes,
+        version=operation.version,
+        operation=OperationId(operation.name).canonical,
+        named_target=operation.named_target,
+        effects=operation.effect_ceiling().to_dict(),
+        surfaces=None if operation.surfaces is None else tuple(operation.surfaces),
+        verify=verify,
+        tags=("operation",),
+    )
 
 
 class RegistryProjector(SurfaceProjector[ToolModel]):
@@ -119,20 +179,7 @@ class RegistryProjector(SurfaceProjector[ToolModel]):
     # ------------------------------------------------------------------- model
     def project(self, operation: Operation) -> ToolModel:
         """The tool ``operation`` becomes (inert: nothing is registered)."""
-        scopes = tuple(operation.scopes) or ((operation.permission,) if operation.permission else ())
-        return ToolModel(
-            name=OperationId(operation.name).for_tool(),
-            description=operation.description,
-            input_schema=dict(operation.input_schema or {"type": "object", "properties": {}}),
-            output_schema=None if operation.output_schema is None else dict(operation.output_schema),
-            mutating=operation.may_mutate,
-            confirm=operation.requires_confirmation,
-            scopes=scopes,
-            version=operation.version,
-            operation=OperationId(operation.name).canonical,
-            named_target=operation.named_target,
-            effects=operation.effect_ceiling().to_dict(),
-        )
+        return tool_model_of(operation, verify=self._verify_policy(operation) is not None)
 
     # -------------------------------------------------------------- materialise
     def operations_of(self, *sources: Source | Iterable[Source]) -> list[Operation]:
@@ -182,6 +229,7 @@ class RegistryProjector(SurfaceProjector[ToolModel]):
             "named_target": operation.named_target,
             "effects": model.effects,
             "path": operation.path,
+            "surfaces": None if model.surfaces is None else list(model.surfaces),
         }
         return dataclasses.replace(definition, extra=extra)
 
