@@ -15,11 +15,13 @@ a host may extend, e.g. with a step of its own before ``execute``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._failpoints import failpoint
+from milpa_chat.errors import StoreError
 from milpa_chat.runtime import gates
 from milpa_chat.runtime.definition import InvalidArguments
 from milpa_chat.runtime.execute import execute as run_tool
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.registry import ToolRegistry
 
 __all__ = ["STEPS", "Call", "Step", "run_steps"]
+
+log = logging.getLogger("milpa_chat.registry")
 
 
 @dataclass(slots=True)
@@ -173,7 +177,12 @@ async def _run_replay(call: Call, replay: gates.Replay) -> ToolResult:
     if isinstance(claimed, ToolResult):
         return claimed
     result = await run_tool(call.registry, call.tool, call.validated, keyed(call.ctx, claimed), call.t0)
-    return await settle(call.registry, claimed, result)
+    try:
+        return await settle(call.registry, claimed, result)
+    except (StoreError, OSError) as exc:  # the tool ran: its result stands; the record is recovered later
+        log.error("The store failed while settling approval %s after '%s' ran: %s: %s", claimed.id,
+                  call.tool.name, type(exc).__name__, exc)
+        return result.with_meta(approval_settled=False)
 
 
 def verify_gate(call: Call) -> Outcome:

@@ -242,3 +242,21 @@ async def test_names_and_tokens_of_the_wrong_type_are_answered() -> None:
     assert vid.code == "FORBIDDEN" and "Unknown verification request" in (vid.error or "")
     func = await registry.call("store_blob", {"blob": {"f": len}})
     assert func.code == "VALIDATION_ERROR" and "builtin_function_or_method" in (func.error or "")
+
+
+async def test_a_store_that_fails_after_the_tool_ran_keeps_the_tools_result() -> None:
+    flaky = FailingStore(MemoryStore())
+    registry = ToolRegistry(store=flaky)
+    ran: list[int] = []
+
+    def send(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        ran.append(args["n"])
+        flaky.fail(1, _store_error)  # the write that settles the approval will fail
+        return {"sent": args["n"]}
+
+    registry.register("send", "Send", {"type": "object", "properties": {"n": {"type": "integer"}}}, send,
+                      mutating=True, confirm=True)
+    token = (await registry.call("send", {"n": 3})).confirm_token
+    result = await registry.call("send", {"confirm_token": token})
+    assert ran == [3] and result.success and result.data == {"sent": 3}
+    assert result.meta["approval_settled"] is False  # not "nothing was run": it ran
