@@ -108,10 +108,11 @@ class Assistant:
         self.transports.setdefault(inbound.surface, transport)
         try:
             await self._dispatch(inbound, transport)
-        except Exception as exc:  # a store, a platform or a plug-in failed: tell the person, never raise
+        except Exception as exc:  # a store or a plug-in failed: tell the person in the chat, log once
+            if not await self._tell_failure(inbound, transport):
+                raise  # the surface itself is failing: its adapter tells the person another way, and logs
             log.error("Handling a %s %s on %s failed: %s: %s", inbound.kind, inbound.delivery_id or "-",
                       inbound.surface, type(exc).__name__, exc, exc_info=exc)
-            await self._tell_failure(inbound, transport)
 
     async def _dispatch(self, inbound: Inbound, transport: Transport) -> None:
         if inbound.delivery_id is not None and not await self._first_delivery(inbound):
@@ -124,8 +125,8 @@ class Assistant:
         else:
             await self._on_text(inbound, transport)
 
-    async def _tell_failure(self, inbound: Inbound, transport: Transport) -> None:
-        """One clear sentence to the person; if the surface itself is down, the log line above is all."""
+    async def _tell_failure(self, inbound: Inbound, transport: Transport) -> bool:
+        """One clear sentence to the person; False when the surface could not carry it either."""
         try:
             if inbound.kind == "action":
                 await transport.answer(inbound, FAILED_TAP, alert=True)
@@ -134,6 +135,8 @@ class Assistant:
         except Exception as exc:
             log.debug("Could not tell %s chat %s about the failure: %s", inbound.surface, inbound.chat_id,
                       type(exc).__name__)
+            return False
+        return True
 
     async def _first_delivery(self, inbound: Inbound) -> bool:
         key = f"{inbound.surface}:{inbound.delivery_id}"
