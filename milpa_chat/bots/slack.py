@@ -6,7 +6,9 @@
     bot.start(port=3000)                      # HTTP: POST /slack/events (commands, events, interactivity)
     # or: uvicorn with ``bot.asgi``; or Socket Mode: SlackBot(..., app_token="xapp-…").start_socket_mode()
 
-What it listens to: the slash command ``/milpa`` (``/milpa tools``, ``/milpa help``, ``/milpa <tool> args``),
+What it listens to: the slash command ``/milpa`` (``/milpa tools``, ``/milpa help``, ``/milpa <tool> args``;
+help and tools list the subcommands the person's scopes may call, from
+:class:`~milpa_chat.command.SlackSubcommandProjector`, see :mod:`milpa_chat.bots.slack_menu`),
 ``app_mention`` events and direct messages (``message.im``), and ``block_actions`` of every button the
 renderers draw (``action_id`` ``milpa:…``). Every request is acknowledged at once (well within Slack's 3
 seconds) and the work continues after the ack in a task of the bot's own; ``await bot.drain()`` waits for it.
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat._extras import require
 from milpa_chat.bots.slack_inbound import SURFACE, action_inbound, command_inbound, event_inbound
+from milpa_chat.bots.slack_menu import MENU_COMMANDS, menu_message, subcommands
 from milpa_chat.bots.slack_serving import SlackServing
 from milpa_chat.bots.slack_transport import NOT_POSTABLE, SlackTransport
 from milpa_chat.chat.inbound import ChatUser, Inbound
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
     from milpa_chat.chat.assistant import Assistant
+    from milpa_chat.command.projectors import SlackSubcommandProjector
 
 __all__ = ["SlackBot", "SlackTransport"]
 
@@ -82,6 +86,7 @@ class SlackBot(SlackServing):
         self.client: AsyncWebClient = _web_client(bot_token, base_url, rate_limit_retries)
         self.app: AsyncApp = _bolt_app(self.client, signing_secret or "")
         self.transport = SlackTransport(self.client, command=command, notices=notices)
+        self._menu: SlackSubcommandProjector | None = None
         assistant.attach(self.transport)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
@@ -136,9 +141,29 @@ class SlackBot(SlackServing):
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    @property
+    def subcommands(self) -> SlackSubcommandProjector:
+        """The projector of ``/milpa`` subcommands (``/milpa help`` and ``/milpa tools`` list from it)."""
+        if self._menu is None:
+            from milpa_chat.command.projectors import SlackSubcommandProjector
+
+            self._menu = SlackSubcommandProjector(self.command)
+        return self._menu
+
+    async def _answer_menu(self, inbound: Inbound) -> bool:
+        """``/milpa help`` (and ``/milpa`` alone) or ``/milpa tools``: the person's subcommands; False otherwise."""
+        head = (inbound.text or "").split(maxsplit=1)
+        if inbound.kind != "command" or not head or head[0] not in MENU_COMMANDS:
+            return False
+        found = subcommands(self.subcommands, self.assistant.registry, self.assistant.context_for(inbound))
+        message = menu_message(self.assistant.name, self.command, found, tools_only=head[0] == "/tools")
+        await self.transport.send(inbound.chat_id, message)
+        return True
+
     async def _handle(self, inbound: Inbound) -> None:
         try:
-            await self.assistant.handle(inbound, self.transport)
+            if not await self._answer_menu(inbound):
+                await self.assistant.handle(inbound, self.transport)
         except Exception as exc:
             log.exception("handling Slack %s %s failed", inbound.kind, inbound.delivery_id)
             await self._report_failure(inbound, exc)

@@ -1,0 +1,82 @@
+"""``/milpa help``, ``/milpa`` and ``/milpa tools``: the subcommands a person may call, with usage from the schema."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated
+
+import pytest
+
+from milpa_chat.command import Because, Needs, Operation, Reads, RegistryProjector, operation
+
+from .conftest_slack import ALICE, EVE, MARIA, WORK, Clock, SlackWorld, Tools, memory_assistant, slack_world
+
+
+class Order(Enum):
+    NEWEST = "newest"
+    OLDEST = "oldest"
+
+
+@dataclass
+class Found:
+    count: int
+
+
+@operation("notes:find", "Find notes by a word.")
+@Reads
+@Needs(scopes=["notes:read"])
+class FindNotes:
+    def __init__(self, word: Annotated[str, Because("the word to look for")], order: Order = Order.NEWEST) -> None:
+        self.word, self.order = word, order
+
+    def run(self) -> Found:
+        return Found(1 if self.word == "milk" else 0)
+
+
+VACUUM = Operation("notes:vacuum", "Compact the notes file.", lambda: {"ok": True}, surfaces=["tools", "cli"])
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[SlackWorld]:
+    assistant = memory_assistant(Tools(slow_seconds=0.1), Clock())
+    RegistryProjector(assistant.registry).register(FindNotes, VACUUM)
+    async with slack_world(assistant) as w:
+        yield w
+
+
+async def shown(world: SlackWorld, text: str, user: str) -> str:
+    await world.command(text, user=user)
+    return html.unescape(world.last(WORK).all_text())
+
+
+async def test_help_lists_the_subcommands_of_the_persons_scopes_with_their_usage(world: SlackWorld) -> None:
+    alice = await shown(world, "help", ALICE)
+    assert "/milpa delete_note <note_id: integer> — Delete a note" in alice
+    assert "/milpa pay <to: string> <amount: number> — Send a payment" in alice
+    assert "/milpa list_notes [page: integer = 1] — List notes" in alice
+    assert "/milpa notes_find <word: string> [order: newest|oldest = newest] — Find notes by a word." in alice
+    assert "/milpa tools" in alice  # how to get the list alone
+    assert "resolve_verification" not in alice and "request_verification" not in alice
+    assert "notes_vacuum" not in alice  # opted into the registry and the CLI only
+
+    maria = await shown(world, "help", MARIA)
+    assert "/milpa list_notes" in maria and "/milpa notes_find" in maria
+    assert "delete_note" not in maria and "/milpa pay" not in maria  # not her scopes
+    assert await shown(world, "", MARIA) == maria  # /milpa alone is help
+
+    eve = await shown(world, "help", EVE)
+    assert "no tools available" in eve and "/milpa list_notes" not in eve
+
+
+async def test_tools_is_the_same_listing_and_what_it_lists_runs(world: SlackWorld) -> None:
+    listing = await shown(world, "tools", ALICE)
+    assert listing.startswith("6 tools available")
+    assert "/milpa notes_find <word: string> [order: newest|oldest = newest]" in listing
+    assert "no tools available" in await shown(world, "tools", EVE)
+
+    assert "1" in await shown(world, "notes_find milk", ALICE)
+    # not listed, still callable (and, declaring no effect, confirmed like a mutation)
+    assert "Confirm notes_vacuum?" in await shown(world, "notes_vacuum", ALICE)
