@@ -89,6 +89,8 @@ class ApprovalView:
         approvals_required / approved_by: quorum size and who approved so far.
         role: whose copy this is (see ``ApprovalRole``); decides the buttons.
         subject: what a request that runs no tool asks for (shown instead of arguments when set).
+        digest: the SHA-256 of the exact arguments that will run (shown shortened, so what is approved
+            can be checked against what ran, e.g. in the audit trail).
     """
 
     id: str
@@ -109,6 +111,7 @@ class ApprovalView:
     approvals_required: int = 1
     approved_by: tuple[str, ...] = field(default=())
     role: ApprovalRole = "approver"
+    digest: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(ApprovalKind):
@@ -136,6 +139,10 @@ def compose_approval(view: ApprovalView, *, limits: Limits | None = None) -> Mes
         blocks.append(Paragraph.of(Span("Why: ", "bold"), b.text(view.reason)))
     blocks.append(Paragraph.of(Span("Arguments:", "bold")))
     blocks.append(Code(b.text(json_text(args) if args else "{}"), "json"))
+    if view.state == "pending" and view.digest:
+        verb = "Confirm" if view.kind == "confirm" else "Approve"
+        blocks.append(Paragraph.of(Span(f"On {verb}: ", "bold"), f"{tool} runs once with exactly these arguments "
+                                   f"(after validation), as {b.text(view.requester, 100)}."))
     if view.state != "pending":
         blocks += _decision(view, b)
     buttons = _buttons(view)
@@ -164,6 +171,8 @@ def _facts(view: ApprovalView, b: Builder) -> list[Block]:
     ]
     if view.state == "pending":
         items.append(("Expires", when(view.expires_at)))
+    if view.digest:
+        items.append(("Arguments digest", view.digest[:16]))
     if view.kind == "verification" and view.approvals_required > 1:
         names = ", ".join(b.text(n, 60) for n in view.approved_by[:10])
         progress = f"{len(view.approved_by)} of {view.approvals_required}"

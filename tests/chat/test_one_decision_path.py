@@ -251,3 +251,16 @@ async def test_a_decision_from_the_command_line_is_carried_out_by_the_assistant(
     assert tools.paid == [("ACME", 16.0)]
     assert group.buttons == () and "Done" in group.text and "via the command line" in group.text
     await assistant.store.close()
+
+
+async def test_the_card_shows_what_will_run_and_its_digest(
+    assistant: Assistant, tg: RecordingTransport, tools: Tools
+) -> None:
+    await tg.say(assistant, ALICE, "/pay ACME 17.50")
+    group = tg.last(APPROVERS_CHAT)
+    (approval,) = await assistant.approvals.listing()
+    assert approval.args == {"to": "ACME", "amount": 17.5}  # what runs: the validated arguments
+    assert approval.data["digest"][:16] in group.text
+    assert "On Approve: pay runs once with exactly these arguments (after validation), as Alice." in group.text
+    await tg.tap(assistant, MANAGER, group, "Approve")
+    assert tools.paid == [("ACME", 17.5)] and "On Approve" not in group.text
