@@ -182,3 +182,26 @@ async def test_a_notebook_users_own_confirm_request_is_confirmed_in_their_inbox(
     assert tools.deleted == [4] and "Confirmed by Dev via Jupyter" in inbox.decided[0].text
     result = CliRenderer().render_message(inbox.transport.messages[-1].message)
     assert "Deleted: 4" in result                          # the result was posted to the notebook user
+
+
+async def test_a_run_that_did_not_report_back_waits_in_the_inbox_with_its_choice(
+    assistant: Assistant, telegram: RecordingTransport, tools: Tools, clock: Clock, closing: list[Any]
+) -> None:
+    from milpa_chat.runtime import ToolContext
+
+    inbox = open_inbox(assistant, closing)
+    card = await ask_to_pay(assistant, telegram, 75)
+    approval_id = card.buttons[0].ref
+    maria = ToolContext("jupyter:maria", "jupyter", ("payments:approve",))
+    change = await assistant.approvals.decide(approval_id, "approve", maria, follow=False)
+    assert change.claimed  # ... and the worker that claimed the run died before it ran
+    clock.now += 301
+    await assistant.sweep()
+    await inbox.refresh()
+    [item] = inbox.pending
+    assert "May not have run" in item.text and tools.paid == []
+    labels = {b.description for b in item.view.buttons.values()}
+    assert labels == {"🔁 Run again", "✔ Mark as done"}
+    await inbox.approve(approval_id)  # Run again
+    assert tools.paid == [("Luis", 75.0)] and inbox.pending == []
+    assert "Done" in card.text and card.buttons == ()
