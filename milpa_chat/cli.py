@@ -2,6 +2,8 @@
 
     milpa-chat tools [pkg.mod:obj]                list the tools of a registry, module or object
     milpa-chat call NAME --args JSON [--tools pkg.mod:obj] [--plan] [--yes]
+    milpa-chat run NAME [--ARG VALUE ...] [--tools pkg.mod:obj] [--plan] [--yes]   arguments from the schema
+    milpa-chat run NAME --help  (or call NAME --help)   the operation's arguments, generated from its schema
     milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
     milpa-chat approvals --store URL [--all]      the approvals kept in a store
     milpa-chat decide ID DECISION --store URL     approve, reject, cancel, run-again or mark-done one
@@ -101,17 +103,35 @@ def _ask(prompt: str) -> bool:
 
 
 async def _call(ns: argparse.Namespace) -> int:
+    if ns.help or ns.name is None:
+        return _call_help(ns)
     registry = load_registry(ns.tools)
-    args = _parse_args(ns.args)
+    return await execute(registry, ns.name, _parse_args(ns.args), plan=ns.plan, yes=ns.yes)
+
+
+def _call_help(ns: argparse.Namespace) -> int:
+    if ns.name is None:
+        ns.parser.print_help()
+        return 0 if ns.help else 2
+    from milpa_chat.cli_schema import command_for, operation_parser
+
+    command = command_for(load_registry(ns.tools), ns.name, hidden=())
+    print(operation_parser(command, prog=f"milpa-chat run {ns.name}").format_help(), end="")
+    print(f"\nor, as JSON: milpa-chat call {ns.name} --args '{{...}}'")
+    return 0
+
+
+async def execute(registry: ToolRegistry, name: str, args: dict[str, Any], *, plan: bool, yes: bool) -> int:
+    """Call ``name`` through the pipeline as the local shell; ask before a confirm tool runs (unless ``yes``)."""
     ctx = ToolContext.cli()
-    if ns.plan:
+    if plan:
         ctx = ctx.as_plan()
-    result = await registry.call(ns.name, args, ctx)
+    result = await registry.call(name, args, ctx)
     print(render(result))
     token = result.confirm_token
     if result.success and token and result.data.get("requires_confirmation"):
-        if ns.yes or _ask("Confirm? [y/N] "):
-            result = await registry.call(ns.name, {"confirm_token": token}, ctx)
+        if yes or _ask("Confirm? [y/N] "):
+            result = await registry.call(name, {"confirm_token": token}, ctx)
             print(render(result))
         else:
             print("Cancelled — nothing was done.")
@@ -124,12 +144,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p_tools = sub.add_parser("tools", help="list the tools of a module or object")
     p_tools.add_argument("tools", nargs="?", default=DEFAULT_TOOLS, help="pkg.mod:obj (default: the demo tools)")
-    p_call = sub.add_parser("call", help="call a tool through the whole pipeline (cli channel)")
-    p_call.add_argument("name")
+    p_call = sub.add_parser("call", help="call a tool through the whole pipeline (cli channel)", add_help=False)
+    p_call.add_argument("-h", "--help", action="store_true", help="this help; with NAME, the tool's arguments")
+    p_call.add_argument("name", nargs="?")
+    p_call.set_defaults(parser=p_call)
     p_call.add_argument("--args", default="{}", help="arguments as a JSON object")
     p_call.add_argument("--tools", default=DEFAULT_TOOLS, help="pkg.mod:obj holding the tools")
     p_call.add_argument("--plan", action="store_true", help="dry run: validate and authorize only")
     p_call.add_argument("--yes", action="store_true", help="confirm without asking")
+    p_run = sub.add_parser("run", add_help=False, help="run a tool with its arguments as options "
+                           "(milpa-chat run NAME --help lists them, from its schema)")
+    p_run.add_argument("name", nargs="?")
+    p_run.add_argument("options", nargs=argparse.REMAINDER)
     p_demo = sub.add_parser("demo", help="walk through the pipeline locally on SQLite")
     p_demo.add_argument("--store", default=None, help="SQLite file to use (default: a temporary file)")
     from milpa_chat.cli_approvals import add_parsers
@@ -144,6 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # its options come from the tool's schema: parsed once the registry is loaded
+        from milpa_chat.cli_schema import cmd_run
+
+        try:
+            return asyncio.run(cmd_run(argv[1:]))
+        except CliError as exc:
+            print(f"milpa-chat: {exc}", file=sys.stderr)
+            return 2
     ns = build_parser().parse_args(argv)
     try:
         if ns.command == "tools":

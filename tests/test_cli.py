@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from enum import Enum
 from pathlib import Path
+from typing import Annotated, Any
 
 import pytest
 
+from milpa_chat import ToolRegistry
 from milpa_chat.cli import main
+from milpa_chat.command import (
+    Authority,
+    Because,
+    Confirms,
+    Externality,
+    Mutates,
+    Mutation,
+    Reads,
+    RegistryProjector,
+    Reversibility,
+    Subject,
+    operation,
+)
 from milpa_chat.demo import run_demo
 
 
@@ -71,3 +87,103 @@ def test_console_script_runs_the_demo(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "state=executed" in proc.stdout
+
+
+# --- run NAME --arg value / --help: arguments from the schema ------------------------------------------------
+
+
+class Color(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@operation("notes:tag", "Tag notes with a color.")
+@Reads
+class TagNotes:
+    def __init__(
+        self,
+        note_ids: Annotated[list[int], Because("the notes to tag")],
+        color: Annotated[Color, Because("the tag's color")] = Color.RED,
+        pinned: bool = False,
+        label: str | None = None,
+    ) -> None:
+        self.note_ids, self.color, self.pinned, self.label = note_ids, color, pinned, label
+
+    def run(self) -> dict[str, Any]:
+        return {"tagged": self.note_ids, "color": self.color.value, "pinned": self.pinned, "label": self.label}
+
+
+@operation("notes:purge", "Delete every note.")
+@Mutates(Mutation.PERSISTENT, Externality.NONE, Reversibility.IRREVERSIBLE, Authority.WRITE_AS_USER,
+         subject=Subject.DATA)
+@Confirms
+class PurgeNotes:
+    def __init__(self, older_than_days: Annotated[int, Because("only notes older than this")] = 30) -> None:
+        self.days = older_than_days
+
+    def run(self) -> dict[str, Any]:
+        PURGED.append(self.days)
+        return {"purged_older_than": self.days}
+
+
+PURGED: list[int] = []
+OPS = "tests.test_cli:operations"
+
+
+def operations() -> ToolRegistry:
+    registry = ToolRegistry()
+    RegistryProjector(registry).register(TagNotes, PurgeNotes)
+    return registry
+
+
+def test_run_help_prints_the_arguments_generated_from_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["run", "notes_tag", "--tools", OPS, "--help"])
+    assert done.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps to the terminal's width
+    assert "usage: milpa-chat run notes_tag" in out and "Tag notes with a color." in out
+    assert "--note-ids [NOTE_IDS ...], --note_ids [NOTE_IDS ...] the notes to tag (array of integer; required)" in out
+    assert """--color {red,blue} the tag's color (string; one of red, blue; optional; default: "red")""" in out
+    assert "--pinned, --no-pinned (boolean; optional; default: false)" in out
+    assert "--label LABEL (string; or null; optional; default: null)" in out
+
+    assert main(["call", "notes:tag", "--tools", OPS, "--help"]) == 0  # the same, for call
+    out = " ".join(capsys.readouterr().out.split())
+    assert "the notes to tag (array of integer; required)" in out and "milpa-chat call notes:tag --args" in out
+
+
+def test_run_parses_the_arguments_by_the_schema_and_runs_through_the_pipeline(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "notes_tag", "--tools", OPS, "--note-ids", "3", "4", "--color", "blue", "--pinned"]) == 0
+    out = capsys.readouterr().out
+    assert "Tagged: [3, 4]" in out and "Color:  blue" in out and "Pinned: yes" in out
+    assert main(["run", "notes:tag", "--tools", OPS, "--note_ids", "5", "--label", "null"]) == 0
+    out = capsys.readouterr().out
+    assert "Tagged: [5]" in out and "Color:  red" in out and "Pinned: no" in out  # the schema's defaults
+
+    with pytest.raises(SystemExit) as refused:
+        main(["run", "notes_tag", "--tools", OPS, "--note-ids", "x"])
+    assert refused.value.code == 2 and "invalid integer value: 'x'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "notes_tag", "--tools", OPS, "--color", "green", "--note-ids", "1"])
+    assert "choose from red, blue (got 'green')" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "notes_tag", "--tools", OPS])
+    assert "the following arguments are required: --note-ids/--note_ids" in capsys.readouterr().err
+
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    assert main(["run", "notes_purge", "--tools", OPS, "--older-than-days", "7"]) == 1
+    assert PURGED == [] and "Cancelled — nothing was done." in capsys.readouterr().out
+    assert main(["run", "notes_purge", "--tools", OPS, "--older-than-days", "7", "--yes"]) == 0
+    assert PURGED == [7]
+
+
+def test_run_without_a_name_lists_what_it_runs_and_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--tools", OPS]) == 2
+    out = capsys.readouterr().out
+    assert "notes_tag" in out and "notes_purge" in out and "Delete every note." in out
+    assert main(["run", "notes_tga", "--tools", OPS]) == 2
+    assert "no tool 'notes_tga' to run from the command line; did you mean notes_tag" in capsys.readouterr().err
+    assert main(["run", "resolve_verification"]) == 2  # decided with milpa-chat decide, never run from here
+    assert "no tool 'resolve_verification'" in capsys.readouterr().err
