@@ -1,8 +1,11 @@
 """``ToolExplorer``: pick a tool, fill a form generated from its schema, Run or Dry run it.
 
-Every call goes through the registry's pipeline with the explorer's context, exactly as a chat
-call would: validation errors are shown beside the fields, a confirm tool shows Confirm/Cancel,
-a paginated result gets page buttons, and a dry run (plan mode) reports what would happen.
+The list is read through :class:`~milpa_chat.command.ExplorerProjector` — the one reading of the
+catalogue every surface shares (the tools this context may call, minus operations that did not opt
+into the ``jupyter`` surface). Every call goes through the registry's pipeline with the explorer's
+context, exactly as a chat call would: validation errors are shown beside the fields, a confirm
+tool shows Confirm/Cancel, a paginated result gets page buttons, and a dry run (plan mode) reports
+what would happen.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from milpa_chat.command.projectors import ExplorerItem, ExplorerProjector
 from milpa_chat.jupyter._async import Background, SafeButton
 from milpa_chat.jupyter._forms import SchemaForm
 from milpa_chat.jupyter._results import ResultView
@@ -51,9 +55,11 @@ class ToolExplorer:
         *,
         renderer: JupyterRenderer | None = None,
         page_argument: str = "page",
+        projector: ExplorerProjector | None = None,
     ) -> None:
         self.registry = registry
         self.context = context or ToolContext.jupyter()
+        self.projector = projector or ExplorerProjector()
         self.page_argument = page_argument
         self.search = widgets.Text(placeholder="Search tools by name, description or tag", value="")
         self.picker = widgets.Select(options=[], rows=8, layout=widgets.Layout(width="260px"))
@@ -91,10 +97,15 @@ class ToolExplorer:
 
     # ----------------------------------------------------------------- choosing
     @property
+    def items(self) -> list[ExplorerItem]:
+        """What the list shows: the explorer projector's reading of the registry for this context."""
+        return self.projector.catalogue(self.registry, self.context)
+
+    @property
     def tools(self) -> list[ToolDefinition]:
         """The tools this explorer's context may call, in registration order."""
-        ctx = self.context
-        return [t for t in self.registry if not t.scopes or ctx.has_any_scope(t.scopes)]
+        found = (self.registry.get(item.name) for item in self.items)
+        return [t for t in found if t is not None]
 
     @property
     def tool(self) -> ToolDefinition | None:
@@ -103,7 +114,7 @@ class ToolExplorer:
 
     def select(self, name: str) -> SchemaForm:
         """Choose a tool (as clicking it in the list would) and return its form."""
-        names = [t.name for t in self.tools]
+        names = [i.name for i in self.items]
         if name not in names:
             raise KeyError(f"no tool {name!r} for {self.context.principal}; the tools are: {', '.join(names)}")
         if name not in self.picker.options:
@@ -113,8 +124,7 @@ class ToolExplorer:
 
     def _filter(self) -> None:
         words = self.search.value.lower().split()
-        shown = [t.name for t in self.tools
-                 if all(w in " ".join((t.name, t.description, *t.tags)).lower() for w in words)]
+        shown = [i.name for i in self.items if all(w in i.search_text for w in words)]
         current = self.picker.value
         self.picker.options = shown
         self.picker.value = current if current in shown else (shown[0] if shown else None)
