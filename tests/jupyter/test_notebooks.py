@@ -12,7 +12,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
-NAMES = ["01_explore_tools.ipynb", "02_approvals.ipynb"]
+NAMES = ["01_explore_tools.ipynb", "02_approvals.ipynb", "04_operations.ipynb"]
 
 
 def execute(name: str) -> Any:
@@ -69,3 +69,22 @@ def test_approvals_notebook() -> None:
     assert "Rejected by Bruno via Telegram" in out
     html = "".join(v for v in widget_values(nb, "HTMLModel") if isinstance(v, str))
     assert "Approvals for Maria (jupyter:maria)" in html and "Approved by Maria via Jupyter" in html
+
+
+@pytest.mark.slow
+def test_operations_notebook() -> None:
+    nb = execute("04_operations.ipynb")
+    out = printed(nb)
+    assert "fields: ['note_id', 'reason']" in out and "asks to confirm: True | still there: True" in out
+    assert "By:      jupyter:dev" in out and "archived: {'n3': 'old draft'}" in out
+    assert "eve: FORBIDDEN" in out and "alice: {'note_id': 'n1', 'reason': 'done', 'by': 'telegram:7'}" in out
+    assert "registry: notes_archive | mutating: True | confirm: True | scopes: ('notes:write',)" in out
+    assert ("mcp: notes_archive {'openWorldHint': False, 'readOnlyHint': False, 'destructiveHint': False, "
+            "'idempotentHint': False}") in out
+    archive = "Archive a note (it leaves the list, it can be restored)."
+    assert f"{{'command': 'notes_archive', 'description': '{archive}'}}" in out
+    assert "telegram, no scopes: ['tools', 'help']" in out
+    assert "slack: /milpa notes_archive <note_id: string> [reason: done|stale = done]" in out
+    assert "usage: milpa-chat run notes_archive" in out and "--reason {done,stale}" in out
+    html = "".join(v for v in widget_values(nb, "HTMLModel") if isinstance(v, str))
+    assert "Tool explorer" in html and "notes_archive" in html
