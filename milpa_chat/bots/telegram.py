@@ -287,7 +287,7 @@ class TelegramBot:
                         [BotCommand(c.command, c.description) for c in commands], scope=scope)
                     done += 1
             except Exception as exc:  # the menu is a convenience: the bot runs without it
-                log.warning("Could not set the Telegram command menu for %s: %s: %s", scope.to_dict(),
+                log.warning("Could not set the Telegram command menu of %s: %s: %s", _scope_text(scope),
                             type(exc).__name__, exc)
         return done
 
@@ -361,6 +361,15 @@ class TelegramBot:
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         update_id = update.update_id if isinstance(update, Update) else None
         log.error("error while handling Telegram update %s", update_id, exc_info=context.error)
+
+
+def _scope_text(scope: BotCommandScope) -> str:
+    """``the default scope``, ``chat 1001``, ``member 1001 of chat -500``."""
+    if isinstance(scope, BotCommandScopeChatMember):
+        return f"member {scope.user_id} of chat {scope.chat_id}"
+    if isinstance(scope, BotCommandScopeChat):
+        return f"chat {scope.chat_id}"
+    return "the default scope"
 
 
 def _is_int(text: str) -> bool:

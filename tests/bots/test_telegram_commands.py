@@ -155,3 +155,20 @@ async def test_the_menu_follows_the_identities_and_can_be_left_alone() -> None:
         await quiet.start(poll_timeout=1)
         await quiet.stop()
         assert server.commands() == [] and not [c for c in server.calls if c.method.lower() == "setmycommands"]
+
+
+async def test_a_refused_menu_is_logged_and_the_bot_still_starts_and_serves(caplog: pytest.LogCaptureFixture) -> None:
+    registry = ToolRegistry(store=MemoryStore())
+    registry.scan(Reader())
+    identities = Identities(users={"telegram:1001": ["notes:read"], "telegram:2001": ["notes:read"]})
+    async with bot_for(registry, identities) as (server, bot):
+        server.arm_error("setMyCommands", 400, "Bad Request: chat not found", times=1)  # the default scope's call
+        with caplog.at_level(logging.WARNING, logger="milpa_chat.bots.telegram"):
+            await bot.start(poll_timeout=1)
+        assert "Could not set the Telegram command menu of the default scope: BadRequest" in caplog.text
+        assert "Chat not found" in caplog.text
+        assert server.commands() == []  # refused
+        assert names(server.commands(scope=chat(MARIA.id))) == [*BUILTINS, "read_csv"]  # the next ones were set
+        update = await server.send_message(ALICE.id, ALICE, "/read_csv")
+        reply = await server.wait_for_message(ALICE.id, since=update, timeout=15)
+        assert "id,title" in (reply.text or "")
