@@ -98,14 +98,15 @@ def operation_parser(command: CliCommand, *, prog: str) -> argparse.ArgumentPars
         facts.append(f"scopes: {', '.join(command.scopes)}")
     parser = argparse.ArgumentParser(
         prog=prog, description=command.description, epilog="; ".join(facts) or None, allow_abbrev=False,
+        conflict_handler="resolve",  # a property named like a call option (--plan) takes its flag
     )
     group = parser.add_argument_group("arguments (from the input schema)")
-    for arg in command.arguments:
-        _add(group, arg)
     options = parser.add_argument_group("call options")
     options.add_argument("--tools", default=argparse.SUPPRESS, help="pkg.mod:obj holding the tools")
-    options.add_argument("--plan", action="store_true", help="dry run: validate and authorize only")
-    options.add_argument("--yes", action="store_true", help="confirm without asking")
+    options.add_argument("--plan", dest="_plan", action="store_true", help="dry run: validate and authorize only")
+    options.add_argument("--yes", dest="_yes", action="store_true", help="confirm without asking")
+    for arg in command.arguments:
+        _add(group, arg)
     return parser
 
 
@@ -164,4 +165,5 @@ async def cmd_run(argv: Sequence[str]) -> int:
     name, rest = argv[0], argv[1:]
     command = command_for(registry, name)
     ns = operation_parser(command, prog=f"milpa-chat run {name}").parse_args(rest)
-    return await execute(registry, command.name, arguments_from(ns), plan=ns.plan, yes=ns.yes)
+    plan, yes = getattr(ns, "_plan", False), getattr(ns, "_yes", False)
+    return await execute(registry, command.name, arguments_from(ns), plan=plan, yes=yes)

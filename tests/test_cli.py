@@ -187,3 +187,25 @@ def test_run_without_a_name_lists_what_it_runs_and_refuses_unknown_names(capsys:
     assert "no tool 'notes_tga' to run from the command line; did you mean notes_tag" in capsys.readouterr().err
     assert main(["run", "resolve_verification"]) == 2  # decided with milpa-chat decide, never run from here
     assert "no tool 'resolve_verification'" in capsys.readouterr().err
+
+
+@operation("jobs:schedule", "Schedule a job.")
+@Reads
+class Schedule:
+    def __init__(self, plan: Annotated[str, Because("the job's plan")], yes: bool = False) -> None:
+        self.plan, self.yes = plan, yes
+
+    def run(self) -> dict[str, Any]:
+        return {"plan": self.plan, "yes": self.yes}
+
+
+def scheduling() -> ToolRegistry:
+    registry = ToolRegistry()
+    RegistryProjector(registry).register(Schedule)
+    return registry
+
+
+def test_a_property_named_like_a_call_option_takes_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "jobs_schedule", "--tools", "tests.test_cli:scheduling", "--plan", "nightly", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "Plan: nightly" in out and "Yes:  yes" in out  # ran (not a dry run), with both values
