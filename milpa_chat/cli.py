@@ -205,5 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # python -m milpa_chat.cli: run the imported module, whose CliError the others raise
+    from milpa_chat.cli import main as _main
+
+    raise SystemExit(_main())
