@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.policy import Verdict
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["STEPS", "Call", "Step", "run_steps"]
+__all__ = ["STEPS", "Call", "Outcome", "Step", "run_steps"]
 
 log = logging.getLogger("milpa_chat.registry")
 
