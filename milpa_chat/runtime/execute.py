@@ -49,10 +49,18 @@ async def execute(
         result = result.with_meta(
             timeout_exceeded=True, execution_time=round(exec_time, 3), timeout_limit=tool.timeout
         )
-    return await _finish(registry, tool, args.wire, ctx, result, False)
+    if dispatcher.has_listeners("tool.executed"):
+        return await _finish(registry, tool, args.wire, ctx, result, False)
+    registry.audit.executed(ctx, tool.name, args.wire, result)
+    return result
+
+
+_PLAIN = frozenset({int, str, float, bool, dict, list, type(None)})
 
 
 def _wrap(value: Any, name: str, ctx: ToolContext, t0: float) -> ToolResult:
+    if type(value) in _PLAIN:
+        return ToolResult._of(True, value, None, None, base_meta(name, ctx, t0))
     if isinstance(value, ToolResult):
         return ToolResult(value.success, value.data, value.message, value.error,
                           {**base_meta(name, ctx, t0), **value.meta})

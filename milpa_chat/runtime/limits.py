@@ -102,7 +102,7 @@ DEFAULT_LIMITS: Final = PayloadLimits()
 
 def check_payload(value: Any, limits: PayloadLimits = DEFAULT_LIMITS) -> None:
     """Raise :class:`InvalidArguments` (every problem, with its path) when ``value`` breaks ``limits``."""
-    if _simple(value) and limits.fast_path:
+    if _simple(value) and (limits is DEFAULT_LIMITS or limits.fast_path):
         return
     problems = payload_problems(value, limits)
     if problems:

@@ -25,7 +25,7 @@ from milpa_chat.runtime.confirm import ConfirmationTokenStore
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.definition import ToolDefinition, VerifyPolicy
 from milpa_chat.runtime.events import EventDispatcher
-from milpa_chat.runtime.limits import PayloadLimits
+from milpa_chat.runtime.limits import DEFAULT_LIMITS, PayloadLimits
 from milpa_chat.runtime.pipeline import STEPS, Call, Step, execute, keyed, resolve, run_steps, settle, validate
 from milpa_chat.runtime.pipeline import authorize as authorize_step
 from milpa_chat.runtime.policy import PolicyGate
@@ -94,7 +94,7 @@ class ToolRegistry:
         self.steps: list[Step] = list(STEPS)
         self.tokens = TokenEstimator()
         #: Checked on every call's raw arguments before anything reads them (depth, items, sizes).
-        self.limits = limits if limits is not None else PayloadLimits()
+        self.limits = limits if limits is not None else DEFAULT_LIMITS
         self._tools: dict[str, ToolDefinition] = {}
         self._view = MappingProxyType(self._tools)
 
@@ -230,7 +230,7 @@ class ToolRegistry:
         if ctx is None:
             ctx = ToolContext.cli()
         try:
-            return await self._call(name, args, ctx, t0)
+            return await run_steps(self.steps, Call(self, name, args, ctx, t0))
         except (StoreError, OSError) as exc:
             shown = gates.tool_name(name)
             log.error("The store failed during %r (request %s): %s: %s", shown, ctx.request_id,
@@ -244,9 +244,6 @@ class ToolRegistry:
             return gates.fail(shown, ctx, t0, ErrorCode.INTERNAL_ERROR,
                               f"'{shown}' could not be completed because of an internal error (request "
                               f"{ctx.request_id}); nothing was run. Try again; the details are in the server log.")
-
-    async def _call(self, name: object, args: object, ctx: ToolContext, t0: float) -> ToolResult:
-        return await run_steps(self.steps, Call(self, name, args, ctx, t0))
 
     async def run_approval(self, claimed: Approval, ctx: ToolContext) -> ToolResult:
         """Run an approval this caller claimed (``Change.claimed``) as ``ctx`` (the requester), then settle it.

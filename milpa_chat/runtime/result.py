@@ -135,6 +135,18 @@ class ToolResult:
         object.__setattr__(self, "_error", error)
         object.__setattr__(self, "_meta", dict(meta) if meta else {})
 
+    @classmethod
+    def _of(cls, success: bool, data: Any, message: str | None, error: str | None,
+            meta: dict[str, Any]) -> ToolResult:
+        """The pipeline's constructor: ``meta`` is a fresh dict the result takes over (not copied)."""
+        result = object.__new__(cls)
+        _set_success(result, success)
+        _set_data(result, data)
+        _set_message(result, message)
+        _set_error(result, error)
+        _set_meta(result, meta)
+        return result
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"ToolResult is immutable; use with_meta() to derive a new one ({name!r})")
 
@@ -342,6 +354,14 @@ class ToolResult:
         if self._success:
             return f"ToolResult.success(data={self._data!r}, message={self._message!r}, meta={self._meta!r})"
         return f"ToolResult.error({self._error!r}, data={self._data!r}, meta={self._meta!r})"
+
+
+# The slots' own setters: ToolResult._of fills a result without going through the refusing __setattr__.
+_set_success = ToolResult.__dict__["_success"].__set__
+_set_data = ToolResult.__dict__["_data"].__set__
+_set_message = ToolResult.__dict__["_message"].__set__
+_set_error = ToolResult.__dict__["_error"].__set__
+_set_meta = ToolResult.__dict__["_meta"].__set__
 
 
 def _json_default(value: Any) -> Any:
