@@ -58,7 +58,7 @@ SETUP_METHODS = frozenset({"auth.test"})  # calls that are not a tap's work
 
 
 class Notes:
-    @tool("list_notes", "List notes", scopes=["notes:read"])
+    @tool("list_notes", "List notes", scopes=["notes:read"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": i, "title": f"note {i}"} for i in range(1, 51)]
         return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Notes")

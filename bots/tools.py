@@ -57,13 +57,13 @@ class ExampleTools:
         await self.seed()
         return [record.value for record in await self.store.scan("notes")]
 
-    @tool("list_notes", "List the notes, five per page", scopes=["notes:read"])
+    @tool("list_notes", "List the notes, five per page", scopes=["notes:read"], mutating=False)
     async def list_notes(self, page: Annotated[int, Param("Page number", clamp=(1, 1000))] = 1) -> ToolResult:
         notes = await self._notes()
         shown = notes[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
         return ToolResult.paginated(shown, page, len(notes), PAGE_SIZE, f"{len(notes)} notes")
 
-    @tool("search_notes", "Find the notes that contain every word of a query", scopes=["notes:read"])
+    @tool("search_notes", "Find the notes that contain every word of a query", scopes=["notes:read"], mutating=False)
     async def search_notes(self, query: Annotated[str, Param("Words to look for")]) -> ToolResult:
         words = query.lower().split()
         found = [n for n in await self._notes() if all(w in n["text"].lower() for w in words)]
@@ -89,7 +89,7 @@ class ExampleTools:
         entry = await self.store.append("payments", payment)
         return ToolResult.success({"payment": entry.seq, **payment}, f"Paid {amount:.2f} EUR to {to}.")
 
-    @tool("slow_report", "Build a report (takes a few seconds)", scopes=["notes:read"])
+    @tool("slow_report", "Build a report (takes a few seconds)", scopes=["notes:read"], mutating=False)
     async def slow_report(self) -> str:
         await asyncio.sleep(self.slow_seconds)
         return f"Report: {len(await self._notes())} notes."

@@ -71,7 +71,8 @@ def cmd_tools(ns: argparse.Namespace) -> int:
     for summary in registry.get_tool_summaries():
         defn = registry.get(summary["name"])
         assert defn is not None
-        flags = [f for f, on in (("mutating", defn.mutating), ("confirm", defn.confirm),
+        flags = [f for f, on in (("effect undeclared: treated as mutating", not defn.effect_declared),
+                                 ("mutating", defn.mutating and defn.effect_declared), ("confirm", defn.confirm),
                                  ("needs approval", defn.verify is not None)) if on]
         scopes = f" [scopes: {', '.join(defn.scopes)}]" if defn.scopes else ""
         extra = f" ({', '.join(flags)})" if flags else ""

@@ -33,12 +33,12 @@ class DemoTools:
         }
         self.payments: list[dict[str, Any]] = []
 
-    @tool("list_notes", "List saved notes", scopes=["notes:read"])
+    @tool("list_notes", "List saved notes", scopes=["notes:read"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page number", clamp=(1, 1000))] = 1) -> ToolResult:
         items = list(self.notes.values())
         return ToolResult.paginated(items[(page - 1) * 3 : page * 3], page, len(items), 3, "Your notes")
 
-    @tool("search_notes", "Search notes by words in the title and by tag", scopes=["notes:read"])
+    @tool("search_notes", "Search notes by words in the title and by tag", scopes=["notes:read"], mutating=False)
     def search_notes(
         self,
         query: Annotated[str, Param("Words to look for")],

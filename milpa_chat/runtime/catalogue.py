@@ -38,11 +38,18 @@ def _normalise_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     return dict(schema)
 
 
+#: Added to the description an agent reads of a tool that does not declare its effect.
+UNDECLARED = " (Its effect is not declared: it is treated as changing things, so it may ask for confirmation.)"
+
+
 def summary_of(tool: ToolDefinition) -> dict[str, Any]:
     """The MCP/LLM wire shape of one tool: ``{name, description, inputSchema[, version, outputSchema]}``."""
+    description = tool.description
+    if not tool.effect_declared:
+        description += UNDECLARED
     out: dict[str, Any] = {
         "name": tool.name,
-        "description": tool.description,
+        "description": description,
         "inputSchema": _normalise_schema(tool.input_schema),
     }
     if tool.version is not None:

@@ -155,7 +155,7 @@ class ToolDefinition:
     invoke: Invoke
     is_async: bool
     scopes: tuple[str, ...] = ()
-    mutating: bool = False
+    mutating: bool = True  # fail closed: what says nothing about its effect is treated as changing things
     confirm: bool = False
     timeout: float = 30.0
     version: str | None = None
@@ -165,3 +165,6 @@ class ToolDefinition:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: Running it twice has the effect of running it once: a run whose lease ended is retried.
     idempotent: bool = False
+    #: Whether the tool said if it changes things (``mutating=True`` or ``False``). An undeclared
+    #: effect is never taken as harmless: such a tool is ``mutating`` for every gate.
+    effect_declared: bool = False

@@ -104,6 +104,7 @@ def plan(
         "plan": {
             "tool": tool.name,
             "mutating": tool.mutating,
+            "effect_declared": tool.effect_declared,
             "requires_confirmation": tool.verify is None and registry.policy.requires_confirmation(ctx, tool),
             "requires_verification": tool.verify is not None,
             "scopes_required": list(tool.scopes),

@@ -148,7 +148,7 @@ class ToolRegistry:
         handler: Callable[[dict[str, Any], ToolContext], Any | Awaitable[Any]],
         *,
         scopes: Sequence[str] = (),
-        mutating: bool = False,
+        mutating: bool | None = None,
         confirm: bool = False,
         timeout: float = 30.0,
         version: str | None = None,

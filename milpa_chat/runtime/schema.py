@@ -233,7 +233,7 @@ def definition_from_schema(
     handler: Callable[[dict[str, Any], Any], Any],
     *,
     scopes: Iterable[str] = (),
-    mutating: bool = False,
+    mutating: bool | None = None,
     confirm: bool = False,
     timeout: float = 30.0,
     version: str | None = None,
@@ -258,7 +258,8 @@ def definition_from_schema(
         check_json_schema(output_schema, f"Tool {name!r} output_schema")
     return ToolDefinition(
         name=name, description=description, input_schema=schema, validator=JsonSchemaValidator(schema),
-        invoke=handler, is_async=is_async_callable(handler), scopes=options.scopes, mutating=mutating,
+        invoke=handler, is_async=is_async_callable(handler), scopes=options.scopes, mutating=mutating is not False,
+        effect_declared=mutating is not None,
         confirm=confirm, timeout=options.timeout, version=version,
         output_schema=copy.deepcopy(dict(output_schema)) if output_schema is not None else None,
         verify=verify, tags=options.tags, extra={"qualname": getattr(handler, "__qualname__", name)},

@@ -38,7 +38,7 @@ class ToolOptions:
     name: str | None
     description: str | None
     scopes: tuple[str, ...]
-    mutating: bool
+    mutating: bool | None  # None: undeclared (every gate treats the tool as mutating)
     confirm: bool
     timeout: float
     version: str | None
@@ -72,9 +72,10 @@ def tool_options(name: Any, description: Any, **kw: Any) -> ToolOptions:
     _check_name(name)
     if description is not None and not (isinstance(description, str) and description.strip()):
         raise DeclarationError(f"Tool {name!r}: the description must be a non-empty string, got {description!r}")
-    for flag in ("mutating", "confirm"):
-        if not isinstance(kw[flag], bool):
-            raise DeclarationError(f"Tool {name!r}: {flag}= must be True or False, got {kw[flag]!r}")
+    if kw["mutating"] is not None and not isinstance(kw["mutating"], bool):
+        raise DeclarationError(f"Tool {name!r}: mutating= must be True or False, got {kw['mutating']!r}")
+    if not isinstance(kw["confirm"], bool):
+        raise DeclarationError(f"Tool {name!r}: confirm= must be True or False, got {kw['confirm']!r}")
     timeout = kw["timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
         raise DeclarationError(f"Tool {name!r}: timeout= must be a positive number of seconds, got {timeout!r}")

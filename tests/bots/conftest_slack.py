@@ -63,12 +63,12 @@ class Tools:
         self.slow_seconds = slow_seconds
         self.slow_runs = 0
 
-    @tool("list_notes", "List notes", scopes=["notes:read"])
+    @tool("list_notes", "List notes", scopes=["notes:read"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": k, "title": v} for k, v in sorted(self.notes.items())]
         return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Notes")
 
-    @tool("dump_notes", "Every note with a long body", scopes=["notes:read"])
+    @tool("dump_notes", "Every note with a long body", scopes=["notes:read"], mutating=False)
     def dump_notes(self) -> dict[str, Any]:
         return {"notes": [{"id": i, "body": f"note {i} " + "lorem ipsum " * 400} for i in range(1, 40)]}
 
@@ -84,7 +84,7 @@ class Tools:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
 
-    @tool("report", "A report that takes a while", scopes=["notes:read"])
+    @tool("report", "A report that takes a while", scopes=["notes:read"], mutating=False)
     async def report(self) -> dict[str, Any]:
         self.slow_runs += 1
         await asyncio.sleep(self.slow_seconds)

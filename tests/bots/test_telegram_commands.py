@@ -81,11 +81,11 @@ CLI_ONLY = Operation("notes:vacuum", "Compact the notes file.", lambda: {"ok": T
 
 
 class Odd:
-    @tool("Export-CSV", "Export the notes as CSV", scopes=["notes:read"])
+    @tool("Export-CSV", "Export the notes as CSV", scopes=["notes:read"], mutating=False)
     def export(self) -> str:
         return "id,title"
 
-    @tool("count_notes", "Count the notes " + "very " * 80 + "carefully")
+    @tool("count_notes", "Count the notes " + "very " * 80 + "carefully", mutating=False)
     def count(self) -> int:
         return 3
 
@@ -132,7 +132,7 @@ def registry_ctx() -> Any:
 
 
 class Reader:
-    @tool("read_csv", "Read the notes as CSV", scopes=["notes:read"])
+    @tool("read_csv", "Read the notes as CSV", scopes=["notes:read"], mutating=False)
     def read(self) -> str:
         return "id,title"
 

@@ -32,12 +32,12 @@ class Tools:
         self.deleted: list[int] = []
         self.paid: list[tuple[str, float]] = []
 
-    @tool("list_notes", "List notes", scopes=["notes:read"])
+    @tool("list_notes", "List notes", scopes=["notes:read"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": k, "title": v} for k, v in sorted(self.notes.items())]
         return ToolResult.paginated(items[(page - 1) * 10: page * 10], page, len(items), 10, "Notes")
 
-    @tool("search_notes", "Search notes", scopes=["notes:read"])
+    @tool("search_notes", "Search notes", scopes=["notes:read"], mutating=False)
     def search_notes(self, query: str, page: int = 1, tags: list[str] | None = None) -> dict[str, Any]:
         return {"query": query, "page": page, "tags": tags}
 

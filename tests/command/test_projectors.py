@@ -38,11 +38,11 @@ SHELL_ONLY = Operation("posts:reindex", "Rebuild the index.", noop, effects=Effe
 
 
 class Plain:
-    @tool("list_posts", "List posts", scopes=["posts:read"])
+    @tool("list_posts", "List posts", scopes=["posts:read"], mutating=False)
     def list_posts(self, page: int = 1) -> list[int]:
         return [page]
 
-    @tool("Posts.Export", "Export posts")
+    @tool("Posts.Export", "Export posts", mutating=False)
     def export(self) -> str:
         return ""
 

@@ -15,11 +15,11 @@ class Notes:
         self.deleted: list[int] = []
         self.paid: list[tuple[str, float]] = []
 
-    @tool("list_notes", "List the notes", scopes=["notes:read"])
+    @tool("list_notes", "List the notes", scopes=["notes:read"], mutating=False)
     def list_notes(self) -> dict[str, Any]:
         return {"notes": [{"id": k, "title": v} for k, v in sorted(self.notes.items())]}
 
-    @tool("get_note", "Read one note", scopes=["notes:read"])
+    @tool("get_note", "Read one note", scopes=["notes:read"], mutating=False)
     def get_note(self, note_id: int) -> ToolResult:
         if note_id not in self.notes:
             return ToolResult.error(f"No note {note_id}", code=ErrorCode.NOT_FOUND)
@@ -37,7 +37,7 @@ class Notes:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
 
-    @tool("export_notes", "Export every note", scopes=["notes:read"])
+    @tool("export_notes", "Export every note", scopes=["notes:read"], mutating=False)
     def export_notes(self) -> ToolResult:
         return ToolResult.blocked("Exporting notes is not allowed by the house rules.", "Read them one by one.")
 

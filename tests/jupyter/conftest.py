@@ -39,12 +39,12 @@ class Tools:
         self.gate = asyncio.Event()
         self.exports = 0
 
-    @tool("list_notes", "List saved notes", scopes=["notes:read"], tags=["notes"])
+    @tool("list_notes", "List saved notes", scopes=["notes:read"], tags=["notes"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page number", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": k, "title": v} for k, v in sorted(self.notes.items())]
         return ToolResult.paginated(items[(page - 1) * 10: page * 10], page, len(items), 10, "Notes")
 
-    @tool("search_notes", "Find notes by words", scopes=["notes:read"])
+    @tool("search_notes", "Find notes by words", scopes=["notes:read"], mutating=False)
     def search_notes(
         self,
         query: Annotated[str, Param("Words to look for")],
@@ -67,7 +67,7 @@ class Tools:
         self.notes.pop(note_id, None)
         return {"deleted": note_id}
 
-    @tool("export_notes", "Export every note (slow)", scopes=["notes:read"])
+    @tool("export_notes", "Export every note (slow)", scopes=["notes:read"], mutating=False)
     async def export_notes(self) -> dict[str, Any]:
         self.exports += 1
         await self.gate.wait()

@@ -188,7 +188,7 @@ async def test_a_tool_needing_approval_says_it_waits_for_an_approver(registry: T
 async def test_action_buttons_of_a_detail_run_their_tool(tools: Tools) -> None:
     from milpa_chat import ToolResult, tool
 
-    @tool("show_note", "Show one note")
+    @tool("show_note", "Show one note", mutating=False)
     def show_note(note_id: int) -> ToolResult:
         return ToolResult.detail({"id": note_id, "title": f"note {note_id}"}, "Note",
                                  actions=[{"label": "Delete", "action": "delete_note", "ref": str(note_id)}])

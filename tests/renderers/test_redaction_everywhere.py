@@ -277,7 +277,7 @@ def _no_s3cr(value: str) -> str:
 
 
 class Signup:
-    @tool("signup_typed", "Sign up (typed)")
+    @tool("signup_typed", "Sign up (typed)", mutating=False)
     def signup_typed(
         self,
         password: Annotated[str, Field(min_length=80)] = "x" * 80,
@@ -296,7 +296,7 @@ class Signup:
 def _registry() -> tuple[ToolRegistry, _Lines]:
     audit, lines = _audit()
     registry = ToolRegistry(audit=audit)
-    registry.register("signup", "Sign up", SIGNUP_SCHEMA, lambda args, ctx: {})
+    registry.register("signup", "Sign up", SIGNUP_SCHEMA, lambda args, ctx: {}, mutating=False)
     registry.scan(Signup())
     return registry, lines
 

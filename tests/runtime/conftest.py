@@ -28,7 +28,7 @@ class NoteTools:
         self.deleted: list[int] = []
         self.threads: list[str] = []
 
-    @tool("list_notes", "List saved notes", scopes=["notes:read"])
+    @tool("list_notes", "List saved notes", scopes=["notes:read"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page number", clamp=(1, 1000))] = 1) -> ToolResult:
         self.threads.append(threading.current_thread().name)
         return ToolResult.success({"notes": list(self.notes.values()), "page": page})
@@ -43,7 +43,7 @@ class NoteTools:
     async def archive_note(self, note_id: int) -> dict[str, Any]:
         return {"archived": note_id}
 
-    @tool("boom", "Always fails")
+    @tool("boom", "Always fails", mutating=False)
     def boom(self, password: str = "x") -> None:
         raise RuntimeError("database password is hunter2")
 

@@ -40,7 +40,7 @@ class Methods:
 def test_a_handler_that_cannot_take_args_and_ctx_fails_at_registration(handler: Any, needle: str) -> None:
     registry = ToolRegistry()
     with pytest.raises(DeclarationError) as caught:
-        registry.register("t", "A tool", OBJECT, handler)
+        registry.register("t", "A tool", OBJECT, handler, mutating=False)
     assert needle in str(caught.value)
     assert "def handler(args, ctx)" in str(caught.value) or "generator" in needle or "callable" in needle
     assert "t" not in registry  # nothing half-registered
@@ -59,7 +59,7 @@ def test_a_handler_that_cannot_take_args_and_ctx_fails_at_registration(handler: 
 )
 def test_handlers_that_can_take_args_and_ctx_register(handler: Any) -> None:
     registry = ToolRegistry()
-    registry.register("t", "A tool", OBJECT, handler)
+    registry.register("t", "A tool", OBJECT, handler, mutating=False)
     assert "t" in registry
 
 
@@ -70,7 +70,7 @@ async def test_a_good_hand_registered_handler_still_runs() -> None:
         "Echo",
         {"type": "object", "properties": {"x": {"type": "integer"}}},
         lambda args, ctx: {"x": args["x"], "principal": ctx.principal},
-    )
+     mutating=False)
     result = await registry.call("echo", {"x": 3})
     assert result.success and result.data == {"x": 3, "principal": "local-shell"}
 
@@ -111,7 +111,7 @@ def test_good_verify_policies() -> None:
 @pytest.mark.parametrize("name", ["confirm_token", "verification_id", "_ctx"])
 def test_reserved_names_in_decorated_tools(name: str) -> None:
     with pytest.raises(DeclarationError, match=f"argument name '{name}' is reserved.*rename the parameter"):
-        exec(f"@tool('t', 'A tool')\ndef f({name}: str) -> None: ...", {"tool": tool})
+        exec(f"@tool('t', 'A tool', mutating=False)\ndef f({name}: str) -> None: ...", {"tool": tool})
 
 
 @pytest.mark.parametrize("name", ["confirm_token", "verification_id", "_ctx"])
@@ -142,15 +142,15 @@ def test_scopes_with_spaces() -> None:
 def test_examples_must_match_the_parameter() -> None:
     with pytest.raises(DeclarationError, match=r"parameter 'n': the example 'ten' does not match"):
 
-        @tool("t", "A tool")
+        @tool("t", "A tool", mutating=False)
         def f(n: Annotated[int, Param("How many", examples=[1, "ten"])]) -> None: ...
 
 
 def test_a_clamped_default_must_lie_in_the_range() -> None:
     with pytest.raises(DeclarationError, match=r"the default 5000 is outside Param\(clamp=\(1, 1000\)\)"):
 
-        @tool("t", "A tool")
+        @tool("t", "A tool", mutating=False)
         def f(page: Annotated[int, Param("Page", clamp=(1, 1000))] = 5000) -> None: ...
 
-    @tool("ok", "A tool")
+    @tool("ok", "A tool", mutating=False)
     def g(page: Annotated[int | None, Param("Page", clamp=(1, 1000))] = None) -> None: ...

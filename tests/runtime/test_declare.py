@@ -90,12 +90,12 @@ def test_called_decorator_sets_every_option() -> None:
 
 
 def test_keyword_name_and_empty_parentheses() -> None:
-    @tool(name="shout")
+    @tool(name="shout", mutating=False)
     def speak(text: str) -> str:
         """Say it loud."""
         return text.upper()
 
-    @tool()
+    @tool(mutating=False)
     def whisper(text: str) -> str:
         """Say it softly."""
         return text.lower()
@@ -104,7 +104,7 @@ def test_keyword_name_and_empty_parentheses() -> None:
 
 
 def test_parameter_descriptions_from_param_and_docstrings() -> None:
-    @tool
+    @tool(mutating=False)
     def google(query: str, page: Annotated[int, Param("Page number")] = 1, size: int = 10) -> None:
         """Search.
 
@@ -121,7 +121,7 @@ def test_parameter_descriptions_from_param_and_docstrings() -> None:
             ValueError: never.
         """
 
-    @tool
+    @tool(mutating=False)
     def numpy_style(query: str) -> None:
         """Search.
 
@@ -139,7 +139,7 @@ def test_parameter_descriptions_from_param_and_docstrings() -> None:
 
 
 def test_examples_and_string_annotations() -> None:
-    @tool("t", "d")
+    @tool("t", "d", mutating=False)
     def f(city: "Annotated[str, Param('City', examples=['Lima', 'Quito'])]", n: "int" = 2) -> "list[str]":
         return [city] * n
 
@@ -178,11 +178,11 @@ def test_output_schema_of_a_model_is_inlined_and_an_unknown_one_is_skipped() -> 
         id: int
         text: str
 
-    @tool("get", "Get")
+    @tool("get", "Get", mutating=False)
     def get(note_id: int) -> Note:
         return Note(id=note_id, text="x")
 
-    @tool("other", "Other")
+    @tool("other", "Other", mutating=False)
     def other() -> "NotDefinedAnywhere":  # type: ignore[name-defined]  # noqa: F821
         return None
 
@@ -377,11 +377,11 @@ def test_tool_refuses_classes_and_bound_methods() -> None:
 
 # ---------------------------------------------------------------------------- context, async
 def test_context_parameter_is_injected_and_not_in_the_schema() -> None:
-    @tool("who", "Who calls")
+    @tool("who", "Who calls", mutating=False)
     def who(greeting: str, ctx: ToolContext) -> str:
         return f"{greeting} {ctx.principal}"
 
-    @tool("maybe", "Optional context")
+    @tool("maybe", "Optional context", mutating=False)
     async def maybe(*, context: ToolContext | None = None, n: int = 1) -> str | None:
         return context.channel if context else None
 
@@ -395,7 +395,7 @@ def test_context_parameter_is_injected_and_not_in_the_schema() -> None:
 
 
 def test_context_cannot_be_passed_as_an_argument() -> None:
-    @tool("who", "Who calls")
+    @tool("who", "Who calls", mutating=False)
     def who(ctx: ToolContext) -> str:
         return str(ctx.principal)
 
@@ -443,7 +443,7 @@ class NoteTools:
     def __init__(self) -> None:
         self.notes = ["milk"]
 
-    @tool("list_notes", "List notes", scopes=["notes:read"])
+    @tool("list_notes", "List notes", scopes=["notes:read"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page number", clamp=(1, 1000))] = 1) -> ToolResult:
         return ToolResult.success({"notes": self.notes, "page": page})
 
@@ -453,26 +453,26 @@ class NoteTools:
         return len(self.notes)
 
     @staticmethod
-    @tool("static_below", "Static, decorator below")
+    @tool("static_below", "Static, decorator below", mutating=False)
     def static_below(x: int) -> int:
         return x * 2
 
-    @tool("static_above", "Static, decorator above")
+    @tool("static_above", "Static, decorator above", mutating=False)
     @staticmethod
     def static_above(x: int) -> int:
         return x * 3
 
     @classmethod
-    @tool("class_below", "Class method, decorator below")
+    @tool("class_below", "Class method, decorator below", mutating=False)
     def class_below(cls, x: int) -> str:
         return f"{cls.__name__}:{x}"
 
-    @tool("class_above", "Class method, decorator above")
+    @tool("class_above", "Class method, decorator above", mutating=False)
     @classmethod
     def class_above(cls, x: int) -> str:
         return f"{cls.__name__}:{x}"
 
-    @tool("hidden", "Private, skipped")
+    @tool("hidden", "Private, skipped", mutating=False)
     def _hidden(self) -> None: ...
 
     def helper(self) -> None: ...
@@ -499,11 +499,11 @@ def test_scanning_an_instance_binds_self_keeps_order_and_skips_private() -> None
 def test_scanning_a_class_takes_static_and_class_methods_only() -> None:
     class Namespace:
         @staticmethod
-        @tool("s", "Static")
+        @tool("s", "Static", mutating=False)
         def s(x: int) -> int:
             return x
 
-        @tool("c", "Class")
+        @tool("c", "Class", mutating=False)
         @classmethod
         def c(cls, x: int) -> int:
             return x
@@ -515,20 +515,20 @@ def test_scanning_a_class_takes_static_and_class_methods_only() -> None:
 
 def test_inherited_tools_come_first_and_overrides_win() -> None:
     class Base:
-        @tool("first", "First")
+        @tool("first", "First", mutating=False)
         def first(self) -> str:
             return "base"
 
-        @tool("second", "Second")
+        @tool("second", "Second", mutating=False)
         def second(self) -> str:
             return "base"
 
     class Child(Base):
-        @tool("third", "Third")
+        @tool("third", "Third", mutating=False)
         def third(self) -> str:
             return "child"
 
-        @tool("first", "First, overridden")
+        @tool("first", "First, overridden", mutating=False)
         def first(self) -> str:
             return "child"
 
@@ -553,7 +553,7 @@ def test_single_functions_and_bound_methods() -> None:
 
 def test_first_parameter_taken_for_an_argument_is_reported_when_bound() -> None:
     class Odd:
-        @tool("odd", "Odd")
+        @tool("odd", "Odd", mutating=False)
         def odd(this: int, x: int) -> int:  # type: ignore[misc]
             return x
 
@@ -563,10 +563,10 @@ def test_first_parameter_taken_for_an_argument_is_reported_when_bound() -> None:
 
 def test_duplicate_tool_names_in_one_object() -> None:
     class Twice:
-        @tool("same", "One")
+        @tool("same", "One", mutating=False)
         def one(self) -> None: ...
 
-        @tool("same", "Two")
+        @tool("same", "Two", mutating=False)
         def two(self) -> None: ...
 
     message = declaration_error(lambda: definitions_from(Twice()))
@@ -579,15 +579,15 @@ def test_scanning_a_module_keeps_its_own_tools_in_order() -> None:
     source = """
 from milpa_chat.runtime.declare import tool
 
-@tool("zeta", "Z")
+@tool("zeta", "Z", mutating=False)
 def zeta(x: int) -> int:
     return x
 
-@tool("alpha", "A")
+@tool("alpha", "A", mutating=False)
 async def alpha(x: int) -> int:
     return x
 
-@tool("private", "P")
+@tool("private", "P", mutating=False)
 def _private() -> None: ...
 
 def helper() -> None: ...

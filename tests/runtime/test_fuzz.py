@@ -44,7 +44,7 @@ class Mode(enum.Enum):
 
 
 class FuzzTools:
-    @tool("search", "Search notes")
+    @tool("search", "Search notes", mutating=False)
     async def search(
         self, query: str, page: Annotated[int, Param("Page", clamp=(1, 1000))] = 1, tags: list[str] | None = None
     ) -> dict[str, Any]:

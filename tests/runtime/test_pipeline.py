@@ -93,7 +93,7 @@ async def test_exception_becomes_internal_error_without_internals(
 
 
 async def test_tool_error_is_shown_with_its_code() -> None:
-    @tool("find", "Find a thing")
+    @tool("find", "Find a thing", mutating=False)
     def find(key: str) -> str:
         raise ToolError(f"No thing called {key!r}", code=ErrorCode.NOT_FOUND)
 
@@ -104,7 +104,7 @@ async def test_tool_error_is_shown_with_its_code() -> None:
 
 
 async def test_soft_timeout_is_recorded_not_enforced() -> None:
-    @tool("slow", "Sleeps", timeout=0.01)
+    @tool("slow", "Sleeps", timeout=0.01, mutating=False)
     async def slow() -> str:
         await asyncio.sleep(0.05)
         return "done"
@@ -123,8 +123,8 @@ async def test_plan_mode_validates_and_authorizes_but_never_runs(
     r = await registry.call("delete_note", {"note_id": 2}, writer.as_plan())
     assert r.success and notes.deleted == []
     assert r.data["plan"] == {
-        "tool": "delete_note", "mutating": True, "requires_confirmation": True, "requires_verification": False,
-        "scopes_required": ["notes:write"], "timeout": 30.0, "args": {"note_id": 2},
+        "tool": "delete_note", "mutating": True, "effect_declared": True, "requires_confirmation": True,
+        "requires_verification": False, "scopes_required": ["notes:write"], "timeout": 30.0, "args": {"note_id": 2},
     }
     denied = await registry.call("delete_note", {"note_id": 2}, ToolContext.mcp("r", "x", []).as_plan())
     assert denied.code == ErrorCode.FORBIDDEN
@@ -158,7 +158,7 @@ async def test_mutating_calls_cost_more(clock: Clock) -> None:
 
 
 async def test_audit_lines_redact_secrets(caplog: pytest.LogCaptureFixture) -> None:
-    @tool("login", "Log in")
+    @tool("login", "Log in", mutating=False)
     def login(user: str, apiKey: str, options: dict[str, Any] | None = None) -> str:
         return "ok"
 
@@ -227,7 +227,7 @@ async def test_hand_registered_tool_with_json_schema() -> None:
         "properties": {"post_id": {"type": "integer"},
                        "updates": {"type": "object", "properties": {"title": {"type": "string"}}}},
         "required": ["post_id", "updates"],
-    }, handler)
+    }, handler, mutating=False)
     bad = await reg.call("update_post", {"post_id": 1, "updates": {"title": 5}})
     assert bad.code == ErrorCode.VALIDATION_ERROR and "updates.title" in (bad.error or "")
     ok = await reg.call("update_post", {"post_id": 1, "updates": {"title": "Hi"}})

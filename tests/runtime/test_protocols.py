@@ -141,7 +141,7 @@ class ScriptedModel:
         return {"role": "assistant", "content": f"The sum is {json.loads(results[-1]['content'])['data']}."}
 
 
-@tool("add", "Add two numbers")
+@tool("add", "Add two numbers", mutating=False)
 def add(a: int, b: int) -> int:
     return a + b
 

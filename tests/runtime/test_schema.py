@@ -155,7 +155,7 @@ def test_schema_of_each_supported_type(annotation: Any, expected: dict[str, Any]
 
 
 def test_top_level_shape_defaults_and_required() -> None:
-    @tool("search_notes", "Search notes")
+    @tool("search_notes", "Search notes", mutating=False)
     def search_notes(
         query: str,
         page: Annotated[int, Param("Page", clamp=(1, 1000))] = 1,
@@ -195,7 +195,7 @@ def test_nested_models_are_inlined_and_recursive_ones_kept_in_defs() -> None:
 
 
 def test_wire_names_are_parameter_names_verbatim() -> None:
-    @tool("t", "T")
+    @tool("t", "T", mutating=False)
     def f(instanceId: str, instance_id: str) -> None: ...
 
     (d,) = definitions_from(f)
@@ -331,7 +331,7 @@ def test_open_object_parameter() -> None:
 
 
 def test_shaped_object_parameter() -> None:
-    @tool("update_post", "Update fields on a post")
+    @tool("update_post", "Update fields on a post", mutating=False)
     def update_post(
         post_id: int,
         updates: Annotated[
@@ -387,7 +387,7 @@ def test_nullable_object_parameter_and_required_only_shape() -> None:
 
 # ----------------------------------------------------------------------- errors: paths, order
 def test_nested_paths_every_error_and_stable_order() -> None:
-    @tool("find", "Find")
+    @tool("find", "Find", mutating=False)
     def find(query: str, filters: Filters, limit: int = 10) -> None: ...
 
     (d,) = definitions_from(find)
@@ -413,7 +413,7 @@ def test_nested_paths_every_error_and_stable_order() -> None:
 
 
 def test_tool_without_parameters_rejects_every_property() -> None:
-    @tool("ping", "Ping")
+    @tool("ping", "Ping", mutating=False)
     def ping() -> str:
         return "pong"
 
