@@ -402,11 +402,18 @@ class Assistant:
         started, deliver undelivered cards, edits and reports. Returns how many approvals it acted on."""
         return await self.flows.sweep()
 
-    async def run_sweeper(self, interval: float = 15.0) -> None:
-        """Sweep forever every ``interval`` seconds (run it as a task next to the bot)."""
+    async def run_sweeper(self, interval: float = 15.0, *, purge_every: float = 600.0) -> None:
+        """Sweep forever every ``interval`` seconds (run it as a task next to the bot), and every
+        ``purge_every`` seconds delete what has expired (delivery dedup keys, page views, settled
+        approvals past their retention, rate-window entries)."""
+        purged_at = self.store.clock()
         while True:
             try:
                 await self.sweep()
+                if self.store.clock() - purged_at >= purge_every:
+                    purged_at = self.store.clock()
+                    removed = await self.store.purge_expired()
+                    log.info("purged %d expired records", removed)
             except Exception:
                 log.exception("approval sweep failed")
             await asyncio.sleep(interval)

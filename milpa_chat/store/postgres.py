@@ -87,6 +87,8 @@ class PostgresStore(ThreadedStore):
 
     Raises :class:`StoreError` when the server cannot be reached and :class:`StoreSchemaError`
     when the schema already holds tables of another application or of a newer milpa-chat.
+    While the database is away a call fails after ``wait`` seconds (a :class:`StoreError`); connections
+    it dropped are replaced before use, so the first call after it is back succeeds.
     """
 
     def __init__(
@@ -97,15 +99,21 @@ class PostgresStore(ThreadedStore):
         schema: str = "public",
         min_size: int = 1,
         max_size: int = 10,
+        wait: float = 5.0,
     ) -> None:
         self.schema = schema
         self._where = f"PostgreSQL {describe_dsn(dsn)} schema {schema!r}"
         self._cache: dict[str, bytes] = {}
         self._q = {name: sql.Identifier(schema, table) for name, table in _TABLES.items()}
         self._initialise(dsn)
+        # check=: a connection the server dropped (a restart, pg_terminate_backend) is replaced before use,
+        # so the first call after the database comes back succeeds; timeout=: while it is away, a call
+        # fails after ``wait`` seconds instead of psycopg_pool's 30.
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, kwargs={"autocommit": True}, open=False,
-            name=f"milpa-{schema}",
+            dsn, min_size=min_size, max_size=max_size, kwargs={"autocommit": True, "connect_timeout": 3,
+                                                              "application_name": f"milpa-{schema}"[:63]},
+            open=False, name=f"milpa-{schema}", check=ConnectionPool.check_connection, timeout=wait,
+            reconnect_timeout=max(wait, 60.0),
         )
         try:
             self._pool.open(wait=True, timeout=30.0)

@@ -98,3 +98,25 @@ async def test_a_late_sweep_reminds_once_and_expiry_still_ends_it(tmp_path: Path
 def test_reminder_times_are_checked_at_declaration(options: dict[str, Any], message: str) -> None:
     with pytest.raises(DeclarationError, match=message):
         VerifyPolicy(expires_in=600, **options)
+
+
+async def test_the_sweeper_purges_what_has_expired(tmp_path: Path) -> None:
+    import asyncio
+    import sqlite3
+
+    clock, payments, db = Clock(), Payments(), tmp_path / "bot.db"
+    assistant, tg = make(sqlite_store(db, clock), payments)
+    for i in range(5):
+        await assistant.store.insert("deliveries", f"telegram:{i}", {"chat": "1"}, ttl=60)
+    clock.now += 61
+    sweeper = asyncio.ensure_future(assistant.run_sweeper(0.01, purge_every=0))
+    for _ in range(200):
+        conn = sqlite3.connect(db)
+        (left,) = conn.execute("SELECT count(*) FROM milpa_records WHERE collection = 'deliveries'").fetchone()
+        conn.close()
+        if left == 0:
+            break
+        await asyncio.sleep(0.02)
+    sweeper.cancel()
+    assert left == 0
+    await assistant.store.close()

@@ -146,3 +146,27 @@ def test_a_schema_1_postgres_store_is_upgraded(postgres_dsn: str, pg_schema: str
     assert asyncio.run(use()) == ["k"]
     meta = admin_sql(postgres_dsn, f"SELECT value FROM {s}.milpa_meta WHERE key = 'schema_version'")
     assert meta == [("2",)]
+
+
+def test_postgres_replaces_connections_the_server_dropped(postgres_dsn: str, pg_schema: str) -> None:
+    import asyncio
+
+    from milpa_chat.store.postgres import PostgresStore
+
+    async def run() -> tuple[int, float]:
+        store = PostgresStore(postgres_dsn, schema=pg_schema, min_size=2, max_size=2)
+        await store.put("c", "k", {"v": 1})
+        killed = admin_sql(postgres_dsn, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                         "WHERE application_name = %s", (f"milpa-{pg_schema}"[:63],))
+        import time
+
+        start = time.perf_counter()
+        rec = await store.get("c", "k")  # the first call after the drop succeeds
+        took = time.perf_counter() - start
+        assert rec is not None and rec.value == {"v": 1}
+        await store.close()
+        return int(killed[0][0]), took
+
+    killed, took = asyncio.run(run())
+    assert killed >= 1
+    print(f"first call after {killed} dropped connections: {took * 1000:.0f} ms")
