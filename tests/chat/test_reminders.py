@@ -105,7 +105,7 @@ async def test_the_sweeper_purges_what_has_expired(tmp_path: Path) -> None:
     import sqlite3
 
     clock, payments, db = Clock(), Payments(), tmp_path / "bot.db"
-    assistant, tg = make(sqlite_store(db, clock), payments)
+    assistant, _ = make(sqlite_store(db, clock), payments)
     for i in range(5):
         await assistant.store.insert("deliveries", f"telegram:{i}", {"chat": "1"}, ttl=60)
     clock.now += 61
