@@ -111,9 +111,9 @@ def time_sync(fn: Callable[[], Any], n: int) -> tuple[float, float]:
 # ---------------------------------------------------------------------------- runners
 def milpa_registry(store: Any) -> ToolRegistry:
     reg = ToolRegistry(store=store)
-    reg.scan(tool("add", "Add two numbers")(add))
-    reg.scan(tool("add_sync", "Add two numbers (sync)")(add_sync))
-    reg.scan(tool("search_notes", "Search notes")(search_notes))
+    reg.scan(tool("add", "Add two numbers", mutating=False)(add))
+    reg.scan(tool("add_sync", "Add two numbers (sync)", mutating=False)(add_sync))
+    reg.scan(tool("search_notes", "Search notes", mutating=False)(search_notes))
     return reg
 
 
