@@ -84,5 +84,5 @@ def view(a: Approval, role: ApprovalRole = "approver") -> ApprovalView:
         decided_at=None if decided_at is None else datetime.fromtimestamp(decided_at, UTC),
         decided_via=d.get("decided_via"), decision_note=d.get("decision_note"), outcome=d.get("outcome"),
         approvals_required=a.quorum, approved_by=tuple(v["name"] for v in a.votes), role=role,
-        digest=d.get("digest") if a.tool is not None else None,
+        digest=d.get("digest") if a.tool is not None else None, effect=d.get("effect"),
     )

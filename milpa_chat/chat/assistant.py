@@ -256,6 +256,11 @@ class Assistant:
                     "No approver chat or approver is configured for this request here: an approver can decide "
                     "on this card when they see it.")
         value.update(route=route, cards=card_slots(targets), auto_run=route is not None)
+        definition = self.registry.get(value["tool"]) if value.get("tool") else None
+        if definition is not None:
+            from milpa_chat.runtime.catalogue import effect_words
+
+            value["effect"] = effect_words(definition)
         if route is not None:
             value["requester"]["user"] = requester_fields(ctx)
 

@@ -91,6 +91,7 @@ class ApprovalView:
         subject: what a request that runs no tool asks for (shown instead of arguments when set).
         digest: the SHA-256 of the exact arguments that will run (shown shortened, so what is approved
             can be checked against what ran, e.g. in the audit trail).
+        effect: what the tool can do, in words, from what it declares (shown instead of "Changes data").
     """
 
     id: str
@@ -112,6 +113,7 @@ class ApprovalView:
     approved_by: tuple[str, ...] = field(default=())
     role: ApprovalRole = "approver"
     digest: str | None = None
+    effect: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(ApprovalKind):
@@ -167,7 +169,8 @@ def _facts(view: ApprovalView, b: Builder) -> list[Block]:
     items = [
         ("Tool", b.text(view.tool, 100)),
         ("Requested by", f"{b.text(view.requester, 100)} ({b.text(view.requester_principal, 100)})"),
-        ("Changes data", "yes" if view.mutating else "no (read-only)"),
+        ("Effect", b.text(view.effect, 200)) if view.effect else ("Changes data", "yes" if view.mutating else
+                                                                  "no (read-only)"),
     ]
     if view.state == "pending":
         items.append(("Expires", when(view.expires_at)))

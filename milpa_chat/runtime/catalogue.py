@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -121,3 +121,27 @@ class TokenEstimator:
             *(f"  - {name}: {tokens} tokens" for name, tokens in top),
         ]
         return "\n".join(lines)
+
+
+_REVERSIBILITY = {"irreversible": "cannot be undone", "compensatable": "can be compensated afterwards",
+                  "reversible": "can be undone", "guaranteed": "is undone for sure if needed",
+                  "unknown": "may not be undoable", "not_applicable": ""}
+
+
+def effect_words(tool: ToolDefinition) -> str:
+    """What the tool can do, in words, from what it declares (an operation's effect profile, else
+    ``mutating``); an undeclared effect says so."""
+    effects = tool.extra.get("effects")
+    if isinstance(effects, Mapping) and effects.get("mutation"):
+        mutation = str(effects["mutation"])
+        parts = ["reads only" if mutation == "none" else f"changes {mutation.replace('_', ' ')} state"]
+        reach = str(effects.get("externality") or "none")
+        if reach != "none":
+            parts.append(f"reaches {reach.replace('_', ' ')}")
+        undo = _REVERSIBILITY.get(str(effects.get("reversibility") or ""), "")
+        if undo and mutation != "none":
+            parts.append(undo)
+        return ", ".join(parts)
+    if not tool.effect_declared:
+        return "not declared: treated as changing data"
+    return "changes data" if tool.mutating else "reads only"

@@ -264,3 +264,26 @@ async def test_the_card_shows_what_will_run_and_its_digest(
     assert "On Approve: pay runs once with exactly these arguments (after validation), as Alice." in group.text
     await tg.tap(assistant, MANAGER, group, "Approve")
     assert tools.paid == [("ACME", 17.5)] and "On Approve" not in group.text
+
+
+async def test_the_card_says_what_the_tool_can_do_from_what_it_declares(tools: Tools, clock: Clock) -> None:
+    from milpa_chat.command import Externality, Mutates, Mutation, RegistryProjector, Reversibility, operation
+
+    @operation("accounts:close", "Close a customer account.")
+    @Mutates(Mutation.PERSISTENT, Externality.THIRD_PARTY, Reversibility.IRREVERSIBLE)
+    class CloseAccount:
+        def __init__(self, account: str) -> None:
+            self.account = account
+
+        def run(self) -> dict[str, str]:
+            return {"closed": self.account}
+
+    assistant = make_assistant(tools, MemoryStore(clock=clock))
+    RegistryProjector(assistant.registry, resolve=lambda kind: None).register(CloseAccount)
+    tg = RecordingTransport("telegram")
+    assistant.attach(tg)
+    await tg.say(assistant, BOB, "/accounts_close acme")
+    card = tg.last(BOB.id)
+    assert "Effect: changes persistent state, reaches third party, cannot be undone" in card.text
+    await tg.say(assistant, ALICE, "/delete_note 2")
+    assert "Effect: changes data" in tg.last(ALICE.id).text
