@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import sys
-import types
-from pathlib import Path
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "command.md"
-
-
-def blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```$", DOC.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+from tests.docs_examples import python_blocks, run_page
 
 
 def test_the_page_has_examples() -> None:
-    assert len(blocks()) >= 4
+    assert len(python_blocks("command.md")) >= 4
 
 
 def test_every_example_in_docs_command_md_runs() -> None:
-    module = types.ModuleType("docs_command_example")
-    sys.modules[module.__name__] = module
-    try:
-        for number, code in enumerate(blocks(), start=1):
-            exec(compile(code, f"{DOC.name} (python block {number})", "exec"), module.__dict__)
-    finally:
-        del sys.modules[module.__name__]
+    module = run_page("command.md")
     assert "n1" not in module.notes.notes, "the declared operation ran once, after the confirmation"

@@ -68,3 +68,29 @@ def registry(notes: NoteTools, clock: Clock) -> ToolRegistry:
 @pytest.fixture
 def writer() -> ToolContext:
     return ToolContext.mcp("req-1", "agent:writer", ["notes:read", "notes:write"])
+
+
+def backend_spec(backend: str, tmp_path: Any) -> Any:
+    """A store spec for ``tests.store._workers.open_spec`` on ``backend`` (memory, sqlite, postgres), as a
+    generator: PostgreSQL gets a fresh schema, dropped afterwards (a failure when MILPA_REQUIRE_POSTGRES=1
+    and the server is away, else a skip)."""
+    import secrets
+
+    from tests.conftest import POSTGRES_DSN, REQUIRE_POSTGRES
+
+    if backend != "postgres":
+        yield {"backend": backend, "path": str(tmp_path / "store.db")}
+        return
+    try:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_DSN, connect_timeout=3, autocommit=True) as conn:
+            schema = f"milpa_rt_{secrets.token_hex(5)}"
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+    except Exception as exc:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"PostgreSQL at {POSTGRES_DSN} is unreachable ({exc}); MILPA_REQUIRE_POSTGRES=1 requires it")
+        pytest.skip(f"PostgreSQL at {POSTGRES_DSN} is unreachable ({exc})")
+    yield {"backend": "postgres", "dsn": POSTGRES_DSN, "schema": schema}
+    with psycopg.connect(POSTGRES_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

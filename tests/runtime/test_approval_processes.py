@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 import sys
 import time
 from collections.abc import Iterator
@@ -21,8 +20,8 @@ import pytest
 
 from milpa_chat.runtime import ToolContext
 from milpa_chat.store import Store
-from tests.conftest import POSTGRES_DSN, REQUIRE_POSTGRES
 from tests.runtime._approval_worker import APPROVERS, MANAGERS, build, clerk_context
+from tests.runtime.conftest import backend_spec
 from tests.store._workers import open_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,22 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    if request.param == "sqlite":
-        yield {"backend": "sqlite", "path": str(tmp_path / "race.db")}
-        return
-    try:
-        import psycopg
-
-        with psycopg.connect(POSTGRES_DSN, connect_timeout=3, autocommit=True) as conn:
-            schema = f"milpa_race_{secrets.token_hex(5)}"
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-    except Exception as exc:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"PostgreSQL at {POSTGRES_DSN} is unreachable ({exc}); MILPA_REQUIRE_POSTGRES=1 requires it")
-        pytest.skip(f"PostgreSQL at {POSTGRES_DSN} is unreachable ({exc})")
-    yield {"backend": "postgres", "dsn": POSTGRES_DSN, "schema": schema}
-    with psycopg.connect(POSTGRES_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    yield from backend_spec(request.param, tmp_path)
 
 
 async def race(spec: dict[str, Any], approval_id: str, modes: list[str], repeats: int) -> list[list[str]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,29 +11,14 @@ import pytest
 
 from milpa_chat.runtime.trail import COLLECTION, AuditTrail
 from milpa_chat.store import Store
-from tests.conftest import POSTGRES_DSN, REQUIRE_POSTGRES
 from tests.runtime._approval_worker import APPROVERS, MANAGERS, build, clerk_context
+from tests.runtime.conftest import backend_spec
 from tests.store._workers import open_spec
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    if request.param != "postgres":
-        yield {"backend": request.param, "path": str(tmp_path / "trail.db")}
-        return
-    try:
-        import psycopg
-
-        with psycopg.connect(POSTGRES_DSN, connect_timeout=3, autocommit=True) as conn:
-            schema = f"milpa_trail_{secrets.token_hex(5)}"
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-    except Exception as exc:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"PostgreSQL at {POSTGRES_DSN} is unreachable ({exc}); MILPA_REQUIRE_POSTGRES=1 requires it")
-        pytest.skip(f"PostgreSQL at {POSTGRES_DSN} is unreachable ({exc})")
-    yield {"backend": "postgres", "dsn": POSTGRES_DSN, "schema": schema}
-    with psycopg.connect(POSTGRES_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    yield from backend_spec(request.param, tmp_path)
 
 
 async def a_story(store: Store) -> tuple[AuditTrail, str]:
