@@ -253,8 +253,8 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 for schema in schemas:
                     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        except Exception:
-            pass
+        except Exception as exc:
+            print(f"could not drop the benchmark schemas {schemas}: {exc}", file=sys.stderr)
 
 
 if __name__ == "__main__":

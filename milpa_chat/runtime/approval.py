@@ -31,6 +31,7 @@ from milpa_chat.errors import MilpaError
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.result import ToolResult
 
 __all__ = [
     "COLLECTION",
@@ -59,6 +60,8 @@ FINAL = frozenset({"rejected", "cancelled", "expired", "executed", "failed"})
 REPORTED = frozenset({"executed", "failed", "rejected", "expired", "effect_uncertain"})
 #: Attempts at one effect (a card edit, a report) before it is given up and the requester is told.
 MAX_ATTEMPTS = 6
+#: Stored results larger than this (as JSON) keep their message and lose their data.
+MAX_RESULT_CHARS = 64_000
 
 
 class ApprovalRefused(MilpaError):
@@ -245,6 +248,51 @@ def due_of(v: Mapping[str, Any], now: float) -> float | None:
         failure = active_failure(v, effect)
         times.append(float(failure["next_at"]) if failure else float(v.get("deliver_at") or now))
     return min(times) if times else None
+
+
+def effects_due(v: Mapping[str, Any], now: float) -> bool:
+    """Whether some effect may be delivered now (past its hand-off time, and any retry time)."""
+    for effect in pending_effects(v):
+        failure = active_failure(v, effect)
+        at = float(failure["next_at"]) if failure else float(v.get("deliver_at") or 0)
+        if at <= now:
+            return True
+    return False
+
+
+def mark_delivered(v: dict[str, Any], effect: str, key: str | None, message_id: str | None = None) -> None:
+    """Record in ``v`` that ``effect`` was delivered showing ``key`` (a card also gets its message id)."""
+    if effect.startswith("card:"):
+        card = v["cards"][int(effect.partition(":")[2])]
+        if message_id:
+            card["message_id"] = message_id
+        card["shown"] = key
+    elif effect == "report":
+        v["reported"] = key
+    elif effect == "trouble":
+        v["troubles"] = []
+    elif effect == "notice":
+        v["told"] = int(key or len(v.get("notices", [])))
+    elif effect == "resume":
+        v["resumed"] = True
+
+
+def outcome_text(result: ToolResult) -> str:
+    """One line for the card: the result's message, or what failed."""
+    text = (result.message or "Done.") if result.success else f"Failed: {result.error}"
+    return text[:500]
+
+
+def result_record(result: ToolResult) -> dict[str, Any]:
+    """The result as stored (for the report and a resumed agent); huge data is left out, never cut mid-value."""
+    data = result.to_dict()
+    try:
+        small = len(json.dumps(data, default=str)) <= MAX_RESULT_CHARS
+    except (TypeError, ValueError):
+        small = False
+    if small:
+        return data
+    return {**data, "data": None, "meta": {**data.get("meta", {}), "data_omitted": True}}
 
 
 def state_message(a: Approval) -> str:

@@ -36,13 +36,16 @@ from milpa_chat.runtime.approval import (
     Approval,
     ApprovalKind,
     ApprovalRefused,
-    active_failure,
     digest,
     due_of,
     effect_key,
-    pending_effects,
+    effects_due,
+    mark_delivered,
+    outcome_text,
+    result_record,
     state_message,
 )
+from milpa_chat.runtime.approval_rules import RULES, Actor, Outcome, expire
 from milpa_chat.runtime.events import EventDispatcher
 
 if TYPE_CHECKING:
@@ -58,7 +61,6 @@ __all__ = ["DECISIONS", "ApprovalDesk", "Change", "Delivery"]
 log = logging.getLogger("milpa_chat.approvals")
 
 DECISIONS = ("confirm", "cancel", "approve", "reject", "run_again", "mark_done")
-MAX_RESULT_CHARS = 64_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,26 +89,8 @@ class Delivery:
         return self.error is None
 
 
-#: ``(event, claimed, message)``: what a rule did, for :class:`Change`.
-Outcome = tuple[str, bool, str]
 Opener = Callable[[dict[str, Any], "ToolContext"], None]
 Follower = Callable[[Change], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Actor:
-    ctx: ToolContext
-    via: str
-    note: str | None
-    now: float
-
-    @property
-    def principal(self) -> str | None:
-        return self.ctx.principal
-
-    @property
-    def name(self) -> str:
-        return str(self.ctx.extra.get("user_name") or self.ctx.principal or "someone")
 
 
 class ApprovalDesk:
@@ -224,14 +208,14 @@ class ApprovalDesk:
         if decision not in DECISIONS:
             raise ApprovalRefused(f"Unknown decision {decision!r}; use one of: {', '.join(DECISIONS)}.",
                                   code="VALIDATION_ERROR")
-        rule = _RULES[decision]
+        rule = RULES[decision]
         can_run = self.follower is not None
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
             if a.state == "pending" and a.expires_at <= now:
-                _expire(v)
+                expire(v)
                 return "expired", False, state_message(Approval(a.id, v, a.version))
-            actor = _Actor(ctx, via or ctx.channel, note, now)
+            actor = Actor(ctx, via or ctx.channel, note, now)
             return rule(self, a, v, actor, can_run)
 
         done = await self._change(approval_id, change)
@@ -304,7 +288,7 @@ class ApprovalDesk:
             if a.state not in ("executing", "effect_uncertain") or a.attempt != claimed.attempt:
                 return None  # another attempt owns the record now
             v.update(state="executed" if result.success else "failed", lease=None, finished_at=now,
-                     result=_result_record(result), outcome=_outcome(result))
+                     result=result_record(result), outcome=outcome_text(result))
             return "finished", False, ""
 
         try:
@@ -333,7 +317,7 @@ class ApprovalDesk:
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if a.state == "pending" and a.expires_at <= now:
-                _expire(v)
+                expire(v)
                 return "expired", False, ""
             if a.state == "pending":
                 nudge = self._nudge(v, now)
@@ -351,7 +335,7 @@ class ApprovalDesk:
             if a.state == "approved" and a.data.get("auto_run") and a.tool is not None and can_run:
                 self._claim(v, now)
                 return "claimed", True, ""
-            if can_run and _effects_due(a.data, now):
+            if can_run and effects_due(a.data, now):
                 return "deliver", False, ""
             return None
 
@@ -388,7 +372,7 @@ class ApprovalDesk:
             for effect, out in outcomes.items():
                 if out.ok:
                     failures.pop(effect, None)
-                    _mark(v, effect, out)
+                    mark_delivered(v, effect, out.key, out.message_id)
                     continue
                 failure = failures.setdefault(effect, {"attempts": 0})
                 failure.update(attempts=failure["attempts"] + 1, error=(out.error or "")[:300],
@@ -397,7 +381,7 @@ class ApprovalDesk:
                     log.error("approval %s: giving up %s after %d attempts: %s", a.id, effect, failure["attempts"],
                               out.error)
                     failures.pop(effect)
-                    _mark(v, effect, Delivery(key=effect_key(v, effect)))
+                    mark_delivered(v, effect, effect_key(v, effect))
                     if effect != "trouble":
                         v.setdefault("troubles", []).append(f"{effect}: {(out.error or '')[:200]}")
             return "delivered", False, ""
@@ -491,158 +475,3 @@ class ApprovalDesk:
 
 _EVENTS = {"requested": "requested", "voted": "grant_recorded", "approved": "granted", "rejected": "rejected",
            "cancelled": "cancelled", "expired": "expired"}
-
-
-# ----------------------------------------------------------------------- the rules of each decision
-Rule = Callable[[ApprovalDesk, Approval, dict[str, Any], _Actor, bool], Outcome]
-
-
-def _decided(v: dict[str, Any], actor: _Actor) -> None:
-    v.update(decided_by=actor.principal, decided_by_name=actor.name, decided_at=actor.now, decided_via=actor.via,
-             decision_note=actor.note)
-
-
-def _expire(v: dict[str, Any]) -> None:
-    v.update(state="expired", decided_at=v["expires_at"], decided_via="timeout")
-
-
-def _open(a: Approval) -> None:
-    if a.state != "pending":
-        raise ApprovalRefused(state_message(a), code="CONFLICT", approval=a)
-
-
-def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
-    if a.kind != "verification":
-        raise ApprovalRefused(f"Only {a.requester_name} confirms this request: there is nothing to {verb}.",
-                              code="WRONG_KIND")
-    if not ctx.principal:
-        raise ApprovalRefused(f"Only an identified person can {verb} a request.")
-    scopes = a.data["policy"]["approver_scopes"]
-    if scopes and not ctx.has_any_scope(scopes):
-        raise ApprovalRefused(f"You cannot {verb} this request: it needs one of these scopes: {', '.join(scopes)}.")
-    if a.data["policy"]["four_eyes"] and a.requester_principal == ctx.principal:
-        raise ApprovalRefused(f"You cannot {verb} your own request (four-eyes rule): another approver must decide.")
-
-
-def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
-    if a.kind != "confirm":
-        raise ApprovalRefused("This request is decided by an approver (Approve or Reject), not confirmed.",
-                              code="WRONG_KIND")
-    if actor.principal != a.requester_principal:
-        raise ApprovalRefused(f"Only {a.requester_name} can confirm this.")
-    _open(a)
-    _decided(v, actor)
-    desk._claim(v, actor.now)
-    return "confirmed", True, "Confirmed — running it now."
-
-
-def _cancel(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
-    verb = "cancel" if a.kind == "confirm" else "withdraw"
-    if actor.principal != a.requester_principal:
-        raise ApprovalRefused(f"Only {a.requester_name} can {verb} this.")
-    _open(a)
-    v["state"] = "cancelled"
-    _decided(v, actor)
-    done = "Cancelled" if a.kind == "confirm" else "Withdrawn"
-    return "cancelled", False, f"{done} — nothing was done."
-
-
-def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
-    _check_decider(a, actor.ctx, "approve")
-    _open(a)
-    if any(vote["principal"] == actor.principal for vote in a.votes):
-        raise ApprovalRefused(f"You already approved this request; waiting for {a.quorum - len(a.votes)} more "
-                              "approver(s).", code="DUPLICATE", approval=a)
-    v["votes"] = [*a.votes, {"principal": actor.principal, "name": actor.name, "at": actor.now, "via": actor.via,
-                             "note": actor.note}]
-    if len(v["votes"]) < a.quorum:
-        return "voted", False, f"Approval recorded: {len(v['votes'])} of {a.quorum} approvers so far."
-    v["state"] = "approved"
-    _decided(v, actor)
-    claimed = desk._maybe_claim(v, actor.now, can_run)
-    return "approved", claimed, "Approved — running it now." if claimed else "Approved."
-
-
-def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
-    _check_decider(a, actor.ctx, "reject")
-    _open(a)
-    v["state"] = "rejected"
-    _decided(v, actor)
-    return "rejected", False, "Rejected — nothing was done."
-
-
-def _check_rescuer(a: Approval, actor: _Actor) -> None:
-    if a.state != "effect_uncertain":
-        raise ApprovalRefused(state_message(a), code="CONFLICT", approval=a)
-    if actor.principal == a.requester_principal:
-        return
-    if a.kind == "confirm":
-        raise ApprovalRefused(f"Only {a.requester_name} can decide what to do with this run.")
-    scopes = a.data["policy"]["approver_scopes"]
-    if not actor.principal or (scopes and not actor.ctx.has_any_scope(scopes)):
-        raise ApprovalRefused("Only the requester or an approver can decide what to do with this run.")
-
-
-def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
-    _check_rescuer(a, actor)
-    v.update(state="approved", rescued_by=actor.principal, rescued_by_name=actor.name, rescued_at=actor.now)
-    claimed = desk._maybe_claim(v, actor.now, can_run)
-    if a.kind == "confirm" and not claimed:
-        desk._claim(v, actor.now)
-        claimed = True
-    return "run_again", claimed, "Running it again now." if claimed else "It will run again."
-
-
-def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: _Actor, can_run: bool) -> Outcome:
-    _check_rescuer(a, actor)
-    v.update(state="executed", outcome=f"Marked as done by {actor.name}.", rescued_by=actor.principal,
-             rescued_by_name=actor.name, rescued_at=actor.now, finished_at=actor.now)
-    return "marked_done", False, "Marked as done."
-
-
-_RULES: dict[str, Rule] = {"confirm": _confirm, "cancel": _cancel, "approve": _approve, "reject": _reject,
-                           "run_again": _run_again, "mark_done": _mark_done}
-
-
-# ----------------------------------------------------------------------- effects and results
-def _effects_due(v: Mapping[str, Any], now: float) -> bool:
-    for effect in pending_effects(v):
-        failure = active_failure(v, effect)
-        at = float(failure["next_at"]) if failure else float(v.get("deliver_at") or 0)
-        if at <= now:
-            return True
-    return False
-
-
-def _mark(v: dict[str, Any], effect: str, out: Delivery) -> None:
-    if effect.startswith("card:"):
-        card = v["cards"][int(effect.partition(":")[2])]
-        if out.message_id:
-            card["message_id"] = out.message_id
-        card["shown"] = out.key
-    elif effect == "report":
-        v["reported"] = out.key
-    elif effect == "trouble":
-        v["troubles"] = []
-    elif effect == "notice":
-        v["told"] = int(out.key or len(v.get("notices", [])))
-    elif effect == "resume":
-        v["resumed"] = True
-
-
-def _outcome(result: ToolResult) -> str:
-    text = (result.message or "Done.") if result.success else f"Failed: {result.error}"
-    return text[:500]
-
-
-def _result_record(result: ToolResult) -> dict[str, Any]:
-    """The result as stored (for the report and a resumed agent); huge data is left out, never cut mid-value."""
-    import json
-
-    data = result.to_dict()
-    try:
-        if len(json.dumps(data, default=str)) <= MAX_RESULT_CHARS:
-            return data
-    except (TypeError, ValueError):
-        pass
-    return {**data, "data": None, "meta": {**data.get("meta", {}), "data_omitted": True}}

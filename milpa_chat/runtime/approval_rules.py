@@ -1,0 +1,150 @@
+"""The rules of each decision of :meth:`ApprovalDesk.decide`: who may take it, from which state, and
+what it writes. Each rule checks and changes a copy of the record inside the desk's one
+compare-and-set loop, or raises :class:`ApprovalRefused` with a sentence for the person."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.runtime.approval import Approval, ApprovalRefused, state_message
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.approvals import ApprovalDesk
+    from milpa_chat.runtime.context import ToolContext
+
+__all__ = ["RULES", "Actor", "Outcome", "Rule", "expire"]
+
+#: ``(event, claimed, message)``: what a rule did, for :class:`~milpa_chat.runtime.approvals.Change`.
+Outcome = tuple[str, bool, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who decides (the authenticated context), through which surface, with which note, when."""
+
+    ctx: ToolContext
+    via: str
+    note: str | None
+    now: float
+
+    @property
+    def principal(self) -> str | None:
+        return self.ctx.principal
+
+    @property
+    def name(self) -> str:
+        return str(self.ctx.extra.get("user_name") or self.ctx.principal or "someone")
+
+
+
+# ----------------------------------------------------------------------- the rules of each decision
+Rule = Callable[["ApprovalDesk", Approval, dict[str, Any], Actor, bool], Outcome]
+
+
+def _decided(v: dict[str, Any], actor: Actor) -> None:
+    v.update(decided_by=actor.principal, decided_by_name=actor.name, decided_at=actor.now, decided_via=actor.via,
+             decision_note=actor.note)
+
+
+def expire(v: dict[str, Any]) -> None:
+    v.update(state="expired", decided_at=v["expires_at"], decided_via="timeout")
+
+
+def _open(a: Approval) -> None:
+    if a.state != "pending":
+        raise ApprovalRefused(state_message(a), code="CONFLICT", approval=a)
+
+
+def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
+    if a.kind != "verification":
+        raise ApprovalRefused(f"Only {a.requester_name} confirms this request: there is nothing to {verb}.",
+                              code="WRONG_KIND")
+    if not ctx.principal:
+        raise ApprovalRefused(f"Only an identified person can {verb} a request.")
+    scopes = a.data["policy"]["approver_scopes"]
+    if scopes and not ctx.has_any_scope(scopes):
+        raise ApprovalRefused(f"You cannot {verb} this request: it needs one of these scopes: {', '.join(scopes)}.")
+    if a.data["policy"]["four_eyes"] and a.requester_principal == ctx.principal:
+        raise ApprovalRefused(f"You cannot {verb} your own request (four-eyes rule): another approver must decide.")
+
+
+def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+    if a.kind != "confirm":
+        raise ApprovalRefused("This request is decided by an approver (Approve or Reject), not confirmed.",
+                              code="WRONG_KIND")
+    if actor.principal != a.requester_principal:
+        raise ApprovalRefused(f"Only {a.requester_name} can confirm this.")
+    _open(a)
+    _decided(v, actor)
+    desk._claim(v, actor.now)
+    return "confirmed", True, "Confirmed — running it now."
+
+
+def _cancel(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+    verb = "cancel" if a.kind == "confirm" else "withdraw"
+    if actor.principal != a.requester_principal:
+        raise ApprovalRefused(f"Only {a.requester_name} can {verb} this.")
+    _open(a)
+    v["state"] = "cancelled"
+    _decided(v, actor)
+    done = "Cancelled" if a.kind == "confirm" else "Withdrawn"
+    return "cancelled", False, f"{done} — nothing was done."
+
+
+def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+    _check_decider(a, actor.ctx, "approve")
+    _open(a)
+    if any(vote["principal"] == actor.principal for vote in a.votes):
+        raise ApprovalRefused(f"You already approved this request; waiting for {a.quorum - len(a.votes)} more "
+                              "approver(s).", code="DUPLICATE", approval=a)
+    v["votes"] = [*a.votes, {"principal": actor.principal, "name": actor.name, "at": actor.now, "via": actor.via,
+                             "note": actor.note}]
+    if len(v["votes"]) < a.quorum:
+        return "voted", False, f"Approval recorded: {len(v['votes'])} of {a.quorum} approvers so far."
+    v["state"] = "approved"
+    _decided(v, actor)
+    claimed = desk._maybe_claim(v, actor.now, can_run)
+    return "approved", claimed, "Approved — running it now." if claimed else "Approved."
+
+
+def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+    _check_decider(a, actor.ctx, "reject")
+    _open(a)
+    v["state"] = "rejected"
+    _decided(v, actor)
+    return "rejected", False, "Rejected — nothing was done."
+
+
+def _check_rescuer(a: Approval, actor: Actor) -> None:
+    if a.state != "effect_uncertain":
+        raise ApprovalRefused(state_message(a), code="CONFLICT", approval=a)
+    if actor.principal == a.requester_principal:
+        return
+    if a.kind == "confirm":
+        raise ApprovalRefused(f"Only {a.requester_name} can decide what to do with this run.")
+    scopes = a.data["policy"]["approver_scopes"]
+    if not actor.principal or (scopes and not actor.ctx.has_any_scope(scopes)):
+        raise ApprovalRefused("Only the requester or an approver can decide what to do with this run.")
+
+
+def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+    _check_rescuer(a, actor)
+    v.update(state="approved", rescued_by=actor.principal, rescued_by_name=actor.name, rescued_at=actor.now)
+    claimed = desk._maybe_claim(v, actor.now, can_run)
+    if a.kind == "confirm" and not claimed:
+        desk._claim(v, actor.now)
+        claimed = True
+    return "run_again", claimed, "Running it again now." if claimed else "It will run again."
+
+
+def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+    _check_rescuer(a, actor)
+    v.update(state="executed", outcome=f"Marked as done by {actor.name}.", rescued_by=actor.principal,
+             rescued_by_name=actor.name, rescued_at=actor.now, finished_at=actor.now)
+    return "marked_done", False, "Marked as done."
+
+
+RULES: dict[str, Rule] = {"confirm": _confirm, "cancel": _cancel, "approve": _approve, "reject": _reject,
+                           "run_again": _run_again, "mark_done": _mark_done}
