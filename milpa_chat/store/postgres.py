@@ -221,8 +221,10 @@ class PostgresStore(ThreadedStore):
 
     async def insert(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record | None:
+        # durable=False is accepted and the write made durably anyway: a commit here waits for the WAL flush
+        # either way, and skipping it (synchronous_commit off) would cost a transaction of its own.
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
@@ -242,7 +244,7 @@ class PostgresStore(ThreadedStore):
 
     async def put(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
