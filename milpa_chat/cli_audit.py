@@ -5,25 +5,32 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Callable
 
 from milpa_chat.runtime.trail import AuditTrail
-from milpa_chat.store import open_store
 
 __all__ = ["add_parser", "cmd_audit"]
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+               common: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
     p = sub.add_parser("audit", help="check, export or tell the audit trail kept in a store")
     p.add_argument("action", choices=["verify", "export", "show"])
     p.add_argument("id", nargs="?", help="with show: the approval id")
-    p.add_argument("--store", required=True, help="the store: a SQLite file, sqlite:///file.db, postgresql://...")
+    if common is not None:
+        common(p)  # --store and the others
+    else:
+        p.add_argument("--store", default=None, help="the store: a SQLite file, sqlite:///file.db, postgresql://...")
 
 
 async def cmd_audit(ns: argparse.Namespace) -> int:
     if ns.action == "show" and not ns.id:
-        print("milpa-chat: audit show needs the approval id: milpa-chat audit show <id> --store ...", file=sys.stderr)
+        print("milpa-chat: audit show needs the approval id: milpa-chat audit show <id> "
+              "(milpa-chat approvals --all lists them)", file=sys.stderr)
         return 2
-    store = open_store(ns.store)
+    from milpa_chat.cli_store import open_cli_store
+
+    store = open_cli_store(getattr(ns, "store", None))
     try:
         trail = AuditTrail(store)
         if ns.action == "verify":

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from milpa_chat.command.projectors import CliArgument, CliCommand
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["arguments_from", "cmd_run", "command_for", "operation_parser", "split_tools"]
+__all__ = ["arguments_from", "cmd_run", "command_for", "operation_parser", "split_tools", "type_text"]
 
 _PREFIX = "arg:"
 
@@ -61,6 +61,28 @@ def _converter(kind: str | None, nullable: bool, choices: tuple[Any, ...] | None
     return convert
 
 
+def type_text(schema: Any) -> str:
+    """A property's type in words: ``["array", "null"]`` with string items is ``array of string or null``,
+    ``anyOf`` alternatives are joined with ``or``, an ``enum`` is ``one of a, b``; ``any`` without a type."""
+    if not isinstance(schema, dict):
+        return "any"
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return " or ".join(dict.fromkeys(type_text(s) for s in schema[key])) or "any"
+    kinds = schema.get("type")
+    if kinds is None:
+        if isinstance(schema.get("enum"), list):
+            return "one of " + ", ".join(map(str, schema["enum"]))
+        return "object" if "properties" in schema else "any"
+    words = []
+    for kind in kinds if isinstance(kinds, list) else [kinds]:
+        if kind == "array" and isinstance(schema.get("items"), dict) and schema["items"]:
+            words.append(f"array of {type_text(schema['items'])}")
+        else:
+            words.append(str(kind))
+    return " or ".join(words)
+
+
 def _help(arg: CliArgument) -> str:
     facts = [arg.type if arg.items is None else f"{arg.type} of {arg.items}"]
     if arg.nullable:
@@ -96,7 +118,9 @@ def operation_parser(command: CliCommand, *, prog: str) -> argparse.ArgumentPars
                              ("needs an approver", command.verify)) if on]  # fmt: skip
     if command.scopes:
         facts.append(f"scopes: {', '.join(command.scopes)}")
-    parser = argparse.ArgumentParser(
+    from milpa_chat.cli import CliParser, add_global_options
+
+    parser = CliParser(
         prog=prog, description=command.description, epilog="; ".join(facts) or None, allow_abbrev=False,
         conflict_handler="resolve",  # a property named like a call option (--plan) takes its flag
     )
@@ -105,6 +129,7 @@ def operation_parser(command: CliCommand, *, prog: str) -> argparse.ArgumentPars
     options.add_argument("--tools", default=argparse.SUPPRESS, help="pkg.mod:obj holding the tools")
     options.add_argument("--plan", dest="_plan", action="store_true", help="dry run: validate and authorize only")
     options.add_argument("--yes", dest="_yes", action="store_true", help="confirm without asking")
+    add_global_options(options)  # type: ignore[arg-type]  # an argument group takes add_argument alike
     for arg in command.arguments:
         _add(group, arg)
     return parser
@@ -127,7 +152,7 @@ def command_for(registry: ToolRegistry, name: str, *, hidden: Iterable[str] | No
     """The CLI command of tool ``name`` (any spelling of an operation's name: ``notes:find`` is ``notes_find``).
 
     ``hidden=None`` keeps the projector's default (``resolve_verification`` is decided with
-    ``milpa-chat decide``); a tool that did not opt into the ``cli`` surface is not offered.
+    ``milpa-chat approvals approve``); a tool that did not opt into the ``cli`` surface is not offered.
     """
     from milpa_chat.cli import CliError
     from milpa_chat.command.catalogue import read_catalogue
@@ -154,16 +179,28 @@ def _run_usage(registry: ToolRegistry) -> str:
     return "\n".join(lines)
 
 
-async def cmd_run(argv: Sequence[str]) -> int:
-    """``milpa-chat run NAME [--arg value ...]``: the arguments parsed by a parser built from the schema."""
-    from milpa_chat.cli import DEFAULT_TOOLS, execute, load_registry
+async def cmd_run(argv: Sequence[str], before: argparse.Namespace | None = None) -> int:
+    """``milpa-chat run NAME [--arg value ...]``: the arguments parsed by a parser built from the schema.
 
-    registry = load_registry(split_tools(argv, DEFAULT_TOOLS))
-    if not argv or argv[0].startswith("-"):
-        print(_run_usage(registry))
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
-    name, rest = argv[0], argv[1:]
-    command = command_for(registry, name)
-    ns = operation_parser(command, prog=f"milpa-chat run {name}").parse_args(rest)
-    plan, yes = getattr(ns, "_plan", False), getattr(ns, "_yes", False)
-    return await execute(registry, command.name, arguments_from(ns), plan=plan, yes=yes)
+    ``before``: the global options written before ``run`` (``--store``, ``--as``, ...); the same options
+    after it take over.
+    """
+    from milpa_chat.cli import DEFAULT_TOOLS, add_global_options, execute
+    from milpa_chat.cli_session import session
+
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--tools", default=DEFAULT_TOOLS)
+    add_global_options(pre)
+    known, _ = pre.parse_known_args(list(argv))
+    for name in ("store", "as_", "identities", "scopes"):
+        if not hasattr(known, name):
+            setattr(known, name, getattr(before, name, None))
+    async with session(str(known.tools), known) as (registry, ctx):
+        if not argv or argv[0].startswith("-"):
+            print(_run_usage(registry))
+            return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+        name, rest = argv[0], argv[1:]
+        command = command_for(registry, name)
+        ns = operation_parser(command, prog=f"milpa-chat run {name}").parse_args(rest)
+        plan, yes = getattr(ns, "_plan", False), getattr(ns, "_yes", False)
+        return await execute(registry, command.name, arguments_from(ns), plan=plan, yes=yes, ctx=ctx)

@@ -28,6 +28,14 @@ from milpa_chat.command import (
 from milpa_chat.demo import run_demo
 
 
+@pytest.fixture(autouse=True)
+def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test keeps the command's default store in its own data directory, never the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    for name in ("MILPA_STORE", "MILPA_PRINCIPAL", "MILPA_IDENTITIES"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_tools_lists_the_demo_tools_with_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tools"]) == 0
     out = capsys.readouterr().out
