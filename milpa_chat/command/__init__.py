@@ -5,7 +5,8 @@ input contract — and each :class:`SurfaceProjector` decides whether and how it
 surface; :class:`RegistryProjector` puts it on a :class:`~milpa_chat.runtime.ToolRegistry`, so it
 runs through the whole pipeline (confirmation on chat channels included). Effects are declared,
 never inferred: an :class:`EffectProfile` on five axes, and a declared class that says neither
-``@Mutates`` nor ``@Reads`` is refused by name.
+``@Mutates`` nor ``@Reads`` is refused by name. A :class:`StandingGrant` lets a person say "always allow
+this, within these limits"; :class:`StandingJudge` decides, purely, whether it lends one call.
 
 ``import milpa_chat`` does not import this package; ``import milpa_chat.command`` does.
 """
@@ -35,6 +36,21 @@ from milpa_chat.command.declaration import Because, Confirms, Mutates, Needs, Re
 from milpa_chat.command.declared import Resolver, declared_operation, is_declared
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile, InvalidInput, InvalidOperation, OperationDeclarationError
+from milpa_chat.command.grants import (
+    Canonical,
+    Condition,
+    ConditionReceipt,
+    Falsifier,
+    GrantStanding,
+    GrantState,
+    InvalidGrant,
+    NamedCall,
+    StandingCall,
+    StandingCheck,
+    StandingGrant,
+    StandingJudge,
+    StandingVerdict,
+)
 from milpa_chat.command.ids import OperationId
 from milpa_chat.command.levels import AXES, Authority, Externality, Mutation, Reversibility, Subject
 from milpa_chat.command.principal import VerifiedPrincipal
@@ -70,11 +86,14 @@ __all__ = [
     "AxisReduction",
     "Because",
     "CallSubject",
+    "Canonical",
     "CatalogueProjector",
     "CliArgument",
     "CliCommand",
     "CliCommandProjector",
     "CommandProvider",
+    "Condition",
+    "ConditionReceipt",
     "Confirms",
     "ContextFacts",
     "DeclaredAuthorityPolicy",
@@ -85,13 +104,18 @@ __all__ = [
     "ExplorerItem",
     "ExplorerProjector",
     "Externality",
+    "Falsifier",
+    "GrantStanding",
+    "GrantState",
     "HttpRouteModel",
     "InvalidEffectProfile",
+    "InvalidGrant",
     "InvalidInput",
     "InvalidOperation",
     "InvocationContext",
     "Mutates",
     "Mutation",
+    "NamedCall",
     "Needs",
     "Operation",
     "OperationDeclarationError",
@@ -105,6 +129,11 @@ __all__ = [
     "RollbackContracts",
     "SlackSubcommand",
     "SlackSubcommandProjector",
+    "StandingCall",
+    "StandingCheck",
+    "StandingGrant",
+    "StandingJudge",
+    "StandingVerdict",
     "Subject",
     "SubjectAttestation",
     "SurfaceModel",

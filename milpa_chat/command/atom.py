@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
@@ -214,6 +215,60 @@ class Operation:
         except (OSError, TypeError):
             return None
         return "sha256:" + hashlib.sha256("".join(lines).encode()).hexdigest()
+
+    def content_of(self, arguments: Mapping[str, Any]) -> str | None:
+        """What content this call acts on: ``acts_on(arguments)`` (e.g. ``sha256:<hex>`` of an archive).
+
+        ``None`` when the operation declares no ``acts_on``, when it says ``None``, or when what it
+        returns is not one line of plain text (a digest with a space or a line break around it is
+        "cannot say", never trimmed into one). A standing grant lends nothing to a call whose
+        content cannot be said.
+        """
+        if self.acts_on is None:
+            return None
+        from milpa_chat.command.grants.canonical import Canonical
+
+        found = self.acts_on(arguments)
+        return found if isinstance(found, str) and Canonical.one_line(found) else None
+
+    def instrument_digest(self) -> str | None:
+        """``sha256:<hex>`` pinning this operation as a measuring instrument: its declaration and its handler.
+
+        Taken over the canonical JSON of every declared field (the handler as :meth:`handler_digest`);
+        ``None`` when the handler's source cannot be read or a declared schema is not JSON, so nothing
+        measured by it can count as green. Same limit as :meth:`handler_digest`: a handler that
+        delegates changes behaviour without changing it.
+        """
+        handler = self.handler_digest()
+        if handler is None:
+            return None
+        declared = {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
+            "mutating": self.mutating,
+            "requires_confirmation": self.requires_confirmation,
+            "scopes": list(self.scopes),
+            "version": self.version,
+            "path": self.path,
+            "surfaces": None if self.surfaces is None else list(self.surfaces),
+            "permission": self.permission,
+            "named_target": self.named_target,
+            "effects": None if self.effects is None else self.effects.to_dict(),
+            "creates_named_target": self.creates_named_target,
+            "amends_named_target": self.amends_named_target,
+            "preconditions": [c.to_dict() for c in self.preconditions],
+            "postconditions": [c.to_dict() for c in self.postconditions],
+            "artifacts": list(self.artifacts),
+            "observable_evidence": list(self.observable_evidence),
+            "handler": handler,
+        }
+        try:
+            text = json.dumps(declared, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            return None
+        return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def sequence_for(self, arguments: Mapping[str, Any]) -> str | None:
         """Which sequence this call continues (``continues`` trimmed; blank is none)."""
