@@ -259,10 +259,46 @@ def print_table(rows: list[Row]) -> None:
         print()
 
 
+class CountingFileHandler(logging.FileHandler):
+    """Formats and writes every line (to the null device) and counts them."""
+
+    lines = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        CountingFileHandler.lines += 1
+        super().emit(record)
+
+
+async def lines_per_refusal(n: int = 200) -> dict[str, float]:
+    """How many log lines each runtime writes for one refused call: the error-path rows compare a
+    runtime that writes its audit line with peers that may write none."""
+    found: dict[str, float] = {}
+
+    async def count(label: str, fn: Callable[[], Awaitable[Any]]) -> None:
+        before = CountingFileHandler.lines
+        for _ in range(n):
+            try:  # noqa: SIM105
+                await fn()
+            except Exception:
+                pass
+        found[label] = (CountingFileHandler.lines - before) / n
+
+    reg, ctx = milpa_registry(MemoryStore()), ToolContext.cli()
+    await count("milpa registry.call", lambda: reg.call("add", INVALID_ADD, ctx))
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError:
+        return found
+    server = MCPServer("bench")
+    server.tool()(add)
+    await count("mcp MCPServer.call_tool", lambda: server.call_tool("add", INVALID_ADD))
+    return found
+
+
 def quiet_audit() -> None:
     """Audit stays on and every line is formatted, but written to the null device, not the terminal."""
-    handler = logging.FileHandler(os.devnull)
-    for name in ("milpa_chat", "mcp", "langchain_core"):
+    handler = CountingFileHandler(os.devnull)
+    for name in ("milpa_chat", "mcp", "langchain_core", "pydantic_ai"):
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = False
@@ -296,6 +332,8 @@ async def main(n: int) -> None:
             name = min(peers, key=peers.__getitem__)
             print(f"{case}: fastest peer runtime {name} {peers[name]:.2f} µs; milpa registry.call "
                   f"{milpa[case]:.2f} µs ({peers[name] / milpa[case]:.1f}× faster)")
+    lines = await lines_per_refusal()
+    print("log lines written per refused call: " + ", ".join(f"{k} {v:.2f}" for k, v in lines.items()))
 
 
 if __name__ == "__main__":

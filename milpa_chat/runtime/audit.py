@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +40,57 @@ is_sensitive_key = is_secret_key
 
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+class _RecordTemplates:
+    """Audit records copied from one ``LogRecord`` per logger and level, then given their time,
+    message and thread: the same attributes ``Logger.makeRecord`` sets, without recomputing the
+    ones that never change for an audit line (file, module, level name, process name)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, int], logging.LogRecord] = {}
+
+    def make(self, name: str, level: int, msg: str, args: tuple[Any, ...],
+             extra: dict[str, Any] | None) -> logging.LogRecord:
+        template = self._made.get((name, level))
+        if template is None or template.process != os.getpid():
+            template = logging.LogRecord(name, level, "milpa_chat.audit", 0, "", (), None)
+            self._made[(name, level)] = template
+        record = logging.LogRecord.__new__(logging.LogRecord)
+        fields = record.__dict__
+        fields.update(template.__dict__)
+        now = time.time_ns()
+        created = now / 1e9
+        fields["created"] = created
+        fields["msecs"] = (now % 1_000_000_000) // 1_000_000 + 0.0
+        fields["relativeCreated"] = (created - _START) * 1000
+        fields["msg"] = msg
+        fields["args"] = args
+        if logging.logThreads:
+            fields["thread"] = threading.get_ident()
+            fields["threadName"] = threading.current_thread().name
+        if "taskName" in fields:  # Python 3.12+
+            fields["taskName"] = _task_name()
+        if extra:
+            fields.update(extra)
+        return record
+
+
+def _task_name() -> str | None:
+    loop_module = sys.modules.get("asyncio")
+    if loop_module is None:
+        return None
+    try:
+        task = loop_module.current_task()
+    except RuntimeError:
+        return None
+    return task.get_name() if task is not None else None
+
+
+_START: float = float(getattr(logging, "_startTime", time.time()))
+if _START > 1e15:  # nanoseconds (Python 3.13+)
+    _START /= 1e9
+_records = _RecordTemplates()
 
 
 class AuditLogger:
@@ -113,9 +168,12 @@ class AuditLogger:
         )
 
     def _emit(self, level: int, msg: str, args: tuple[Any, ...], extra: dict[str, Any] | None = None) -> None:
-        record = self.logger.makeRecord(self.logger.name, level, "milpa_chat.audit", 0, msg, args, None,
-                                        extra=extra)
-        self.logger.handle(record)
+        logger = self.logger
+        if logging.getLogRecordFactory() is not logging.LogRecord:  # the host adds fields: its factory
+            logger.handle(logger.makeRecord(logger.name, level, "milpa_chat.audit", 0, msg, args, None,
+                                            extra=extra))
+            return
+        logger.handle(_records.make(logger.name, level, msg, args, extra))
 
     def executed(self, ctx: ToolContext, tool: str, args: Mapping[str, Any], result: ToolResult) -> None:
         meta = result.meta

@@ -43,9 +43,9 @@ class InvalidArguments(MilpaError):
     A control-flow signal inside the pipeline: ``ToolRegistry.call`` turns it into a
     ``VALIDATION_ERROR`` result, it never reaches the caller."""
 
-    def __init__(self, errors: list[ArgumentError]) -> None:
+    def __init__(self, errors: list[ArgumentError], text: str | None = None) -> None:
         self.errors = errors
-        super().__init__("; ".join(str(e) for e in errors))
+        super().__init__("; ".join(str(e) for e in errors) if text is None else text)
 
 
 @dataclass(frozen=True, slots=True)

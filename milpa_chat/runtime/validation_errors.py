@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from pydantic_core import ValidationError
@@ -164,11 +164,16 @@ def _without_input(message: str, given: Any) -> str:
     return message
 
 
-def convert_errors(exc: ValidationError, schema: CoreSchema) -> list[ArgumentError]:
-    """Every pydantic error as an :class:`ArgumentError`, in pydantic's (field) order, deduplicated."""
+def convert_errors(
+    exc: ValidationError, schema: CoreSchema, errors: Sequence[Mapping[str, Any]] | None = None
+) -> list[ArgumentError]:
+    """Every pydantic error as an :class:`ArgumentError`, in pydantic's (field) order, deduplicated.
+    ``errors`` is ``exc.errors(include_url=False, include_input=True)`` when the caller has it already."""
     out: list[ArgumentError] = []
     seen: set[tuple[str, str]] = set()
-    for error in exc.errors(include_url=False, include_input=True):  # the input only to measure it
+    if errors is None:
+        errors = exc.errors(include_url=False, include_input=True)  # the input only to measure it
+    for error in errors:
         item = (render_path(error["loc"]), _message(error, schema))
         if item not in seen:
             seen.add(item)

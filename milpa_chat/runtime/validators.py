@@ -310,7 +310,7 @@ class DerivedValidator:
     lists ``(parameter, low, high)``; ``native`` says validated values are already JSON.
     """
 
-    __slots__ = ("_clamps", "_native", "_schema", "_serialize", "_validate")
+    __slots__ = ("_clamps", "_explained", "_native", "_schema", "_serialize", "_validate")
 
     def __init__(self, schema: CoreSchema, wire_schema: CoreSchema, clamps: list[Clamp], native: bool) -> None:
         self._schema = schema
@@ -318,12 +318,13 @@ class DerivedValidator:
         self._serialize = SchemaSerializer(wire_schema).to_python
         self._clamps = tuple(clamps)
         self._native = native
+        self._explained: dict[tuple[Any, ...], tuple[tuple[ArgumentError, ...], str]] = {}
 
     def __call__(self, args: Mapping[str, Any], /) -> ValidatedArgs:
         try:
             out: dict[str, Any] = self._validate(args)
         except ValidationError as exc:
-            raise InvalidArguments(convert_errors(exc, self._schema)) from None
+            raise self._explain(exc) from None
         for name, low, high in self._clamps:
             value = out.get(name)
             if value is not None:
@@ -331,6 +332,37 @@ class DerivedValidator:
         if self._native:
             return ValidatedArgs(out, out)
         return ValidatedArgs(jsonify(self._serialize, out), out)
+
+
+    def _explain(self, exc: ValidationError) -> InvalidArguments:
+        """The errors as people read them. Refused calls repeat (the same field, the same rule), so the
+        converted messages are remembered by what they depend on: kind, location, pydantic's text and,
+        for length rules, the size given (never the value itself)."""
+        errors = exc.errors(include_url=False, include_input=True)
+        key = tuple([(e["type"], e["loc"], e["msg"], _size(e.get("input"), e["msg"])) for e in errors])
+        known = self._explained.get(key)
+        if known is None:
+            converted = tuple(convert_errors(exc, self._schema, errors))
+            known = (converted, "; ".join(str(e) for e in converted))
+            if -1 not in (part[3] for part in key):  # a text that quoted the value is never kept
+                if len(self._explained) >= 256:
+                    self._explained.clear()
+                self._explained[key] = known
+        return InvalidArguments(list(known[0]), known[1])
+
+
+def _size(value: Any, message: str) -> int | None:
+    """What a message may depend on besides its kind and place: the size of a sized value; -1 when
+    pydantic's text may quote the value itself (such a message is converted afresh every time)."""
+    kind = type(value)
+    if kind is str:
+        return -1 if value in message else len(value)
+    if kind is int or kind is float:
+        return -1 if str(value) in message else None
+    return len(value) if kind in _SIZED else None
+
+
+_SIZED = frozenset({bytes, list, tuple, dict, set, frozenset})
 
 
 def jsonify(serialize: Callable[..., Any], value: Any) -> dict[str, Any]:

@@ -118,6 +118,10 @@ async def test_a_refused_call_builds_no_log_record_when_only_the_null_handler_li
     made: list[int] = []
     original = logger.makeRecord
     monkeypatch.setattr(logger, "makeRecord", lambda *a, **k: made.append(1) or original(*a, **k))
+    from milpa_chat.runtime import audit
+
+    copied = audit._records.make
+    monkeypatch.setattr(audit._records, "make", lambda *a, **k: made.append(1) or copied(*a, **k))
     result = await registry.call("delete_note", {"note_id": "five"})
     assert result.code == ErrorCode.VALIDATION_ERROR
     if audit_handlers == "null only":
