@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from milpa_chat.fleet import haproxy_config
+from tests.store._workers import open_spec
 
 from ._fleet import SLACK_APPROVERS, SLACK_MANAGERS, TG_APPROVERS, TG_WRITERS, running_fleet
+from ._records import approvals_in, unconverged
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -33,5 +35,12 @@ async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_
         assert answer.status == 200
         await fleet.tg.wait_until(lambda: not fleet.tg.message(TG_APPROVERS, tg_card.message_id).buttons,
                                   timeout=15)
-        final = fleet.tg.message(TG_APPROVERS, tg_card.message_id).text or ""
-        assert "U2000" in final or "Approved" in final or "Done" in final, final
+        store = open_spec(fleet.store_spec(), max_size=1)
+        try:
+            await fleet.tg.wait_for_message(TG_WRITERS[0].id, timeout=15)  # the result, where it was asked
+            approvals = await approvals_in(store)
+            assert [a.state for a in approvals.values()] == ["executed"]
+            assert [e.value["key"] for e in await store.read("executions")] == list(approvals)
+            assert unconverged(fleet, approvals) == ([], 0)
+        finally:
+            await store.close()
