@@ -1,0 +1,249 @@
+"""The playground's web app (Starlette): the page, its live feed (server-sent events) and its actions.
+
+Every action is what a platform would deliver to the adapters: ``POST /api/telegram/send`` and
+``/api/telegram/tap`` put an update on the local Bot API server, ``/api/slack/send`` and ``/api/slack/click``
+send a signed slash command, DM event or ``block_actions`` request to the Slack app. ``GET /api/feed`` (JSON,
+long poll) and ``GET /api/stream`` (SSE) serve the feed of :mod:`milpa_chat.playground.feed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from milpa_chat.playground.feed import Feed
+from milpa_chat.playground.world import (
+    SLACK_APPROVERS,
+    SLACK_WORK,
+    TELEGRAM_APPROVERS,
+    PlaygroundError,
+    World,
+)
+
+__all__ = ["STATIC", "Playground", "create_app"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Playground:
+    """The running world, its feed and the tour task (if one was started from the page)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.feed = Feed(world.telegram, world.slack_api)
+        self.tour: asyncio.Task[Any] | None = None
+
+    def state(self) -> dict[str, Any]:
+        world = self.world
+        return {
+            "personas": [p.to_json() for p in world.personas.values()],
+            "telegram": {"bot": world.telegram.bot.first_name, "approvers": TELEGRAM_APPROVERS,
+                         "approvers_title": "Approvers"},
+            "slack": {"work": SLACK_WORK, "approvers": SLACK_APPROVERS,
+                      "bot_user": world.slack_api.workspace.bot_user_id,
+                      "channels": {SLACK_WORK: "general", SLACK_APPROVERS: "approvals"}},
+            "agent": {"enabled": world.agent_setup.enabled, "text": world.agent_setup.description},
+            "tools": sorted(t.name for t in world.assistant.registry if t.name != "resolve_verification"),
+            "clock_offset": world.clock.offset,
+            "tour_running": self.tour is not None and not self.tour.done(),
+        }  # fmt: skip
+
+
+def _field(body: dict[str, Any], name: str, kind: type[Any]) -> Any:
+    value = body.get(name)
+    if kind is int and isinstance(value, str) and value.lstrip("-").isdigit():
+        value = int(value)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise PlaygroundError(f"the request needs {name!r} ({kind.__name__}), got {value!r}")
+    return value
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise PlaygroundError("the request body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise PlaygroundError("the request body must be a JSON object")
+    return body
+
+
+def _guarded(handler: Handler) -> Handler:
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except PlaygroundError as exc:
+            return JSONResponse({"ok": False, "error": str(exc)}, status_code=400)
+
+    return run
+
+
+def create_app(make_world: Callable[[], World]) -> Starlette:
+    """The ASGI app; the world starts in the app's lifespan and stops (its temp store removed) with it."""
+    holder: dict[str, Playground] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with make_world() as world:
+            play = Playground(world)
+            holder["play"] = play
+            play.feed.start()
+            try:
+                yield
+            finally:
+                if play.tour is not None:
+                    play.tour.cancel()
+                await play.feed.stop()
+
+    def play() -> Playground:
+        return holder["play"]
+
+    routes = [
+        Route("/", _page),
+        Route("/api/state", _guarded(lambda _r: _json(play().state()))),
+        Route("/api/feed", _guarded(lambda r: _feed(play(), r))),
+        Route("/api/stream", lambda r: _stream(play(), r)),
+        Route("/api/inbox", _guarded(lambda _r: _inbox(play()))),
+        Route("/api/telegram/send", _guarded(lambda r: _tg_send(play(), r)), methods=["POST"]),
+        Route("/api/telegram/tap", _guarded(lambda r: _tg_tap(play(), r)), methods=["POST"]),
+        Route("/api/telegram/file/{file_id}", _guarded(lambda r: _tg_file(play(), r))),
+        Route("/api/slack/send", _guarded(lambda r: _slack_send(play(), r)), methods=["POST"]),
+        Route("/api/slack/click", _guarded(lambda r: _slack_click(play(), r)), methods=["POST"]),
+        Route("/api/clock", _guarded(lambda r: _clock(play(), r)), methods=["POST"]),
+        Route("/api/tour", _guarded(lambda r: _tour(play(), r)), methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+async def _page(_request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+
+async def _json(data: Any, status: int = 200) -> Response:
+    return JSONResponse(data, status_code=status)
+
+
+async def _feed(play: Playground, request: Request) -> Response:
+    since = int(request.query_params.get("since", "0") or 0)
+    wait = min(float(request.query_params.get("wait", "0") or 0), 25.0)
+    await play.feed.flush()
+    if wait > 0:
+        await play.feed.wait(since, wait)
+    events = play.feed.since(since)
+    return JSONResponse({"events": events, "next": since + len(events)})
+
+
+async def _stream(play: Playground, request: Request) -> Response:
+    start = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
+    seq = int(start) + (1 if "last-event-id" in request.headers else 0)
+
+    async def events() -> AsyncIterator[str]:
+        nonlocal seq
+        while True:
+            await play.feed.wait(seq, 15.0)
+            batch = play.feed.since(seq)
+            if not batch:
+                yield ": still here\n\n"
+                continue
+            for event in batch:
+                yield f"id: {event['seq']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
+            seq = batch[-1]["seq"] + 1
+
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+async def _inbox(play: Playground) -> Response:
+    return JSONResponse({"approvals": await play.world.inbox()})
+
+
+async def _tg_send(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    world = play.world
+    persona = world.persona(body.get("persona"))
+    text = _field(body, "text", str).strip()
+    if not text:
+        raise PlaygroundError("type something to send")
+    update_id = await world.telegram_say(persona, _field(body, "chat", int), text)
+    await play.feed.flush()
+    return JSONResponse({"ok": True, "update_id": update_id})
+
+
+async def _tg_tap(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    world = play.world
+    persona = world.persona(body.get("persona"))
+    query = await world.telegram_tap(persona, _field(body, "chat", int), _field(body, "id", int),
+                                     _field(body, "data", str))
+    await play.feed.flush()
+    return JSONResponse({"ok": True, "query": query})
+
+
+async def _tg_file(play: Playground, request: Request) -> Response:
+    found = play.world.telegram.state.files.get(request.path_params["file_id"])
+    if found is None:
+        raise PlaygroundError("no such file")
+    headers = {"Content-Disposition": f'attachment; filename="{found.file_name or "file"}"'}
+    return Response(found.content, media_type=found.mime_type or "application/octet-stream", headers=headers)
+
+
+async def _slack_send(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    world = play.world
+    persona = world.persona(body.get("persona"))
+    channel, text = _field(body, "channel", str), _field(body, "text", str).strip()
+    if not text:
+        raise PlaygroundError("type something to send")
+    if not channel.startswith("D"):
+        play.feed.note({"type": "slack.command", "channel": channel, "user": persona.slack_id,
+                        "text": "/milpa " + (text[len("/milpa"):].strip() if text.startswith("/milpa") else text)})
+    status = await world.slack_say(persona, channel, text)
+    await play.feed.flush()
+    return JSONResponse({"ok": status == 200, "status": status})
+
+
+async def _slack_click(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    world = play.world
+    persona = world.persona(body.get("persona"))
+    value = body.get("value")
+    status = await world.slack_click(persona, _field(body, "channel", str), _field(body, "ts", str),
+                                     _field(body, "action_id", str), value if isinstance(value, str) else None)
+    await play.feed.flush()
+    return JSONResponse({"ok": status == 200, "status": status})
+
+
+async def _clock(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    seconds = body.get("advance")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        raise PlaygroundError(f"the request needs 'advance' (seconds), got {seconds!r}")
+    acted = await play.world.advance(float(seconds))
+    await play.feed.flush()
+    return JSONResponse({"ok": True, "acted_on": acted, "offset": play.world.clock.offset})
+
+
+async def _tour(play: Playground, request: Request) -> Response:
+    from milpa_chat.playground.tour import run_tour
+
+    if play.tour is not None and not play.tour.done():
+        raise PlaygroundError("the tour is already playing")
+    base = str(request.base_url).rstrip("/")
+
+    def step(line: str) -> None:
+        play.feed.note({"type": "tour.step", "text": line})
+
+    play.tour = asyncio.get_running_loop().create_task(run_tour(base, out=step))
+    return JSONResponse({"ok": True})

@@ -1,0 +1,103 @@
+"""``milpa-chat playground``: the assistant and its approvals in a browser, on local platform servers.
+
+    milpa-chat playground                    serve http://127.0.0.1:8750 until Ctrl-C
+    milpa-chat playground --tour             the same, playing the scripted tour once it is up
+    milpa-chat playground --check            play the tour headless on a free port; exit 0 when it all passed
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from milpa_chat.playground.world import DEFAULT_TOOLS, PlaygroundError, World
+
+__all__ = ["add_parser", "cmd_playground", "configure", "main"]
+
+DEFAULT_PORT = 8750
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add ``playground`` to the ``milpa-chat`` subcommands; dispatch with ``cmd_playground(ns)``."""
+    p = sub.add_parser("playground", help="the assistant, its Telegram and Slack chats and approvals in a browser")
+    configure(p)
+    p.set_defaults(func=cmd_playground)
+    return p
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tools", default=DEFAULT_TOOLS,
+                   help=f"package.module:object holding the tools (default {DEFAULT_TOOLS})")
+    p.add_argument("--identities", default=None, metavar="FILE", help="identities TOML (default: the four personas)")
+    p.add_argument("--store", default=None, metavar="PATH", help="SQLite file to keep (default: a temporary one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to serve the page on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT}; --check: a free one)")
+    p.add_argument("--tour", action="store_true", help="play the scripted tour once the page is up")
+    p.add_argument("--check", action="store_true", help="play the tour headless and exit 0 (all passed) or 1")
+
+
+def cmd_playground(ns: argparse.Namespace) -> int:
+    """Run the playground as ``ns`` says; returns the exit status."""
+    try:
+        return asyncio.run(_serve(ns))
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _serve(ns: argparse.Namespace) -> int:
+    import uvicorn
+
+    from milpa_chat.playground.app import create_app
+    from milpa_chat.playground.tour import run_tour
+
+    port = ns.port if ns.port is not None else (0 if ns.check else DEFAULT_PORT)
+    app = create_app(lambda: World(tools=ns.tools, identities=ns.identities, store=ns.store))
+    config = uvicorn.Config(app, host=ns.host, port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        if serving.done():
+            return _failed_start(serving)
+        await asyncio.sleep(0.05)
+    url = f"http://{ns.host}:{_bound_port(server)}"
+    print(f"milpa-chat playground: open {url}  (Ctrl-C stops it)" if not ns.check
+          else f"milpa-chat playground --check on {url}", flush=True)
+    ok = True
+    if ns.tour or ns.check:
+        ok = await run_tour(url, out=lambda line: print(line, flush=True))
+    if ns.check:
+        server.should_exit = True
+    await serving
+    return 0 if ok else 1
+
+
+def _bound_port(server: Any) -> int:
+    for listener in server.servers:
+        for sock in listener.sockets:
+            return int(sock.getsockname()[1])
+    raise RuntimeError("the playground's server has no socket")
+
+
+def _failed_start(serving: asyncio.Task[Any]) -> int:
+    exc = serving.exception()
+    if isinstance(exc, PlaygroundError):
+        print(f"milpa-chat playground: {exc}", file=sys.stderr)
+        return 2
+    if isinstance(exc, SystemExit):  # uvicorn exits when the lifespan or the bind failed; it logged why
+        print("milpa-chat playground: could not start (see above); is the port taken? try --port", file=sys.stderr)
+        return 2
+    if exc is not None:
+        raise exc
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m milpa_chat.playground``: the same options as ``milpa-chat playground``."""
+    parser = argparse.ArgumentParser(prog="python -m milpa_chat.playground",
+                                     description="The assistant and its approvals in a browser, no tokens.")
+    configure(parser)
+    return cmd_playground(parser.parse_args(argv))
