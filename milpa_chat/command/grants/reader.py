@@ -82,7 +82,7 @@ def _decoded(text: str | bytes) -> str:
     if not isinstance(text, str):
         raise TypeError(f"StandingGrant.from_json takes the signed text (str or bytes), got {type(text).__name__}")
     if len(text) > LONGEST:
-        raise InvalidGrant("$", f"is longer than {LONGEST} bytes (256 KB); a grant is a page a person reads")
+        raise InvalidGrant("$", f"is {len(text)}+ bytes long; a grant is at most {LONGEST} bytes (256 KB)")
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:

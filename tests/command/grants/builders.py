@@ -71,14 +71,20 @@ def grant(**changes: Any) -> StandingGrant:
     return StandingGrant.from_dict(document(**changes))
 
 
-def green(content: str = CONTENT, *, instrument: str = SCANNER, **arguments: Any) -> ConditionReceipt:
-    args = {"strict": True, "archive": "a.tgz"} if not arguments else arguments
-    return ConditionReceipt("release:scan", args, content, instrument, True)
+#: The run the condition describes, on one candidate.
+SCAN = {"strict": True, "archive": "a.tgz"}
 
 
-def red(content: str = CONTENT, **arguments: Any) -> ConditionReceipt:
-    args = {"strict": True, "archive": "a.tgz"} if not arguments else arguments
-    return ConditionReceipt("release:scan", args, content, SCANNER, False)
+def green(
+    content: str = CONTENT, *, instrument: str = SCANNER, arguments: dict[str, Any] | None = None
+) -> ConditionReceipt:
+    """A green receipt of ``release:scan`` (by default the described run, today's instrument)."""
+    return ConditionReceipt("release:scan", SCAN if arguments is None else arguments, content, instrument, True)
+
+
+def red(content: str = CONTENT, *, arguments: dict[str, Any] | None = None) -> ConditionReceipt:
+    """A red receipt of ``release:scan``."""
+    return ConditionReceipt("release:scan", SCAN if arguments is None else arguments, content, SCANNER, False)
 
 
 def standing(state: GrantState = GrantState.IN_FORCE, **changes: Any) -> GrantStanding:
