@@ -22,7 +22,9 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from milpa_chat.errors import MilpaError
@@ -87,10 +89,12 @@ def add_global_options(p: argparse.ArgumentParser, *, suppress: bool = True) -> 
 
 
 async def cmd_tools(ns: argparse.Namespace) -> int:
+    from milpa_chat.cli_identity import CliIdentity
     from milpa_chat.cli_schema import type_text
     from milpa_chat.cli_store import load_registry as load
     from milpa_chat.cli_store import open_cli_store
 
+    CliIdentity.from_options(ns.as_, ns.identities, ns.scopes)  # a wrong --identities is said at once
     store = open_cli_store(ns.store)
     try:
         registry = load(ns.tools, store, hint="milpa-chat tools package.module:object")
@@ -266,7 +270,10 @@ async def _dispatch(ns: argparse.Namespace) -> int:
         return await (cmd_approvals if ns.command == "approvals" else cmd_decide)(ns)
     from milpa_chat.demo import run_demo
 
-    return await run_demo(ns.store)
+    if getattr(ns, "store", None):
+        return await run_demo(ns.store)
+    with tempfile.TemporaryDirectory(prefix="milpa-demo-") as scratch:  # removed when the walk-through ends
+        return await run_demo(Path(scratch) / "demo.db")
 
 
 def _run_command(ns: argparse.Namespace) -> int:

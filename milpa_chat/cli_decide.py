@@ -36,7 +36,7 @@ async def cmd_verdict(ns: argparse.Namespace, verdict: str) -> int:
         desk = ApprovalDesk(store)
         approval = await find(desk, ns.id)
         results: list[ToolResult] = []
-        if approval.tool is not None and approval.data["requester"].get("channel") == "cli":
+        if verdict == "approve" and approval.tool is not None and approval.data["requester"].get("channel") == "cli":
             spec = ns.tools or DEFAULT_TOOLS
             registry = load_registry(spec, store)
             if not registry.has(approval.tool):

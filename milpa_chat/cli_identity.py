@@ -42,7 +42,10 @@ def _load_identities(path: str) -> Identities:
 
     try:
         return Identities.from_toml(path)
-    except (FileNotFoundError, ValueError) as exc:
+    except FileNotFoundError as exc:
+        raise _usage_error(f"--identities {path}: no such file; write one ([roles], [users] with \"cli:NAME\" "
+                           f"entries, [defaults]) or leave out --identities and {IDENTITIES_ENV}") from exc
+    except ValueError as exc:
         raise _usage_error(f"--identities: {exc}") from exc
 
 
