@@ -5,6 +5,7 @@
 
 Names are imported on first use, so ``import milpa_chat.bots`` imports no platform SDK; a missing
 extra raises :class:`~milpa_chat.errors.MissingExtraError` naming the ``pip install`` command.
+``BotStartupError``: a bot could not start (its token was rejected, or the platform is unreachable).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from milpa_chat.bots.errors import BotStartupError
     from milpa_chat.bots.slack import SlackBot
     from milpa_chat.bots.slack_transport import SlackTransport
     from milpa_chat.bots.telegram import TelegramBot, chat_user
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 # name -> module that defines it; adapters add their names here.
 _EXPORTS = {
+    "BotStartupError": "milpa_chat.bots.errors",
     "SlackBot": "milpa_chat.bots.slack",
     "SlackTransport": "milpa_chat.bots.slack_transport",
     "TelegramBot": "milpa_chat.bots.telegram",
@@ -27,7 +30,7 @@ _EXPORTS = {
     "chat_user": "milpa_chat.bots.telegram",
 }
 
-__all__ = ["SlackBot", "SlackTransport", "TelegramBot", "TelegramTransport", "chat_user"]
+__all__ = ["BotStartupError", "SlackBot", "SlackTransport", "TelegramBot", "TelegramTransport", "chat_user"]
 
 
 def __getattr__(name: str) -> Any:

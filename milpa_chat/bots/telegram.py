@@ -9,87 +9,74 @@
         ...
 
     bot = TelegramBot(assistant, token=..., webhook_secret="long-random-secret")
-    await bot.start_webhook("https://bot.example.org/telegram", listen="0.0.0.0", port=8443)
+    await bot.start_webhook("https://bot.example.org/telegram", port=8443)
 
-Text messages (commands included) and button taps become :class:`~milpa_chat.chat.Inbound` events; who
-acted is Telegram's ``from`` of the update, never the button data. Updates are processed concurrently;
-each callback query is answered once, within ``answer_within`` seconds; the assistant's expiry sweeper
-runs next to the bot. Webhook mode always checks Telegram's ``X-Telegram-Bot-Api-Secret-Token`` header.
+    application = ApplicationBuilder().token(...).build()          # your own PTB application
+    application.add_handler(CommandHandler("ping", ping))
+    bot = TelegramBot.install(application, assistant)               # the kit beside your handlers
+    application.run_polling(allowed_updates=bot.allowed_updates)
 
-On start the bot's command menu is set (``setMyCommands``) from the registry through
-:class:`~milpa_chat.command.TelegramCommandProjector`, per scope where the Bot API allows it: the
-default scope gets the tools the identities' default scopes may call; every ``telegram:<id>`` user
-of the identities gets their own menu in their private chat (``BotCommandScopeChat``); every
-approver chat gets the commands of its scopes, and each listed user there their own
-(``BotCommandScopeChatMember``). A scope whose menu equals the one it falls back to is deleted.
+The kit claims only its own updates (see :mod:`milpa_chat.bots.telegram_routing`): taps on its
+buttons and the commands the assistant knows, in handler group ``group``; unknown commands, free text
+and buttons nobody claims in ``fallback_group``, and only when no other handler would take them.
+Who acted is Telegram's ``from`` of the update, never the button data. Updates are processed
+concurrently; each callback query is answered once, within ``answer_within`` seconds; the assistant's
+expiry sweeper runs next to the bot. Webhook mode always checks Telegram's secret-token header.
+
+python-telegram-bot is imported when a bot is made, not when this module is imported. On start the
+bot's command menu is set from the registry (:mod:`milpa_chat.bots.telegram_menu`).
 """
 
-# ruff: noqa: E402  (the SDK is imported after the missing-extra check)
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from milpa_chat._extras import require
-
-require("telegram", extra="telegram", feature="TelegramBot")
-
-from telegram import (
-    BotCommand,
-    BotCommandScope,
-    BotCommandScopeChat,
-    BotCommandScopeChatMember,
-    BotCommandScopeDefault,
-    CallbackQuery,
-    Update,
-)
-from telegram import Message as TgMessage
-from telegram import User as TgUser
-from telegram.ext import (
-    Application,
-    ApplicationBuilder,
-    CallbackQueryHandler,
-    ContextTypes,
-    MessageHandler,
-    filters,
-)
-
-from milpa_chat.bots.telegram_transport import TelegramTransport
-from milpa_chat.chat.inbound import ChatUser, Inbound
-from milpa_chat.renderers.model import parse_callback_data
-from milpa_chat.runtime.context import ToolContext
+from milpa_chat.bots.errors import BotStartupError, telegram_startup_error
+from milpa_chat.bots.telegram_handlers import TelegramHandlers, chat_user, known_commands
+from milpa_chat.bots.telegram_menu import MenuPlan, menu_plan, sync_menu
+from milpa_chat.bots.telegram_routing import allowed_updates
+from milpa_chat.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from telegram.ext import Application, ApplicationBuilder, BaseHandler
+
+    from milpa_chat.bots.telegram_transport import TelegramTransport
     from milpa_chat.chat.assistant import Assistant
-    from milpa_chat.command.projectors import TelegramCommand, TelegramCommandProjector
+    from milpa_chat.command.projectors import TelegramCommandProjector
     from milpa_chat.renderers.telegram import TelegramRenderer
 
-__all__ = ["TelegramBot", "TelegramTransport", "chat_user"]
+__all__ = ["DEFAULT_LISTEN", "BotStartupError", "TelegramBot", "TelegramTransport", "chat_user"]
+
+if importlib.util.find_spec("telegram") is None:  # fail at import with the install hint, without importing PTB
+    raise MissingExtraError("TelegramBot", "telegram", "telegram")
 
 log = logging.getLogger("milpa_chat.bots.telegram")
 
 App: TypeAlias = "Application[Any, Any, Any, Any, Any, Any]"
 Builder: TypeAlias = "ApplicationBuilder[Any, Any, Any, Any, Any, Any]"
-ALLOWED_UPDATES = ("message", "callback_query")
-INVALID_BUTTON = "This button is not valid."
-WORKING = "Working on it…"
-FAILED = "Something went wrong while handling this button; check the chat for what was done."
+Hook: TypeAlias = "Callable[[App], Awaitable[None]] | None"
+#: Where webhook modes listen unless told (``start_webhook`` and ``run_webhook`` alike).
+DEFAULT_LISTEN = "0.0.0.0"
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
-#: One menu to set: the scope, its commands, and the commands shown there without it (``None``: none).
-MenuPlan: TypeAlias = "list[tuple[BotCommandScope, list[TelegramCommand], list[TelegramCommand] | None]]"
 
 
-def chat_user(user: TgUser) -> ChatUser:
-    """The platform identity of a Telegram user (``from`` of an update)."""
-    return ChatUser(str(user.id), user.full_name, user.username)
+def __getattr__(name: str) -> Any:
+    if name == "TelegramTransport":  # imports python-telegram-bot
+        from milpa_chat.bots.telegram_transport import TelegramTransport
+
+        return TelegramTransport
+    raise AttributeError(f"module 'milpa_chat.bots.telegram' has no attribute {name!r}")
 
 
-class TelegramBot:
+class TelegramBot(TelegramHandlers):
     """Connects an :class:`~milpa_chat.chat.Assistant` to Telegram.
 
     ``base_url`` points PTB at another Bot API server (a self-hosted one, or
@@ -100,15 +87,22 @@ class TelegramBot:
     ``sweep_interval``: seconds between expiry sweeps (``None``: no sweeper). ``configure`` receives
     the ``ApplicationBuilder`` before it is built (persistence, rate limiter, timeouts...).
     ``command_menu``: keep the bot's command menu in sync on start (``True``), with a projector of
-    your own, or not at all (``False``).
+    your own, or not at all (``False``). ``group``: the handler group of the kit's handlers;
+    ``fallback_group`` (default ``group + 1``): the group of its fallbacks. ``allowed_updates``:
+    what to ask Telegram for (default: what the kit and every handler of the application need).
+    ``application``: an application of your own instead of a token (see :meth:`install`).
     """
 
     def __init__(
         self,
         assistant: Assistant,
-        token: str,
+        token: str | None = None,
         base_url: str | None = None,
         *,
+        application: App | None = None,
+        group: int = 0,
+        fallback_group: int | None = None,
+        allowed_updates: Sequence[str] | None = None,
         base_file_url: str | None = None,
         webhook_secret: str | None = None,
         answer_within: float = 1.0,
@@ -117,73 +111,107 @@ class TelegramBot:
         configure: Callable[[Builder], Builder] | None = None,
         command_menu: TelegramCommandProjector | bool = True,
     ) -> None:
-        if not token or ":" not in token:
-            got = "an empty token" if not token else "a token without ':'"  # never echo a secret
-            raise ValueError(f"TelegramBot needs the bot token @BotFather gave you (token='123456:ABC...'), got {got}")
-        if webhook_secret is not None and not _SECRET.fullmatch(webhook_secret):
-            raise ValueError(
-                "webhook_secret must be 1-256 characters of A-Z, a-z, 0-9, '_' and '-' (Telegram's rule); "
-                "generate one with secrets.token_urlsafe(32)"
-            )
+        require("telegram", extra="telegram", feature="TelegramBot")
+        _check_options(token, application, configure, webhook_secret, group, fallback_group)
         self.assistant = assistant
         self.webhook_secret = webhook_secret
         self.answer_within = answer_within
         self.sweep_interval = sweep_interval
         self.command_menu = command_menu
-        self.application: App = self._build(token, base_url, base_file_url, configure)
+        self.group = group
+        self.fallback_group = group + 1 if fallback_group is None else fallback_group
+        self._allowed = list(allowed_updates) if allowed_updates is not None else None
+        self.owns_application = application is None
+        if application is None:
+            assert token is not None
+            application = _build(token, base_url, base_file_url, configure)
+        self.application: App = application
+        from milpa_chat.bots.telegram_transport import TelegramTransport
+
         self.transport = TelegramTransport(self.application.bot, renderer=renderer)
         assistant.attach(self.transport)
         self._sweeper: asyncio.Task[None] | None = None
         self._late_answers: set[asyncio.Future[bool]] = set()
         self._started = False
+        self._handlers: list[BaseHandler[Any, Any, Any]] = []
+        self._add_handlers()
+        self._chain_hooks()
 
-    def _build(
-        self, token: str, base_url: str | None, base_file_url: str | None,
-        configure: Callable[[Builder], Builder] | None,
-    ) -> App:
-        builder: Builder = Application.builder().token(token).concurrent_updates(True)
-        if base_url is not None:
-            builder = builder.base_url(base_url)
-            if base_file_url is None and base_url.endswith("/bot"):
-                base_file_url = base_url[: -len("/bot")] + "/file/bot"
-        if base_file_url is not None:
-            builder = builder.base_file_url(base_file_url)
-        builder = builder.post_init(self._post_init).post_stop(self._post_stop)
-        if configure is not None:
-            builder = configure(builder)
-        app: App = builder.build()
-        app.add_handler(MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT, self._on_message))
-        app.add_handler(CallbackQueryHandler(self._on_callback))
-        app.add_error_handler(self._on_error)
-        return app
+    @classmethod
+    def install(cls, application: App, assistant: Assistant, *, group: int = 0, fallback_group: int | None = None,
+                **options: Any) -> TelegramBot:
+        """Add the kit to an existing PTB ``Application``: its handlers in ``group`` (its fallbacks in
+        ``fallback_group``, default ``group + 1``), the sweeper and the command menu on the application's
+        ``post_init`` (your own hooks still run). Run the application as usual, asking for
+        ``allowed_updates=bot.allowed_updates``. ``options``: as for the constructor."""
+        return cls(assistant, application=application, group=group, fallback_group=fallback_group, **options)
+
+    def _add_handlers(self) -> None:
+        from telegram.ext import CallbackQueryHandler, MessageHandler, filters
+
+        text = filters.UpdateType.MESSAGE & filters.TEXT
+        kit = [CallbackQueryHandler(self._on_callback, pattern=self._claims_data),
+               MessageHandler(text & known_commands(self), self._on_message)]
+        fallbacks = [MessageHandler(text, self._on_fallback_message), CallbackQueryHandler(self._on_stray_tap)]
+        self.application.add_handlers(kit, group=self.group)
+        self.application.add_handlers(fallbacks, group=self.fallback_group)
+        self._handlers = [*kit, *fallbacks]
+        if self.owns_application:
+            self.application.add_error_handler(self._on_error)
+
+    def _chain_hooks(self) -> None:
+        """Run the sweeper and set the menu in ``post_init``, stop the sweeper in ``post_stop``; hooks the
+        application already had run as well."""
+        app = self.application
+        app.post_init = _chained(self._post_init, app.post_init)
+        app.post_stop = _chained(self._post_stop, app.post_stop)
+
+    @property
+    def allowed_updates(self) -> list[str]:
+        """The update types to ask Telegram for: the kit's and those of every other handler of the application."""
+        if self._allowed is not None:
+            return list(self._allowed)
+        every = [h for group in self.application.handlers.values() for h in group]
+        return allowed_updates(every, kit=self._handlers)
 
     # ------------------------------------------------------------ embedding
     async def start(self, *, polling: bool = True, poll_timeout: float = 10.0,
                     drop_pending_updates: bool = False) -> None:
         """Initialize and start the application and the expiry sweeper; then poll for updates unless
-        ``polling=False`` (for :meth:`start_webhook`, or when you feed ``application.update_queue``)."""
+        ``polling=False`` (for :meth:`start_webhook`, or when you feed ``application.update_queue``).
+        A rejected token or an unreachable Bot API raises :class:`BotStartupError`."""
         if not self._started:
-            await self.application.initialize()
-            await self.application.start()
+            try:
+                await self.application.initialize()
+            except Exception as exc:
+                raise self._startup_error(exc) from exc
+            if not self.application.running:
+                await self.application.start()
             self._started = True
             self._start_sweeper()
             await self.sync_commands()
         if polling:
             await self._updater().start_polling(
-                timeout=int(poll_timeout), allowed_updates=ALLOWED_UPDATES, drop_pending_updates=drop_pending_updates)
+                timeout=int(poll_timeout), allowed_updates=self.allowed_updates,
+                drop_pending_updates=drop_pending_updates)
+            log.info("Telegram bot @%s is polling %s for updates", self.transport.bot_username,
+                     self.application.bot.base_url)
 
     async def start_webhook(
-        self, webhook_url: str, *, listen: str = "127.0.0.1", port: int = 8443, url_path: str = "telegram",
+        self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443, url_path: str = "telegram",
         drop_pending_updates: bool = False, max_connections: int = 40,
     ) -> None:
         """Start, register ``webhook_url`` with Telegram and serve it on ``listen:port/url_path`` with PTB's
-        webhook server (tornado). Deliveries without the right secret token are refused with 403."""
+        webhook server (tornado). Deliveries without the right secret token are refused with 403.
+        :meth:`stop` stops accepting deliveries and finishes the updates already accepted."""
         await self.start(polling=False)
         await self._updater().start_webhook(
             listen=listen, port=port, url_path=url_path, webhook_url=webhook_url, secret_token=self._secret(),
-            allowed_updates=ALLOWED_UPDATES, drop_pending_updates=drop_pending_updates,
+            allowed_updates=self.allowed_updates, drop_pending_updates=drop_pending_updates,
             max_connections=max_connections,
         )
+        log.info("Telegram webhook listening on http://%s:%s/%s (registered as %s)", listen, port,
+                 url_path.strip("/"), webhook_url)
 
     async def stop(self) -> None:
         """Stop fetching updates, let running handlers finish, stop the sweeper and shut down."""
@@ -192,7 +220,8 @@ class TelegramBot:
         updater = self.application.updater
         if updater is not None and updater.running:
             await updater.stop()
-        await self.application.stop()
+        if self.application.running:
+            await self.application.stop()
         await self._stop_sweeper()
         await self.application.shutdown()
         self._started = False
@@ -206,17 +235,34 @@ class TelegramBot:
 
     # ------------------------------------------------------------ running
     def run_polling(self, *, poll_timeout: float = 10.0, drop_pending_updates: bool = False) -> None:
-        """Poll until Ctrl-C / SIGTERM (PTB owns the event loop)."""
-        self.application.run_polling(timeout=int(poll_timeout), allowed_updates=ALLOWED_UPDATES,
-                                     drop_pending_updates=drop_pending_updates)
+        """Poll until Ctrl-C / SIGTERM (PTB owns the event loop); a rejected token or an unreachable Bot
+        API raises :class:`BotStartupError`."""
+        print(f"Telegram bot polling {self.application.bot.base_url} for updates (Ctrl-C to stop)", flush=True)
+        self._running(lambda: self.application.run_polling(
+            timeout=int(poll_timeout), allowed_updates=self.allowed_updates,
+            drop_pending_updates=drop_pending_updates))
 
-    def run_webhook(self, webhook_url: str, *, listen: str = "0.0.0.0", port: int = 8443,
+    def run_webhook(self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443,
                     url_path: str = "telegram", drop_pending_updates: bool = False) -> None:
-        """Serve the webhook until Ctrl-C / SIGTERM (PTB owns the event loop)."""
-        self.application.run_webhook(
+        """Serve the webhook until Ctrl-C / SIGTERM (PTB owns the event loop), then finish what was accepted."""
+        print(f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
+              f"(registered as {webhook_url}; Ctrl-C to stop)", flush=True)
+        self._running(lambda: self.application.run_webhook(
             listen=listen, port=port, url_path=url_path, webhook_url=webhook_url, secret_token=self._secret(),
-            allowed_updates=ALLOWED_UPDATES, drop_pending_updates=drop_pending_updates,
-        )
+            allowed_updates=self.allowed_updates, drop_pending_updates=drop_pending_updates,
+        ))
+
+    def _running(self, run: Callable[[], None]) -> None:
+        try:
+            run()
+        except Exception as exc:
+            error = telegram_startup_error(exc, self.application.bot.base_url)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _startup_error(self, exc: Exception) -> Exception:
+        return telegram_startup_error(exc, self.application.bot.base_url) or exc
 
     def _secret(self) -> str:
         if self.webhook_secret is None:
@@ -233,6 +279,9 @@ class TelegramBot:
         self._start_sweeper()
         await self.sync_commands()
 
+    async def _post_stop(self, application: App) -> None:
+        await self._stop_sweeper()
+
     # ------------------------------------------------------------ command menu
     def _projector(self) -> TelegramCommandProjector | None:
         if self.command_menu is False:
@@ -246,27 +295,7 @@ class TelegramBot:
     def menu_plan(self) -> MenuPlan:
         """Every scope's menu from the registry and the identities (what :meth:`sync_commands` sets)."""
         projector = self._projector()
-        if projector is None:
-            return []
-        ids, registry = self.assistant.identities, self.assistant.registry
-
-        def menu(scopes: tuple[str, ...]) -> list[TelegramCommand]:
-            return projector.menu(registry, ToolContext("telegram:menu", "telegram", scopes))
-
-        default = menu(tuple(ids.default_scopes))
-        plan: MenuPlan = [(BotCommandScopeDefault(), default, None)]
-        users = _telegram_users(ids.users)
-        plan += [(BotCommandScopeChat(u), menu(ids.scopes_for("telegram", ChatUser(str(u)), str(u))), default)
-                 for u in users]
-        for chat in ids.approver_chats("telegram"):
-            if not _is_int(chat):
-                log.info("Approver chat %r is not a Telegram chat id; it gets no command menu", chat)
-                continue
-            in_chat = menu(ids.scopes_for("telegram", ChatUser(""), chat))
-            plan.append((BotCommandScopeChat(int(chat)), in_chat, default))
-            plan += [(BotCommandScopeChatMember(int(chat), u),
-                      menu(ids.scopes_for("telegram", ChatUser(str(u)), chat)), in_chat) for u in users]
-        return plan
+        return [] if projector is None else menu_plan(projector, self.assistant.registry, self.assistant.identities)
 
     async def sync_commands(self) -> int:
         """Set the command menu of every scope (``setMyCommands``); returns how many menus were set.
@@ -274,25 +303,7 @@ class TelegramBot:
         A private chat or approver chat whose menu equals the default is deleted (so an earlier menu
         goes); a member's menu equal to the chat's is not set. A refusal is logged, never raised.
         """
-        done = 0
-        for scope, commands, fallback in self.menu_plan():
-            same = fallback is not None and commands == fallback
-            if same and isinstance(scope, BotCommandScopeChatMember):
-                continue
-            try:
-                if same:
-                    await self.application.bot.delete_my_commands(scope=scope)
-                else:
-                    await self.application.bot.set_my_commands(
-                        [BotCommand(c.command, c.description) for c in commands], scope=scope)
-                    done += 1
-            except Exception as exc:  # the menu is a convenience: the bot runs without it
-                log.warning("Could not set the Telegram command menu of %s: %s: %s", _scope_text(scope),
-                            type(exc).__name__, exc)
-        return done
-
-    async def _post_stop(self, application: App) -> None:
-        await self._stop_sweeper()
+        return await sync_menu(self.application.bot, self.menu_plan())
 
     def _start_sweeper(self) -> None:
         if self.sweep_interval is not None and self._sweeper is None:
@@ -306,95 +317,47 @@ class TelegramBot:
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
 
-    # ------------------------------------------------------------ handlers
-    async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        message, user = update.message, update.effective_user
-        if message is None or message.text is None or user is None or user.is_bot:
-            return
-        if message.chat.type != "private" and not self._addressed(message):
-            return  # group chatter that is not for the bot
-        inbound = Inbound(
-            "telegram", str(message.chat.id), chat_user(user), text=message.text,
-            delivery_id=str(update.update_id), chat_type=message.chat.type, raw=update,
+
+def _check_options(token: str | None, application: object, configure: object, webhook_secret: str | None,
+                   group: int, fallback_group: int | None) -> None:
+    if application is not None:
+        if token is not None or configure is not None:
+            raise ValueError("give TelegramBot either token= (it builds the application) or application= "
+                             "(yours, already built), not both; configure= only applies to a token")
+    elif not token or ":" not in token:
+        got = "an empty token" if not token else "a token without ':'"  # never echo a secret
+        raise ValueError(f"TelegramBot needs the bot token @BotFather gave you (token='123456:ABC...'), got {got}")
+    if webhook_secret is not None and not _SECRET.fullmatch(webhook_secret):
+        raise ValueError(
+            "webhook_secret must be 1-256 characters of A-Z, a-z, 0-9, '_' and '-' (Telegram's rule); "
+            "generate one with secrets.token_urlsafe(32)"
         )
-        await self.assistant.handle(inbound, self.transport)
-
-    def _addressed(self, message: TgMessage) -> bool:
-        text = message.text or ""
-        if text.startswith("/"):
-            return True
-        reply = message.reply_to_message
-        if reply is not None and reply.from_user is not None and reply.from_user.id == self.application.bot.id:
-            return True
-        username = self.transport.bot_username
-        return username is not None and f"@{username.lower()}" in text.lower()
-
-    async def _on_callback(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        query = update.callback_query
-        if query is None:
-            return
-        inbound = _tap(update, query)
-        if inbound is None:
-            await self.transport.answer_query(query.id, INVALID_BUTTON, alert=True)
-            return
-        if self.answer_within <= 0:
-            await self.transport.answer_query(query.id, WORKING)
-            timer = None
-        else:  # a spinner must not outlive answer_within, whatever the assistant is doing
-            timer = asyncio.get_running_loop().call_later(self.answer_within, self._answer_late, query.id)
-        try:
-            await self.assistant.handle(inbound, self.transport)
-        except Exception:
-            await self.transport.answer_query(query.id, FAILED, alert=True)
-            raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-        await self.transport.answer_query(query.id)  # every query is answered once, also when ignored
-
-    def _answer_late(self, query_id: str) -> None:
-        if not self.transport.answered(query_id):
-            task = asyncio.ensure_future(self.transport.answer_query(query_id, WORKING))
-            self._late_answers.add(task)
-            task.add_done_callback(self._late_answers.discard)
-
-    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        update_id = update.update_id if isinstance(update, Update) else None
-        log.error("error while handling Telegram update %s", update_id, exc_info=context.error)
+    if fallback_group is not None and fallback_group <= group:
+        raise ValueError(f"fallback_group ({fallback_group}) must come after group ({group}): the fallbacks "
+                         "answer what no other handler takes")
 
 
-def _scope_text(scope: BotCommandScope) -> str:
-    """``the default scope``, ``chat 1001``, ``member 1001 of chat -500``."""
-    if isinstance(scope, BotCommandScopeChatMember):
-        return f"member {scope.user_id} of chat {scope.chat_id}"
-    if isinstance(scope, BotCommandScopeChat):
-        return f"chat {scope.chat_id}"
-    return "the default scope"
+def _build(token: str, base_url: str | None, base_file_url: str | None,
+           configure: Callable[[Builder], Builder] | None) -> App:
+    from telegram.ext import Application
+
+    builder: Builder = Application.builder().token(token).concurrent_updates(True)
+    if base_url is not None:
+        builder = builder.base_url(base_url)
+        if base_file_url is None and base_url.endswith("/bot"):
+            base_file_url = base_url[: -len("/bot")] + "/file/bot"
+    if base_file_url is not None:
+        builder = builder.base_file_url(base_file_url)
+    if configure is not None:
+        builder = configure(builder)
+    app: App = builder.build()
+    return app
 
 
-def _is_int(text: str) -> bool:
-    return text.lstrip("-").isdigit()
+def _chained(first: Callable[[App], Awaitable[None]], then: Hook) -> Callable[[App], Coroutine[Any, Any, None]]:
+    async def hook(application: App) -> None:
+        await first(application)
+        if then is not None:
+            await then(application)
 
-
-def _telegram_users(users: Mapping[str, object]) -> list[int]:
-    """The user ids of ``telegram:<id>`` principals (each a private chat of that id)."""
-    ids = [key.removeprefix("telegram:") for key in users if key.startswith("telegram:")]
-    for odd in (i for i in ids if not i.isdigit()):
-        log.info("Identity telegram:%s is not a Telegram user id; it gets no command menu of its own", odd)
-    return [int(i) for i in ids if i.isdigit()]
-
-
-def _tap(update: Update, query: CallbackQuery) -> Inbound | None:
-    """A button tap as an ``Inbound``, or ``None`` for data no milpa button produced (or no message)."""
-    message = query.message
-    if message is None or query.data is None:
-        return None
-    try:
-        action, ref = parse_callback_data(query.data)
-    except ValueError:
-        return None
-    return Inbound(
-        "telegram", str(message.chat.id), chat_user(query.from_user), action=action, ref=ref,
-        delivery_id=str(update.update_id), message_id=str(message.message_id), chat_type=message.chat.type,
-        raw=query,
-    )
+    return hook

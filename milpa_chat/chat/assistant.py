@@ -99,6 +99,14 @@ class Assistant:
     def context_for(self, inbound: Inbound) -> ToolContext:
         return self.identities.context_for(inbound.surface, inbound.user, inbound.chat_id)
 
+    def knows_command(self, name: str) -> bool:
+        """Whether ``/name`` is the assistant's: a built-in command or a tool (adapters claim only these)."""
+        return name in BUILTIN or name == "approvals" or name in self.registry
+
+    def knows_action(self, action: str) -> bool:
+        """Whether a button's action is the assistant's: a decision, a page, or a tool's detail action."""
+        return action in APPROVAL_ACTIONS or action == "page" or action in self.registry
+
     # ------------------------------------------------------------------ events
     async def handle(self, inbound: Inbound, transport: Transport | None = None) -> None:
         """Process one inbound event. Redeliveries of a ``delivery_id`` already seen do nothing."""
