@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat.cli_decide import opened_here
 from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.runtime.approvals import DECISIONS, ApprovalDesk
 from milpa_chat.runtime.context import ToolContext
@@ -55,6 +56,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common
     p_decide.add_argument("id", help="the approval id (milpa-chat approvals lists them)")
     p_decide.add_argument("decision", choices=[d.replace("_", "-") for d in DECISIONS])
     p_decide.add_argument("--note", default=None, help="why (shown on every card)")
+    p_decide.add_argument("--tools", default=None, help="pkg.mod:obj holding the tool a command-line request runs")
     if common is not None:
         common(p_decide)
 
@@ -153,20 +155,29 @@ async def _show(desk: ApprovalDesk, approval_id: str) -> int:
 
 
 async def cmd_decide(ns: argparse.Namespace) -> int:
+    from milpa_chat.cli_decide import cmd_verdict
     from milpa_chat.cli_store import open_cli_store
 
     print("milpa-chat: decide is deprecated; use milpa-chat approvals approve|reject ID --as PRINCIPAL",
           file=sys.stderr)
+    decision = ns.decision.replace("-", "_")
     store = open_cli_store(ns.store)
+    try:
+        approval = await ApprovalDesk(store).get(ns.id)
+        if approval is None or not opened_here(approval):
+            return await _decide_as_shell(store, ns, decision)
+    finally:
+        await store.close()
+    return await cmd_verdict(ns, decision, shell=True)  # the command line runs what it opened
+
+
+async def _decide_as_shell(store: Store, ns: argparse.Namespace, decision: str) -> int:
     shell = ToolContext.cli().with_extra(user_name=f"{getpass.getuser()} (local shell)")
     try:
-        change = await ApprovalDesk(store).decide(ns.id, ns.decision.replace("-", "_"), shell, via="cli",
-                                                  note=ns.note)
+        change = await ApprovalDesk(store).decide(ns.id, decision, shell, via="cli", note=ns.note)
     except ApprovalRefused as exc:
         print(f"milpa-chat: {exc}")
         return 1
-    finally:
-        await store.close()
     print(change.message)
     if change.approval.state == "approved" and change.approval.tool is not None:
         print("The assistant runs it at its next sweep, as the requester, and updates every card.")

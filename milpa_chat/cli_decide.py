@@ -10,57 +10,95 @@ the same moment. An approval an assistant opened is only decided here; the assis
 from __future__ import annotations
 
 import argparse
+import getpass
+from typing import TYPE_CHECKING
 
 from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.runtime.approvals import ApprovalDesk
 from milpa_chat.runtime.result import ToolResult
 
-__all__ = ["cmd_verdict"]
+if TYPE_CHECKING:
+    from milpa_chat.cli_identity import CliIdentity
+    from milpa_chat.runtime.approval import Approval
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.store.base import Store
+
+__all__ = ["cmd_verdict", "opened_here"]
+
+#: The decisions that start a run of the tool.
+RUNS = ("approve", "run_again")
 
 
-async def cmd_verdict(ns: argparse.Namespace, verdict: str) -> int:
-    """Approve or reject approval ``ns.id`` as the configured principal."""
-    from milpa_chat.cli import DEFAULT_TOOLS, CliError, render
+def opened_here(approval: Approval) -> bool:
+    """Whether the command line opened ``approval`` (then the command line runs it, once approved)."""
+    return approval.tool is not None and approval.data["requester"].get("channel") == "cli"
+
+
+def _decider(identity: CliIdentity, decision: str, *, shell: bool) -> ToolContext:
+    from milpa_chat.cli import CliError
+    from milpa_chat.cli_identity import PRINCIPAL_ENV
+    from milpa_chat.runtime.context import ToolContext
+
+    if identity.principal is not None:
+        return identity.context()
+    if shell:
+        return ToolContext.cli().with_extra(user_name=f"{getpass.getuser()} (local shell)")
+    raise CliError(f"approvals {decision} needs the approver: add --as PRINCIPAL (or set {PRINCIPAL_ENV}), "
+                   "with their scopes from --identities FILE or --scopes")
+
+
+def _refusal(exc: ApprovalRefused, approval: Approval, ctx: ToolContext) -> Exception:
+    from milpa_chat.cli import CliError
+
+    text = str(exc).rstrip(".")
+    if exc.code != "FORBIDDEN":  # decided already, expired, not a request approvers decide
+        return CliError(f"{text}; milpa-chat approvals show {approval.id} tells its story")
+    fix = ("another principal decides: --as NAME" if "own request" in text else
+           "decide as another principal with --as, or give this one the approver scope in --identities or --scopes")
+    return CliError(f"{text} (you act as {ctx.principal}, scopes: {', '.join(ctx.scopes) or 'none'}); {fix}")
+
+
+def _runner(ns: argparse.Namespace, store: Store, approval: Approval, identity: CliIdentity) -> tuple[
+        ApprovalDesk, list[ToolResult]]:
+    """The desk of the registry that runs ``approval`` here once decided, and where its results go."""
+    from milpa_chat.cli import DEFAULT_TOOLS, CliError
+    from milpa_chat.cli_store import load_registry, runs_cli_approvals
+
+    spec = getattr(ns, "tools", None) or DEFAULT_TOOLS
+    registry = load_registry(spec, store)
+    if approval.tool is None or not registry.has(approval.tool):
+        raise CliError(f"--tools {spec} has no tool {approval.tool!r}, which approval {approval.id} runs; "
+                       "pass the --tools the request was made with")
+    return registry.approvals, runs_cli_approvals(registry, identity.requester)
+
+
+async def cmd_verdict(ns: argparse.Namespace, decision: str, *, shell: bool = False) -> int:
+    """Take ``decision`` on approval ``ns.id`` as the configured principal (``shell``: else as the local shell)."""
+    from milpa_chat.cli import render
     from milpa_chat.cli_approvals import find
-    from milpa_chat.cli_identity import PRINCIPAL_ENV, CliIdentity
-    from milpa_chat.cli_store import load_registry, open_cli_store, runs_cli_approvals
+    from milpa_chat.cli_identity import CliIdentity
+    from milpa_chat.cli_store import open_cli_store
     from milpa_chat.runtime.trail import AuditTrail
 
     identity = CliIdentity.from_options(ns.as_, ns.identities, ns.scopes)
-    if identity.principal is None:
-        raise CliError(f"approvals {verdict} needs the approver: add --as PRINCIPAL (or set {PRINCIPAL_ENV}), "
-                       "with their scopes from --identities FILE or --scopes")
-    ctx = identity.context()
+    ctx = _decider(identity, decision, shell=shell)
     store = open_cli_store(ns.store)
     try:
         desk = ApprovalDesk(store)
         approval = await find(desk, ns.id)
         results: list[ToolResult] = []
-        if verdict == "approve" and approval.tool is not None and approval.data["requester"].get("channel") == "cli":
-            spec = ns.tools or DEFAULT_TOOLS
-            registry = load_registry(spec, store)
-            if not registry.has(approval.tool):
-                raise CliError(f"--tools {spec} has no tool {approval.tool!r}, which approval {approval.id} runs; "
-                               "pass the --tools the request was made with")
-            results = runs_cli_approvals(registry, identity.requester)
-            desk = registry.approvals
+        if decision in RUNS and opened_here(approval):
+            desk, results = _runner(ns, store, approval, identity)
         else:
             desk.trail = AuditTrail(store)
         try:
-            change = await desk.decide(approval.id, verdict, ctx, via="cli", note=ns.note)
+            change = await desk.decide(approval.id, decision, ctx, via="cli", note=ns.note)
         except ApprovalRefused as exc:
-            if exc.code != "FORBIDDEN":  # decided already, expired, not a request approvers decide
-                raise CliError(f"{str(exc).rstrip('.')}; milpa-chat approvals show {approval.id} tells its story") \
-                    from exc
-            fix = ("another principal decides: --as NAME" if "own request" in str(exc) else
-                   "decide as another principal with --as, or give this one the approver scope in --identities "
-                   "or --scopes")
-            raise CliError(f"{str(exc).rstrip('.')} (you act as {ctx.principal}, scopes: "
-                           f"{', '.join(ctx.scopes) or 'none'}); {fix}") from exc
+            raise _refusal(exc, approval, ctx) from exc
         print(change.message)
         for result in results:
             print(render(result))
-        if change.approval.state == "approved" and not results and change.approval.tool is not None:
+        if not results and change.approval.state == "approved" and change.approval.tool is not None:
             print("The assistant runs it at its next sweep, as the requester, and updates every card.")
         current = await desk.get(approval.id)
         if current is not None and current.state != change.approval.state:

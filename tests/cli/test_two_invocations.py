@@ -92,3 +92,13 @@ def test_the_default_store_persists_between_runs_and_is_announced_once(shell: Sh
     assert approved.returncode == 0 and approved.stderr == ""  # announced only when it was created
     assert shell.ledger() == ["Bolt 3.0"]
     assert shell.temporary_files() == []
+
+
+def test_the_deprecated_decide_says_so_and_runs_a_command_line_request_once(shell: Shell) -> None:
+    request_id = _request(shell, "--store", "shop.db")
+    decided = shell.run("decide", request_id, "approve", "--store", "shop.db", "--tools", "shop:tools")
+    assert decided.returncode == 0, decided.stderr
+    assert "decide is deprecated; use milpa-chat approvals approve|reject ID --as PRINCIPAL" in decided.stderr
+    assert "Approved — running it now." in decided.stdout and shell.ledger() == ["ACME 16.0"]
+    shown = shell.run("approvals", "show", request_id, "--store", "shop.db").stdout
+    assert "(local-shell, via cli)" in shown and "runs:       1 time(s)" in shown
