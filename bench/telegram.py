@@ -22,11 +22,12 @@ what a tap with effects costs in all. Rows, each run ``--rounds`` times, interle
   text (one ``answerCallbackQuery``), on the same card copies;
 * assistant, refused tap: someone other than the requester taps Confirm (delivery de-duplication in the
   store, approval read, identity mapping, one alert answer) — in memory and with SQLite;
-* assistant, tap on a decided card ("Already done.": the same work and call);
+* assistant, tap on a decided card ("Already done.": the same work and call) — in memory and with SQLite;
 * bare PTB, same calls as confirm and run: answer, edit the card, typing, edit it again, send the result
   (five calls), each tap on a copy of its own pending card;
 * assistant, confirm and run: each tap confirms its own pending ``delete_note`` card; the tool runs, the card
-  is edited twice and the result sent.
+  is edited and the result sent — in memory and with SQLite (``synchronous=FULL``: the decision and every
+  step of the run are durable before the tap's next step).
 
 Each row's taps are counted *done* once every Bot API call they cause has been answered by the server (for
 one-call rows, the callback answer); the CPU time of a row runs until then too. Prints one Markdown table
@@ -287,7 +288,7 @@ async def refused(server: BotApiServer, store: Store, n: int) -> Row:
     return await with_bot(server, store, scenario)
 
 
-async def decided(server: BotApiServer, n: int) -> Row:
+async def decided(server: BotApiServer, store: Store, n: int) -> Row:
     async def scenario() -> Row:
         card, data = await card_for(server, 2)
         await push_and_wait(server, taps_on(server, card, data, ALICE, 1))
@@ -297,7 +298,7 @@ async def decided(server: BotApiServer, n: int) -> Row:
         assert server.callback_queries[-1].answer_text == "Already done."
         return row
 
-    return await with_bot(server, MemoryStore(), scenario)
+    return await with_bot(server, store, scenario)
 
 
 async def decided_and_reported(server: BotApiServer, card: ChatMessage, outcome: str) -> None:
@@ -337,8 +338,7 @@ async def sample(server: BotApiServer) -> Sample:
     return found[0]
 
 
-async def confirm_and_run(server: BotApiServer, n: int, per_tap: int) -> Row:
-    store = MemoryStore()
+async def confirm_and_run(server: BotApiServer, store: Store, n: int, per_tap: int) -> Row:
     for number in range(100, 100 + n):
         await store.insert("notes", f"{number:08d}", {"id": number, "text": f"note {number}"})
 
@@ -391,19 +391,28 @@ def named(row: Row, name: str, answer_only: str = "", same_calls: str = "") -> R
 async def one_round(server: BotApiServer, tmp: Path, taps: int, runs: int, number: int, got: Sample) -> list[Row]:
     pending, decided_card, data, calls = got.pending, got.decided, got.data, got.calls
     confirm = len(calls["confirm"])
+
+    def sqlite(kind: str) -> SqliteStore:
+        return SqliteStore(tmp / f"{kind}{number}.db")
+
     return [
         named(await bare(server, taps, pending, data, ANSWER_ONLY), BARE_PENDING),
         named(await bare(server, taps, pending, data, calls["refused"]), BARE_REFUSED, BARE_PENDING),
         named(await refused(server, MemoryStore(), taps), "assistant: tap refused (not the requester)",
               BARE_PENDING, BARE_REFUSED),
-        named(await refused(server, SqliteStore(tmp / f"bench{number}.db"), taps),
+        named(await refused(server, sqlite("refused"), taps),
               "assistant (SQLite store): tap refused", BARE_PENDING, BARE_REFUSED),
         named(await bare(server, taps, decided_card, data, ANSWER_ONLY), BARE_DECIDED),
         named(await bare(server, taps, decided_card, data, calls["decided"]), BARE_DECIDED_SAME, BARE_DECIDED),
-        named(await decided(server, taps), "assistant: tap on a decided card", BARE_DECIDED, BARE_DECIDED_SAME),
+        named(await decided(server, MemoryStore(), taps), "assistant: tap on a decided card", BARE_DECIDED,
+              BARE_DECIDED_SAME),
+        named(await decided(server, sqlite("decided"), taps), "assistant (SQLite store): tap on a decided card",
+              BARE_DECIDED, BARE_DECIDED_SAME),
         named(await bare(server, runs, pending, data, calls["confirm"], own_cards=True), BARE_CONFIRM, BARE_PENDING),
-        named(await confirm_and_run(server, runs, confirm), "assistant: confirm and run the tool",
+        named(await confirm_and_run(server, MemoryStore(), runs, confirm), "assistant: confirm and run the tool",
               BARE_PENDING, BARE_CONFIRM),
+        named(await confirm_and_run(server, sqlite("confirm"), runs, confirm),
+              "assistant (SQLite store): confirm and run the tool", BARE_PENDING, BARE_CONFIRM),
     ]
 
 

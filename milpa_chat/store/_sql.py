@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, TypeVarTuple, Unpack
 
 from milpa_chat.errors import StoreError, StoreSchemaError
-from milpa_chat.store.base import Clock, RateDecision, Record, check_value
+from milpa_chat.store.base import Clock, RateDecision, Record, check_text
 
 __all__ = [
     "APPLICATION",
@@ -97,8 +97,8 @@ class ThreadedStore(ABC):
 
 
 def encode(collection: str, key: str, value: Mapping[str, Any]) -> str:
-    """Validate ``value`` with :func:`check_value` and return its compact JSON text."""
-    return json.dumps(check_value(collection, key, value), separators=(",", ":"))
+    """Validate ``value`` with :func:`check_text` and return its compact JSON text."""
+    return check_text(collection, key, value)
 
 
 def decode(text: str) -> dict[str, Any]:

@@ -8,6 +8,12 @@ single atomic operation of the backend:
 * :meth:`Store.update` — compare-and-set on the record's ``version`` (decide an approval);
 * :meth:`Store.take` — delete and return, to exactly one caller (consume a token).
 
+Every write is durable once it returns (it survives a power cut), except an ``insert`` or ``put``
+made with ``durable=False``: such a write survives any crash of the process but may be lost,
+together with the other non-durable writes just before it, on a power cut or an OS crash — never a
+write that was made durably after it. It is for records whose loss only repeats harmless work
+(delivery de-duplication keys, page views), and lets a backend skip the wait for the disk.
+
 A record may carry a ``due`` time (set with the same write that changes it); :meth:`Store.due`
 reads the records whose ``due`` has come, oldest first, through an index, so a sweeper over
 100,000 pending records reads only the few that need attention.
@@ -32,7 +38,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from milpa_chat.errors import StoreError
 
-__all__ = ["KEEP", "Clock", "Due", "RateDecision", "Record", "Store", "StreamEntry", "check_due", "check_value"]
+__all__ = [
+    "KEEP", "Clock", "Due", "RateDecision", "Record", "Store", "StreamEntry", "check_due", "check_text", "check_value",
+]
 
 Clock = Callable[[], float]
 #: ``update(..., due=KEEP)`` leaves the record's due time as it is (the default).
@@ -89,16 +97,20 @@ class Store(Protocol):
 
     async def insert(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record | None:
-        """Create the record only if no live record has this key. ``None`` when one exists."""
+        """Create the record only if no live record has this key. ``None`` when one exists.
+
+        ``durable=False``: the record may be lost on a power cut (see the module docstring)."""
         ...
 
     async def put(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record:
-        """Create or replace (the version grows by one). ``ttl=None`` means never expires."""
+        """Create or replace (the version grows by one). ``ttl=None`` means never expires.
+
+        ``durable=False``: the write may be lost on a power cut (see the module docstring)."""
         ...
 
     async def update(
@@ -171,6 +183,12 @@ class Store(Protocol):
 
 def check_value(collection: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a record value: a JSON object that round-trips. Returns a plain-dict copy."""
+    result: dict[str, Any] = json.loads(check_text(collection, key, value))
+    return result
+
+
+def check_text(collection: str, key: str, value: Mapping[str, Any]) -> str:
+    """Validate a record value like :func:`check_value` and return it as compact JSON text."""
     if not isinstance(collection, str) or not collection:
         raise StoreError(f"collection must be a non-empty string, got {collection!r}")
     if not isinstance(key, str) or not key:
@@ -180,14 +198,12 @@ def check_value(collection: str, key: str, value: Mapping[str, Any]) -> dict[str
             f"value of {collection}/{key} must be a JSON object (a dict), got {type(value).__name__}"
         )
     try:
-        text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(
             f"value of {collection}/{key} is not JSON-serialisable ({exc}); "
             "store only dicts, lists, strings, numbers, booleans and None"
         ) from exc
-    result: dict[str, Any] = json.loads(text)
-    return result
 
 
 def check_due(due: Due) -> None:

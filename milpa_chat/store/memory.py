@@ -1,4 +1,7 @@
-"""``MemoryStore``: the in-process backend for tests and notebooks. Nothing survives a restart."""
+"""``MemoryStore``: the in-process backend for tests and notebooks. Nothing survives a restart.
+
+Values are kept as their JSON text: a write encodes once, every read decodes a fresh copy (the
+caller may change what it gets without touching the store)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from milpa_chat.store.base import (
@@ -19,6 +23,7 @@ from milpa_chat.store.base import (
     Record,
     StreamEntry,
     check_due,
+    check_text,
     check_value,
     expiry,
 )
@@ -26,13 +31,33 @@ from milpa_chat.store.base import (
 __all__ = ["MemoryStore"]
 
 
+@dataclass(slots=True)
+class _Row:
+    """One stored record, its value as JSON text."""
+
+    collection: str
+    key: str
+    text: str
+    version: int
+    created_at: float
+    updated_at: float
+    expires_at: float | None
+    due: float | None
+
+    def record(self) -> Record:
+        return Record(self.collection, self.key, json.loads(self.text), self.version, self.created_at,
+                      self.updated_at, self.expires_at, self.due)
+
+
 class MemoryStore:
-    """Thread-safe in-memory store. Atomic operations hold one lock for their whole duration."""
+    """Thread-safe in-memory store. Atomic operations hold one lock for their whole duration.
+
+    ``durable=False`` is accepted and changes nothing: no write here survives the process."""
 
     def __init__(self, *, clock: Clock = time.time) -> None:
         self.clock = clock
         self._lock = threading.Lock()
-        self._records: dict[str, dict[str, Record]] = {}
+        self._records: dict[str, dict[str, _Row]] = {}
         self._streams: dict[str, list[StreamEntry]] = {}
         self._seq: dict[str, int] = {}
         self._hits: dict[str, deque[tuple[float, int]]] = {}
@@ -40,7 +65,7 @@ class MemoryStore:
         self._closed = False
 
     # ----------------------------------------------------------- helpers
-    def _live(self, collection: str, key: str, now: float) -> Record | None:
+    def _live(self, collection: str, key: str, now: float) -> _Row | None:
         rec = self._records.get(collection, {}).get(key)
         if rec is None:
             return None
@@ -49,18 +74,18 @@ class MemoryStore:
             return None
         return rec
 
-    def _drop(self, rec: Record) -> None:
+    def _drop(self, rec: _Row) -> None:
         del self._records[rec.collection][rec.key]
         self._index(rec, None)
 
-    def _store(self, rec: Record, old: Record | None) -> None:
+    def _store(self, rec: _Row, old: _Row | None) -> None:
         self._records.setdefault(rec.collection, {})[rec.key] = rec
         if old is not None and old.due != rec.due:
             self._index(old, None)
         if rec.due is not None and (old is None or old.due != rec.due):
             self._index(rec, rec.due)
 
-    def _index(self, rec: Record, due: float | None) -> None:
+    def _index(self, rec: _Row, due: float | None) -> None:
         index = self._due.setdefault(rec.collection, [])
         if due is None:
             if rec.due is not None:
@@ -69,15 +94,6 @@ class MemoryStore:
                     del index[i]
             return
         bisect.insort(index, (due, rec.key))
-
-    @staticmethod
-    def _copy(rec: Record | None) -> Record | None:
-        if rec is None:
-            return None
-        return Record(
-            rec.collection, rec.key, _clone(rec.value), rec.version,
-            rec.created_at, rec.updated_at, rec.expires_at, rec.due,
-        )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -89,13 +105,14 @@ class MemoryStore:
     async def get(self, collection: str, key: str) -> Record | None:
         with self._lock:
             self._check_open()
-            return self._copy(self._live(collection, key, self.clock()))
+            rec = self._live(collection, key, self.clock())
+            return None if rec is None else rec.record()
 
     async def insert(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record | None:
-        data = check_value(collection, key, value)
+        text = check_text(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
         check_due(due)
         with self._lock:
@@ -104,23 +121,23 @@ class MemoryStore:
             if self._live(collection, key, now) is not None:
                 return None
             old = self._records.get(collection, {}).get(key)
-            rec = Record(collection, key, data, 1, now, now, expiry(now, ttl), due)
+            rec = _Row(collection, key, text, 1, now, now, expiry(now, ttl), due)
             self._store(rec, old)
-            return self._copy(rec)
+            return rec.record()
 
     async def put(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record:
-        data = check_value(collection, key, value)
+        text = check_text(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
         check_due(due)
         with self._lock:
             self._check_open()
             now = self.clock()
             old = self._live(collection, key, now)
-            rec = Record(
-                collection, key, data,
+            rec = _Row(
+                collection, key, text,
                 (old.version + 1) if old else 1,
                 old.created_at if old else now,
                 now,
@@ -128,9 +145,7 @@ class MemoryStore:
                 due,
             )
             self._store(rec, self._records.get(collection, {}).get(key))
-            result = self._copy(rec)
-            assert result is not None
-            return result
+            return rec.record()
 
     async def update(
         self,
@@ -142,7 +157,7 @@ class MemoryStore:
         ttl: float | None = None,
         due: Due = KEEP,
     ) -> Record | None:
-        data = check_value(collection, key, value)
+        text = check_text(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
         check_due(due)
         with self._lock:
@@ -151,13 +166,13 @@ class MemoryStore:
             old = self._live(collection, key, now)
             if old is None or old.version != expected_version:
                 return None
-            rec = Record(
-                collection, key, data, old.version + 1, old.created_at, now,
+            rec = _Row(
+                collection, key, text, old.version + 1, old.created_at, now,
                 old.expires_at if ttl is None else expiry(now, ttl),
                 old.due if due is ... else due,
             )
             self._store(rec, old)
-            return self._copy(rec)
+            return rec.record()
 
     async def take(
         self, collection: str, key: str, *, expected_version: int | None = None
@@ -168,7 +183,7 @@ class MemoryStore:
             if old is None or (expected_version is not None and old.version != expected_version):
                 return None
             self._drop(old)
-            return old
+        return old.record()  # decoded outside the lock: nobody else can see the row any more
 
     async def delete(self, collection: str, key: str) -> bool:
         with self._lock:
@@ -199,10 +214,9 @@ class MemoryStore:
                 rec = self._live(collection, key, now)
                 if rec is None:
                     continue
-                if where and any(rec.value.get(k, _MISSING) != v for k, v in where.items()):
+                copied = rec.record()
+                if where and any(copied.value.get(k, _MISSING) != v for k, v in where.items()):
                     continue
-                copied = self._copy(rec)
-                assert copied is not None
                 out.append(copied)
                 if limit is not None and len(out) >= limit:
                     break
@@ -222,9 +236,7 @@ class MemoryStore:
                 rec = self._live(collection, key, now)
                 if rec is None:  # expired: _live dropped it from the index
                     continue
-                copied = self._copy(rec)
-                assert copied is not None
-                out.append(copied)
+                out.append(rec.record())
                 i += 1
             return out
 

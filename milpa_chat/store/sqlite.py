@@ -1,20 +1,31 @@
 """``SqliteStore``: the default backend — one SQLite file in WAL mode, safe across threads and processes.
 
-Every operation runs on a small dedicated thread pool (one connection per thread), never on the
-event loop. Each write that must happen once is a single ``BEGIN IMMEDIATE`` transaction, so any
-number of stores, threads and processes may share the file.
+Operations run on a small dedicated thread pool (one connection per thread). Two kinds of short
+statement run on the event loop itself instead, where the hop to a thread would cost more than the
+statement: reading one record (``get``), and writing one record that waits for no disk
+(``insert``/``put`` with ``durable=False``, or any of them when the store is ``synchronous="NORMAL"``).
+They run on a connection of their own that never waits for a lock: when another writer holds the
+file, the operation goes to the pool and waits there. That connection never checkpoints the WAL
+(which would write and sync the database file); the pool does, after every 200 such writes.
+
+Each write that must happen once is a single ``BEGIN IMMEDIATE`` transaction, so any number of
+stores, threads and processes may share the file. A durable write commits with
+``synchronous=FULL`` (the WAL is synced before it returns, and with it every earlier write, durable
+or not); a ``durable=False`` one with ``synchronous=NORMAL`` (no sync: it survives a crash of the
+process, not a power cut).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple, Unpack
 
 from milpa_chat.errors import StoreCorruptError, StoreError, StoreSchemaError
 from milpa_chat.store._sql import (
@@ -33,6 +44,10 @@ from milpa_chat.store._sql import (
 from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
 
 __all__ = ["SqliteStore"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 _MAGIC = b"SQLite format 3\x00"
 _COLS = "key, value, version, created_at, updated_at, expires_at, due"
@@ -60,15 +75,17 @@ _UPGRADE_1_TO_2 = [
     "CREATE INDEX milpa_records_due ON milpa_records (collection, due) WHERE due IS NOT NULL",
 ]
 _CORRUPT_CODES = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
+_CHECKPOINT_EVERY = 200  # writes on the event loop's connection between two checkpoints by the pool
 
 
 class SqliteStore(ThreadedStore):
     """Durable store in one SQLite file (created with its tables when absent).
 
     ``busy_timeout`` is how long a write waits for another writer before failing. ``synchronous``:
-    ``"FULL"`` (the default) makes every commit durable against power loss (one fsync per write);
-    ``"NORMAL"`` in WAL mode survives any process crash (SIGKILL included) but may lose the last
-    commits on power loss or an OS crash, for writes several times faster.
+    ``"FULL"`` (the default) makes every commit durable against power loss (one fsync per write),
+    except the writes made with ``durable=False``; ``"NORMAL"`` in WAL mode survives any process
+    crash (SIGKILL included) but may lose the last commits on power loss or an OS crash, for writes
+    several times faster.
     Raises :class:`StoreCorruptError` when the file is not a SQLite database and
     :class:`StoreSchemaError` when it belongs to another application; neither touches the file.
     """
@@ -85,6 +102,7 @@ class SqliteStore(ThreadedStore):
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._unsynced = 0  # writes on event-loop connections since the pool last checkpointed
         self._open_file()
         super().__init__(clock=clock, workers=4, name="milpa-sqlite")
 
@@ -95,10 +113,11 @@ class SqliteStore(ThreadedStore):
         return repr(self)
 
     # ----------------------------------------------------------- opening
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, timeout: float | None = None) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+                self.path, timeout=self.busy_timeout if timeout is None else timeout, isolation_level=None,
+                check_same_thread=False,
             )
         except sqlite3.OperationalError as exc:
             raise StoreError(
@@ -194,16 +213,83 @@ class SqliteStore(ThreadedStore):
                 self._conns.append(conn)
         return conn
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+    def _loop_conn(self) -> sqlite3.Connection:
+        """This thread's connection for statements run on its event loop: it never waits for a lock,
+        never checkpoints, and commits with ``synchronous=NORMAL``."""
+        conn: sqlite3.Connection | None = getattr(self._local, "loop_conn", None)
+        if conn is None:
+            conn = self._connect(timeout=0.0)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self._local.loop_conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    async def _pooled(self, fn: Callable[[sqlite3.Connection, Unpack[Ts]], T], *args: *Ts) -> T:
+        """``fn(conn, *args)`` on a pool thread, with that thread's connection."""
+        return await self._run(lambda: fn(self._conn(), *args))
+
+    async def _inline(self, fn: Callable[[sqlite3.Connection, Unpack[Ts]], T], *args: *Ts, write: bool = False) -> T:
+        """``fn(conn, *args)`` on the event loop's connection; on the pool when the file is locked."""
+        self._check_open()
+        conn = self._loop_conn()
         try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
+            result = fn(conn, *args)
+        except sqlite3.OperationalError as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if not getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
+                raise self._translate(exc) or exc from exc
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._translate(exc) or exc from exc
+        else:
+            if write:
+                self._wrote_inline()
+            return result
+        return await self._pooled(fn, *args)
+
+    def _wrote_inline(self) -> None:
+        """Count a commit made on an event-loop connection; every ``_CHECKPOINT_EVERY`` of them, have the
+        pool checkpoint the WAL (those connections never do, so that no sync happens on the loop)."""
+        self._unsynced += 1
+        if self._unsynced < _CHECKPOINT_EVERY:
+            return
+        self._unsynced = 0
+        with suppress(RuntimeError):  # closing: the pool's own commits checkpoint
+            self._executor.submit(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database and have the next writer start it over (``RESTART``: writers
+        wait meanwhile, at most 100 ms; a passive checkpoint would never catch up with a busy loop)."""
+        conn = self._conn()
+        try:
+            conn.execute("PRAGMA busy_timeout = 100")
+            conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+        except sqlite3.Error as exc:  # another checkpoint or a long reader: the next one will do it
+            log.debug("WAL checkpoint of %s skipped: %s", self.path, exc)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
+    @contextmanager
+    def _write(self, conn: sqlite3.Connection | None = None, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction on ``conn`` (this thread's pool connection by default),
+        committed with the store's ``synchronous`` level, or ``NORMAL`` when not ``durable``."""
+        db: sqlite3.Connection = self._conn() if conn is None else conn
+        if db is not getattr(self._local, "loop_conn", None):
+            level = self.synchronous if durable else "NORMAL"
+            if getattr(self._local, "level", self.synchronous) != level:
+                db.execute(f"PRAGMA synchronous = {level}")
+                self._local.level = level
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
 
     def _translate(self, exc: Exception) -> StoreError | None:
@@ -229,10 +315,10 @@ class SqliteStore(ThreadedStore):
 
     # ----------------------------------------------------------- records
     async def get(self, collection: str, key: str) -> Record | None:
-        return await self._run(self._get, collection, key)
+        return await self._inline(self._get, collection, key)
 
-    def _get(self, collection: str, key: str) -> Record | None:
-        row = self._conn().execute(
+    def _get(self, conn: sqlite3.Connection, collection: str, key: str) -> Record | None:
+        row = conn.execute(
             f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE}",
             {"c": collection, "k": key, "now": self.clock()},
         ).fetchone()
@@ -240,15 +326,20 @@ class SqliteStore(ThreadedStore):
 
     async def insert(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record | None:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._run(self._insert, collection, key, text, ttl, due)
+        if durable and self.synchronous == "FULL":
+            return await self._pooled(self._insert, True, collection, key, text, ttl, due)
+        return await self._inline(self._insert, False, collection, key, text, ttl, due, write=True)
 
-    def _insert(self, collection: str, key: str, text: str, ttl: float | None, due: float | None) -> Record | None:
-        with self._write() as conn:
+    def _insert(
+        self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, ttl: float | None,
+        due: float | None,
+    ) -> Record | None:
+        with self._write(conn, durable=durable):
             now = self.clock()
             rows = conn.execute(
                 f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
@@ -260,15 +351,20 @@ class SqliteStore(ThreadedStore):
 
     async def put(
         self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None,
+        due: float | None = None, durable: bool = True,
     ) -> Record:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._run(self._put, collection, key, text, ttl, due)
+        if durable and self.synchronous == "FULL":
+            return await self._pooled(self._put, True, collection, key, text, ttl, due)
+        return await self._inline(self._put, False, collection, key, text, ttl, due, write=True)
 
-    def _put(self, collection: str, key: str, text: str, ttl: float | None, due: float | None) -> Record:
-        with self._write() as conn:
+    def _put(
+        self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, ttl: float | None,
+        due: float | None,
+    ) -> Record:
+        with self._write(conn, durable=durable):
             now = self.clock()
             rows = conn.execute(
                 f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "

@@ -2,6 +2,8 @@
 
 ``python -m tests.store._workers write-pending '<spec json>'`` writes the records that
 ``test_durability`` expects to find after a restart, then exits without closing the store.
+``... write-lax '<spec json>'`` writes records with ``durable=False`` and is killed (SIGKILL)
+before it can close anything.
 """
 
 from __future__ import annotations
@@ -122,8 +124,24 @@ async def write_pending(spec: dict[str, Any]) -> None:
     os._exit(0)
 
 
+async def write_lax(spec: dict[str, Any]) -> None:
+    """Records a bot writes without waiting for the disk (delivery keys, page views), then SIGKILL."""
+    import signal
+
+    store = open_spec(spec)
+    for i in range(300):
+        await store.insert("deliveries", f"telegram:{i}", {"chat": "7"}, ttl=3600, durable=False)
+    await store.put("views", "v1", {"tool": "list_notes", "page": 1}, ttl=3600, durable=False)
+    await store.put("views", "v1", {"tool": "list_notes", "page": 2}, ttl=3600, durable=False)
+    await store.insert("approvals", "ap-1", {"status": "pending"})  # durable, after the lax ones
+    print("written", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["write-pending"]:
         asyncio.run(write_pending(json.loads(sys.argv[2])))
+    elif sys.argv[1:2] == ["write-lax"]:
+        asyncio.run(write_lax(json.loads(sys.argv[2])))
     else:
-        raise SystemExit(f"usage: python -m tests.store._workers write-pending SPEC_JSON, got {sys.argv[1:]}")
+        raise SystemExit(f"usage: python -m tests.store._workers write-pending|write-lax SPEC_JSON, got {sys.argv[1:]}")
