@@ -113,7 +113,7 @@ def create_app(make_world: Callable[[], World]) -> Starlette:
         Route("/", _page),
         Route("/api/state", _guarded(lambda _r: _json(play().state()))),
         Route("/api/feed", _guarded(lambda r: _feed(play(), r))),
-        Route("/api/stream", lambda r: _stream(play(), r)),
+        Route("/api/stream", _guarded(lambda r: _stream(play(), r))),
         Route("/api/inbox", _guarded(lambda _r: _inbox(play()))),
         Route("/api/telegram/send", _guarded(lambda r: _tg_send(play(), r)), methods=["POST"]),
         Route("/api/telegram/tap", _guarded(lambda r: _tg_tap(play(), r)), methods=["POST"]),

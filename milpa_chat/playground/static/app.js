@@ -1,0 +1,445 @@
+// The playground page: draws what the adapters sent to the local Telegram and Slack servers, as the
+// platforms would, and sends what a person does (typing, tapping) as the platforms would deliver it.
+// No build step, no framework: the DOM is updated incrementally, one element per message.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const view = {
+  state: null, persona: null, tgChat: null, skChannel: null,
+  tg: new Map(), sk: new Map(), tgRooms: new Map(), skRooms: new Map(), queue: [], typingUntil: new Map(),
+};
+
+// ------------------------------------------------------------------ Telegram's HTML (its allowed tags only)
+const TG_TAGS = { b: "b", strong: "b", i: "i", em: "i", u: "u", ins: "u", s: "s", strike: "s", del: "s",
+  code: "code", pre: "pre", a: "a", blockquote: "blockquote", "tg-spoiler": "span", span: "span", "tg-emoji": "span" };
+
+function tgHtml(source, into) {
+  const doc = new DOMParser().parseFromString(`<body>${source}</body>`, "text/html");
+  copyAllowed(doc.body, into);
+}
+
+function copyAllowed(from, into) {
+  for (const node of from.childNodes) {
+    if (node.nodeType === Node.TEXT_NODE) { into.append(node.textContent); continue; }
+    if (node.nodeType !== Node.ELEMENT_NODE) continue;
+    const tag = TG_TAGS[node.tagName.toLowerCase()];
+    if (!tag || (node.tagName.toLowerCase() === "span" && !node.classList.contains("tg-spoiler"))) {
+      copyAllowed(node, into);
+      continue;
+    }
+    const el = document.createElement(tag);
+    const name = node.tagName.toLowerCase();
+    if (name === "tg-spoiler" || name === "span") el.className = "spoiler";
+    if (name === "a") {
+      const href = node.getAttribute("href") || "";
+      if (/^(https?:|tg:|mailto:)/i.test(href)) { el.href = href; el.target = "_blank"; el.rel = "noopener"; }
+    }
+    if (name === "code" && /^language-[\w+-]+$/.test(node.className)) el.className = node.className;
+    copyAllowed(node, el);
+    into.append(el);
+  }
+}
+
+// ------------------------------------------------------------------ Slack's mrkdwn
+const escapeHtml = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const slackDecode = (s) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+
+function mrkdwn(text) {
+  let html = "";
+  for (const [i, part] of String(text || "").split(/<([^<>]+)>/).entries()) {
+    if (i % 2 === 0) { html += inline(escapeHtml(slackDecode(part))); continue; }
+    const [target, label] = part.split("|", 2);
+    if (target.startsWith("@")) html += `<span class="mention">@${escapeHtml(personName(target.slice(1)))}</span>`;
+    else if (target.startsWith("#")) html += `<span class="mention">#${escapeHtml(label || target.slice(1))}</span>`;
+    else if (target.startsWith("!")) html += `<span class="mention">@${escapeHtml(target.slice(1))}</span>`;
+    else if (/^(https?:|mailto:)/.test(target)) html += `<a href="${escapeHtml(target)}" target="_blank" rel="noopener">${escapeHtml(slackDecode(label || target))}</a>`;
+    else html += escapeHtml(`<${part}>`);
+  }
+  return html;
+}
+
+function inline(s) {
+  return s.replace(/```([\s\S]+?)```/g, "<pre>$1</pre>")
+    .replace(/`([^`\n]+)`/g, "<code>$1</code>")
+    .replace(/(^|[\s(])\*([^*\n]+)\*/g, "$1<b>$2</b>")
+    .replace(/(^|[\s(])_([^_\n]+)_/g, "$1<i>$2</i>")
+    .replace(/(^|[\s(])~([^~\n]+)~/g, "$1<s>$2</s>");
+}
+
+function textObject(obj) {
+  const el = document.createElement("div");
+  if (!obj) return el;
+  if (obj.type === "mrkdwn") el.innerHTML = mrkdwn(obj.text);
+  else el.textContent = obj.text || "";
+  return el;
+}
+
+// ------------------------------------------------------------------ Block Kit
+function renderBlocks(blocks, message, into) {
+  for (const block of blocks) {
+    const fn = BLOCKS[block.type];
+    const el = fn ? fn(block, message) : fallbackBlock(block);
+    el.classList.add("blk", `blk-${block.type}`);
+    into.append(el);
+  }
+}
+
+const BLOCKS = {
+  header: (b) => { const el = document.createElement("div"); el.textContent = b.text ? b.text.text : ""; return el; },
+  divider: () => document.createElement("hr"),
+  section: (b, m) => {
+    const el = document.createElement("div");
+    const body = document.createElement("div");
+    body.className = "sec-body";
+    if (b.text) body.append(textObject(b.text));
+    if (b.fields) {
+      const grid = document.createElement("div");
+      grid.className = "fields";
+      for (const f of b.fields) grid.append(textObject(f));
+      body.append(grid);
+    }
+    el.append(body);
+    if (b.accessory) el.append(element(b.accessory, m));
+    return el;
+  },
+  context: (b) => {
+    const el = document.createElement("div");
+    for (const e of b.elements || []) {
+      if (e.type === "image") { const s = document.createElement("span"); s.textContent = `[${e.alt_text || "image"}]`; el.append(s); }
+      else { const t = textObject(e); t.classList.add("ctx"); el.append(t); }
+    }
+    return el;
+  },
+  actions: (b, m) => {
+    const el = document.createElement("div");
+    for (const e of b.elements || []) el.append(element(e, m));
+    return el;
+  },
+  image: (b) => { const el = document.createElement("div"); el.textContent = `[image: ${b.alt_text || ""}]`; return el; },
+};
+
+function fallbackBlock(block) {
+  const el = document.createElement("div");
+  const texts = [];
+  (function walk(v) {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === "object") { if (typeof v.text === "string") texts.push(v.text); Object.values(v).forEach(walk); }
+  })(block);
+  el.textContent = texts.join(" ");
+  return el;
+}
+
+function element(e, message) {
+  if (e.type === "button") {
+    const btn = document.createElement(e.url ? "a" : "button");
+    btn.className = `sk-btn ${e.style || ""}`;
+    btn.textContent = e.text ? e.text.text : "";
+    if (e.url) { btn.href = e.url; btn.target = "_blank"; btn.rel = "noopener"; return btn; }
+    btn.type = "button";
+    btn.addEventListener("click", () => act("/api/slack/click", { channel: message.channel, ts: message.ts, action_id: e.action_id }));
+    return btn;
+  }
+  const span = document.createElement("span");
+  span.className = "sk-btn disabled";
+  span.textContent = (e.placeholder && e.placeholder.text) || (e.text && e.text.text) || e.type;
+  return span;
+}
+
+// ------------------------------------------------------------------ people and places
+function personName(id) {
+  const p = view.state.personas.find((x) => x.slack_id === id || String(x.telegram_id) === String(id));
+  if (p) return p.name;
+  return id === view.state.slack.bot_user ? "Playground app" : id;
+}
+const me = () => view.state.personas.find((p) => p.key === view.persona);
+const isApprover = (p) => p.role === "approver";
+
+function room(map, key, scroll) {
+  let el = map.get(key);
+  if (!el) {
+    el = document.createElement("div");
+    el.className = "room";
+    el.dataset.room = key;
+    el.hidden = true;
+    scroll.append(el);
+    map.set(key, el);
+  }
+  return el;
+}
+
+function renderPersonas() {
+  const box = $("personas");
+  box.replaceChildren();
+  for (const p of view.state.personas) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.dataset.persona = p.key;
+    b.setAttribute("role", "radio");
+    b.setAttribute("aria-checked", String(p.key === view.persona));
+    b.innerHTML = `<strong>${escapeHtml(p.name)}</strong><small>${escapeHtml(p.role)}</small>`;
+    b.addEventListener("click", () => switchPersona(p.key));
+    box.append(b);
+  }
+}
+
+function switchPersona(key) {
+  view.persona = key;
+  const p = me();
+  if (view.tgChat !== view.state.telegram.approvers || !isApprover(p)) view.tgChat = p.telegram_id;
+  if (view.skChannel === view.state.slack.approvers && !isApprover(p)) view.skChannel = view.state.slack.work;
+  if (view.skChannel && view.skChannel.startsWith("D")) view.skChannel = p.slack_dm;
+  for (const el of document.querySelectorAll("[data-only]")) el.hidden = el.dataset.only !== p.slack_id;
+  renderPersonas();
+  renderChatTabs();
+}
+
+function renderChatTabs() {
+  const p = me();
+  const tg = [[p.telegram_id, "🤖 " + view.state.telegram.bot, true],
+    [view.state.telegram.approvers, "👥 " + view.state.telegram.approvers_title, isApprover(p)]];
+  tabs($("tg-chats"), tg, view.tgChat, (id) => { view.tgChat = id; renderChatTabs(); });
+  const s = view.state.slack;
+  const sk = [[s.work, "# " + s.channels[s.work], true], [s.approvers, "# " + s.channels[s.approvers], isApprover(p)],
+    [p.slack_dm, "💬 Playground app", true]];
+  tabs($("sk-chats"), sk, view.skChannel, (id) => { view.skChannel = id; renderChatTabs(); });
+  for (const [key, el] of view.tgRooms) el.hidden = String(key) !== String(view.tgChat);
+  for (const [key, el] of view.skRooms) el.hidden = key !== view.skChannel;
+  room(view.tgRooms, String(view.tgChat), $("tg-scroll")).hidden = false;
+  room(view.skRooms, view.skChannel, $("sk-scroll")).hidden = false;
+  $("sk-input").placeholder = view.skChannel.startsWith("D") ? "Message the app — list_notes" : "/milpa list_notes";
+  showTyping();
+  stickToBottom($("tg-scroll"), true);
+  stickToBottom($("sk-scroll"), true);
+}
+
+function tabs(box, entries, current, pick) {
+  box.replaceChildren();
+  for (const [id, label, allowed] of entries) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.dataset.chat = id;
+    b.disabled = !allowed;
+    if (!allowed) b.title = `${me().name} is not a member`;
+    b.setAttribute("aria-pressed", String(String(id) === String(current)));
+    b.addEventListener("click", () => pick(id));
+    box.append(b);
+  }
+}
+
+// ------------------------------------------------------------------ feed events
+function onEvent(ev) {
+  if (ev.type === "tg.message") tgMessage(ev);
+  else if (ev.type === "tg.answer") tgAnswer(ev);
+  else if (ev.type === "tg.action") { view.typingUntil.set(String(ev.chat), Date.now() + 5000); showTyping(); }
+  else if (ev.type === "slack.message") skMessage(ev);
+  else if (ev.type === "slack.command") skCommand(ev);
+  else if (ev.type === "tour.step") tourStep(ev);
+}
+
+function tgMessage(ev) {
+  const key = `${ev.chat}:${ev.id}`;
+  const home = room(view.tgRooms, String(ev.chat), $("tg-scroll"));
+  let el = view.tg.get(key);
+  if (!el) { el = document.createElement("div"); view.tg.set(key, el); home.append(el); }
+  if (ev.from.bot) view.typingUntil.delete(String(ev.chat));
+  el.className = `tg-msg ${ev.from.bot ? "in" : "out"}`;
+  el.dataset.id = ev.id;
+  el.dataset.version = ev.version;
+  el.hidden = ev.deleted;
+  el.replaceChildren();
+  if (ev.chat < 0 && !ev.from.bot) { const who = document.createElement("div"); who.className = "who"; who.textContent = ev.from.name; el.append(who); }
+  const body = document.createElement("div");
+  body.className = "body";
+  if (ev.html !== null) tgHtml(ev.html, body); else body.textContent = ev.text || "";
+  el.append(body);
+  if (ev.document) el.append(tgDocument(ev.document));
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  meta.textContent = (ev.version > 1 ? "edited " : "") + new Date(ev.date * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  el.append(meta);
+  if (ev.buttons && ev.buttons.length) el.append(keyboard(ev));
+  showTyping();
+}
+
+function tgDocument(doc) {
+  const a = document.createElement("a");
+  a.className = "doc";
+  a.href = `/api/telegram/file/${encodeURIComponent(doc.file_id)}`;
+  a.textContent = `📄 ${doc.file_name || "file"} · ${(doc.size / 1024).toFixed(1)} KB`;
+  return a;
+}
+
+function keyboard(ev) {
+  const kb = document.createElement("div");
+  kb.className = "keyboard";
+  for (const row of ev.buttons) {
+    const r = document.createElement("div");
+    r.className = "kb-row";
+    for (const b of row) {
+      const btn = document.createElement(b.url ? "a" : "button");
+      btn.className = "kb-btn";
+      btn.textContent = b.text;
+      if (b.url) { btn.href = b.url; btn.target = "_blank"; btn.rel = "noopener"; }
+      else {
+        btn.type = "button";
+        btn.addEventListener("click", () => act("/api/telegram/tap", { chat: ev.chat, id: ev.id, data: b.callback_data }));
+      }
+      r.append(btn);
+    }
+    kb.append(r);
+  }
+  return kb;
+}
+
+function tgAnswer(ev) {
+  if (ev.user !== me().telegram_id || !ev.text) return;
+  if (ev.alert) { $("alert-text").textContent = ev.text; if (!$("alert").open) $("alert").showModal(); }
+  else toast(ev.text);
+}
+
+function showTyping() {
+  const until = view.typingUntil.get(String(view.tgChat)) || 0;
+  $("tg-typing").hidden = until < Date.now();
+  if (until > Date.now()) setTimeout(showTyping, until - Date.now() + 50);
+}
+
+function skMessage(ev) {
+  const key = `${ev.channel}:${ev.ts}:${ev.ephemeral_to || ""}`;
+  const home = room(view.skRooms, ev.channel, $("sk-scroll"));
+  let el = view.sk.get(key);
+  if (!el) { el = document.createElement("div"); view.sk.set(key, el); home.append(el); }
+  el.className = `sk-msg${ev.ephemeral_to ? " ephemeral" : ""}`;
+  el.dataset.ts = ev.ts;
+  el.dataset.version = ev.version;
+  if (ev.ephemeral_to) el.dataset.only = ev.ephemeral_to; else delete el.dataset.only;
+  el.hidden = ev.deleted || (ev.ephemeral_to && ev.ephemeral_to !== me().slack_id);
+  el.replaceChildren();
+  const head = document.createElement("div");
+  head.className = "sk-who";
+  head.innerHTML = `<strong>${escapeHtml(personName(ev.user))}</strong>${ev.bot ? '<span class="app">APP</span>' : ""}`
+    + (ev.version > 1 ? '<span class="edited">(edited)</span>' : "");
+  el.append(head);
+  if (ev.ephemeral_to) { const o = document.createElement("div"); o.className = "only"; o.textContent = "👁 Only visible to you"; el.append(o); }
+  const body = document.createElement("div");
+  body.className = "sk-body";
+  if (ev.blocks && ev.blocks.length) renderBlocks(ev.blocks, ev, body); else body.innerHTML = mrkdwn(ev.text);
+  el.append(body);
+}
+
+function skCommand(ev) {
+  const home = room(view.skRooms, ev.channel, $("sk-scroll"));
+  const el = document.createElement("div");
+  el.className = "sk-msg command";
+  el.dataset.only = ev.user;
+  el.hidden = ev.user !== me().slack_id;
+  el.textContent = `You used ${ev.text}`;
+  home.append(el);
+}
+
+function tourStep(ev) {
+  const li = document.createElement("li");
+  li.textContent = ev.text;
+  li.className = ev.text.startsWith("FAIL") ? "fail" : "";
+  $("tour-log").append(li);
+}
+
+// ------------------------------------------------------------------ actions
+async function act(path, body) {
+  try {
+    const resp = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ persona: view.persona, ...body }) });
+    const data = await resp.json();
+    if (!data.ok) toast(data.error || `the app answered HTTP ${data.status}`, true);
+    return data;
+  } catch (err) {
+    toast(`could not reach the playground: ${err}`, true);
+    return null;
+  }
+}
+
+function toast(text, error) {
+  const el = document.createElement("div");
+  el.className = `toast${error ? " error" : ""}`;
+  el.textContent = text;
+  $("toasts").append(el);
+  setTimeout(() => el.remove(), 4000);
+}
+
+function stickToBottom(scroll, force) {
+  if (force || scroll.scrollHeight - scroll.scrollTop - scroll.clientHeight < 120) scroll.scrollTop = scroll.scrollHeight;
+}
+
+let inboxTimer = null;
+function refreshInbox() {
+  clearTimeout(inboxTimer);
+  inboxTimer = setTimeout(async () => {
+    const data = await (await fetch("/api/inbox")).json();
+    const list = $("inbox-list");
+    list.replaceChildren();
+    for (const a of data.approvals) {
+      const el = document.createElement("div");
+      el.className = `approval ${a.state}`;
+      const args = Object.entries(a.args || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+      const who = a.decided_by ? ` · by ${a.decided_by} via ${a.decided_via}` : "";
+      el.innerHTML = `<div><strong>${escapeHtml(a.label)}</strong> <span class="state">${escapeHtml(a.state)}</span></div>`
+        + `<div class="args">${escapeHtml(args)}</div>`
+        + `<div class="meta">${escapeHtml(a.kind)} · asked by ${escapeHtml(a.requester)}${escapeHtml(who)}</div>`;
+      list.append(el);
+    }
+    if (!data.approvals.length) list.textContent = "Nothing waiting. Try /send_payment ACME 120 as Alice.";
+  }, 250);
+}
+
+function drain() {
+  const batch = view.queue.splice(0);
+  const tgStick = $("tg-scroll").scrollHeight - $("tg-scroll").scrollTop - $("tg-scroll").clientHeight < 120;
+  const skStick = $("sk-scroll").scrollHeight - $("sk-scroll").scrollTop - $("sk-scroll").clientHeight < 120;
+  for (const ev of batch) onEvent(ev);
+  if (tgStick) stickToBottom($("tg-scroll"), true);
+  if (skStick) stickToBottom($("sk-scroll"), true);
+  if (batch.some((e) => e.type !== "tg.action")) refreshInbox();
+  document.body.dataset.seq = String(batch.length ? batch[batch.length - 1].seq : document.body.dataset.seq || -1);
+}
+
+async function start() {
+  view.state = await (await fetch("/api/state")).json();
+  view.persona = view.state.personas[0].key;
+  view.tgChat = me().telegram_id;
+  view.skChannel = view.state.slack.work;
+  $("agent").textContent = view.state.agent.text;
+  $("agent").classList.toggle("on", view.state.agent.enabled);
+  renderPersonas();
+  renderChatTabs();
+  refreshInbox();
+  const stream = new EventSource("/api/stream?since=0");
+  stream.onmessage = (msg) => {
+    view.queue.push(JSON.parse(msg.data));
+    if (view.queue.length === 1) requestAnimationFrame(drain);
+  };
+  $("tg-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $("tg-input").value.trim();
+    if (!text) return;
+    $("tg-input").value = "";
+    await act("/api/telegram/send", { chat: view.tgChat, text });
+  });
+  $("sk-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $("sk-input").value.trim();
+    if (!text) return;
+    $("sk-input").value = "";
+    await act("/api/slack/send", { channel: view.skChannel, text });
+  });
+  $("tour-button").addEventListener("click", () => act("/api/tour", {}));
+  $("clock-button").addEventListener("click", async () => {
+    const data = await act("/api/clock", { advance: 3600 });
+    if (data && data.ok) toast(`An hour passed: ${data.acted_on} approval(s) acted on`);
+  });
+  for (const b of document.querySelectorAll(".tabs button")) {
+    b.addEventListener("click", () => { document.body.dataset.pane = b.dataset.show; });
+  }
+  document.body.dataset.ready = "1";
+}
+
+start();
