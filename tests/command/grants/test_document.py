@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from milpa_chat.command import EffectProfile
 from milpa_chat.command.composition import Descent
 from milpa_chat.command.grants import (
+    Canonical,
     Condition,
     Falsifier,
     InvalidGrant,
@@ -330,9 +331,7 @@ _fixed = st.one_of(
     st.integers(-(2**63), 2**63 - 1),
     st.booleans(),
 )
-_sentences = st.text(st.characters(codec="utf-8"), min_size=1, max_size=30).filter(
-    lambda t: __import__("milpa_chat.command.grants", fromlist=["Canonical"]).Canonical.one_line(t)
-)
+_sentences = st.text(st.characters(codec="utf-8"), min_size=1, max_size=30).filter(Canonical.one_line)
 
 
 @settings(max_examples=60, deadline=None)
