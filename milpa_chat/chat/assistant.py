@@ -157,7 +157,10 @@ class Assistant:
             while len(self._recent_taps) > 10_000:
                 self._recent_taps.popitem(last=False)
             return True
-        return await self.store.insert("deliveries", key, {"chat": inbound.chat_id}, ttl=7 * 86400) is not None
+        # Not durable (no wait for the disk): losing a key to a power cut only lets that one redelivery be
+        # handled again (a card or a reply twice); a tool with effects still waits for its approval.
+        return await self.store.insert("deliveries", key, {"chat": inbound.chat_id}, ttl=7 * 86400,
+                                       durable=False) is not None
 
     async def _on_text(self, inbound: Inbound, transport: Transport) -> None:
         if self.agent is None:
