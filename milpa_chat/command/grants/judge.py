@@ -322,8 +322,10 @@ def _beside(grant: StandingGrant, standing: GrantStanding, call: StandingCall) -
     if reads:
         reason = Canonical.said(standing.stopped_because) if standing.stopped_because else "no reason was given"
         kind = f"is suspended ({reason})"
+    elif standing.record_fault is not None:
+        kind = f"has a record that does not read whole ({Canonical.said(standing.record_fault)})"
     else:
-        kind = "has a record that does not read whole"
+        kind = f"has a record that does not read whole (item {standing.unread} of its receipts is not a receipt)"
     sentence = (
         f"{_who(grant)} {kind} and may be naming this call: it fixes {_fixes(entries)} over "
         f"{Canonical.short(call.operation)}, and this call does not say, beyond doubt, another value; "
