@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -144,7 +145,8 @@ async def _call(ns: argparse.Namespace) -> int:
     async with session(ns.tools, ns) as (registry, ctx):
         if ns.help:
             return _call_help(registry, ns.name)
-        return await execute(registry, ns.name, _parse_args(ns.args), plan=ns.plan, yes=ns.yes, ctx=ctx)
+        return await execute(registry, ns.name, _parse_args(ns.args), plan=ns.plan, yes=ns.yes, ctx=ctx,
+                             where=same_place(ns.tools, ns.store))
 
 
 def _call_help(registry: ToolRegistry, name: str) -> int:
@@ -156,10 +158,16 @@ def _call_help(registry: ToolRegistry, name: str) -> int:
     return 0
 
 
+def same_place(tools: str, store: str | None) -> str:
+    """The options that point a later command at the same tools and store (for the hints printed)."""
+    words = ([] if tools == DEFAULT_TOOLS else ["--tools", tools]) + ([] if not store else ["--store", store])
+    return "".join(f" {shlex.quote(w)}" for w in words)
+
+
 async def execute(registry: ToolRegistry, name: str, args: dict[str, Any], *, plan: bool, yes: bool,
-                  ctx: ToolContext | None = None) -> int:
+                  ctx: ToolContext | None = None, where: str = "") -> int:
     """Call ``name`` through the pipeline as ``ctx`` (the local shell by default); ask before a confirm
-    tool runs (unless ``yes``)."""
+    tool runs (unless ``yes``). ``where``: the options naming the tools and store, for the hints."""
     ctx = ctx or ToolContext.cli()
     if plan:
         ctx = ctx.as_plan()
@@ -175,8 +183,8 @@ async def execute(registry: ToolRegistry, name: str, args: dict[str, Any], *, pl
             return 1
     approval_id = result.meta.get("approval_id") if result.success else None
     if approval_id and result.meta.get("requires_verification") and not plan:
-        print(f"Another person decides it: milpa-chat approvals approve {approval_id} --as APPROVER "
-              "(or reject); milpa-chat approvals show " + str(approval_id))
+        print(f"Another person decides it: milpa-chat approvals approve {approval_id} --as APPROVER{where} "
+              f"(or reject); milpa-chat approvals show {approval_id}")
     return 0 if result.success else 1
 
 

@@ -185,7 +185,7 @@ async def cmd_run(argv: Sequence[str], before: argparse.Namespace | None = None)
     ``before``: the global options written before ``run`` (``--store``, ``--as``, ...); the same options
     after it take over.
     """
-    from milpa_chat.cli import DEFAULT_TOOLS, add_global_options, execute
+    from milpa_chat.cli import DEFAULT_TOOLS, add_global_options, execute, same_place
     from milpa_chat.cli_session import session
 
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -203,4 +203,5 @@ async def cmd_run(argv: Sequence[str], before: argparse.Namespace | None = None)
         command = command_for(registry, name)
         ns = operation_parser(command, prog=f"milpa-chat run {name}").parse_args(rest)
         plan, yes = getattr(ns, "_plan", False), getattr(ns, "_yes", False)
-        return await execute(registry, command.name, arguments_from(ns), plan=plan, yes=yes, ctx=ctx)
+        return await execute(registry, command.name, arguments_from(ns), plan=plan, yes=yes, ctx=ctx,
+                             where=same_place(str(known.tools), known.store))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
-from tests.cli.support import Shell
+from tests.cli.support import SCRIPT, Shell
 
 ALICE = ("--identities", "ids.toml", "--as", "alice")
 BOB = ("--identities", "ids.toml", "--as", "bob")
@@ -15,8 +16,9 @@ def _request(shell: Shell, *store: str, **env: str) -> str:
                       **env)
     assert asked.returncode == 0, asked.stderr
     assert "Waiting for approval" in asked.stdout and "Four eyes:        yes" in asked.stdout
-    found = re.search(r"milpa-chat approvals approve ([0-9a-f]{32})", asked.stdout)
+    found = re.search(r"milpa-chat approvals approve ([0-9a-f]{32}) --as APPROVER(.*) \(or reject\)", asked.stdout)
     assert found, asked.stdout
+    assert found.group(2) == " --tools shop:tools" + (" --store shop.db" if store else "")  # the same place
     return found.group(1)
 
 
@@ -102,3 +104,19 @@ def test_the_deprecated_decide_says_so_and_runs_a_command_line_request_once(shel
     assert "Approved — running it now." in decided.stdout and shell.ledger() == ["ACME 16.0"]
     shown = shell.run("approvals", "show", request_id, "--store", "shop.db").stdout
     assert "(local-shell, via cli)" in shown and "runs:       1 time(s)" in shown
+
+
+def test_two_approvers_at_the_same_moment_run_it_once(shell: Shell) -> None:
+    request_id = _request(shell, "--store", "shop.db")
+    both = [subprocess.Popen([str(SCRIPT), "approvals", "approve", request_id, "--store", "shop.db",
+                              "--identities", "ids.toml", "--as", who, "--tools", "shop:tools"],
+                             cwd=shell.work, env=shell.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for who in ("bob", "carol")]
+    outcomes = sorted((p.wait(timeout=60), p.stdout.read() if p.stdout else "", p.stderr.read() if p.stderr else "")
+                      for p in both)
+    print("two approvers at once:", [code for code, _, _ in outcomes])
+    assert [code for code, _, _ in outcomes] == [0, 2]
+    assert "Approved — running it now." in outcomes[0][1] and "already approved" in outcomes[1][2]
+    assert shell.ledger() == ["ACME 16.0"]
+
+
