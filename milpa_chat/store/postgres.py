@@ -8,9 +8,11 @@ transaction holding a per-key advisory lock. Tables are named ``milpa_*`` in the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from milpa_chat._extras import require
@@ -36,7 +38,7 @@ require("psycopg_pool", extra="postgres", feature="PostgresStore")
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
-from psycopg_pool import ConnectionPool  # noqa: E402
+from psycopg_pool import ConnectionPool, PoolTimeout  # noqa: E402
 
 __all__ = ["PostgresStore"]
 
@@ -63,6 +65,10 @@ _UPGRADE_1_TO_2 = [
     "CREATE INDEX milpa_records_due ON {records} (collection, due) WHERE due IS NOT NULL",
     "UPDATE {meta} SET value = '2' WHERE key = 'schema_version'",
 ]
+#: Seconds a call waits for a pooled connection before checking whether the server is there at all.
+FIRST_WAIT = 0.5
+#: While the server is away, at most one connection attempt per this many seconds (the other calls fail at once).
+PROBE_EVERY = 0.1
 _TABLES = {"meta": "milpa_meta", "records": "milpa_records", "heads": "milpa_stream_heads",
            "streams": "milpa_streams", "hits": "milpa_hits"}
 
@@ -87,8 +93,10 @@ class PostgresStore(ThreadedStore):
 
     Raises :class:`StoreError` when the server cannot be reached and :class:`StoreSchemaError`
     when the schema already holds tables of another application or of a newer milpa-chat.
-    While the database is away a call fails after ``wait`` seconds (a :class:`StoreError`); connections
-    it dropped are replaced before use, so the first call after it is back succeeds.
+    While the database is away calls fail fast with a :class:`StoreError` saying so (the first after
+    half a second, the others at once); within a tenth of a second of its return work resumes (a
+    fresh pool instead of psycopg_pool's growing back-off). Connections the server dropped are
+    replaced before use. ``wait``: seconds a call waits for a free connection while the server is there.
     """
 
     def __init__(
@@ -106,15 +114,14 @@ class PostgresStore(ThreadedStore):
         self._cache: dict[str, bytes] = {}
         self._q = {name: sql.Identifier(schema, table) for name, table in _TABLES.items()}
         self._initialise(dsn)
-        # check=: a connection the server dropped (a restart, pg_terminate_backend) is replaced before use,
-        # so the first call after the database comes back succeeds; timeout=: while it is away, a call
-        # fails after ``wait`` seconds instead of psycopg_pool's 30.
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, kwargs={"autocommit": True, "connect_timeout": 3,
-                                                              "application_name": f"milpa-{schema}"[:63]},
-            open=False, name=f"milpa-{schema}", check=ConnectionPool.check_connection, timeout=wait,
-            reconnect_timeout=max(wait, 60.0),
-        )
+        self._dsn, self._wait, self._sizes = dsn, wait, (min_size, max_size)
+        self._kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 3,
+                                        "application_name": f"milpa-{schema}"[:63]}
+        #: While the database is away: since when (monotonic), the last error, and one probe at a time.
+        self._away: tuple[float, str] | None = None
+        self._probing = threading.Lock()
+        self._probed_at = 0.0
+        self._pool = self._new_pool()
         try:
             self._pool.open(wait=True, timeout=30.0)
         except Exception as exc:
@@ -194,13 +201,70 @@ class PostgresStore(ThreadedStore):
         return 0, schema_exists is not None
 
     # ------------------------------------------------------- connections
+    def _new_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        # check=: a connection the server dropped (a restart, pg_terminate_backend) is replaced before use.
+        return ConnectionPool(
+            self._dsn, min_size=self._sizes[0], max_size=self._sizes[1], kwargs=self._kwargs, open=False,
+            name=f"milpa-{self.schema}", check=ConnectionPool.check_connection, timeout=self._wait,
+            reconnect_timeout=max(self._wait, 60.0),
+        )
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection. While the database is away every call fails at once (one call in
+        ``PROBE_EVERY`` seconds tries to connect, in well under a second when the server refuses);
+        the first probe that connects replaces the pool, so work resumes at once instead of after
+        the pool's growing reconnection back-off."""
+        if self._away is not None:
+            self._probe()
+        pool = self._pool
+        try:
+            conn = pool.getconn(timeout=min(self._wait, FIRST_WAIT))
+        except PoolTimeout:
+            self._probe()  # raises at once if the server is away; else the pool is only busy
+            pool = self._pool
+            conn = pool.getconn(timeout=max(self._wait - FIRST_WAIT, 0.1))
+        try:
+            yield conn
+        finally:
+            pool.putconn(conn)
+
+    def _probe(self) -> None:
+        """Connect once, directly: back -> a fresh pool; still away -> :class:`StoreError` now."""
+        if time.monotonic() - self._probed_at < PROBE_EVERY or not self._probing.acquire(blocking=False):
+            if self._away is None:  # another call just found it there (or is looking)
+                return
+            self._raise_away()
+        try:
+            self._probed_at = time.monotonic()
+            try:
+                psycopg.connect(self._dsn, **{**self._kwargs, "connect_timeout": 2}).close()
+            except psycopg.Error as exc:
+                since = self._away[0] if self._away is not None else time.monotonic()
+                self._away = (since, (str(exc).strip() or type(exc).__name__).splitlines()[0])
+                self._raise_away()
+            if self._away is not None:  # it is back: the old pool may be waiting out a long back-off
+                old, self._pool = self._pool, self._new_pool()
+                self._pool.open(wait=False)
+                self._away = None
+                threading.Thread(target=old.close, kwargs={"timeout": 5.0}, daemon=True).start()
+        finally:
+            self._probing.release()
+
+    def _raise_away(self) -> None:
+        away = self._away
+        if away is None:
+            raise StoreError(f"{self._where} is busy: no connection became free; try again in a moment")
+        raise StoreError(f"{self._where} is unreachable (for {time.monotonic() - away[0]:.1f} s: {away[1]}); "
+                         "calls fail at once until it answers again, then work resumes by itself")
+
     def _translate(self, exc: Exception) -> StoreError | None:
         if isinstance(exc, psycopg.Error):
             return StoreError(f"{self._where} failed: {str(exc).strip()}")
         return None
 
     def _one(self, query: bytes, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             row: tuple[Any, ...] | None = conn.execute(query, params).fetchone()
             return row
 
@@ -336,7 +400,7 @@ class PostgresStore(ThreadedStore):
         batch = 500 if limit is None else max(limit, 100)
         params.update(c=collection, now=self.clock(), after="", batch=batch)
         out: list[Record] = []
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             while True:
                 rows = conn.execute(query, params).fetchall()
                 for row in rows:
@@ -358,7 +422,7 @@ class PostgresStore(ThreadedStore):
         return await self._run(self._due, collection, query, params)
 
     def _due(self, collection: str, query: bytes, params: dict[str, Any]) -> list[Record]:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             rows = conn.execute(query, {**params, "now": self.clock()}).fetchall()
         return [to_record(collection, row) for row in rows]
 
@@ -387,7 +451,7 @@ class PostgresStore(ThreadedStore):
         return await self._run(self._read, stream, query, params)
 
     def _read(self, stream: str, query: bytes, params: dict[str, Any]) -> list[StreamEntry]:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             rows = conn.execute(query, params).fetchall()
         return [
             StreamEntry(stream, int(seq), decode(value), float(at))
@@ -402,7 +466,7 @@ class PostgresStore(ThreadedStore):
         return await self._run(self._rowcount, query, {"s": stream, "keep": max(0, keep_last)})
 
     def _rowcount(self, query: bytes, params: dict[str, Any]) -> int:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             return conn.execute(query, params).rowcount
 
     # ------------------------------------------------------------- rates
@@ -410,7 +474,7 @@ class PostgresStore(ThreadedStore):
         return await self._run(self._hit, key, cost, limit, window)
 
     def _hit(self, key: str, cost: int, limit: int, window: float) -> RateDecision:
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_id("milpa-hit", self.schema, key),))
             now = self.clock()
             params = {"k": key, "now": now, "cut": now - window, "cost": cost, "exp": now + window}
@@ -428,7 +492,7 @@ class PostgresStore(ThreadedStore):
 
     def _purge(self) -> int:
         params = {"now": self.clock()}
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             n = conn.execute(self._sql(
                 "DELETE FROM {records} WHERE expires_at IS NOT NULL AND expires_at <= %(now)s"
             ), params).rowcount
