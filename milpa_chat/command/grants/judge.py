@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from enum import IntEnum
 from functools import partial
 
@@ -27,7 +26,7 @@ from milpa_chat.command.grants.calls import NamedCall, StandingCall
 from milpa_chat.command.grants.canonical import Canonical
 from milpa_chat.command.grants.document import StandingGrant, entries_over
 from milpa_chat.command.grants.receipts import ConditionReceipt, Measured, read_condition
-from milpa_chat.command.grants.rules import fixable, same_value
+from milpa_chat.command.grants.rules import fixable, same_value, spell_expiry
 from milpa_chat.command.grants.standing import GrantStanding, GrantState
 from milpa_chat.command.levels import AXES
 
@@ -136,7 +135,7 @@ def _in_force(grant: StandingGrant, standing: GrantStanding, call: StandingCall)
         return f"{_who(grant)} was revoked"
     if grant.expired(call.now):
         assert grant.expires_at is not None
-        return f"{_who(grant)} expired at {grant.expires_at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        return f"{_who(grant)} expired at {spell_expiry(grant.expires_at)}"
     return None
 
 
@@ -150,7 +149,7 @@ def _watched(grant: StandingGrant, standing: GrantStanding, call: StandingCall) 
         return f"{watcher}, which gave no sign of life"
     if seen > call.now:
         return f"{watcher}, whose last sign of life is in the future ({seen.isoformat()}), which does not count"
-    if seen < call.now - timedelta(seconds=falsifier.window):
+    if (call.now - seen).total_seconds() > falsifier.window:
         return f"{watcher}, last seen {seen.isoformat()}, longer ago than its window of {falsifier.window} seconds"
     return None
 

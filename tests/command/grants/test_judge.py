@@ -210,6 +210,15 @@ def test_the_first_failure_is_the_verdict() -> None:
     )
 
 
+def test_a_window_of_any_length_and_the_edge_of_it() -> None:
+    data = b.document()
+    data["falsifier"]["window"] = 2**63 - 1
+    forever = StandingGrant.from_dict(data)
+    assert judge(forever, b.standing(falsifier_seen_at=b.NOW - timedelta(days=3650)), b.call()).passes()
+    edge = b.standing(falsifier_seen_at=b.NOW - timedelta(seconds=86400))
+    assert judge(b.grant(), edge, b.call()).passes()
+
+
 @covers("SG-148")
 def test_a_pass_cites_one_green_per_condition_in_condition_order() -> None:
     data = b.document()
