@@ -89,15 +89,16 @@ def _guarded(handler: Handler) -> Handler:
     return run
 
 
-def create_app(make_world: Callable[[], World]) -> Starlette:
-    """The ASGI app; the world starts in the app's lifespan and stops (its temp store removed) with it."""
+def create_app(make_world: Callable[[], World] | World) -> Starlette:
+    """The ASGI app. Given a factory, the world starts in the app's lifespan and stops (its temporary store
+    removed) with it; given a started :class:`World`, the app uses it and leaves stopping it to the caller."""
     holder: dict[str, Playground] = {}
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        async with make_world() as world:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with _entered(make_world) as world:
             play = Playground(world)
-            holder["play"] = play
+            holder["play"] = app.state.playground = play
             play.feed.start()
             try:
                 yield
@@ -125,6 +126,15 @@ def create_app(make_world: Callable[[], World]) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+@contextlib.asynccontextmanager
+async def _entered(make_world: Callable[[], World] | World) -> AsyncIterator[World]:
+    if isinstance(make_world, World):
+        yield make_world
+        return
+    async with make_world() as world:
+        yield world
 
 
 async def _page(_request: Request) -> Response:

@@ -48,20 +48,34 @@ def cmd_playground(ns: argparse.Namespace) -> int:
 
 
 async def _serve(ns: argparse.Namespace) -> int:
+    try:
+        world = World(tools=ns.tools, identities=ns.identities, store=ns.store)
+        await world.__aenter__()
+    except (PlaygroundError, OSError) as exc:
+        print(f"milpa-chat playground: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return await _serve_world(ns, world)
+    finally:
+        await world.close()
+
+
+async def _serve_world(ns: argparse.Namespace, world: World) -> int:
     import uvicorn
 
     from milpa_chat.playground.app import create_app
     from milpa_chat.playground.tour import run_tour
 
     port = ns.port if ns.port is not None else (0 if ns.check else DEFAULT_PORT)
-    app = create_app(lambda: World(tools=ns.tools, identities=ns.identities, store=ns.store))
-    config = uvicorn.Config(app, host=ns.host, port=port, log_level="warning", lifespan="on",
+    config = uvicorn.Config(create_app(world), host=ns.host, port=port, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
+    serving = asyncio.create_task(_run_server(server))
     while not server.started:
         if serving.done():
-            return _failed_start(serving)
+            print(f"milpa-chat playground: could not serve on {ns.host}:{port} (is the port taken? try --port)",
+                  file=sys.stderr)
+            return 2
         await asyncio.sleep(0.05)
     url = f"http://{ns.host}:{_bound_port(server)}"
     print(f"milpa-chat playground: open {url}  (Ctrl-C stops it)" if not ns.check
@@ -75,24 +89,19 @@ async def _serve(ns: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+async def _run_server(server: Any) -> int:
+    try:
+        await server.serve()
+    except SystemExit as exc:  # uvicorn exits when it cannot bind; it logged why
+        return int(exc.code or 1)
+    return 0
+
+
 def _bound_port(server: Any) -> int:
     for listener in server.servers:
         for sock in listener.sockets:
             return int(sock.getsockname()[1])
     raise RuntimeError("the playground's server has no socket")
-
-
-def _failed_start(serving: asyncio.Task[Any]) -> int:
-    exc = serving.exception()
-    if isinstance(exc, PlaygroundError):
-        print(f"milpa-chat playground: {exc}", file=sys.stderr)
-        return 2
-    if isinstance(exc, SystemExit):  # uvicorn exits when the lifespan or the bind failed; it logged why
-        print("milpa-chat playground: could not start (see above); is the port taken? try --port", file=sys.stderr)
-        return 2
-    if exc is not None:
-        raise exc
-    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

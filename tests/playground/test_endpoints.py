@@ -1,0 +1,150 @@
+"""The page's endpoints against the whole playground: the real TelegramBot and SlackBot on the local servers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from milpa_chat.playground.feed import slack_event, telegram_event
+from milpa_chat.testing import FakeOpenAIServer
+
+from .support import Served, served
+
+ALICE, GROUP = 1001, -500
+APPROVALS = "C0APPROVALS"
+
+
+def latest(events: list[dict[str, Any]], kind: str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:
+    found: dict[Any, dict[str, Any]] = {}
+    for event in events:
+        if event["type"] == kind:
+            found[key(event)] = {k: v for k, v in event.items() if k != "seq"}
+    return found
+
+
+def bot_text(s: Served, chat: int, *words: str) -> Any:
+    return next((m for m in s.play.world.telegram.messages(chat) if all(w in (m.text or "") for w in words)), None)
+
+
+async def test_page_state_and_static_files_are_served() -> None:
+    async with served() as s:
+        async with s.session.get(s.url + "/") as resp:
+            page = await resp.text()
+        assert resp.status == 200 and "milpa-chat" in page and "/static/app.js" in page
+        for name in ("app.js", "app.css"):
+            async with s.session.get(f"{s.url}/static/{name}") as resp:
+                assert resp.status == 200 and len(await resp.read()) > 1000
+        state = await s.get("/api/state")
+        assert [p["key"] for p in state["personas"]] == ["alice", "gus", "maria", "mateo"]
+        assert [p["role"] for p in state["personas"]] == ["requester", "read-only guest", "approver", "approver"]
+        assert not state["agent"]["enabled"] and "OPENAI_API_KEY" in state["agent"]["text"]
+        assert {"list_notes", "send_payment", "delete_note"} <= set(state["tools"])
+
+
+async def test_bad_requests_are_refused_with_what_to_fix() -> None:
+    async with served() as s:
+        status, body = await s.post("/api/telegram/send", {"persona": "zoe", "chat": ALICE, "text": "hi"})
+        assert status == 400 and "unknown persona 'zoe'" in body["error"] and "alice" in body["error"]
+        status, body = await s.post("/api/telegram/send", "not json")
+        assert status == 400 and "JSON object" in body["error"]
+        status, body = await s.post("/api/telegram/send", {"persona": "gus", "chat": GROUP, "text": "hi"})
+        assert status == 400 and "Gus is not in Telegram chat -500" in body["error"]
+        status, body = await s.post("/api/telegram/send", {"persona": "alice", "chat": ALICE})
+        assert status == 400 and "'text'" in body["error"]
+        status, body = await s.post("/api/slack/send", {"persona": "gus", "channel": APPROVALS, "text": "list_notes"})
+        assert status == 400 and "Gus is not in Slack channel" in body["error"]
+        status, body = await s.post("/api/telegram/tap", {"persona": "alice", "chat": ALICE, "id": 999, "data": "x"})
+        assert status == 400 and "no message 999" in body["error"]
+        status, body = await s.post("/api/clock", {"advance": -5})
+        assert status == 400 and "advance the clock" in body["error"]
+        assert s.play.world.telegram.updates == []  # nothing reached the bot
+
+
+async def test_feed_events_are_what_the_local_servers_recorded() -> None:
+    async with served() as s:
+        tg, api = s.play.world.telegram, s.play.world.slack_api
+        await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/send_payment ACME 25"})
+        card = await s.until(lambda: api.messages(APPROVALS), "Slack approval card")
+        approve = next(b for b in card[-1].buttons() if "Approve" in b["text"]["text"])
+        await s.ok("/api/slack/click", {"persona": "maria", "channel": APPROVALS, "ts": card[-1].ts,
+                                        "action_id": approve["action_id"]})
+        await s.until(lambda: bot_text(s, ALICE, "Paid 25.00 EUR to ACME"), "payment result in Telegram")
+        await s.ok("/api/slack/send", {"persona": "alice", "channel": "D1001", "text": "list_notes"})
+        await s.ok("/api/slack/send", {"persona": "gus", "channel": "C0GENERAL", "text": "delete_note 1"})
+        await s.until(lambda: api.ephemeral_messages("U1003") or api.messages("C0GENERAL"), "Slack answer to Gus")
+        await s.play.feed.flush()
+        feed = (await s.get("/api/feed", since=0))["events"]
+
+        messages = latest(feed, "tg.message", lambda e: (e["chat"], e["id"]))
+        recorded = {key: telegram_event(m) for key, m in tg.state.messages.items()}
+        assert messages == recorded and len(recorded) >= 4
+        edited = [m for m in recorded.values() if m["version"] > 1]
+        assert edited and all("maria via Slack" in (m["text"] or "") for m in edited)  # both Telegram copies
+
+        slack = latest(feed, "slack.message", lambda e: (e["channel"], e["ts"], e["ephemeral_to"]))
+        workspace = api.workspace
+        everything = [m for channel in workspace.messages.values() for m in channel] + workspace.ephemeral
+        assert slack == {(m.channel, m.ts, m.ephemeral_to): slack_event(m) for m in everything}
+        assert slack[(APPROVALS, card[-1].ts, None)]["version"] == 2  # chat.update, in place
+
+        answers = [e for e in feed if e["type"] == "tg.answer"]
+        assert [(a["query"], a["text"]) for a in answers] == [
+            (q.id, q.answer_text) for q in tg.callback_queries if q.answered]
+        assert [e["seq"] for e in feed] == list(range(len(feed)))
+
+
+async def test_the_stream_sends_the_same_events_as_server_sent_events() -> None:
+    async with served() as s:
+        await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/list_notes"})
+        await s.until(lambda: bot_text(s, ALICE, "notes"), "list of notes")
+        await s.play.feed.flush()
+        wanted = (await s.get("/api/feed", since=0))["events"]
+        got: list[dict[str, Any]] = []
+        async with s.session.get(s.url + "/api/stream", params={"since": 0}) as resp:
+            assert resp.headers["Content-Type"].startswith("text/event-stream")
+            async for line in resp.content:
+                if line.startswith(b"data: "):
+                    got.append(json.loads(line[6:]))
+                if len(got) == len(wanted):
+                    break
+        assert got == wanted
+
+
+async def test_a_telegram_tap_and_the_clock_through_the_endpoints() -> None:
+    async with served() as s:
+        tg = s.play.world.telegram
+        await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/send_payment Bob 7"})
+        group_card = await s.until(lambda: bot_text(s, GROUP, "Bob"), "approval card in the group")
+        data = group_card.button(next(b for b in group_card.button_labels if "Approve" in b))["callback_data"]
+        status, body = await s.post("/api/telegram/tap", {"persona": "gus", "chat": GROUP,
+                                                          "id": group_card.message_id, "data": data})
+        assert status == 400 and "Gus is not in Telegram chat" in body["error"]  # not a member of the group
+        await s.ok("/api/telegram/tap", {"persona": "mateo", "chat": GROUP, "id": group_card.message_id,
+                                         "data": "approve:forged-id"})
+        answer = await s.until(lambda: [q for q in tg.callback_queries if q.answered], "answer to the forged tap")
+        assert answer[0].user.id == 2002 and "Approved" not in (tg.message(GROUP, group_card.message_id).text or "")
+        moved = await s.ok("/api/clock", {"advance": 3700})
+        assert moved["acted_on"] >= 1
+        await s.until(lambda: "Expired" in (tg.message(GROUP, group_card.message_id).text or ""), "expired card")
+        assert tg.message(GROUP, group_card.message_id).button_labels == []
+        inbox = (await s.get("/api/inbox"))["approvals"]
+        assert inbox[0]["state"] == "expired" and inbox[0]["args"] == {"to": "Bob", "amount": 7.0}
+
+
+async def test_agent_mode_answers_free_text_and_its_risky_call_waits_for_a_button(tmp_path: Path) -> None:
+    async with FakeOpenAIServer() as llm:
+        llm.reply_tool_call("delete_note", {"note_id": 2}).reply_text("Note 2 is deleted.")
+        env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "test-key", "MILPA_LLM_MODEL": "gpt-test"}
+        async with served(env=env, store=tmp_path / "kept.db") as s:
+            state = await s.get("/api/state")
+            assert state["agent"]["enabled"] and "gpt-test" in state["agent"]["text"]
+            await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "please delete note 2"})
+            card = await s.until(lambda: bot_text(s, ALICE, "Confirm", "delete_note"), "confirmation card")
+            assert llm.bodies[0]["model"] == "gpt-test"
+            await s.ok("/api/telegram/tap", {"persona": "alice", "chat": ALICE, "id": card.message_id,
+                                             "data": card.button(next(b for b in card.button_labels
+                                                                      if "Confirm" in b))["callback_data"]})
+            await s.until(lambda: bot_text(s, ALICE, "Note 2 is deleted."), "the agent's answer after the decision")
+    assert (tmp_path / "kept.db").exists()  # --store keeps the file it was given
