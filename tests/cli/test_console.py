@@ -69,3 +69,9 @@ def test_errors_are_one_line_with_exit_status_2(shell: Shell, args: tuple[str, .
 def test_the_hint_of_tools_names_the_form_that_command_takes(shell: Shell) -> None:
     hint = shell.run("tools", "nosuch:thing").stderr
     assert "pass milpa-chat tools package.module:object" in hint and "--tools" not in hint
+
+
+def test_the_playground_is_a_command_of_the_console_script(shell: Shell) -> None:
+    done = shell.run("playground", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "usage: milpa-chat playground" in done.stdout and "--check" in done.stdout
