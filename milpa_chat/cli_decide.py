@@ -99,7 +99,9 @@ async def cmd_verdict(ns: argparse.Namespace, decision: str, *, shell: bool = Fa
         for result in results:
             print(render(result))
         if not results and change.approval.state == "approved" and change.approval.tool is not None:
-            print("The assistant runs it at its next sweep, as the requester, and updates every card.")
+            print("The assistant runs it at its next sweep, as the requester, and updates every card."
+                  if change.approval.data.get("auto_run") else
+                  "It runs when the requester calls it again (over MCP: approval_run).")
         current = await desk.get(approval.id)
         if current is not None and current.state != change.approval.state:
             print(f"Approval {approval.id} is now {current.state}.")
