@@ -1,7 +1,7 @@
 """The one refusal of the standing-grant documents: :class:`InvalidGrant`.
 
 It is a :class:`~milpa_chat.errors.DeclarationError` (a document nobody may sign, found when it is
-built or read) and a ``ValueError``, as the seed's refusals are. Its message names the field, as a
+built or read) and a ``ValueError``, so ``except ValueError`` catches it. Its message names the field, as a
 path such as ``conditions[0].by.arguments.strict``, and says how to write it instead. A name given
 as anything but a ``str`` is a plain ``TypeError``.
 """

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-#: Every numbered rule of the standing-grant contract (spec section 6), in order.
+#: Every numbered rule of the standing-grant contract, in order.
 ALL_RULES: tuple[str, ...] = (
     "SG-001",
     "SG-002",
