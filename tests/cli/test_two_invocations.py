@@ -124,8 +124,8 @@ def test_two_approvers_at_the_same_moment_run_it_once(shell: Shell) -> None:
 
 def test_the_approved_run_is_authorized_with_the_requesters_scopes_of_now(shell: Shell) -> None:
     request_id = _request(shell, "--store", "shop.db")
-    (shell.work / "now.toml").write_text('[roles]\nmanager = ["payments:approve"]\n\n[users]\n"cli:bob" = ["manager"]\n',
-                                         encoding="utf-8")  # alice is no longer a clerk
+    now = '[roles]\nmanager = ["payments:approve"]\n\n[users]\n"cli:bob" = ["manager"]\n'  # alice is no clerk now
+    (shell.work / "now.toml").write_text(now, encoding="utf-8")
     approved = shell.run("approvals", "approve", request_id, "--store", "shop.db", "--identities", "now.toml",
                          "--as", "bob", "--tools", "shop:tools")
     assert approved.returncode == 1, approved.stderr
