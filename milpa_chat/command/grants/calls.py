@@ -83,6 +83,19 @@ class NamedCall:
                 raise InvalidGrant(f"free[{i}]", f"{Canonical.shown(name)} is listed twice; list it once")
         object.__setattr__(self, "free", free)
 
+    def __eq__(self, other: object) -> bool:
+        """Same spelling, same free names, and fixed values of the same type and value (``True`` is not ``1``)."""
+        if not isinstance(other, NamedCall):
+            return NotImplemented
+        return (
+            self.operation == other.operation
+            and self.free == other.free
+            and same_value(dict(self.arguments), dict(other.arguments))
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.operation, Canonical.json(dict(self.arguments)), self.free))
+
     @property
     def id(self) -> OperationId:
         """The operation's identity (``release:publish`` and ``Release_Publish`` are one)."""

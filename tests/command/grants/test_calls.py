@@ -200,3 +200,11 @@ def test_a_standing_call_takes_an_aware_now_and_a_profile() -> None:
     with pytest.raises(InvalidGrant, match="content"):
         b.call(content="sha256:ab\n")
     assert isinstance(b.call(), StandingCall)
+
+
+@covers("SG-034")
+def test_named_calls_are_equal_type_for_type_and_hashable() -> None:
+    assert NamedCall("release:publish", {"n": 1}) != NamedCall("release:publish", {"n": True})
+    assert NamedCall("release:publish", {"n": 1}) == NamedCall("release:publish", {"n": 1})
+    assert NamedCall("release:publish") != NamedCall("Release:Publish")  # same identity, not the same spelling
+    assert len({b.grant(), b.grant(), b.grant(id="other")}) == 2
