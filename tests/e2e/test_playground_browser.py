@@ -1,0 +1,281 @@
+"""The playground in a real browser: Debian's Chromium driven by Playwright, against ``python -m
+milpa_chat.playground`` in a process of its own (the real TelegramBot and SlackBot on the local servers).
+
+The tour is played as the personas by typing and clicking in the page; what a person sees is asserted: cards,
+edits in place, toasts and alerts, the Slack and Telegram copies agreeing after a decision. Screenshots go to
+tests/e2e/artifacts/; with MILPA_UPDATE_SCREENSHOTS=1 (or when missing) the best ones are copied to docs/images/.
+Without Chromium or Playwright the tests are skipped with the reason, unless MILPA_REQUIRE_BROWSER=1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+ARTIFACTS = HERE / "artifacts"
+IMAGES = ROOT / "docs" / "images"
+CHROMIUM = os.environ.get("MILPA_CHROMIUM", "/usr/bin/chromium")
+WAIT_MS = 20_000
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DECIDED = re.compile(r"Approved by maria via Slack at [0-9-]+ [0-9:]+ UTC")
+
+
+def require_browser() -> None:
+    missing = []
+    if not Path(CHROMIUM).exists():
+        missing.append(f"Chromium at {CHROMIUM} (install it with: apt-get install -y chromium)")
+    if importlib.util.find_spec("playwright") is None:
+        missing.append("the Python package playwright (pip install -e '.[e2e]')")
+    if not missing:
+        return
+    message = "the playground browser test needs " + "; ".join(missing)
+    if os.environ.get("MILPA_REQUIRE_BROWSER") == "1":
+        pytest.fail(message + " — MILPA_REQUIRE_BROWSER=1 makes this a failure", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def playground(tmp_path: Path) -> Iterator[str]:
+    """The playground on a free port; stopped with Ctrl-C (SIGINT) afterwards, as a user stops it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL")}
+    env["TMPDIR"] = str(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "milpa_chat.playground", "--port", "0"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    try:
+        assert "open http://" in first, first + proc.stdout.read()
+        yield first.split("open ", 1)[1].split()[0]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture
+def page(playground: str) -> Iterator[Any]:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        tab = browser.new_page(viewport={"width": 1400, "height": 900})
+        tab.set_default_timeout(WAIT_MS)
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.goto(playground)
+        tab.wait_for_selector("body[data-ready='1']")
+        try:
+            yield tab
+        except Exception:
+            tab.screenshot(path=str(ARTIFACTS / "playground_failure.png"))
+            raise
+        finally:
+            browser.close()
+        assert errors == [], errors
+
+
+def shot(page: Any, name: str, *, docs: str | None = None) -> None:
+    path = ARTIFACTS / f"playground_{name}.png"
+    page.screenshot(path=str(path))
+    assert path.stat().st_size > 10_000
+    if docs is not None and (os.environ.get("MILPA_UPDATE_SCREENSHOTS") == "1" or not (IMAGES / docs).exists()):
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, IMAGES / docs)
+
+
+def be(page: Any, persona: str) -> None:
+    page.click(f"[data-persona={persona}]")
+    page.wait_for_selector(f"[data-persona={persona}][aria-checked=true]")
+
+
+def say(page: Any, pane: str, text: str) -> None:
+    page.fill(f"#{pane}-input", text)
+    page.press(f"#{pane}-input", "Enter")
+
+
+def tg_bot(page: Any, chat: int, text: str) -> Any:
+    """The newest bot message in the Telegram chat that shows ``text``."""
+    room = f'#tg-scroll .room[data-room="{chat}"]'
+    found = page.locator(f"{room} .tg-msg.in", has_text=text).last
+    found.wait_for()
+    return page.locator(f'{room} .tg-msg[data-id="{found.get_attribute("data-id")}"]')  # the same one, edited or not
+
+
+def sk_card(page: Any, channel: str, text: str) -> Any:
+    room = f'#sk-scroll .room[data-room="{channel}"]'
+    found = page.locator(f"{room} .sk-msg", has_text=text).last
+    found.wait_for()
+    return page.locator(f'{room} .sk-msg[data-ts="{found.get_attribute("data-ts")}"]')
+
+
+def expect_text(locator: Any, text: str) -> None:
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while text not in locator.inner_text():
+        assert time.monotonic() < deadline, f"{text!r} never appeared in {locator.inner_text()!r}"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
+    # a read, with page buttons; Next edits the message in place
+    say(page, "tg", "/list_notes")
+    notes = tg_bot(page, 1001, "12 notes")
+    notes.locator(".kb-btn", has_text="Next").click()
+    expect_text(notes, "Page 2 of 3")
+    assert notes.locator(".meta").inner_text().startswith("edited")
+    assert notes.locator("b").first.inner_text() == "📋 12 notes"  # Telegram's <b>, rendered
+
+    say(page, "tg", "/send_payment ACME lots")
+    assert "amount" in tg_bot(page, 1001, "Invalid arguments").inner_text()
+
+    be(page, "gus")  # the read-only guest: not in the approvers' group, refused with the missing scope
+    assert page.locator("#tg-chats button", has_text="Approvers").is_disabled()
+    say(page, "tg", "/delete_note 2")
+    assert "notes:write" in tg_bot(page, 1003, "Not allowed").inner_text()
+
+    be(page, "alice")  # a confirm round trip: the card is edited in place, the tap answered with a toast
+    say(page, "tg", "/delete_note 2")
+    card = tg_bot(page, 1001, "Confirm: delete_note")
+    card.locator(".kb-btn", has_text="Confirm").click()
+    page.locator(".toast", has_text="Confirmed").wait_for()
+    expect_text(card, "Done: delete_note")
+    assert card.locator(".kb-btn").count() == 0
+    shot(page, "1_confirm")
+
+    payment_approved_in_slack(page)
+    forged_tap_and_expiry(page)
+
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: one pane at a time, tabs to switch
+    assert page.locator("#slack").is_hidden() and page.locator("#telegram").is_visible()
+    page.locator(".tabs button", has_text="Slack").click()
+    assert page.locator("#slack").is_visible() and page.locator("#telegram").is_hidden()
+    shot(page, "5_phone_slack", docs="playground-phone.png")
+
+
+def payment_approved_in_slack(page: Any) -> None:
+    say(page, "tg", "/send_payment ACME 120")
+    mine = tg_bot(page, 1001, "ACME")
+    assert mine.locator(".kb-btn").all_inner_texts() == ["↩ Withdraw"]  # the requester cannot approve
+
+    be(page, "maria")
+    page.locator("#sk-chats button", has_text="approvals").click()
+    slack = sk_card(page, "C0APPROVALS", "ACME")
+    assert slack.locator(".blk-header").inner_text().endswith("Approval needed: send_payment")
+    assert slack.locator(".fields").count() == 1
+    shot(page, "2_slack_card", docs="playground-slack-card.png")
+    slack.locator(".sk-btn", has_text="Approve").click()
+    expect_text(slack, "Done: send_payment")
+    assert slack.locator(".sk-btn").count() == 0 and "(edited)" in slack.inner_text()
+
+    page.locator("#tg-chats button", has_text="Approvers").click()
+    group = tg_bot(page, -500, "ACME")
+    expect_text(group, "Approved by maria via Slack")
+    assert group.locator(".kb-btn").count() == 0
+    page.locator("#inbox-list .approval.executed", has_text="send_payment").wait_for()  # the inbox agrees
+    shot(page, "3_approved_in_slack", docs="playground-approved.png")
+    slack_line = DECIDED.search(slack.inner_text())
+    group_line = DECIDED.search(group.inner_text())
+    assert slack_line and group_line and slack_line.group() == group_line.group()  # the copies agree
+
+    be(page, "alice")
+    expect_text(mine, "Done: send_payment")
+    assert DECIDED.search(mine.inner_text()).group() == slack_line.group()  # type: ignore[union-attr]
+    assert mine.locator(".kb-btn").count() == 0
+    tg_bot(page, 1001, "Paid 120.00 EUR to ACME")
+
+
+FORGE = """async () => {
+  const feed = await (await fetch('/api/feed?since=0')).json();
+  const last = (chat) => feed.events.filter(e => e.type === 'tg.message' && e.chat === chat
+                                               && (e.text || '').includes('Bob')).pop();
+  const group = last(-500), mine = last(1001);
+  const approve = group.buttons.flat().find(b => b.text.includes('Approve'));
+  const resp = await fetch('/api/telegram/tap', {method: 'POST', headers: {'Content-Type': 'application/json'},
+    body: JSON.stringify({persona: 'alice', chat: 1001, id: mine.id, data: approve.callback_data})});
+  return (await resp.json()).ok;
+}"""
+
+
+def forged_tap_and_expiry(page: Any) -> None:
+    say(page, "tg", "/send_payment Bob 5")
+    mine = tg_bot(page, 1001, "Bob")
+    # a modified client sends the approvers' Approve from Alice's own chat: refused with an alert
+    assert page.evaluate(FORGE) is True
+    page.locator("#alert[open]").wait_for()
+    assert "cannot approve" in page.locator("#alert-text").inner_text()
+    shot(page, "4_forged_tap")
+    page.locator("#alert button").click()
+    assert mine.locator(".kb-btn", has_text="Withdraw").count() == 1  # nothing was decided
+
+    page.click("#clock-button")  # an hour passes: the pending payment expires, every copy says so
+    page.locator(".toast", has_text="An hour passed").wait_for()
+    expect_text(mine, "Expired")
+    assert "Nothing was done" in mine.inner_text() and mine.locator(".kb-btn").count() == 0
+
+
+async def _chatter(url: str, count: int) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        for start in range(0, count, 50):
+            batch = []
+            for n in range(start, min(start + 50, count)):
+                body = {"persona": "maria" if n % 2 else "mateo", "chat": -500, "text": f"group chatter {n}"}
+                batch.append(session.post(url + "/api/telegram/send", json=body))
+            for resp in await asyncio.gather(*batch):
+                assert resp.status == 200
+                resp.release()
+
+
+@pytest.mark.slow
+def test_a_thousand_messages_in_a_chat_and_the_page_still_answers_a_click(page: Any, playground: str) -> None:
+    started = time.monotonic()
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's event loop
+        pool.submit(asyncio.run, _chatter(playground, 1000)).result(timeout=240)
+    sent = time.monotonic() - started
+    be(page, "maria")
+    page.locator("#tg-chats button", has_text="Approvers").click()
+    room = page.locator('#tg-scroll .room[data-room="-500"]')
+    page.wait_for_function("() => document.querySelectorAll('.room[data-room=\"-500\"] .tg-msg').length >= 1000")
+    rendered = time.monotonic() - started
+    assert room.locator(".tg-msg").count() == 1000
+
+    clicked = time.monotonic()  # a click that only the page handles: switching chats and back
+    page.locator("#tg-chats button", has_text="Playground bot").click()
+    page.wait_for_selector('#tg-chats button[aria-pressed="true"]:has-text("Playground bot")')
+    page.locator("#tg-chats button", has_text="Approvers").click()
+    page.wait_for_selector('#tg-chats button[aria-pressed="true"]:has-text("Approvers")')
+    switch = time.monotonic() - clicked
+
+    page.evaluate("""() => fetch('/api/telegram/send', {method: 'POST', headers: {'Content-Type': 'application/json'},
+        body: JSON.stringify({persona: 'alice', chat: 1001, text: '/send_payment ACME 9'})})""")
+    card = tg_bot(page, -500, "Approval needed")
+    tapped = time.monotonic()  # a click that goes round the bot: Approve, until the card is edited in the page
+    card.locator(".kb-btn", has_text="Approve").click()
+    expect_text(card, "Approved by Maria via Telegram")
+    decided = time.monotonic() - tapped
+    shot(page, "6_thousand_messages")
+    print(f"\n1,000 group messages sent through the bot in {sent:.1f} s, all shown after {rendered:.1f} s; "
+          f"switching chats twice took {switch * 1000:.0f} ms; Approve tap to edited card {decided * 1000:.0f} ms")
+    assert switch < 2.0 and decided < 5.0
