@@ -20,13 +20,18 @@ class ConfigError(ValueError):
 
 
 def number(env: Mapping[str, str], name: str, default: N, kind: type[N]) -> N:
+    """``env[name]`` as ``kind`` (``default`` when unset); a value that is not one names the variable."""
     raw = env.get(name)
     if not raw:
         return default
     try:
         return kind(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}") from None
+        if kind is int:
+            raise ConfigError(f"{name}={raw!r} is not a whole number: {name} must be a whole number, "
+                              f"like {default}") from None
+        raise ConfigError(f"{name}={raw!r} is not a float: {name} must be a number of seconds, "
+                          f"like {default} or 0.5") from None
 
 
 def build_assistant(

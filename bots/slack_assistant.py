@@ -102,21 +102,27 @@ def build(config: Config) -> Assistant:
 
 
 async def run(config: Config) -> None:
-    """Serve until SIGINT/SIGTERM, then finish work in progress and close the store."""
+    """Serve until SIGINT/SIGTERM, then stop accepting, finish the requests in flight and the work they
+    started, and close the store. A rejected token or an unreachable Slack raises ``BotStartupError``."""
     from milpa_chat.bots.slack import SlackBot
 
     assistant = build(config)
-    bot = SlackBot(assistant, config.bot_token, config.signing_secret, config.base_url,
-                   app_token=config.app_token, sweep_interval=config.sweep_interval)
-    serving = asyncio.ensure_future(
-        bot.serve_socket_mode() if config.app_token else bot.serve(config.port, config.host))
+    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, serving.cancel)
+        loop.add_signal_handler(sig, stop.set)
     try:
-        await serving
-    except asyncio.CancelledError:
-        log.info("Stopping")
+        bot = SlackBot(assistant, config.bot_token, config.signing_secret, config.base_url,
+                       app_token=config.app_token, sweep_interval=config.sweep_interval)
+        try:
+            if config.app_token:
+                await bot.connect_socket_mode()
+            else:
+                await bot.serve(config.port, config.host)
+            await stop.wait()
+            log.info("Stopping: finishing the requests in flight")
+        finally:
+            await bot.stop()
     finally:
         await assistant.store.close()
 
@@ -132,7 +138,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
         return 2
     if config.identities == EXAMPLE_IDENTITIES:
         log.warning("Using %s: copy it, put your users' Slack ids in it and set MILPA_IDENTITIES", config.identities)
-    log.info("Store: %s; %s", config.store, "Socket Mode" if config.app_token else f"HTTP on port {config.port}")
+    log.info("Store: %s", config.store)
     try:
         asyncio.run(run(config))
     except (MilpaError, OSError, ValueError) as exc:

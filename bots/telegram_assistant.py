@@ -103,10 +103,14 @@ def main(env: Mapping[str, str] | None = None) -> int:
     if config.identities == EXAMPLE_IDENTITIES:
         log.warning("Using %s: copy it, put your users' Telegram ids in it and set MILPA_IDENTITIES", config.identities)
     log.info("Store: %s", config.store)
-    if config.webhook_url:
-        bot.run_webhook(config.webhook_url, listen=config.webhook_listen, port=config.webhook_port)
-    else:
-        bot.run_polling()
+    try:
+        if config.webhook_url:  # SIGTERM: stop accepting deliveries, finish the accepted updates, exit 0
+            bot.run_webhook(config.webhook_url, listen=config.webhook_listen, port=config.webhook_port)
+        else:
+            bot.run_polling()
+    except MilpaError as exc:  # BotStartupError: a rejected token, an unreachable Bot API
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -12,10 +12,13 @@ class BotStartupError(MilpaError, RuntimeError):
     what to check. Raised by the start methods of ``TelegramBot`` and ``SlackBot``."""
 
 
-def telegram_startup_error(exc: BaseException, base_url: str) -> BotStartupError | None:
-    """A one-line :class:`BotStartupError` for what python-telegram-bot raised while starting, or ``None``."""
+def telegram_startup_error(exc: BaseException, base_url: str, token: str = "") -> BotStartupError | None:
+    """A one-line :class:`BotStartupError` for what python-telegram-bot raised while starting, or ``None``.
+    ``base_url`` is shown without ``token`` (PTB's ``bot.base_url`` ends with it)."""
     from telegram.error import InvalidToken, NetworkError
 
+    if token:
+        base_url = base_url.replace(token, "<token>")
     if isinstance(exc, InvalidToken):
         return BotStartupError(
             "Telegram rejected the bot token (TELEGRAM_TOKEN): check it with @BotFather (/token) and try again")

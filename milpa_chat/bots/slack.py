@@ -19,9 +19,10 @@ and repeated deliveries are ignored through the store (see :mod:`milpa_chat.bots
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._extras import require
@@ -63,34 +64,55 @@ class SlackBot(SlackServing):
     def __init__(
         self,
         assistant: Assistant,
-        bot_token: str,
+        bot_token: str | None = None,
         signing_secret: str | None = None,
         base_url: str | None = None,
         *,
+        app: AsyncApp | None = None,
         app_token: str | None = None,
         command: str = "/milpa",
         path: str = "/slack/events",
         notices: bool = False,
         sweep_interval: float = 15.0,
         rate_limit_retries: int = 2,
+        configure: Callable[[AsyncApp], object] | None = None,
     ) -> None:
         require("slack_bolt", extra="slack", feature="SlackBot")
         require("aiohttp", extra="slack", feature="SlackBot")
-        _check_credentials(bot_token, signing_secret, app_token, command)
+        if app is None:
+            _check_credentials(bot_token or "", signing_secret, app_token, command)
+        else:
+            _check_installed(bot_token, base_url, app_token, command)
         self.assistant = assistant
-        self.signing_secret = signing_secret or None
         self.app_token = app_token or None
         self.command = command
         self.path = path
         self.sweep_interval = sweep_interval
-        self.client: AsyncWebClient = _web_client(bot_token, base_url, rate_limit_retries)
-        self.app: AsyncApp = _bolt_app(self.client, signing_secret or "")
+        self.owns_app = app is None
+        if app is None:
+            self.client: AsyncWebClient = _web_client(bot_token or "", base_url, rate_limit_retries)
+            self.app: AsyncApp = _bolt_app(self.client, signing_secret or "")
+            self.signing_secret = signing_secret or None
+        else:
+            self.app, self.client = app, app.client
+            self.signing_secret = signing_secret or getattr(app, "_signing_secret", None) or None
         self.transport = SlackTransport(self.client, command=command, notices=notices)
         self._menu: SlackSubcommandProjector | None = None
         assistant.attach(self.transport)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        self._fallbacks: list[object] = []
         self._register()
+        if configure is not None:
+            configure(self.app)
+
+    @classmethod
+    def install(cls, app: AsyncApp, assistant: Assistant, *, command: str = "/milpa", **options: Any) -> SlackBot:
+        """Add the kit to an existing bolt ``AsyncApp`` (its client posts, its signing secret verifies):
+        the slash command ``command``, the kit's buttons, and mentions and direct messages that none of
+        your listeners takes. Serve the app as you do (``app.start()``, an adapter, Socket Mode), or with
+        this bot's serving methods; ``options``: as for the constructor."""
+        return cls(assistant, app=app, command=command, **options)
 
     # ------------------------------------------------------------- listeners
     def _register(self) -> None:
@@ -98,8 +120,21 @@ class SlackBot(SlackServing):
         # bolt tries listeners in order; button taps come in bursts, so their listener is checked first
         app.action(ACTION_IDS)(self._listener(self._action_inbound))
         app.command(self.command)(self._listener(lambda body, _: command_inbound(body)))
+        listeners = _listeners(app)
+        before = len(listeners)
         app.event("app_mention")(self._listener(lambda body, _: event_inbound(body)))
         app.event("message")(self._listener(lambda body, _: event_inbound(body)))
+        self._fallbacks = listeners[before:]
+        app.use(self._fallbacks_last)
+
+    async def _fallbacks_last(self, next: Callable[[], Awaitable[None]]) -> None:
+        """Global middleware: the kit's mention and message listeners are tried after every other listener,
+        so a listener of yours that matches an event (``@app.message("hello")``) takes it."""
+        listeners = _listeners(self.app)
+        mine = self._fallbacks
+        if mine and listeners[-len(mine):] != mine:
+            listeners[:] = [*(entry for entry in listeners if entry not in mine), *mine]
+        await next()
 
     def _listener(self, convert: Callable[[dict[str, Any], dict[str, Any] | None], Inbound | None]) -> Listener:
         async def listener(ack: Callable[[], Awaitable[None]], body: dict[str, Any], payload: dict[str, Any]) -> None:
@@ -231,6 +266,19 @@ def _check_credentials(bot_token: str, signing_secret: str | None, app_token: st
         raise ValueError(f"command must look like '/milpa' (lower case, at most 32 characters), got {command!r}")
 
 
+def _check_installed(bot_token: str | None, base_url: str | None, app_token: str | None, command: str) -> None:
+    if bot_token is not None or base_url is not None:
+        raise ValueError("SlackBot.install uses the app's own client: give the token and base_url to your AsyncApp "
+                         "(AsyncApp(client=AsyncWebClient(token=..., base_url=...))), not to the bot")
+    _check_credentials("xoxb-installed", "installed", app_token, command)
+
+
+def _listeners(app: AsyncApp) -> list[Any]:
+    """The app's listeners in the order bolt tries them."""
+    listeners: list[Any] = app._async_listeners  # bolt keeps them in this list and has no public accessor
+    return listeners
+
+
 def _web_client(token: str, base_url: str | None, rate_limit_retries: int) -> AsyncWebClient:
     from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
     from slack_sdk.web.async_client import AsyncWebClient
@@ -247,9 +295,25 @@ def _bolt_app(client: AsyncWebClient, signing_secret: str) -> AsyncApp:
 
     # process_before_response: the listener's ack is the HTTP answer as soon as the listener returns, and
     # the listener returns right after ack() (the work is our own task), so nothing waits on bolt's polling.
-    return AsyncApp(
-        client=client,
-        signing_secret=signing_secret,
-        request_verification_enabled=True,
-        process_before_response=True,
-    )
+    # bolt reads SLACK_BOT_TOKEN itself and warns that it is unused beside our client: that warning is ours to drop.
+    with _dropping(logging.getLogger("slack_bolt.AsyncApp"), "`token` will be unused"):
+        return AsyncApp(
+            client=client,
+            signing_secret=signing_secret,
+            request_verification_enabled=True,
+            process_before_response=True,
+        )
+
+
+@contextlib.contextmanager
+def _dropping(logger: logging.Logger, text: str) -> Iterator[None]:
+    """Drop ``logger``'s records containing ``text`` inside the block."""
+
+    def keep(record: logging.LogRecord) -> bool:
+        return text not in record.getMessage()
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)

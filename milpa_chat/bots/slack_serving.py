@@ -4,8 +4,8 @@ server) or Socket Mode. Every HTTP mode checks Slack's request signature (bolt's
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import signal
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,10 @@ if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp
     from slack_sdk.web.async_client import AsyncWebClient
 
-__all__ = ["SlackServing"]
+__all__ = ["DEFAULT_HOST", "SlackServing"]
+
+#: Where HTTP mode listens unless told (as ``TelegramBot``'s webhook modes).
+DEFAULT_HOST = "0.0.0.0"
 
 log = logging.getLogger("milpa_chat.bots.slack")
 
@@ -33,6 +36,10 @@ class SlackServing(ABC):
     path: str
     signing_secret: str | None
     app_token: str | None
+    #: Where the bot serves once started (``http://0.0.0.0:3000/slack/events``, or Socket Mode).
+    listening: str = ""
+    _runner: web.AppRunner | None = None
+    _socket_handler: AsyncSocketModeHandler | None = None
 
     @abstractmethod
     def start_sweeper(self) -> None:
@@ -96,24 +103,72 @@ class SlackServing(ABC):
 
         return application
 
-    async def serve(self, port: int = 3000, host: str = "0.0.0.0") -> None:
-        """Serve HTTP on ``host:port`` (``port=0``: any free port, logged) until cancelled."""
+    async def check_auth(self) -> dict[str, Any]:
+        """``auth.test`` with the bot token: who the bot is. A rejected token or an unreachable Web API
+        raises :class:`~milpa_chat.bots.errors.BotStartupError` (one line saying which)."""
+        from milpa_chat.bots.errors import slack_startup_error
+
+        try:
+            response = await self.client.auth_test()
+        except Exception as exc:
+            error = slack_startup_error(exc, self.client.base_url)
+            if error is None:
+                raise
+            raise error from None
+        return dict(response.data) if isinstance(response.data, dict) else {}
+
+    async def serve(self, port: int = 3000, host: str = DEFAULT_HOST, *, shutdown_timeout: float = 60.0) -> int:
+        """Check the token (:meth:`check_auth`), then listen for HTTP on ``host:port`` (``port=0``: any
+        free port) and return the bound port; serving goes on until :meth:`stop`, which stops accepting
+        requests, finishes those in flight (at most ``shutdown_timeout`` seconds) and the work they started."""
         from aiohttp import web
 
-        runner = web.AppRunner(self.web_app(), access_log=None)
+        if self._runner is not None:
+            raise RuntimeError("this SlackBot is serving already; call stop() first")
+        application = self.web_app()
+        await self.check_auth()
+        runner = web.AppRunner(application, access_log=None, shutdown_timeout=shutdown_timeout)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()
-            bound_host, bound_port = runner.addresses[0][:2]
-            log.info("Slack app listening on http://%s:%s%s", bound_host, bound_port, self.path)
-            await asyncio.Event().wait()
-        finally:
+        except BaseException:
             await runner.cleanup()
+            raise
+        self._runner = runner
+        bound_host, bound_port = runner.addresses[0][:2]
+        self.listening = f"http://{bound_host}:{bound_port}{self.path}"
+        log.info("Slack app listening on %s", self.listening)
+        return int(bound_port)
 
-    def start(self, port: int = 3000, host: str = "0.0.0.0") -> None:
-        """Serve HTTP on ``host:port`` until interrupted (blocks)."""
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(self.serve(port, host))
+    async def stop(self) -> None:
+        """Stop serving (HTTP: no new requests, those in flight finished; Socket Mode: disconnect), wait for
+        the work acknowledged so far, stop the sweeper and close the Web API session."""
+        runner, self._runner = self._runner, None
+        handler, self._socket_handler = self._socket_handler, None
+        if handler is not None:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+        if runner is not None:
+            await runner.cleanup()  # on_cleanup closes the bot
+        await self.close()
+
+    def start(self, port: int = 3000, host: str = DEFAULT_HOST) -> None:
+        """Serve HTTP on ``host:port`` until Ctrl-C or SIGTERM (blocks), printing where it listens; on the
+        signal it drains (see :meth:`stop`) and returns."""
+        asyncio.run(self._until_signalled(lambda: self.serve(port, host)))
+
+    async def _until_signalled(self, begin: Callable[[], Awaitable[object]]) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await begin()
+            print(f"Slack app {self.listening} (Ctrl-C to stop)", flush=True)
+            await stop.wait()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            await self.stop()
 
     # ----------------------------------------------------------- Socket Mode
     def socket_mode_handler(self, web_client: AsyncWebClient | None = None) -> AsyncSocketModeHandler:
@@ -125,18 +180,25 @@ class SlackServing(ABC):
 
         return AsyncSocketModeHandler(self.app, self.app_token, web_client=web_client or self.client)
 
-    async def serve_socket_mode(self, web_client: AsyncWebClient | None = None) -> None:
-        """Connect over Socket Mode and serve until cancelled (no public URL needed)."""
+    async def connect_socket_mode(self, web_client: AsyncWebClient | None = None) -> None:
+        """Check the token, connect over Socket Mode and start the sweeper; serving goes on until :meth:`stop`."""
+        await self.check_auth()
         handler = self.socket_mode_handler(web_client)
         await handler.connect_async()  # type: ignore[no-untyped-call]
+        self._socket_handler = handler
+        self.listening = "connected over Socket Mode"
+        log.info("Slack app %s", self.listening)
         self.start_sweeper()
+
+    async def serve_socket_mode(self, web_client: AsyncWebClient | None = None) -> None:
+        """Connect over Socket Mode and serve until cancelled (no public URL needed), then :meth:`stop`."""
+        await self.connect_socket_mode(web_client)
         try:
             await asyncio.Event().wait()
         finally:
-            await handler.close_async()  # type: ignore[no-untyped-call]
-            await self.close()
+            await self.stop()
 
     def start_socket_mode(self) -> None:
-        """Serve over Socket Mode until interrupted (blocks)."""
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(self.serve_socket_mode())
+        """Serve over Socket Mode until Ctrl-C or SIGTERM (blocks), then disconnect cleanly."""
+        asyncio.run(self._until_signalled(self.connect_socket_mode))
+

@@ -181,10 +181,8 @@ class TelegramBot(TelegramHandlers):
         ``polling=False`` (for :meth:`start_webhook`, or when you feed ``application.update_queue``).
         A rejected token or an unreachable Bot API raises :class:`BotStartupError`."""
         if not self._started:
-            try:
-                await self.application.initialize()
-            except Exception as exc:
-                raise self._startup_error(exc) from exc
+            await self._initialize_bot()
+            await self.application.initialize()
             if not self.application.running:
                 await self.application.start()
             self._started = True
@@ -253,16 +251,26 @@ class TelegramBot(TelegramHandlers):
         ))
 
     def _running(self, run: Callable[[], None]) -> None:
+        try:  # the loop PTB's run_* will use
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+        loop.run_until_complete(self._initialize_bot())
+        run()
+
+    async def _initialize_bot(self) -> None:
+        """``getMe`` before anything else: a rejected token or an unreachable Bot API is one
+        :class:`BotStartupError` (PTB's own start-up would log a traceback that shows the token)."""
+        bot = self.application.bot
         try:
-            run()
+            await bot.initialize()
         except Exception as exc:
-            error = telegram_startup_error(exc, self.application.bot.base_url)
+            error = telegram_startup_error(exc, bot.base_url, bot.token)
             if error is None:
                 raise
-            raise error from exc
-
-    def _startup_error(self, exc: Exception) -> Exception:
-        return telegram_startup_error(exc, self.application.bot.base_url) or exc
+            await bot.shutdown()
+            raise error from None
 
     def _secret(self) -> str:
         if self.webhook_secret is None:
