@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any
 
 from milpa_chat.renderers._plain import REDACTED, plain_key, to_plain_within
-from milpa_chat.renderers._text import clean, clip, label, value_text
+from milpa_chat.renderers._text import clean, clip, label, scalar_text, value_text
 from milpa_chat.renderers.model import Block, Button, ButtonStyle, Fields, ItemList, Note, Paragraph, Table
 from milpa_chat.runtime.redaction import Redaction
 
@@ -73,8 +73,13 @@ class Builder:
 
     def text(self, value: Any, limit: int | None = None) -> str:
         """Cleaned text, clipped to ``limit`` (default ``text_chars``) with a visible marker."""
-        raw = value if isinstance(value, str) else value_text(self.plain(value))
         limit = self.limits.text_chars if limit is None else limit
+        kind = type(value)
+        if kind is int or kind is bool or value is None:  # nothing to convert, mask or clean: a word or digits
+            shown = scalar_text(value)
+            if len(shown) <= limit:
+                return shown
+        raw = value if isinstance(value, str) else value_text(self.plain(value))
         if self.mask is not None and isinstance(value, str):  # (converted values are masked already)
             wide, omitted = clip(raw, limit + _MASK_MARGIN)
             masked = self.mask(wide)

@@ -28,12 +28,20 @@ def escape(text: str) -> str:
 def wrap_line(line: list[Seg], budget: int = LINE_BUDGET) -> list[str]:
     """One logical line, cleaned and escaped, cut into pieces of at most ``budget`` UTF-16
     units; each piece closes the markup it opens. Empty segments are dropped."""
+    cleaned = [(open_, close, clean(raw)) for open_, close, raw in line]
+    # Escaping makes a character at most 5 UTF-16 units (``&amp;``): a line within budget at that rate
+    # is one piece, joined without measuring it.
+    if sum(5 * len(text) + len(open_) + len(close) for open_, close, text in cleaned) <= budget:
+        return ["".join(open_ + escape(text) + close for open_, close, text in cleaned if text)]
+    return _wrap(cleaned, budget)
+
+
+def _wrap(line: list[Seg], budget: int) -> list[str]:
     out: list[str] = []
     current: list[str] = []
     size = 0
-    for open_, close, raw in line:
+    for open_, close, rest in line:
         overhead = len(open_) + len(close)
-        rest = clean(raw)
         while rest:
             piece, after = take(rest, budget - size - overhead)
             if not piece and current:  # no room left on this piece of the line: start the next

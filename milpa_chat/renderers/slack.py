@@ -306,8 +306,16 @@ def _button(button: Button, n: int) -> dict[str, Any]:
 
 
 def _text_size(value: Any) -> int:
-    if isinstance(value, dict):
-        return sum(len(v) if k == "text" and isinstance(v, str) else _text_size(v) for k, v in value.items())
-    if isinstance(value, list):
+    """Characters of all ``"text"`` strings in a block (or a list of them)."""
+    kind = type(value)
+    if kind is dict:
+        size = 0
+        for k, v in value.items():
+            if type(v) is str:
+                size += len(v) if k == "text" else 0
+            elif type(v) is dict or type(v) is list:
+                size += _text_size(v)
+        return size
+    if kind is list:
         return sum(_text_size(v) for v in value)
     return 0
