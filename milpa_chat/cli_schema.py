@@ -179,22 +179,52 @@ def _run_usage(registry: ToolRegistry) -> str:
     return "\n".join(lines)
 
 
+_OWN = {"--tools": "tools", "--store": "store", "--as": "as_", "--identities": "identities", "--scopes": "scopes"}
+
+
+def _command_options(argv: Sequence[str], before: argparse.Namespace | None, left: set[str]) -> argparse.Namespace:
+    """The command's own options (``--tools``, ``--store``, ``--as``, ...) in ``argv``, except those in
+    ``left`` (the tool's arguments of the same name); the rest come from ``before`` (written before ``run``)."""
+    from milpa_chat.cli import DEFAULT_TOOLS
+
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag, dest in _OWN.items():
+        if flag not in left:
+            pre.add_argument(flag, dest=dest, default=argparse.SUPPRESS)
+    known, _ = pre.parse_known_args(list(argv))
+    for dest in _OWN.values():
+        if not hasattr(known, dest):
+            setattr(known, dest, getattr(before, dest, None))
+    known.tools = known.tools or DEFAULT_TOOLS
+    return known
+
+
+def _shadowed(argv: Sequence[str]) -> set[str]:
+    """The command's own options that the tool ``argv[0]`` also has as arguments, and that ``argv`` writes
+    after its name (read from the tool's catalogue, on a scratch store)."""
+    rest = argv[1:]
+    written = {f for f in _OWN if any(w == f or w.startswith(f + "=") for w in rest)}
+    if not written or not argv or argv[0].startswith("-"):
+        return set()
+    from milpa_chat.cli_store import load_registry
+    from milpa_chat.store.memory import MemoryStore
+
+    known = _command_options(argv, None, written - {"--tools"})
+    command = command_for(load_registry(str(known.tools), MemoryStore()), argv[0])
+    return written & {f for a in command.arguments for f in (a.flag, f"--{a.name}")}
+
+
 async def cmd_run(argv: Sequence[str], before: argparse.Namespace | None = None) -> int:
     """``milpa-chat run NAME [--arg value ...]``: the arguments parsed by a parser built from the schema.
 
-    ``before``: the global options written before ``run`` (``--store``, ``--as``, ...); the same options
-    after it take over.
+    ``before``: the options written before ``run`` (``--store``, ``--as``, ...); the same options after it
+    take over, unless the tool has an argument of that name (then it is the tool's, and the command's
+    option is only read before ``run``).
     """
-    from milpa_chat.cli import DEFAULT_TOOLS, add_global_options, execute, same_place
+    from milpa_chat.cli import execute, same_place
     from milpa_chat.cli_session import session
 
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    pre.add_argument("--tools", default=DEFAULT_TOOLS)
-    add_global_options(pre)
-    known, _ = pre.parse_known_args(list(argv))
-    for name in ("store", "as_", "identities", "scopes"):
-        if not hasattr(known, name):
-            setattr(known, name, getattr(before, name, None))
+    known = _command_options(argv, before, _shadowed(argv))
     async with session(str(known.tools), known) as (registry, ctx):
         if not argv or argv[0].startswith("-"):
             print(_run_usage(registry))

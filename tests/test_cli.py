@@ -217,3 +217,31 @@ def test_a_property_named_like_a_call_option_takes_the_flag(capsys: pytest.Captu
     assert main(["run", "jobs_schedule", "--tools", "tests.test_cli:scheduling", "--plan", "nightly", "--yes"]) == 0
     out = capsys.readouterr().out
     assert "Plan: nightly" in out and "Yes:  yes" in out  # ran (not a dry run), with both values
+
+
+@operation("grants:give", "Give someone scopes in another system.")
+@Reads
+class Give:
+    def __init__(self, scopes: Annotated[list[str], Because("the scopes to give")], store: str = "main") -> None:
+        self.scopes, self.store = scopes, store
+
+    def run(self) -> dict[str, Any]:
+        return {"given": self.scopes, "in_store": self.store}
+
+
+def granting() -> ToolRegistry:
+    registry = ToolRegistry()
+    RegistryProjector(registry).register(Give)
+    return registry
+
+
+def test_a_property_named_like_a_command_option_is_the_tools_not_the_callers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = tmp_path / "not-a-store.db"
+    assert main(["run", "grants_give", "--tools", "tests.test_cli:granting", "--scopes", "admin", "audit",
+                 "--store", str(elsewhere)]) == 0
+    out = capsys.readouterr().out
+    assert 'Given:    ["admin", "audit"]' in out and f"In store: {elsewhere}" in out
+    assert not elsewhere.exists()  # the command's store stayed the default one
+    assert (tmp_path / "data" / "milpa-chat" / "store.db").exists()
