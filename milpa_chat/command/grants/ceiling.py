@@ -15,7 +15,7 @@ from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile
 from milpa_chat.command.grants.canonical import Canonical
 from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.rules import check_argument_name, check_one_line, check_operation_name
+from milpa_chat.command.grants.rules import check_argument_name, check_one_line, check_operation_name, key_in_path
 from milpa_chat.command.levels import AXES, Authority, Externality, Mutation, Reversibility, Subject
 
 __all__ = ["CEILING_KEYS", "ceiling_to_dict", "check_ceiling", "read_ceiling"]
@@ -82,7 +82,8 @@ def read_ceiling(where: str, data: object) -> EffectProfile:
     unknown_keys = [key for key in data if key not in CEILING_KEYS]
     if unknown_keys:
         raise InvalidGrant(
-            f"{where}.{unknown_keys[0]}", f"is not a key of a ceiling; a ceiling says {', '.join(CEILING_KEYS)}"
+            f"{where}.{key_in_path(unknown_keys[0])}",
+            f"is not a key of a ceiling; a ceiling says {', '.join(CEILING_KEYS)}",
         )
     missing = [key for key in CEILING_KEYS if key not in data]
     if missing:

@@ -20,7 +20,7 @@ from milpa_chat.command.grants.canonical import Canonical
 from milpa_chat.command.grants.ceiling import read_ceiling
 from milpa_chat.command.grants.document import LONGEST, Condition, Falsifier, StandingGrant
 from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.rules import INT64
+from milpa_chat.command.grants.rules import INT64, key_in_path
 
 __all__ = ["grant_from_dict", "read_grant"]
 
@@ -36,7 +36,7 @@ Path = tuple[str | int, ...]
 def _spell(path: Path) -> str:
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+        out += f"[{part}]" if isinstance(part, int) else (f".{key_in_path(part)}" if out else key_in_path(part))
     return out or "$"
 
 
@@ -185,7 +185,7 @@ def _map(where: str, value: object, required: tuple[str, ...], optional: tuple[s
     for key in value:
         if key not in known:
             raise InvalidGrant(
-                f"{where}.{key}" if where != "$" else str(key),
+                f"{where}.{key_in_path(key)}" if where != "$" else key_in_path(key),
                 f"is not read here (a line the judge would ignore is a limit nobody keeps); the keys are "
                 f"{', '.join(known)}",
             )

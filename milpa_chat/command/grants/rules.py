@@ -17,6 +17,7 @@ __all__ = [
     "check_operation_name",
     "check_text_type",
     "fixable",
+    "key_in_path",
     "parse_expiry",
     "same_value",
     "spell_expiry",
@@ -28,6 +29,14 @@ _FIXED_TEXT: Final = re.compile(r"[!-~]+( [!-~]+)*")
 _EXPIRY: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(Z|([+-])(\d{2}):(\d{2}))")
 #: The whole numbers a grant may fix: signed 64-bit.
 INT64: Final = (-(2**63), 2**63 - 1)
+
+
+_PLAIN_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def key_in_path(key: object) -> str:
+    """A key as a field path names it: as it is when plain (``channel``), else as JSON spells it (``"\\u007fx"``)."""
+    return key if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) else Canonical.shown(key)
 
 
 def check_text_type(field: str, value: object) -> str:
