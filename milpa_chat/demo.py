@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -71,12 +71,13 @@ class DemoTools:
 
 
 def build_registry(store_path: str | Path | None = None) -> ToolRegistry:
-    """The demo registry on a SQLite store (a temporary file unless ``store_path`` is given)."""
+    """The demo registry on a SQLite file at ``store_path``, or in memory when it is ``None`` (nothing is
+    left on disk)."""
+    from milpa_chat.store import MemoryStore
     from milpa_chat.store.sqlite import SqliteStore
 
-    if store_path is None:
-        store_path = Path(tempfile.mkdtemp(prefix="milpa-demo-")) / "milpa.db"
-    registry = ToolRegistry(store=SqliteStore(str(store_path)))
+    store = SqliteStore(str(store_path)) if store_path is not None else MemoryStore()
+    registry = ToolRegistry(store=store)
     registry.scan(DemoTools())
     VerificationTool(registry.verifier, resolve_scopes=["payments:approve"]).register(registry)
     return registry
@@ -89,6 +90,15 @@ def tools() -> ToolRegistry:
 
 # ---------------------------------------------------------------------------- walk-through
 Printer = Callable[[str], None]
+NEXT_STEPS = (
+    "Next: see the same approvals as Telegram and Slack cards in your browser, with real adapters and no "
+    "tokens:\n  make playground        (or: milpa-chat playground)\n"
+    "Or in Jupyter: notebooks/01_explore_tools.ipynb and notebooks/02_approvals.ipynb."
+)
+_HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
+_ID_LINE = re.compile(r"^(Request|Request id):\s+[0-9a-f]{32}\s*$")
+#: What an approver's card shows of a decision (the verifier's internal fields stay out).
+_DECISION_FIELDS = ("state", "approvals", "quorum")
 
 
 def _render(result: ToolResult) -> str:
@@ -97,7 +107,14 @@ def _render(result: ToolResult) -> str:
     return CliRenderer().render(result, ToolContext.cli())
 
 
-def _show_audit(out: Printer) -> None:
+def _hide_ids(text: str) -> str:
+    """Cards without the 32-character ids (they are for logs and support, shown with ``--verbose``)."""
+    lines = [re.sub(r" · Request: [0-9a-f]{32}", "", line) for line in text.splitlines()]
+    tidy = "\n".join(_HEX_ID.sub("…", line) for line in lines if not _ID_LINE.match(line))
+    return tidy + "\n" if text.endswith("\n") else tidy
+
+
+def _show_audit(out: Printer) -> logging.Handler:
     """Print the audit trail (logger ``milpa_chat.audit``) inline, so the last pipeline step is visible."""
 
     class Inline(logging.Handler):
@@ -105,54 +122,98 @@ def _show_audit(out: Printer) -> None:
             out(f"  audit: {record.getMessage()}")
 
     logger = logging.getLogger("milpa_chat.audit")
-    if not any(isinstance(h, Inline) for h in logger.handlers):
-        logger.addHandler(Inline())
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+    handler = Inline()
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    return handler
 
 
-async def run_demo(store_path: str | Path | None = None, out: Printer = print) -> int:
-    """Walk through the pipeline: success, validation error, denial, confirm, verification. Returns 0."""
+class _Walk:
+    """One walk-through: calls a tool as someone, prints the command and the card."""
+
+    def __init__(self, registry: ToolRegistry, out: Printer, verbose: bool) -> None:
+        self.registry = registry
+        self.out = out
+        self.verbose = verbose
+
+    def say(self, text: str) -> None:
+        self.out(text if self.verbose else _hide_ids(text))
+
+    async def call(self, who: str, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        self.say(f"> {who}: {name} {json.dumps(args, ensure_ascii=False)}")
+        return await self.registry.call(name, args, replace(ctx, request_id=new_request_id()))
+
+    async def show(self, who: str, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        result = await self.call(who, name, args, ctx)
+        self.say(_render(result))
+        return result
+
+    async def replay(self, who: str, name: str, token: str, ctx: ToolContext) -> ToolResult:
+        """The same confirmation once more: refused, and titled for what it is."""
+        result = await self.call(who, name, {"confirm_token": token}, ctx)
+        if result.success:
+            self.say(_render(result))
+            return result
+        approval = await self.registry.approvals.get(token)
+        state = approval.state if approval is not None else "unknown"
+        self.say(f"⛔ Already used\n──────────────\n\nThis confirmation ran once already (its request is {state}); "
+                 f"nothing ran again.\nThe pipeline answered: {result.error}\n")
+        return result
+
+    async def decide(self, who: str, request_id: str, ctx: ToolContext) -> ToolResult:
+        result = await self.call(who, "resolve_verification", {"request_id": request_id, "decision": "grant"}, ctx)
+        if self.verbose or not result.success or not isinstance(result.data, dict):
+            self.say(_render(result))
+            return result
+        shown = {k: v for k, v in result.data.items() if k in _DECISION_FIELDS}
+        self.say(_render(ToolResult.success(shown, result.message)))
+        return result
+
+
+async def run_demo(store_path: str | Path | None = None, out: Printer = print, *, verbose: bool = False) -> int:
+    """Walk through the pipeline: success, validation error, denial, confirm, verification. Returns 0.
+
+    ``verbose``: also print the audit trail and the ids (request ids, tokens) the cards leave out."""
     registry = build_registry(store_path)
-    _show_audit(out)
+    handler = _show_audit(out) if verbose else None
+    try:
+        await _walk(_Walk(registry, out, verbose), store_path)
+    finally:
+        if handler is not None:
+            logging.getLogger("milpa_chat.audit").removeHandler(handler)
+        await registry.store.close()
+    return 0
+
+
+async def _walk(w: _Walk, store_path: str | Path | None) -> None:
     alice = ToolContext.telegram(1001, 1001, ["notes:read", "notes:write", "payments:send"], first_name="Alice")
     guest = ToolContext.telegram(2002, 2002, ["notes:read"], first_name="Guest")
     boss = ToolContext.telegram(3003, 3003, ["payments:approve"], first_name="Manager")
-
-    def step(title: str) -> None:
-        out(f"\n=== {title} ===")
-
-    async def show(who: str, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        out(f"> {who}: {name} {json.dumps(args, ensure_ascii=False)}")
-        result = await registry.call(name, args, replace(ctx, request_id=new_request_id()))
-        out(_render(result))
-        return result
-
-    store = registry.store
-    out(f"milpa-chat demo — store: SQLite at {getattr(store, 'path', store)}")
-    step("1. A read-only tool")
-    await show("alice", "list_notes", {"page": 1}, alice)
-    step("2. A validation error names the field")
-    await show("alice", "search_notes", {"query": "bank", "page": "two"}, alice)
-    step("3. A denial names the missing scope")
-    await show("guest", "delete_note", {"note_id": 2}, guest)
-    step("4. Confirm round trip (Telegram asks before a mutating tool runs)")
-    asked = await show("alice", "delete_note", {"note_id": 2}, alice)
-    token = asked.confirm_token
-    out("  [Alice taps Confirm]")
-    await show("alice", "delete_note", {"confirm_token": token}, alice)
-    out("  [Alice taps Confirm again — the token was used once]")
-    await show("alice", "delete_note", {"confirm_token": token}, alice)
-    step("5. Verification round trip (a manager approves a payment)")
-    opened = await show("alice", "send_payment", {"to": "ACME Plumbing", "amount": 120.5, "memo": "sink"}, alice)
+    where = f"SQLite at {store_path}" if store_path is not None else "an in-memory store"
+    w.out(f"milpa-chat demo — store: {where}")
+    w.out("\n=== 1. A read-only tool ===")
+    await w.show("alice", "list_notes", {"page": 1}, alice)
+    w.out("\n=== 2. A validation error names the field ===")
+    await w.show("alice", "search_notes", {"query": "bank", "page": "two"}, alice)
+    w.out("\n=== 3. A denial names the missing scope ===")
+    await w.show("guest", "delete_note", {"note_id": 2}, guest)
+    w.out("\n=== 4. Confirm round trip (Telegram asks before a mutating tool runs) ===")
+    asked = await w.show("alice", "delete_note", {"note_id": 2}, alice)
+    token = str(asked.confirm_token)
+    w.out("  [Alice taps Confirm]")
+    await w.show("alice", "delete_note", {"confirm_token": token}, alice)
+    w.out("  [Alice taps Confirm again — the token was used once]")
+    await w.replay("alice", "delete_note", token, alice)
+    w.out("\n=== 5. Verification round trip (a manager approves a payment) ===")
+    opened = await w.show("alice", "send_payment", {"to": "ACME Plumbing", "amount": 120.5, "memo": "sink"}, alice)
     rid = opened.data["request_id"]
-    out("  [Alice tries to approve her own payment]")
-    await show("alice", "resolve_verification", {"request_id": rid, "decision": "grant"}, alice)
-    out("  [The manager taps Approve]")
-    await show("manager", "resolve_verification", {"request_id": rid, "decision": "grant"}, boss)
-    out("  [The approved call runs with the approved arguments]")
-    await show("alice", "send_payment", {"verification_id": rid}, alice)
-    final = await registry.verifier.get(rid)
-    out(f"  request {rid}: state={final.state if final else '?'} (stored in SQLite, survives restarts)")
-    await store.close()
-    return 0
+    w.out("  [Alice tries to approve her own payment]")
+    await w.show("alice", "resolve_verification", {"request_id": rid, "decision": "grant"}, alice)
+    w.out("  [The manager taps Approve]")
+    await w.decide("manager", rid, boss)
+    w.out("  [The approved call runs with the approved arguments]")
+    await w.show("alice", "send_payment", {"verification_id": rid}, alice)
+    final = await w.registry.verifier.get(rid)
+    kept = "stored in SQLite, survives restarts" if store_path is not None else "kept in memory for this run"
+    w.say(f"  the payment request: state={final.state if final else '?'} ({kept})")
+    w.out("\n" + NEXT_STEPS)
