@@ -68,6 +68,7 @@ class Tally:
     last_tap: dict[str, float] = field(default_factory=dict)
     decided_seen: dict[str, float] = field(default_factory=dict)
     tapped_on: dict[str, str] = field(default_factory=dict)
+    stale_copies_tapped: int = 0
 
 
 def _actions(buttons: list[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
@@ -185,8 +186,7 @@ class People:
         while time.monotonic() < until:
             cards = telegram_cards(self.fleet) + slack_cards(self.fleet)
             now = time.monotonic()
-            for card in cards:
-                self.notice_decided(card, now)
+            self.notice_decided(now)
             by_id: dict[str, list[Card]] = {}
             for card in cards:
                 if DECIDING & set(card.actions):
@@ -196,13 +196,18 @@ class People:
                     await self.tap(approval_id, open_cards, now)
             await asyncio.sleep(0.3)
 
-    def notice_decided(self, card: Card, now: float) -> None:
-        """The tapped copy no longer offers a decision: the person sees the outcome."""
-        aid = card.approval_id
-        if aid in self.tally.first_tap and aid not in self.tally.decided_seen and \
-                self.tally.tapped_on.get(aid) == f"{card.surface}:{card.chat}:{card.message_id}" and \
-                not DECIDING & set(card.actions):
-            self.tally.decided_seen[aid] = now
+    def notice_decided(self, now: float) -> None:
+        """A tapped copy that no longer offers a decision: the person sees the outcome."""
+        for aid, where in self.tally.tapped_on.items():
+            if aid in self.tally.decided_seen:
+                continue
+            surface, chat, message_id = where.split(":", 2)
+            message = self.fleet.tg.message(int(chat), int(message_id)) if surface == "telegram" else \
+                self.fleet.api.message(chat, message_id)
+            data = [str(b.get("callback_data", "")) for row in message.buttons for b in row] \
+                if isinstance(message, ChatMessage) else [str(b.get("value", "")) for b in message.buttons()]
+            if not DECIDING & set(_actions([(d, d) for d in data])[0]):
+                self.tally.decided_seen[aid] = now
 
     async def tap(self, approval_id: str, cards: list[Card], now: float) -> None:
         rng = self.choice(approval_id)
@@ -228,6 +233,22 @@ class People:
             assert isinstance(card.raw, SlackMessage) and isinstance(who, str)
             request = self.fleet.slack.payloads.click(card.raw, card.actions[action], user=who,
                                                       value=f"{action}:{approval_id}")
+            self.later(self.slack_send(request))
+
+    async def touch(self, card: Card) -> None:
+        """Someone taps a button on a stale copy (one its record does not know) of a settled request."""
+        action = sorted(card.actions)[0]
+        verification = action in ("approve", "reject")
+        who = await self.who(card, verification, self.choice(card.approval_id))
+        if who is None:
+            return
+        self.tally.stale_copies_tapped += 1
+        if isinstance(who, User):
+            self.later(self.telegram_tap(card, who, card.actions[action]))
+        else:
+            assert isinstance(card.raw, SlackMessage)
+            request = self.fleet.slack.payloads.click(card.raw, card.actions[action], user=who,
+                                                      value=f"{action}:{card.approval_id}")
             self.later(self.slack_send(request))
 
     async def who(self, card: Card, verification: bool, rng: random.Random) -> User | str | None:

@@ -40,11 +40,13 @@ def cards_of(fleet: Fleet) -> dict[tuple[str, str, str], Card]:
     return {(c.surface, c.chat, c.message_id): c for c in every}
 
 
-def unconverged(fleet: Fleet, approvals: dict[str, Approval]) -> tuple[list[str], int]:
-    """Cards that do not show their record (recorded copies), and copies the record does not know."""
+def unconverged(fleet: Fleet, approvals: dict[str, Approval]) -> tuple[list[str], list[Card]]:
+    """Recorded copies that do not show their record, and the copies the record does not know (a send
+    that completed while its worker died before recording it) that still offer buttons of a settled request."""
     seen = cards_of(fleet)
     # a copy whose buttons are gone is not in cards_of (no buttons left): look it up on the servers
-    wrong, orphans = [], 0
+    wrong: list[str] = []
+    stale: list[Card] = []
     recorded: set[tuple[str, str, str]] = set()
     for a in approvals.values():
         for slot in a.data.get("cards", []):
@@ -58,12 +60,10 @@ def unconverged(fleet: Fleet, approvals: dict[str, Approval]) -> tuple[list[str]
             if diff:
                 wrong.append(f"{a.id} {key} ({a.state}, role {slot.get('role')}): {diff}")
     for key, card in seen.items():
-        if key not in recorded:
-            orphans += 1
-            a = approvals.get(card.approval_id)
-            if a is None or (a.state in FINAL and card.actions):
-                wrong.append(f"{card.approval_id} {key}: an unrecorded copy still offers {sorted(card.actions)}")
-    return wrong, orphans
+        a = approvals.get(card.approval_id)
+        if key not in recorded and (a is None or a.state in FINAL):
+            stale.append(card)
+    return wrong, stale
 
 
 def copy_without_buttons(fleet: Fleet, key: tuple[str, str, str], approval_id: str) -> Card | None:

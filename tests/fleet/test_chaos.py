@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from milpa_chat.errors import StoreError
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import Store
 from tests.store._workers import open_spec
@@ -52,6 +53,16 @@ async def settle(fleet: Fleet, people: People, store: Store) -> None:
         retrying.cancel()
         await asyncio.gather(tapping, retrying, return_exceptions=True)
         await people.finish()
+    # a copy whose send completed while its worker died before recording it is unknown to the record; a
+    # person who taps it is refused and the copy is brought up to date
+    _, stale = unconverged(fleet, await approvals_in(store))
+    for card in stale:
+        await people.touch(card)
+    await people.finish()
+    deadline = time.monotonic() + 10.0
+    while stale and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        _, stale = unconverged(fleet, await approvals_in(store))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -66,7 +77,10 @@ async def test_chaos_ends_in_figures(tmp_path: Path, capsys: pytest.CaptureFixtu
         store = open_spec(fleet.store_spec(), max_size=2)
 
         async def requester_of(approval_id: str) -> str | None:
-            rec = await store.get("approvals", approval_id)
+            try:  # the chaos terminates this connection too now and then: the person looks again later
+                rec = await store.get("approvals", approval_id)
+            except StoreError:
+                return None
             return None if rec is None else str(rec.value["requester"]["principal"])
 
         people = People(fleet, SEED, requester_of)
@@ -102,7 +116,9 @@ async def measure(fleet: Fleet, people: People, store: Store) -> dict[str, Any]:
     not_once = [a.id for a in executed if runs.get(a.id, 0) != 1]
     unapproved = [k for k, n in runs.items() if k not in approvals or approvals[k].state in
                   ("rejected", "cancelled", "expired", "pending") or n > 1]
-    wrong, orphans = unconverged(fleet, approvals)
+    wrong, stale = unconverged(fleet, approvals)
+    wrong += [f"{c.approval_id} {c.surface} {c.chat} {c.message_id}: an unrecorded copy still offers "
+              f"{sorted(c.actions)} after a tap" for c in stale]
     t = people.tally
     latencies = [t.decided_seen[a] - t.first_tap[a] for a in t.decided_seen]
     states: dict[str, int] = {}
@@ -118,7 +134,8 @@ async def measure(fleet: Fleet, people: People, store: Store) -> dict[str, Any]:
         "executions of requests not approved": len(unapproved),
         "approvals neither terminal nor visibly effect_uncertain": sum(not settled(a) for a in approvals.values()),
         "visible effect_uncertain": states.get("effect_uncertain", 0),
-        "cards not converged to their record": len(wrong), "unrecorded copies (sent, id lost)": orphans,
+        "cards not converged to their record": len(wrong),
+        "unrecorded copies tapped and repaired": t.stale_copies_tapped - len(stale),
         "decision latency p50 (s)": round(statistics.median(latencies), 3) if latencies else float("nan"),
         "decision latency p99 (s)": round(percentile(latencies, 0.99), 3),
         "audit trail": str(await AuditTrail(store).verify()),

@@ -41,6 +41,6 @@ async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_
             approvals = await approvals_in(store)
             assert [a.state for a in approvals.values()] == ["executed"]
             assert [e.value["key"] for e in await store.read("executions")] == list(approvals)
-            assert unconverged(fleet, approvals) == ([], 0)
+            assert unconverged(fleet, approvals) == ([], [])
         finally:
             await store.close()
