@@ -212,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("options", nargs=argparse.REMAINDER)
     p_demo = sub.add_parser("demo", help="walk through the pipeline locally on SQLite")
     p_demo.add_argument("--store", default=argparse.SUPPRESS, help="SQLite file to use (default: a temporary file)")
+    p_demo.add_argument("--verbose", action="store_true", help="also the audit trail and the ids the cards leave out")
     from milpa_chat.cli_approvals import add_parsers
     from milpa_chat.cli_audit import add_parser as add_audit
 
@@ -276,12 +277,16 @@ async def _dispatch(ns: argparse.Namespace) -> int:
         from milpa_chat.cli_approvals import cmd_approvals, cmd_decide
 
         return await (cmd_approvals if ns.command == "approvals" else cmd_decide)(ns)
+    import inspect
+
     from milpa_chat.demo import run_demo
 
+    verbose = ns.verbose and "verbose" in inspect.signature(run_demo).parameters
+    options: dict[str, Any] = {"verbose": True} if verbose else {}
     if getattr(ns, "store", None):
-        return await run_demo(ns.store)
+        return await run_demo(ns.store, **options)
     with tempfile.TemporaryDirectory(prefix="milpa-demo-") as scratch:  # removed when the walk-through ends
-        return await run_demo(Path(scratch) / "demo.db")
+        return await run_demo(Path(scratch) / "demo.db", **options)
 
 
 def _run_command(ns: argparse.Namespace) -> int:
