@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import partial
+from typing import Any
 
 from milpa_chat.command.grants.calls import NamedCall, StandingCall
 from milpa_chat.command.grants.canonical import Canonical
@@ -75,6 +76,18 @@ class StandingVerdict:
     def passes(self) -> bool:
         """Whether every check held: the call is lent, citing ``cited``."""
         return self.failed is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a result or an audit line cites: the check, the sentence, the grant (id and digest), the receipts."""
+        return {
+            "failed": None if self.failed is None else self.failed.label,
+            "sentence": self.sentence,
+            "grant": None if self.grant is None else self.grant.id,
+            "grant_digest": None if self.grant is None else self.grant.digest(),
+            "cited": [receipt.to_dict() for receipt in self.cited],
+            "stopped": self.stopped,
+            "stopped_beside": self.stopped_beside,
+        }
 
 
 def _who(grant: StandingGrant) -> str:

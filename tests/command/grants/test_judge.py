@@ -10,6 +10,7 @@ import pytest
 
 from milpa_chat.command import EffectProfile
 from milpa_chat.command.grants import (
+    Canonical,
     ConditionReceipt,
     GrantStanding,
     GrantState,
@@ -274,3 +275,13 @@ def test_no_axis_bounds_money() -> None:
     }  # fmt: skip
     spend = b.call({"channel": "stable", "amount": 10**12})
     assert judge(b.grant(), b.standing(), spend).passes()
+
+
+def test_a_verdict_spells_what_an_audit_line_cites() -> None:
+    grant = b.grant()
+    lent = judge(grant, b.standing(), b.call()).to_dict()
+    assert lent["failed"] is None and lent["grant"] == "release-stable-1" and lent["grant_digest"] == grant.digest()
+    assert lent["cited"] == [b.green().to_dict()]
+    assert Canonical.json(lent)  # a line a host can store as it is
+    refused = judge(grant, b.standing(GrantState.SUSPENDED), b.call()).to_dict()
+    assert refused["failed"] == "in_force" and refused["stopped"] and refused["cited"] == []
