@@ -142,8 +142,12 @@ class ApprovalDesk:
         payload: Mapping[str, Any] | None = None,
         mutating: bool = True,
         idempotent: bool = False,
+        guard: str | None = None,
     ) -> Approval:
-        """Store a new pending approval for ``ctx`` (the requester) and return it."""
+        """Store a new pending approval for ``ctx`` (the requester) and return it.
+
+        ``guard``: the record is decided only by a person's surface (a :meth:`decide` that names
+        ``via``: a card, the notebook inbox, the CLI), never by a tool — standing-grant changes."""
         from milpa_chat.runtime.definition import VerifyPolicy
 
         policy = policy or VerifyPolicy()
@@ -165,6 +169,8 @@ class ApprovalDesk:
             "auto_run": False, "route": None, "cards": [], "resume": None, "failures": {},
             "deliver_at": now + self.handoff,
         }
+        if guard is not None:
+            value["guard"] = guard
         for opener in self.openers:
             opener(value, ctx)
         while True:
@@ -215,6 +221,10 @@ class ApprovalDesk:
             if a.state == "pending" and a.expires_at <= now:
                 expire(v)
                 return "expired", False, state_message(Approval(a.id, v, a.version))
+            if a.data.get("guard") and via is None:
+                raise ApprovalRefused(
+                    f"{a.data.get('summary') or 'This request'}: a person decides it on its card, in the notebook "
+                    "inbox or with the milpa-chat command; no tool decides it.", code="FORBIDDEN", approval=a)
             actor = Actor(ctx, via or ctx.channel, note, now)
             return rule(self, a, v, actor, can_run)
 

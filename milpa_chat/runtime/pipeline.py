@@ -8,6 +8,9 @@ The order lives in one place, :data:`STEPS`, and is the order of seed 000::
     resolve -> limits -> replay lookup -> validate -> authorize -> rate limit -> plan
             -> replay run | verify gate -> confirm gate -> execute
 
+A :class:`~milpa_chat.runtime.grants.GrantDesk` adds :func:`standing` to ``registry.steps`` just
+before the verify gate: standing grants are judged before any approval is opened.
+
 Steps read what earlier steps left on the call (``tool``, ``replay``, ``validated``). A
 :class:`~milpa_chat.runtime.ToolRegistry` runs ``registry.steps`` (a copy of :data:`STEPS` that
 a host may extend, e.g. with a step of its own before ``execute``).
@@ -183,6 +186,24 @@ async def _run_replay(call: Call, replay: gates.Replay) -> ToolResult:
         log.error("The store failed while settling approval %s after '%s' ran: %s: %s", claimed.id,
                   call.tool.name, type(exc).__name__, exc)
         return result.with_meta(approval_settled=False)
+
+
+def standing(call: Call) -> Outcome:
+    """Before a gate would open an approval, the standing grants (``registry.grants``) are judged: a
+    grant that lends runs the call without a card (citing it), a stop refuses it, anything else goes on."""
+    grants = call.registry.grants
+    if grants is None or call.ctx.principal is None or not _gated(call):
+        return None
+    return grants.gate(call)
+
+
+def _gated(call: Call) -> bool:
+    tool = call.tool
+    if tool.verify is not None:
+        return True
+    if not (tool.confirm or tool.mutating) or tool.extra.get("self_confirming"):
+        return False
+    return call.registry.policy.requires_confirmation(call.ctx, tool)
 
 
 def verify_gate(call: Call) -> Outcome:

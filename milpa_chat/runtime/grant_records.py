@@ -1,0 +1,166 @@
+"""How the host keeps standing grants in the store, and the facts it reads back for the judge.
+
+Three places, all through the store protocol (so memory, SQLite and PostgreSQL alike):
+
+* collection ``grants``: one record per grant, keyed by its id — the signed text (``document``, the
+  :meth:`~milpa_chat.command.grants.StandingGrant.to_json` spelling), where it stands (``state``:
+  ``draft``, ``declined``, ``in_force``, ``suspended``, ``superseded``, ``revoked``), who drafted
+  and who signed it (the platform identity of an approval's decider), the digest that was signed,
+  how often it lent (``uses``), the changes still waiting for a decision (``pending``: approval id
+  -> action) and every change made (``history``);
+* stream ``grant_receipts``: every measurement, in the order it was taken
+  (:meth:`~milpa_chat.command.grants.ConditionReceipt.to_dict`);
+* stream ``grant_watch``: every run of an operation that watches a falsifier (its sign of life).
+
+This module is pure: it turns stored values into :class:`GrantRecord` views and
+:class:`~milpa_chat.command.grants.GrantStanding` facts, faulted wherever the record does not say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from milpa_chat.command.grants import (
+    Canonical,
+    ConditionReceipt,
+    GrantStanding,
+    GrantState,
+    InvalidGrant,
+    NamedCall,
+    StandingGrant,
+)
+
+__all__ = [
+    "ACTIONS",
+    "COLLECTION",
+    "RECEIPTS",
+    "STATES",
+    "WATCH",
+    "GrantRecord",
+    "standing_of",
+    "when",
+]
+
+COLLECTION: Final = "grants"
+RECEIPTS: Final = "grant_receipts"
+WATCH: Final = "grant_watch"
+#: Where a stored grant can stand. ``draft``: waiting for its signature; ``declined``: never signed.
+STATES: Final = ("draft", "declined", "in_force", "suspended", "superseded", "revoked")
+#: The changes a person can ask for; each is an approval of its own (subject ``standing:<action>``).
+ACTIONS: Final = ("sign", "suspend", "lift", "revoke")
+_JUDGED: Final = {"in_force": GrantState.IN_FORCE, "suspended": GrantState.SUSPENDED,
+                  "superseded": GrantState.SUPERSEDED, "revoked": GrantState.REVOKED}
+
+
+def when(ts: float) -> datetime:
+    """A store timestamp as an aware UTC instant."""
+    return datetime.fromtimestamp(ts, UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRecord:
+    """A stored grant, read-only: ``data`` is the record, ``version`` its store version (compare-and-set)."""
+
+    id: str
+    data: dict[str, Any]
+    version: int
+
+    @property
+    def state(self) -> str:
+        return str(self.data.get("state"))
+
+    @property
+    def uses(self) -> int:
+        return int(self.data.get("uses", 0))
+
+    @property
+    def text(self) -> str:
+        """The signed text as stored (what a person was shown)."""
+        return str(self.data.get("document", ""))
+
+    @property
+    def judged(self) -> bool:
+        """Whether the judge hears of it: signed once (drafts and declined drafts are no grants yet)."""
+        return self.state in _JUDGED
+
+    def document(self) -> StandingGrant:
+        """The grant as its text reads (strictly); :class:`InvalidGrant` when it does not."""
+        return StandingGrant.from_json(self.text)
+
+    def readable(self) -> StandingGrant | None:
+        try:
+            return self.document()
+        except (InvalidGrant, TypeError, ValueError):
+            return None
+
+    @property
+    def pending(self) -> dict[str, str]:
+        """Approval id -> action, for every change still waiting for its decision."""
+        return dict(self.data.get("pending") or {})
+
+    @property
+    def signer(self) -> str | None:
+        signed = self.data.get("signed_by") or {}
+        return signed.get("name") or signed.get("principal")
+
+    def summary(self) -> str:
+        """One line: id, state, use count (what ``/grants`` and ``milpa-chat grants list`` print)."""
+        grant = self.readable()
+        ops = ", ".join(Canonical.short(e.operation) for e in grant.operations) if grant else "(unreadable)"
+        seats = ", ".join(grant.to) if grant else "?"
+        uses = f"{self.uses} use" + ("" if self.uses == 1 else "s")
+        return f"{self.id} · {self.state} · {uses} · {ops} for {seats}"
+
+
+def _signature_fault(record: GrantRecord, grant: StandingGrant) -> str | None:
+    signed = record.data.get("signed_by") or {}
+    if not signed.get("principal"):
+        return "no person's signature is recorded"
+    if record.data.get("signed_digest") != grant.digest():
+        return "the text kept is not the text that was signed (its digest differs)"
+    return None
+
+
+def _seen(watch: Sequence[Mapping[str, Any]], by: NamedCall) -> datetime | None:
+    last: datetime | None = None
+    for entry in watch:
+        run = _Run(str(entry.get("operation", "")), dict(entry.get("arguments") or {}))
+        try:
+            if not by.matches_exactly(run):
+                continue
+        except (InvalidGrant, TypeError, ValueError):
+            continue
+        at = entry.get("at")
+        if isinstance(at, int | float) and (last is None or when(at) > last):
+            last = when(at)
+    return last
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    operation: str
+    arguments: Mapping[str, Any]
+
+
+def standing_of(
+    record: GrantRecord, grant: StandingGrant, receipts: Sequence[ConditionReceipt | None],
+    watch: Sequence[Mapping[str, Any]], instruments: Mapping[str, str],
+) -> GrantStanding:
+    """The facts of one stored grant, as the judge reads them.
+
+    The signature holds when a person's signature is recorded over exactly the digest of the text
+    kept; the record reads (its text was read strictly before this is called); every receipt kept
+    is handed in, unreadable ones as ``None`` (the judge refuses on them).
+    """
+    return GrantStanding(
+        _JUDGED[record.state],
+        signature_fault=_signature_fault(record, grant),
+        record_fault=None,
+        receipts=list(receipts),
+        stopped_because=record.data.get("stopped_because"),
+        falsifier_seen_at=_seen(watch, grant.falsifier.by),
+        instruments={k: v for k, v in instruments.items()},
+    )

@@ -1,0 +1,307 @@
+"""``GrantDesk``: standing grants on the host — kept in the store, judged before an approval is opened.
+
+Before a call would open an approval (a ``confirm=`` or ``verify=`` gate, or the gate of a tool whose
+effect is undeclared or mutating), the pipeline's ``standing`` step asks the desk. The desk hands
+:meth:`StandingJudge.among <milpa_chat.command.grants.StandingJudge.among>` every grant it keeps that
+lends to the caller's seat (the caller's principal) and covers the operation:
+
+* a grant lends the call: it runs without a card, and its result's meta, its audit line and the audit
+  trail (when one is attached) cite the grant and the receipts it ran on; the grant's use count grows
+  in the same compare-and-set that checks the grant did not change since it was judged;
+* a stop (a suspended grant, a record that does not read): the call is refused with the judge's
+  sentence, which names the way out;
+* any other refusal, or nobody's call: the call goes on to its approval, as if no grant existed.
+
+Grants are written only by decisions of people (:mod:`milpa_chat.runtime.grant_changes`): no tool,
+and no argument of one, creates, widens, lifts or signs a grant.
+
+Measurements are taken from the calls themselves: a run of an operation a grant's condition names
+records a :class:`~milpa_chat.command.grants.ConditionReceipt` (its result is ``True``/``False`` or
+carries ``{"holds": true|false}``), and a run of the operation watching a falsifier is its sign of
+life. The desk knows an operation's content and effect from the :class:`~milpa_chat.command.Operation`
+given to :meth:`GrantDesk.know`; a tool it does not know cannot say its content, so nothing is lent to it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.command.effects import EffectProfile
+from milpa_chat.command.grants import (
+    Canonical,
+    Condition,
+    ConditionReceipt,
+    Falsifier,
+    GrantStanding,
+    InvalidGrant,
+    StandingCall,
+    StandingGrant,
+    StandingJudge,
+    StandingVerdict,
+)
+from milpa_chat.command.ids import OperationId
+from milpa_chat.runtime.grant_changes import GrantChanges
+from milpa_chat.runtime.grant_records import COLLECTION, RECEIPTS, WATCH, GrantRecord, standing_of, when
+
+if TYPE_CHECKING:
+    from milpa_chat.command.atom import Operation
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import ToolDefinition
+    from milpa_chat.runtime.pipeline import Call
+    from milpa_chat.runtime.registry import ToolRegistry
+    from milpa_chat.runtime.result import ToolResult
+
+__all__ = ["GrantDesk", "GrantOffer", "Judged"]
+
+log = logging.getLogger("milpa_chat.grants")
+
+
+@dataclass(frozen=True, slots=True)
+class GrantOffer:
+    """What "Always allow…" drafts for one operation: the parts a person cannot pick on a card.
+
+    ``fixed``: the argument names whose values the drafted grant fixes (taken from the call on the
+    card). ``ceiling``: the widest effect (default: the operation's declared effect). ``lasts``:
+    seconds until the drafted grant expires (``None``: no date).
+    """
+
+    conditions: tuple[Condition, ...]
+    falsifier: Falsifier
+    undo: str
+    fixed: tuple[str, ...] = ()
+    ceiling: EffectProfile | None = None
+    lasts: float | None = 30 * 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The answer for one call, and the grant records it was read from (by id, at their version)."""
+
+    verdict: StandingVerdict | None
+    versions: Mapping[str, int]
+
+
+@dataclass(slots=True)
+class _Facts:
+    pairs: list[tuple[StandingGrant, GrantStanding]]
+    records: dict[str, GrantRecord]
+    fault: str | None
+
+
+class GrantDesk(GrantChanges):
+    """The standing grants of ``registry`` (``registry.grants``), in the registry's store.
+
+    ``signer_scopes``: who may sign, lift, suspend or revoke (one of these scopes). ``four_eyes``:
+    the person who drafted a grant may not sign it (default; a draft may say otherwise).
+    ``expires_in``: seconds a signature (or a lift) may wait for its decision.
+    """
+
+    def __init__(
+        self, registry: ToolRegistry, *, signer_scopes: Sequence[str] = ("grants:sign",), four_eyes: bool = True,
+        expires_in: float = 86400.0,
+    ) -> None:
+        if isinstance(signer_scopes, str) or not all(isinstance(s, str) and s for s in signer_scopes):
+            raise TypeError(f"GrantDesk(signer_scopes=...) takes a list of scope names, got {signer_scopes!r}")
+        self.registry = registry
+        self.store = registry.store
+        self.approvals = registry.approvals
+        self.signer_scopes = tuple(signer_scopes)
+        self.four_eyes = bool(four_eyes)
+        self.expires_in = float(expires_in)
+        self.operations: dict[str, Operation] = {}
+        self.offers: dict[str, GrantOffer] = {}
+        self._init_changes()
+        registry.grants = self
+        from milpa_chat.runtime.pipeline import standing, verify_gate
+
+        if standing not in registry.steps:
+            at = registry.steps.index(verify_gate) if verify_gate in registry.steps else len(registry.steps) - 1
+            registry.steps.insert(at, standing)
+        registry.dispatcher.subscribe("tool.executed", self._measured)
+
+    # ------------------------------------------------------------------ the operations it knows
+    def know(self, *operations: Operation, offer: GrantOffer | None = None) -> GrantDesk:
+        """Say what ``operations`` act on and what they may do (their ``acts_on`` and effects).
+
+        With ``offer``, an approver's card for a call of one of them offers "Always allow…", which
+        drafts a grant of these parts.
+        """
+        from milpa_chat.command.atom import Operation
+
+        for operation in operations:
+            if not isinstance(operation, Operation):
+                raise TypeError(f"GrantDesk.know takes Operation objects, got {type(operation).__name__}")
+            key = operation.id.canonical
+            self.operations[key] = operation
+            if offer is not None:
+                if not isinstance(offer, GrantOffer):
+                    raise TypeError(f"GrantDesk.know(offer=...) takes a GrantOffer, got {type(offer).__name__}")
+                self.offers[key] = offer
+        return self
+
+    def operation_of(self, tool: ToolDefinition | str) -> Operation | None:
+        """The operation behind ``tool`` (a definition or a tool name), when the desk knows it."""
+        name = tool if isinstance(tool, str) else str(tool.extra.get("operation_name") or tool.name)
+        try:
+            return self.operations.get(OperationId(name).canonical)
+        except (TypeError, ValueError):
+            return None
+
+    # ------------------------------------------------------------------ reading
+    async def get(self, grant_id: str) -> GrantRecord | None:
+        if not isinstance(grant_id, str) or not grant_id or len(grant_id) > 200:
+            return None
+        rec = await self.store.get(COLLECTION, grant_id)
+        return None if rec is None else GrantRecord(rec.key, dict(rec.value), rec.version)
+
+    async def listing(self, *, state: str | None = None) -> list[GrantRecord]:
+        """Every stored grant (drafts too), by id."""
+        recs = await self.store.scan(COLLECTION, where=None if state is None else {"state": state})
+        return [GrantRecord(r.key, dict(r.value), r.version) for r in recs]
+
+    async def receipts(self) -> list[ConditionReceipt | None]:
+        """Every receipt kept, in the order it was taken (``None`` for a row that does not read)."""
+        return [ConditionReceipt.from_dict(e.value) for e in await self.store.read(RECEIPTS)]
+
+    async def _facts(self) -> _Facts:
+        records = {r.id: r for r in await self.listing() if r.judged}
+        if not records:
+            return _Facts([], {}, None)
+        receipts = await self.receipts()
+        watch = [e.value for e in await self.store.read(WATCH)]
+        pairs: list[tuple[StandingGrant, GrantStanding]] = []
+        fault: str | None = None
+        for record in records.values():
+            try:
+                grant = record.document()
+            except (InvalidGrant, TypeError, ValueError) as exc:
+                fault = f"the kept text of grant {Canonical.shown(record.id)} does not read: {exc}"
+                continue
+            pairs.append((grant, standing_of(record, grant, receipts, watch, self._instruments(grant))))
+        return _Facts(pairs, records, fault)
+
+    def _instruments(self, grant: StandingGrant) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for condition in grant.conditions:
+            operation = self.operations.get(condition.by.id.canonical)
+            digest = None if operation is None else operation.instrument_digest()
+            if digest is not None:
+                out[condition.by.operation] = digest
+        return out
+
+    def call_of(self, tool: ToolDefinition, wire: Mapping[str, Any], ctx: ToolContext) -> StandingCall | None:
+        """The call as facts (``None`` for a caller with no principal: no seat, nothing to lend)."""
+        if not ctx.principal:
+            return None
+        now = when(self.store.clock())
+        operation = self.operation_of(tool)
+        if operation is not None:
+            return StandingCall.of(operation, wire, ctx.principal, now=now)
+        name = str(tool.extra.get("operation_name") or tool.name)
+        return StandingCall(name, wire, ctx.principal, content=None, effect=EffectProfile.unclassified(), now=now)
+
+    async def judge(self, tool: ToolDefinition, wire: Mapping[str, Any], ctx: ToolContext) -> Judged:
+        """What the grants kept say of calling ``tool`` with ``wire`` as ``ctx`` (nothing is written)."""
+        call = self.call_of(tool, wire, ctx)
+        if call is None:
+            return Judged(None, {})
+        facts = await self._facts()
+        if not facts.pairs and facts.fault is None:
+            return Judged(None, {})
+        verdict = StandingJudge.among(facts.pairs, call, record_fault=facts.fault)
+        return Judged(verdict, {k: r.version for k, r in facts.records.items()})
+
+    # ------------------------------------------------------------------ the pipeline's step
+    async def gate(self, call: Call) -> ToolResult | None:
+        """Lend the call, refuse it on a stop, or hand it on (``None``) to its approval."""
+        from milpa_chat.runtime import gates
+        from milpa_chat.runtime.result import ErrorCode
+
+        for _ in range(8):  # a grant that changed between judging and lending is judged again
+            judged = await self.judge(call.tool, call.validated.wire, call.ctx)
+            verdict = judged.verdict
+            if verdict is None:
+                return None
+            if verdict.passes():
+                assert verdict.grant is not None
+                if await self._count_use(verdict.grant.id, judged.versions.get(verdict.grant.id)):
+                    return await self._lend(call, verdict)
+                continue
+            if verdict.stopped:
+                grant = None if verdict.grant is None else verdict.grant.id
+                call.registry.audit.denied(call.ctx, call.tool.name, verdict.sentence)
+                return gates.fail(call.tool.name, call.ctx, call.t0, ErrorCode.FORBIDDEN, verdict.sentence, None,
+                                  standing_grant=grant, standing_check=verdict.failed.label if verdict.failed else None)
+            log.info("standing grants do not lend %s to %s: %s", call.tool.name, call.ctx.principal, verdict.sentence)
+            return None
+        return None
+
+    async def _count_use(self, grant_id: str, version: int | None) -> bool:
+        record = await self.get(grant_id)
+        if record is None or version is None or record.version != version or record.state != "in_force":
+            return False
+        value = {**record.data, "uses": record.uses + 1, "last_used_at": self.store.clock()}
+        return await self.store.update(COLLECTION, grant_id, value, expected_version=version) is not None
+
+    async def _lend(self, call: Call, verdict: StandingVerdict) -> ToolResult:
+        from milpa_chat.runtime.execute import execute
+
+        assert verdict.grant is not None
+        grant_id = verdict.grant.id
+        cited = [{"operation": r.operation, "content": r.content, "instrument": r.instrument, "holds": r.holds,
+                  "at": None if r.at is None else r.at.isoformat()} for r in verdict.cited]
+        audit = call.registry.audit
+        if audit.writes(logging.INFO):
+            audit.logger.info("[GrantAudit] %s | lent | %s | %s | grant=%s | receipts=%s", call.ctx.request_id,
+                              call.tool.name, call.ctx.principal, grant_id,
+                              ",".join(f"{r['operation']}@{r['content']}" for r in cited))
+        trail = call.registry.approvals.trail
+        if trail is not None:
+            try:
+                await trail.append("lent", call.tool.name, {
+                    "principal": call.ctx.principal, "grant": grant_id,
+                    "receipts": [f"{r['operation']}@{r['content']}" for r in cited]})
+            except Exception:  # the call stands on its grant; a gap in the trail is what verify reports
+                log.exception("the audit trail could not record the call lent by grant %s", grant_id)
+        t_lent = perf_counter()
+        result = await execute(call.registry, call.tool, call.validated, call.ctx, call.t0)
+        log.debug("grant %s lent %s (%.1f ms)", grant_id, call.tool.name, (perf_counter() - t_lent) * 1000)
+        return result.with_meta(standing_grant=grant_id, standing_receipts=cited, standing_sentence=verdict.sentence)
+
+    # ------------------------------------------------------------------ measurements
+    async def _measured(self, _name: str, payload: Mapping[str, Any]) -> None:
+        event = payload["event"]
+        if getattr(event, "cache_served", False) or not event.result.success:
+            return
+        operation = self.operation_of(event.name)
+        if operation is None:
+            return
+        await self.measure(operation, event.args, event.result.data)
+
+    async def measure(self, operation: Operation, arguments: Mapping[str, Any], data: Any) -> None:
+        """Keep what a finished run of ``operation`` says: a receipt when a condition of some grant (or
+        draft, or offer) is measured by it, a sign of life when it watches some falsifier."""
+        identity = operation.id
+        conditions, watchers = await self._measuring()
+        at = self.store.clock()
+        if identity.canonical in conditions:
+            holds = data if isinstance(data, bool) else (data.get("holds") if isinstance(data, Mapping) else None)
+            content, instrument = operation.content_of(arguments), operation.instrument_digest()
+            if isinstance(holds, bool) and content is not None and instrument is not None:
+                receipt = ConditionReceipt(operation.name, dict(arguments), content, instrument, holds, at=when(at))
+                await self.store.append(RECEIPTS, receipt.to_dict())
+        if identity.canonical in watchers:
+            await self.store.append(WATCH, {"operation": operation.name, "arguments": dict(arguments), "at": at})
+
+    async def _measuring(self) -> tuple[set[str], set[str]]:
+        """The operations that measure a condition, and those that watch a falsifier (canonical ids)."""
+        docs = [g for g in (r.readable() for r in await self.listing()) if g is not None]
+        conditions = {c.by.id.canonical for g in docs for c in g.conditions}
+        conditions |= {c.by.id.canonical for o in self.offers.values() for c in o.conditions}
+        watchers = {g.falsifier.by.id.canonical for g in docs}
+        watchers |= {o.falsifier.by.id.canonical for o in self.offers.values()}
+        return conditions, watchers
