@@ -1,21 +1,30 @@
-# Two commands on a fresh clone:
-#   make demo   — the pipeline walk-through on SQLite (no tokens, no network)
-#   make test   — lint, types and the whole test suite (the browser test needs /usr/bin/chromium:
-#                 apt-get install -y chromium; without it that one test is skipped, in CI it fails)
-# Both create .venv and install the project into it on first use.
+# On a fresh clone:
+#   make playground — the assistant in your browser: the real Telegram and Slack adapters on local servers,
+#                     approval cards, personas to switch between (no tokens, no network); Ctrl-C stops it
+#   make test       — lint, types and the whole test suite (the browser tests need /usr/bin/chromium:
+#                     apt-get install -y chromium; without it those tests are skipped, in CI they fail)
+#   make demo       — the pipeline walk-through in the terminal, on SQLite
+# Each creates .venv and installs the project into it on first use.
+# make check-playground plays the playground's scripted tour headless and exits 0 when every step passed.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.milpa-installed
 
-.PHONY: demo test lint types pytest bench clean
+.PHONY: playground check-playground demo test lint types pytest bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev,e2e]"
 	touch $(STAMP)
+
+playground: $(STAMP)
+	$(BIN)/python -m milpa_chat.playground
+
+check-playground: $(STAMP)
+	$(BIN)/python -m milpa_chat.playground --check
 
 demo: $(STAMP)
 	$(BIN)/milpa-chat demo

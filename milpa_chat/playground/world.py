@@ -328,8 +328,8 @@ def _import(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise PlaygroundError(f"--tools {spec!r}: write it as package.module:object, e.g. {DEFAULT_TOOLS}")
-    if module_name.split(".")[0] == "bots" and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))  # the example assistants live in the checkout's bots/ folder
+    if str(Path.cwd()) not in sys.path:  # as `python -m` does: the checkout's bots/, or the user's own module
+        sys.path.insert(0, str(Path.cwd()))
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
