@@ -9,7 +9,7 @@ would let a later run with one argument more (``lenient=True``) speak for the co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -63,7 +63,7 @@ class NamedCall:
 
     operation: str
     arguments: Mapping[str, str | int | bool] = field(default_factory=dict)
-    free: tuple[str, ...] = ()
+    free: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         check_operation_name("operation", self.operation)

@@ -103,21 +103,22 @@ def _items(where: str, value: object, kind: type, example: str) -> tuple[Any, ..
 class StandingGrant:
     """A standing grant. Every field is keyword-only; ``expires_at``, ``supersedes`` and ``lifts`` are optional.
 
-    ``expires_at`` takes ``"2026-11-01T00:00:00Z"`` / ``"...+01:00"`` or an aware ``datetime`` and is
-    kept as the instant in UTC. ``supersedes`` lists the ids of the grants this one replaces;
-    ``lifts`` says which suspension it lifts (required by the host when a superseded grant was
-    suspended; refused without ``supersedes``).
+    The lists are kept as tuples. ``expires_at`` takes an aware ``datetime`` to the second (its text
+    form, ``"2026-11-01T00:00:00Z"`` or ``"...+01:00"``, is read too) and is kept as the instant in
+    UTC. ``supersedes`` lists the ids of the grants this one replaces; ``lifts`` says which
+    suspension it lifts (required by the host when a superseded grant was suspended; refused
+    without ``supersedes``).
     """
 
     id: str
-    to: tuple[str, ...]
-    operations: tuple[NamedCall, ...]
+    to: Sequence[str]
+    operations: Sequence[NamedCall]
     ceiling: EffectProfile
-    conditions: tuple[Condition, ...]
+    conditions: Sequence[Condition]
     falsifier: Falsifier
     undo: str
     expires_at: datetime | None = None
-    supersedes: tuple[str, ...] | None = None
+    supersedes: Sequence[str] | None = None
     lifts: str | None = None
 
     LONGEST = LONGEST
