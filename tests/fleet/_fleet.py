@@ -93,6 +93,15 @@ def require_postgres() -> None:
         pytest.fail(f"{HAPROXY} is missing: apt-get install -y haproxy (.ci/run installs it)")
 
 
+def unit_command(platform: str) -> list[str]:
+    """The ``ExecStart`` of ``deploy/milpa-<platform>@.service``, run with this interpreter."""
+    unit = (ROOT / "deploy" / f"milpa-{platform}@.service").read_text()
+    line = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
+    python, *args = line.removeprefix("ExecStart=").split()
+    assert python.endswith("/python"), line
+    return [sys.executable, *args]
+
+
 @dataclass
 class Worker:
     """One worker process; ``start``/``kill``/``terminate`` as a process manager would."""
@@ -107,7 +116,7 @@ class Worker:
     def start(self) -> None:
         self.starts += 1
         out = self.log.open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "milpa_chat.fleet", self.platform], cwd=ROOT,
+        self.proc = subprocess.Popen(unit_command(self.platform), cwd=ROOT,
                                      env={**self.env, "MILPA_PORT": str(self.port)}, stdout=out,
                                      stderr=subprocess.STDOUT)
         out.close()

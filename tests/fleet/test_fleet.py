@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from milpa_chat.fleet import haproxy_config
+from milpa_chat.fleet import FleetConfig, FleetConfigError, haproxy_config
 from tests.store._workers import open_spec
 
 from ._fleet import SLACK_APPROVERS, SLACK_MANAGERS, TG_APPROVERS, TG_WRITERS, running_fleet
@@ -23,6 +23,22 @@ def test_the_committed_balancer_config_is_what_the_fleet_generates() -> None:
     expected = haproxy_config(443, ["127.0.0.1:8081", "127.0.0.1:8082"], ["127.0.0.1:8091", "127.0.0.1:8092"],
                              bind="0.0.0.0", tls_cert="/etc/haproxy/certs/milpa.pem")
     assert (ROOT / "deploy" / "haproxy.cfg").read_text() == expected
+
+
+def test_the_example_environment_is_what_the_workers_read(tmp_path: Path) -> None:
+    example = dict(line.split("=", 1) for line in (ROOT / "deploy" / "fleet.env.example").read_text().splitlines()
+                   if line and not line.startswith("#"))
+    identities = tmp_path / "identities.toml"
+    identities.write_text("")
+    config = FleetConfig.from_env({**example, "MILPA_IDENTITIES": str(identities)})
+    config.check("telegram")
+    config.check("slack")
+    assert set(config.telegram) | set(config.slack) == {k for k in example if k.startswith(("TELEGRAM_", "SLACK_"))}
+    with pytest.raises(FleetConfigError, match="MILPA_STORE must be the fleet's PostgreSQL database"):
+        FleetConfig.from_env({**example, "MILPA_STORE": "sqlite:///one.db", "MILPA_IDENTITIES": str(identities)})
+    with pytest.raises(FleetConfigError, match="TELEGRAM_WEBHOOK_SECRET"):
+        FleetConfig.from_env({k: v for k, v in example.items() if k != "TELEGRAM_WEBHOOK_SECRET"}
+                             | {"MILPA_IDENTITIES": str(identities)}).check("telegram")
 
 
 async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_path: Path) -> None:
