@@ -20,6 +20,7 @@ from milpa_chat.command.grants.document import LONGEST, Condition, Falsifier, St
 from milpa_chat.command.grants.errors import InvalidGrant
 from milpa_chat.command.grants.judge import StandingCheck, StandingJudge, StandingVerdict
 from milpa_chat.command.grants.receipts import ConditionReading, ConditionReceipt, Measured, read_condition
+from milpa_chat.command.grants.rules import is_operation_name
 from milpa_chat.command.grants.standing import NOT_READ, NOT_VERIFIED, GrantStanding, GrantState
 
 __all__ = [
@@ -42,5 +43,6 @@ __all__ = [
     "StandingGrant",
     "StandingJudge",
     "StandingVerdict",
+    "is_operation_name",
     "read_condition",
 ]

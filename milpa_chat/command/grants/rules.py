@@ -17,6 +17,7 @@ __all__ = [
     "check_operation_name",
     "check_text_type",
     "fixable",
+    "is_operation_name",
     "key_in_path",
     "parse_expiry",
     "same_value",
@@ -57,6 +58,15 @@ def check_one_line(field: str, value: object) -> str:
             f"around it, without control, format or invisible characters, and not empty",
         )
     return value
+
+
+def is_operation_name(text: object) -> bool:
+    """Whether ``text`` is a ``str`` a grant can name an operation by (``release:publish``; not ``a__b``, ``_x``).
+
+    A host asks it before building a :class:`~milpa_chat.command.grants.StandingCall` for a tool whose
+    name it did not choose: no grant covers, or may be naming, a call to anything else.
+    """
+    return type(text) is str and _OPERATION.fullmatch(text) is not None
 
 
 def check_operation_name(field: str, value: object) -> str:

@@ -14,6 +14,7 @@ from milpa_chat.command.grants import (
     StandingCall,
     StandingGrant,
     StandingJudge,
+    is_operation_name,
 )
 from tests.command.grants import builders as b
 from tests.command.grants.rules import covers, rule
@@ -208,3 +209,14 @@ def test_named_calls_are_equal_type_for_type_and_hashable() -> None:
     assert NamedCall("release:publish", {"n": 1}) == NamedCall("release:publish", {"n": 1})
     assert NamedCall("release:publish") != NamedCall("Release:Publish")  # same identity, not the same spelling
     assert len({b.grant(), b.grant(), b.grant(id="other")}) == 2
+
+
+@covers("SG-051")
+def test_a_host_can_ask_whether_a_tool_name_is_an_operation_name() -> None:
+    for name in ("release:publish", "notes.list", "get-weather", "A1"):
+        assert is_operation_name(name), name
+    for name in ("notes__list", "_x", "x_", "a--b", "a b", "", None, OperationId("a.b")):
+        assert not is_operation_name(name), name
+        if isinstance(name, str):
+            with pytest.raises(InvalidGrant):
+                NamedCall(name)
