@@ -300,6 +300,9 @@ def _run_command(ns: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from milpa_chat.cli_store import importable_cwd
+
+    importable_cwd()  # pkg.module:obj of the current directory, for every command (mcp and playground too)
     argv = list(sys.argv[1:] if argv is None else argv)
     lead, rest = _split_globals(argv)
     try:

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.result import ToolResult
     from milpa_chat.store.base import Store
 
-__all__ = ["STORE_ENV", "default_store_path", "demo_tools", "load_registry", "open_cli_store", "resolve_store",
-           "runs_cli_approvals"]
+__all__ = ["STORE_ENV", "default_store_path", "demo_tools", "importable_cwd", "load_registry", "open_cli_store",
+           "resolve_store", "runs_cli_approvals"]
 
 STORE_ENV = "MILPA_STORE"
 
@@ -83,11 +83,17 @@ def open_cli_store(given: str | None) -> Store:
     return store
 
 
+def importable_cwd() -> None:
+    """Make the modules of the current directory importable, as ``python -m`` does (a console script's
+    ``sys.path`` starts with its own directory instead)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
 def _import(spec: str, hint: str) -> Any:
     module_name, _, attr = spec.partition(":")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:  # like ``python -m``: modules of the current directory
-        sys.path.insert(0, cwd)
+    importable_cwd()
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:

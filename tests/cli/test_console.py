@@ -75,3 +75,14 @@ def test_the_playground_is_a_command_of_the_console_script(shell: Shell) -> None
     done = shell.run("playground", "--help")
     assert done.returncode == 0, done.stderr
     assert "usage: milpa-chat playground" in done.stdout and "--check" in done.stdout
+
+
+def test_mcp_serves_a_module_of_the_current_directory(shell: Shell) -> None:
+    hello = ('from milpa_chat import tool\n\n\n'
+             '@tool("hi", "Say hi", mutating=False)\ndef hi() -> str:\n    return "hi"\n')
+    (shell.work / "hello.py").write_text(hello, encoding="utf-8")
+    initialize = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", '
+                  '"capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}\n')
+    done = shell.run("mcp", "--tools", "hello", stdin=initialize)
+    assert done.returncode == 0, done.stderr
+    assert '"id":1,"result":{"capabilities"' in done.stdout.replace(" ", "")
