@@ -272,14 +272,11 @@ class GrantChanges:
                 log.exception("a grant watcher failed for %s (%s)", record.id, action)
 
     async def sweep(self) -> int:
-        """Apply every decided change a crash left unwritten into its grant; how many were applied."""
-        applied = 0
-        for record in await self.listing():
-            for approval_id in record.pending:
-                approval = await self.approvals.get(approval_id)
-                if approval is not None and approval.state != "pending" and await self.apply(approval) is not None:
-                    applied += 1
-        return applied
+        """Apply every decided change a crash (or another process) left unwritten; how many were applied."""
+        before = {r.id: r.version for r in [GrantRecord(x.key, dict(x.value), x.version)
+                                            for x in await self.store.scan(COLLECTION)]}
+        after = await self.listing()
+        return sum(1 for r in after if before.get(r.id) != r.version)
 
     # ------------------------------------------------------------------ helpers
     async def _open(

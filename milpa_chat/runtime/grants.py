@@ -24,6 +24,7 @@ given to :meth:`GrantDesk.know`; a tool it does not know cannot say its content,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -159,9 +160,20 @@ class GrantDesk(GrantChanges):
         return None if rec is None else GrantRecord(rec.key, dict(rec.value), rec.version)
 
     async def listing(self, *, state: str | None = None) -> list[GrantRecord]:
-        """Every stored grant (drafts too), by id."""
-        recs = await self.store.scan(COLLECTION, where=None if state is None else {"state": state})
-        return [GrantRecord(r.key, dict(r.value), r.version) for r in recs]
+        """Every stored grant (drafts too), by id — with any change decided elsewhere (another process,
+        ``milpa-chat approvals approve``) and not yet written into its grant applied first."""
+        records = [GrantRecord(r.key, dict(r.value), r.version) for r in await self.store.scan(COLLECTION)]
+        if any(await asyncio.gather(*(self._settled(r) for r in records if r.pending))):
+            records = [GrantRecord(r.key, dict(r.value), r.version) for r in await self.store.scan(COLLECTION)]
+        return [r for r in records if state is None or r.state == state]
+
+    async def _settled(self, record: GrantRecord) -> bool:
+        applied = False
+        for approval_id in record.pending:
+            approval = await self.approvals.get(approval_id)
+            if approval is not None and approval.state != "pending":
+                applied = await self.apply(approval) is not None or applied
+        return applied
 
     async def receipts(self) -> list[ConditionReceipt | None]:
         """Every receipt kept, in the order it was taken (``None`` for a row that does not read)."""

@@ -1,0 +1,163 @@
+"""``milpa-chat grants [list | show | suspend | lift | revoke | sign | decline]``: standing grants from the shell.
+
+Every change is a decision of the configured principal (``--as``, scopes from ``--identities`` /
+``--scopes``) through the one decision path, ``via="cli"``: suspend and revoke take effect at once,
+lift opens a request another signer decides (``grants sign CHANGE`` — or on its card in a chat),
+and ``sign`` decides a waiting signature or lift. Nothing here runs without a person named.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from milpa_chat.runtime.approval import ApprovalRefused
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.grant_records import GrantRecord
+    from milpa_chat.runtime.grants import GrantDesk
+    from milpa_chat.store.base import Store
+
+__all__ = ["add_parsers", "cmd_grants", "show_lines"]
+
+Common = Callable[[argparse.ArgumentParser], None]
+ACTIONS = ("list", "show", "suspend", "lift", "revoke", "sign", "decline")
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common | None = None) -> None:
+    p = sub.add_parser("grants", help="list, show, suspend, lift or revoke the standing grants kept in a store")
+    p.add_argument("--all", action="store_true", help="drafts and declined drafts too")
+    actions = p.add_subparsers(dest="action", metavar="{" + ",".join(ACTIONS) + "}")
+    p_list = actions.add_parser("list", help="every grant with its state and use count")
+    p_list.add_argument("--all", action="store_true", default=argparse.SUPPRESS, help="drafts too")
+    parsers = [p, p_list]
+    p_show = actions.add_parser("show", help="one grant: its whole text, who signed it, its history")
+    p_show.add_argument("id", help="the grant id (milpa-chat grants lists them)")
+    parsers.append(p_show)
+    helps = {"suspend": "stop a grant now (as --as PRINCIPAL, who may sign)",
+             "lift": "ask to lift a suspension (another signer decides it)",
+             "revoke": "take a grant out of force for good",
+             "sign": "sign a waiting grant, or approve a waiting lift (CHANGE: its approval id)",
+             "decline": "decline a waiting signature or lift (CHANGE: its approval id)"}
+    for verb, text in helps.items():
+        p_verb = actions.add_parser(verb, help=text)
+        p_verb.add_argument("id", help="the approval id of the change" if verb in ("sign", "decline")
+                            else "the grant id (milpa-chat grants lists them)")
+        p_verb.add_argument("--note", default=None, help="why (kept in the grant's history, shown on its cards)")
+        parsers.append(p_verb)
+    for parser in parsers:
+        if common is not None:
+            common(parser)
+
+
+def _when(ts: object) -> str:
+    if not isinstance(ts, int | float):
+        return "-"
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def show_lines(record: GrantRecord) -> list[str]:
+    """What ``grants show`` prints: the summary, the signature, the whole text, the history."""
+    d = record.data
+    drafted = d.get("drafted_by") or {}
+    lines = [record.summary(), f"drafted by {drafted.get('name') or drafted.get('principal')} via "
+             f"{drafted.get('via')} at {_when(d.get('drafted_at'))}"]
+    signed = d.get("signed_by")
+    if signed:
+        lines.append(f"signed by {signed.get('name') or signed.get('principal')} via {signed.get('via')} at "
+                     f"{_when(d.get('signed_at'))}")
+    if d.get("stopped_because"):
+        lines.append(f"stopped because: {d['stopped_because']}")
+    for approval_id, action in record.pending.items():
+        lines.append(f"waiting: {action} ({approval_id}) — milpa-chat grants sign {approval_id} --as SIGNER")
+    lines.append("text (as signed):")
+    lines.append(record.text)
+    for entry in d.get("history", []):
+        who = entry.get("name") or entry.get("by") or entry.get("by_grant") or "-"
+        lines.append(f"  {_when(entry.get('at'))}  {entry.get('action')}  by {who} via {entry.get('via') or '-'}: "
+                     f"{entry.get('outcome') or ''}")
+    return lines
+
+
+def _desk(store: Store) -> GrantDesk:
+    from milpa_chat.runtime.grants import GrantDesk
+    from milpa_chat.runtime.registry import ToolRegistry
+    from milpa_chat.runtime.trail import AuditTrail
+
+    registry = ToolRegistry(store=store)
+    registry.approvals.trail = AuditTrail(store)
+    return GrantDesk(registry)
+
+
+def _person(ns: argparse.Namespace, verb: str) -> ToolContext:
+    from milpa_chat.cli import CliError
+    from milpa_chat.cli_identity import PRINCIPAL_ENV, CliIdentity
+
+    identity = CliIdentity.from_options(getattr(ns, "as_", None), getattr(ns, "identities", None),
+                                        getattr(ns, "scopes", None))
+    if identity.principal is None:
+        raise CliError(f"grants {verb} needs the person who decides: add --as PRINCIPAL (or set {PRINCIPAL_ENV}), "
+                       "with a signer scope (grants:sign) from --identities FILE or --scopes")
+    return identity.context()
+
+
+async def cmd_grants(ns: argparse.Namespace) -> int:
+    from milpa_chat.cli_store import open_cli_store
+
+    action = getattr(ns, "action", None) or "list"
+    store = open_cli_store(getattr(ns, "store", None))
+    try:
+        desk = _desk(store)
+        if action == "list":
+            return await _list(desk, bool(getattr(ns, "all", False)))
+        if action == "show":
+            print("\n".join(show_lines(await _find(desk, ns.id))))
+            return 0
+        return await _change(desk, ns, action)
+    finally:
+        await store.close()
+
+
+async def _list(desk: GrantDesk, everything: bool) -> int:
+    shown = [r for r in await desk.listing() if everything or r.judged]
+    if not shown:
+        print("No standing grants." + ("" if everything else " (--all shows drafts too)"))
+    for record in shown:
+        print(record.summary())
+    return 0
+
+
+async def _find(desk: GrantDesk, grant_id: str) -> GrantRecord:
+    from milpa_chat.cli import CliError
+
+    found = await desk.get(grant_id)
+    if found is None:
+        raise CliError(f"no standing grant {grant_id!r} in this store; milpa-chat grants --all lists them "
+                       "(is --store the store the grant was drafted on?)")
+    return found
+
+
+async def _change(desk: GrantDesk, ns: argparse.Namespace, action: str) -> int:
+    from milpa_chat.cli import CliError
+
+    ctx = _person(ns, action)
+    try:
+        if action in ("sign", "decline"):
+            record, approval = await desk.decide(ns.id, "approve" if action == "sign" else "reject", ctx, via="cli",
+                                                 note=ns.note)
+        else:
+            record, approval = await desk.request(action, ns.id, ctx, via="cli", note=ns.note)
+    except ApprovalRefused as exc:
+        raise CliError(f"{str(exc).rstrip('.')} (you act as {ctx.principal}, scopes: "
+                       f"{', '.join(ctx.scopes) or 'none'})") from exc
+    if record is None:
+        raise CliError(f"approval {ns.id} is no change of a standing grant; milpa-chat approvals show {ns.id}")
+    if approval.state == "pending":
+        print(f"Asked: {approval.data.get('summary')}. Another signer decides it: milpa-chat grants sign "
+              f"{approval.id} --as SIGNER (or on its card).")
+    else:
+        print(record.summary())
+    return 0
