@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat._extras import require
 from milpa_chat.bots.slack_inbound import SURFACE, action_inbound, command_inbound, event_inbound
 from milpa_chat.bots.slack_menu import MENU_COMMANDS, menu_message, subcommands
+from milpa_chat.bots.slack_people import SlackPeople
 from milpa_chat.bots.slack_serving import SlackServing
 from milpa_chat.bots.slack_transport import NOT_POSTABLE, SlackTransport
 from milpa_chat.chat.inbound import ChatUser, Inbound
@@ -97,6 +99,7 @@ class SlackBot(SlackServing):
             self.app, self.client = app, app.client
             self.signing_secret = signing_secret or getattr(app, "_signing_secret", None) or None
         self.transport = SlackTransport(self.client, command=command, notices=notices)
+        self.people = SlackPeople(self.client)
         self._menu: SlackSubcommandProjector | None = None
         assistant.attach(self.transport)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -186,17 +189,37 @@ class SlackBot(SlackServing):
         return self._menu
 
     async def _answer_menu(self, inbound: Inbound) -> bool:
-        """``/milpa help`` (and ``/milpa`` alone) or ``/milpa tools``: the person's subcommands; False otherwise."""
+        """``/milpa help`` (and ``/milpa`` alone), ``/milpa start`` or ``/milpa tools``: the person's subcommands,
+        shown to them alone; False for anything else."""
         head = (inbound.text or "").split(maxsplit=1)
         if inbound.kind != "command" or not head or head[0] not in MENU_COMMANDS:
             return False
-        found = subcommands(self.subcommands, self.assistant.registry, self.assistant.context_for(inbound))
-        message = menu_message(self.assistant.name, self.command, found, tools_only=head[0] == "/tools")
-        await self.transport.send(inbound.chat_id, message)
+        from milpa_chat.chat.replies import examples, identity_line
+
+        ctx = self.assistant.context_for(inbound)
+        found = subcommands(self.subcommands, self.assistant.registry, ctx)
+        names = {s.name for s in found}
+        own = [s for s in self.assistant.registry.get_tool_summaries(ctx) if s["name"] in names]
+        message = menu_message(self.assistant.name, self.command, found, tools_only=head[0] == "/tools",
+                               examples=examples(own, f"{self.command} "),
+                               who=identity_line(ctx) if head[0] == "/start" else None)
+        await self.transport.whisper(inbound, message)
         return True
+
+    async def _named(self, inbound: Inbound) -> Inbound:
+        """The actor with the name Slack knows them by (cached ``users.info``), else as the request named them."""
+        try:
+            name = await self.people.name(inbound.user.id)
+        except Exception as exc:  # a name is a courtesy: the request goes on without it
+            log.debug("users.info failed: %s", exc)
+            name = None
+        if not name or name == inbound.user.name:
+            return inbound
+        return dataclasses.replace(inbound, user=dataclasses.replace(inbound.user, name=name))
 
     async def _handle(self, inbound: Inbound) -> None:
         try:
+            inbound = await self._named(inbound)
             if not await self._answer_menu(inbound):
                 await self.assistant.handle(inbound, self.transport)
         except Exception as exc:

@@ -7,6 +7,11 @@ retries and repeated deliveries of one thing collide, and different things never
 * slash command: ``cmd:<trigger_id>``;
 * event: ``ev:<event_id>`` (retries carry the same ``event_id``);
 * button: ``act:<message_ts>:<action_ts>:<user>`` (one tap, however often it is delivered).
+
+Text is decoded from Slack's markup into values a tool can use (:func:`decode`): ``&amp; &lt; &gt;``
+become ``& < >``; a person ``<@U123>`` (or ``<@U123|name>``) becomes their member id ``U123``; a channel
+``<#C123|general>`` its name ``#general`` (``#C123`` when Slack gives no name); a link ``<https://x|label>``
+its URL ``https://x`` (``mailto:`` dropped); ``<!here>`` ``@here``; a user group or a date its label.
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from typing import Any, Final
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.renderers.model import parse_callback_data
 
-__all__ = ["SURFACE", "action_inbound", "command_inbound", "event_inbound", "strip_mention"]
+__all__ = ["SURFACE", "action_inbound", "command_inbound", "decode", "event_inbound", "strip_mention"]
 
 SURFACE: Final = "slack"
 _MENTION = re.compile(r"^\s*<@[A-Z0-9]+(?:\|[^>]*)?>[\s:,]*")
+_MARKUP = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")
 
 
 def chat_type(channel_id: str) -> str:
@@ -31,7 +37,7 @@ def chat_type(channel_id: str) -> str:
 
 def command_inbound(body: Mapping[str, Any]) -> Inbound:
     """``/milpa tools`` -> text ``/tools``; ``/milpa pay ACME 10`` -> ``/pay ACME 10``; ``/milpa`` -> ``/help``."""
-    rest = str(body.get("text") or "").strip()
+    rest = decode(str(body.get("text") or "")).strip()
     if rest.startswith("/"):
         rest = rest[1:]
     channel = str(body["channel_id"])
@@ -51,6 +57,32 @@ def command_inbound(body: Mapping[str, Any]) -> Inbound:
         chat_type=chat_type(channel),
         raw=body,
     )
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _value(match: re.Match[str]) -> str:
+    target, label = match.group(1), match.group(2)
+    if target.startswith("@"):
+        return target[1:]
+    if target.startswith("#"):
+        return f"#{label}" if label else target
+    if target.startswith("!"):
+        special = target[1:].split("^", 1)[0]
+        if special in ("here", "channel", "everyone"):
+            return f"@{special}"
+        return label or special
+    if target.startswith("mailto:"):
+        return target[len("mailto:"):]
+    return target
+
+
+def decode(text: str) -> str:
+    """Slack's message markup as plain values: ``"Q&amp;A <@U1> <#C1|general> <https://x|site>"`` ->
+    ``"Q&A U1 #general https://x"`` (see the module's docstring)."""
+    return _unescape(_MARKUP.sub(lambda m: _value(m), text))
 
 
 def strip_mention(text: str) -> str:
@@ -74,7 +106,7 @@ def event_inbound(body: Mapping[str, Any]) -> Inbound | None:
         surface=SURFACE,
         chat_id=channel,
         user=ChatUser(id=str(event["user"]), team=str(event.get("team") or body.get("team_id") or "") or None),
-        text=strip_mention(text) if kind == "app_mention" else text.strip(),
+        text=decode(strip_mention(text) if kind == "app_mention" else text).strip(),
         delivery_id=f"ev:{event_id}" if event_id else None,
         chat_type=chat_type(channel),
         raw=body,

@@ -6,6 +6,7 @@
 * ``edit`` -> ``chat.update`` of the message's ``channel`` + ``ts``;
 * ``answer`` -> ``chat.postEphemeral`` to the actor, or the interaction's ``response_url`` when the
   app cannot post in that conversation;
+* ``whisper`` -> a whole message (help, lists, usage, refusals) the same way: only the actor sees it;
 * ``typing`` -> nothing: Slack has no typing indicator for apps.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from milpa_chat.chat.inbound import Inbound, MessageRef
 from milpa_chat.renderers.slack import SlackRenderer
@@ -89,15 +90,32 @@ class SlackTransport:
                 raise
             await self.respond(url, text)
 
+    async def whisper(self, inbound: Inbound, message: Message) -> None:
+        """``message`` for the actor alone (``chat.postEphemeral``; the ``response_url`` where the app may not post)."""
+        from slack_sdk.errors import SlackApiError
+
+        payload = self.renderer.render_message(message).message
+        try:
+            await self.client.chat_postEphemeral(channel=inbound.chat_id, user=inbound.user.id, **payload)
+        except SlackApiError as exc:
+            url = _response_url(inbound)
+            if url is None or exc.response.get("error") not in NOT_POSTABLE:
+                raise
+            await self._respond(url, payload)
+
     async def typing(self, chat_id: str) -> None:
         """Slack offers apps no typing indicator; nothing is sent."""
 
     async def respond(self, response_url: str, text: str) -> None:
         """An ephemeral reply through an interaction's ``response_url`` (works where the app is no member)."""
+        await self._respond(response_url, {"text": mrkdwn_escape(text)})
+
+    async def _respond(self, response_url: str, payload: Mapping[str, Any]) -> None:
         from slack_sdk.webhook.async_client import AsyncWebhookClient
 
         webhook = AsyncWebhookClient(response_url, session=getattr(self.client, "session", None))
-        resp = await webhook.send(text=mrkdwn_escape(text), response_type="ephemeral", replace_original=False)
+        resp = await webhook.send(text=payload.get("text"), blocks=payload.get("blocks"), response_type="ephemeral",
+                                  replace_original=False)
         if resp.status_code != 200:
             log.warning("response_url answered %s %s", resp.status_code, resp.body)
 

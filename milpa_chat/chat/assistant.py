@@ -22,6 +22,7 @@ from milpa_chat.chat.flows import ACTIONS, ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
 from milpa_chat.chat.outbox import ApprovalOutbox
+from milpa_chat.chat.replies import help_message, privately, refusal, start_message
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
 
@@ -165,7 +166,7 @@ class Assistant:
     async def _on_text(self, inbound: Inbound, transport: Transport) -> None:
         if self.agent is None:
             p = _prefix(transport)
-            await transport.send(inbound.chat_id, cards.text(
+            await privately(transport, inbound, cards.text(
                 f"I work with commands. Send {p}tools to see what you can do, or {p}help for how to write them."))
             return
         await transport.typing(inbound.chat_id)
@@ -182,27 +183,34 @@ class Assistant:
         ctx = self.context_for(inbound)
         p = _prefix(transport)
         if cmd.name == "approvals" and "approvals" not in self.registry:
-            await transport.send(inbound.chat_id, await self._approval_stats(ctx))
+            await privately(transport, inbound, await self._approval_stats(ctx))
             return
         if cmd.name in BUILTIN:
-            visible = [s for s in self.registry.get_tool_summaries(ctx) if s["name"] not in HIDDEN]
-            message = cards.help_message(self.name, p) if cmd.name != "tools" else cards.tools_message(visible, p)
-            await transport.send(inbound.chat_id, message)
+            await privately(transport, inbound, self._builtin(cmd.name, ctx, p))
             return
         definition = self.registry.get(cmd.name)
         if definition is None:
             close = difflib.get_close_matches(cmd.name, [t.name for t in self.registry], n=2)
             hint = f" Did you mean {', '.join(p + c for c in close)}?" if close else ""
-            await transport.send(inbound.chat_id, cards.text(
+            await privately(transport, inbound, cards.text(
                 f"Unknown command {p}{cmd.name}.{hint} Send {p}tools to see what you can use."))
             return
         try:
             args = parse_arguments(cmd.rest, definition.input_schema)
         except CommandError as exc:
             usage = cards.usage(definition.name, definition.input_schema, p)
-            await transport.send(inbound.chat_id, cards.text(f"{p}{cmd.name}: {exc}.\nUsage: {usage}"))
+            await privately(transport, inbound, cards.text(f"{p}{cmd.name}: {exc}.\nUsage: {usage}"))
             return
         await self.run_tool(inbound, transport, definition.name, args, ctx)
+
+    def _builtin(self, name: str, ctx: ToolContext, prefix: str) -> Message:
+        """``/start`` (who you are, and how to write commands), ``/help`` or ``/tools``, from the actor's tools."""
+        visible = [s for s in self.registry.get_tool_summaries(ctx) if s["name"] not in HIDDEN]
+        if name == "tools":
+            return cards.tools_message(visible, prefix)
+        if name == "start":
+            return start_message(self.name, prefix, visible, ctx)
+        return help_message(self.name, prefix, visible)
 
     async def _on_action(self, inbound: Inbound, transport: Transport) -> None:
         action, ref = inbound.action or "", inbound.ref or ""
@@ -217,7 +225,7 @@ class Assistant:
             try:
                 args = parse_arguments(ref, definition.input_schema)
             except CommandError as exc:
-                await transport.send(inbound.chat_id, cards.text(f"{action}: {exc}"))
+                await privately(transport, inbound, cards.text(f"{action}: {exc}", tone="error"))
                 return
             await self.run_tool(inbound, transport, action, args, self.context_for(inbound))
         else:
@@ -229,7 +237,12 @@ class Assistant:
     ) -> ToolResult:
         """Call a tool for a chat user and show the outcome: a result, or an approval card."""
         result = await self.call_with_typing(transport, inbound.chat_id, name, args, ctx)
-        if not await self.open_approval(inbound, name, result):
+        if await self.open_approval(inbound, name, result):
+            return result
+        refused = refusal(result, name, self.registry.get(name), ctx, _prefix(transport))
+        if refused is not None:  # a denial or arguments that did not validate: for the actor alone
+            await privately(transport, inbound, refused)
+        else:
             await self.present(transport, inbound.chat_id, name, args, ctx, result)
         return result
 

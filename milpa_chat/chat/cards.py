@@ -1,10 +1,12 @@
-"""Small message builders the assistant uses (help, tool lists, plain replies), plus result/card glue."""
+"""Small message builders the assistant uses (tool lists, plain replies), plus result/card glue; the help is
+in :mod:`milpa_chat.chat.replies`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.renderers.model import Heading, ItemList, Message, Note, Paragraph, Span
+from milpa_chat.renderers.model import Heading, ItemList, Message, Note, Paragraph
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
@@ -13,23 +15,6 @@ if TYPE_CHECKING:
 
 def text(body: str, *, tone: str = "info") -> Message:
     return Message((Paragraph.of(body),), body.split("\n", 1)[0][:200], tone)  # type: ignore[arg-type]
-
-
-def help_message(name: str, prefix: str = "/") -> Message:
-    p = prefix
-    return Message(
-        (
-            Heading(f"{name}", "🤖"),
-            Paragraph.of("Every tool is a command. Send ", Span(f"{p}tools", "code"), " to see yours."),
-            ItemList((
-                f"{p}delete_note 5 — values in parameter order",
-                f'{p}search_notes query="two words" page=2 — named values',
-                f'{p}search_notes {{"query": "milk"}} — a JSON object',
-            )),
-            Note("Actions that change things ask you to confirm; some need an approver."),
-        ),
-        f"{name}: send {p}tools to see what you can do",
-    )
 
 
 def usage(name: str, schema: dict[str, Any], prefix: str = "/") -> str:
@@ -52,13 +37,36 @@ def result_message(result: ToolResult) -> Message:
     return compose_result(result)
 
 
-def approval_message(approval: Approval, role: str = "approver") -> Message:
-    """This copy of the approval card (``role``: approver, requester or viewer), from the record's state."""
+def unreached(approval: Approval, failing: Mapping[str, str] | None = None) -> list[str]:
+    """Why no approver has this card: the errors of its approver cards when none reached its chat (sent
+    cards, or cards not tried yet: ``[]``). ``failing``: errors of this delivery pass, not recorded yet."""
+    slots = approval.data.get("cards", [])
+    approver = [f"card:{i}" for i, c in enumerate(slots) if c.get("role") == "approver"]
+    if not approver or any(slots[int(e[5:])].get("message_id") for e in approver):
+        return []
+    failures = approval.data.get("failures", {})
+    errors = [str(failures[e].get("error") or "") for e in approver if e in failures]
+    errors += [error for effect, error in (failing or {}).items() if effect in approver]
+    errors += ["given up" for e in approver if slots[int(e[5:])].get("shown")]  # tried until it gave up
+    return errors
+
+
+def approval_message(
+    approval: Approval, role: str = "approver", *, failing: Mapping[str, str] | None = None
+) -> Message:
+    """This copy of the approval card (``role``: approver, requester or viewer), from the record's state.
+    The requester's copy of a pending verification says whether an approver could be reached."""
     from milpa_chat.chat.approvals import view
     from milpa_chat.renderers.approval import compose_approval
 
     message = compose_approval(view(approval, role))  # type: ignore[arg-type]
     if role != "requester" or approval.kind != "verification" or approval.state != "pending":
         return message
-    note = Note("Waiting for an approver — you will be told here when it is decided.")
+    errors = unreached(approval, failing)
+    if errors:
+        why = errors[0].split(": ", 1)[-1][:120] or "no answer"
+        note = Note(f"No approver could be reached yet: the approvers' card could not be posted ({why}). "
+                    "It is tried again; tell an approver yourself if it cannot wait.")
+    else:
+        note = Note("Waiting for an approver — you will be told here when it is decided.")
     return Message((*message.blocks, note), message.summary, message.tone, message.truncated, message.full)

@@ -107,21 +107,41 @@ class ApprovalOutbox:
         for a platform error."""
         now = self.desk.store.clock()
         outcomes: dict[str, Delivery] = {}
+        failing: dict[str, str] = {}  # this pass's errors, for the requester's card sent after them
         for effect in approval.effects():
             failure = active_failure(approval.data, effect)
             if failure and float(failure["next_at"]) > now:
                 continue  # waiting out a retry time
             try:
-                done = await self._one(approval, effect)
+                done = await self._one(approval, effect, failing)
             except Exception as exc:
                 attempts = int(failure["attempts"]) + 1 if failure else 1
                 log.warning("approval %s: %s failed (attempt %d): %s", approval.id, effect, attempts, exc)
                 done = Delivery(error=f"{type(exc).__name__}: {exc}", retry_in=retry_delay(exc, attempts))
+                failing[effect] = done.error or ""
             if done is not None:
                 outcomes[effect] = done
         if not outcomes:
             return approval
-        return await self.desk.delivered(approval.id, outcomes, current=approval)
+        before = bool(cards.unreached(approval))
+        delivered = await self.desk.delivered(approval.id, outcomes, current=approval)
+        await self._retell(delivered, before, sent={e for e, d in outcomes.items() if d.message_id})
+        return delivered
+
+    async def _retell(self, approval: Approval, before: bool, sent: set[str]) -> None:
+        """When whether an approver has the card changed, the requester's copy says so (best effort, not
+        recorded, like :meth:`show`): "No approver could be reached yet", then "Waiting for an approver"."""
+        if approval.kind != "verification" or approval.state != "pending" or bool(cards.unreached(approval)) == before:
+            return
+        for i, card in enumerate(approval.data.get("cards", [])):
+            transport = self.transports.get(card["surface"])
+            if card.get("role") != "requester" or not card.get("message_id") or f"card:{i}" in sent or not transport:
+                continue
+            try:
+                await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
+                                     cards.approval_message(approval, "requester"))
+            except Exception as exc:
+                log.info("approval %s: the requester's card not updated yet (%s)", approval.id, exc)
 
     async def _shown(self, approval: Approval, card: dict[str, Any]) -> None:
         trail = self.desk.trail
@@ -131,7 +151,7 @@ class ApprovalOutbox:
             except Exception:
                 log.exception("approval %s: the audit trail could not record a card", approval.id)
 
-    async def _one(self, approval: Approval, effect: str) -> Delivery | None:
+    async def _one(self, approval: Approval, effect: str, failing: Mapping[str, str]) -> Delivery | None:
         """Deliver one effect; ``None`` when it cannot be delivered from this worker (surface not attached)."""
         v = approval.data
         if effect.startswith("card:"):
@@ -139,7 +159,7 @@ class ApprovalOutbox:
             transport = self.transports.get(card["surface"])
             if transport is None:
                 return None
-            message = cards.approval_message(approval, card.get("role", "approver"))
+            message = cards.approval_message(approval, card.get("role", "approver"), failing=failing)
             if card.get("message_id"):
                 await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
                                      message)

@@ -271,6 +271,21 @@ class SlackApiServer:
         """Make a channel exist (ids starting with ``D`` are direct messages)."""
         self.workspace.add_channel(channel_id, name=name, is_private=is_private)
 
+    def add_user(self, user_id: str, name: str, *, real_name: str = "", display_name: str = "") -> None:
+        """A member ``users.info`` answers for (``user.name``, ``user.real_name``, ``user.profile.display_name``);
+        ``users.info`` of an id never added is ``user_not_found``."""
+        people: dict[str, JsonDict] = self.workspace.__dict__.setdefault("people", {})
+        people[user_id] = {"id": user_id, "team_id": self.workspace.team_id, "name": name, "real_name": real_name,
+                           "profile": {"real_name": real_name, "display_name": display_name}}
+
+        def users_info(args: JsonDict) -> JsonDict:
+            found = people.get(str(args.get("user", "")))
+            if found is None:
+                raise SlackMethodError("user_not_found")
+            return {"ok": True, "user": found}
+
+        self.workspace.methods["users.info"] = users_info
+
     def add_user_message(self, channel: str, text: str, *, user: str, thread_ts: str | None = None) -> SlackMessage:
         """Record a message a person wrote (for events that refer to it, and for ``cant_update_message``)."""
         resolved = self.workspace.add_channel(channel)

@@ -145,6 +145,16 @@ class SlackWorld:
         """Texts shown only to ``user``, oldest first."""
         return [m.text for m in self.api.ephemeral_messages(user)]
 
+    def private(self, user: str, channel: str = WORK) -> SlackMessage:
+        """The newest message shown only to ``user`` in ``channel`` (``chat.postEphemeral`` or a response_url)."""
+        found = self.api.ephemeral_messages(user, channel=channel)
+        assert found, f"nothing was shown to {user} alone in {channel}; calls: {[c.method for c in self.api.calls()]}"
+        return found[-1]
+
+    def public(self, channel: str = WORK) -> list[SlackMessage]:
+        """What the app posted in ``channel`` for everyone."""
+        return [m for m in self.api.messages(channel) if m.bot_id]
+
 
 
 

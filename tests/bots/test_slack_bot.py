@@ -45,26 +45,31 @@ async def world(tools: Tools) -> AsyncIterator[SlackWorld]:
 async def test_tools_and_help_through_the_slash_command(world: SlackWorld) -> None:
     resp = await world.command("tools", user=ALICE)
     assert resp.status == 200 and resp.text == ""
-    listing = world.last(WORK).all_text()
+    listing = world.private(ALICE).all_text()  # one person's permissions are shown to that person alone
     assert "/milpa delete_note" in listing and "/milpa pay" in listing
     await world.command("tools", user=EVE)
-    assert "no tools available" in world.last(WORK).all_text()
+    assert "no tools available" in world.private(EVE).all_text()
     await world.command("help", user=ALICE)
-    assert "/milpa tools" in world.last(WORK).all_text()
+    assert "/milpa tools" in world.private(ALICE).all_text()
     await world.command("", user=ALICE)  # a bare /milpa is help
-    assert world.last(WORK).all_text() == world.api.messages(WORK)[-2].all_text()
+    shown = world.api.ephemeral_messages(ALICE)
+    assert shown[-1].all_text() == shown[-2].all_text()
+    assert world.public() == []
 
 
 async def test_bad_arguments_and_unknown_commands_get_a_clear_message(world: SlackWorld, tools: Tools) -> None:
     await world.command("delete_note five", user=ALICE)
-    text = world.last(WORK).all_text()
+    text = world.private(ALICE).all_text()
     assert "note_id: Input should be a valid integer" in text and tools.deleted == []
+    assert "Usage: /milpa delete_note &lt;note_id&gt;" in text  # the usage line on every argument error
     await world.command('pay "ACME', user=ALICE)
-    assert "close every quote" in world.last(WORK).all_text()
+    assert "close every quote" in world.private(ALICE).all_text()
     await world.command("delete_not 5", user=ALICE)
-    assert "Did you mean /milpa delete_note" in world.last(WORK).all_text()
+    assert "Did you mean /milpa delete_note" in world.private(ALICE).all_text()
     await world.command("delete_note 5", user=EVE)
-    assert "notes:write" in world.last(WORK).all_text() and tools.deleted == []
+    denial = world.private(EVE).all_text()
+    assert "notes:write" in denial and f"slack:T1:{EVE}" in denial and tools.deleted == []
+    assert world.public() == []  # every refusal went to the actor alone
 
 
 async def test_a_slow_tool_is_acknowledged_at_once_and_answers_later(world: SlackWorld, tools: Tools) -> None:
@@ -82,8 +87,8 @@ async def test_a_slow_tool_is_acknowledged_at_once_and_answers_later(world: Slac
 
 
 async def test_when_the_app_cannot_post_the_user_is_told_through_the_response_url(world: SlackWorld) -> None:
-    world.api.fail_next("chat.postMessage", "not_in_channel")
-    await world.command("tools", user=ALICE)
+    world.api.fail_next("chat.postMessage", "not_in_channel", times=2)  # the result, then the apology
+    await world.command("list_notes", user=ALICE)
     [note] = world.api.ephemeral_messages(ALICE)
     assert "cannot post in this conversation (not_in_channel)" in note.text and note.via == "response_url"
     assert "/invite" in note.text
@@ -140,13 +145,14 @@ async def test_buttons_this_app_did_not_make_are_refused(world: SlackWorld, tool
 async def test_mentions_and_direct_messages_without_an_agent_point_to_the_commands(world: SlackWorld) -> None:
     resp = await world.slack.app_mention("what can you do?", user=ALICE, channel=WORK)
     await world.bot.drain()
-    assert resp.status == 200 and "/milpa tools" in world.last(WORK).all_text()
+    assert resp.status == 200 and "/milpa tools" in world.private(ALICE).all_text()
     await world.slack.direct_message("hello", user=ALICE)
     await world.bot.drain()
-    assert "/milpa tools" in world.last("D1001").all_text()
+    assert "/milpa tools" in world.private(ALICE, "D1001").all_text()
     await world.slack.app_mention("/tools", user=ALICE, channel=WORK)  # a command written after the mention
     await world.bot.drain()
-    assert "/milpa delete_note" in world.last(WORK).all_text()
+    assert "/milpa delete_note" in world.private(ALICE).all_text()
+    assert world.public() == []
 
 
 async def test_free_text_goes_to_the_agent_as_the_slack_user(tools: Tools) -> None:
@@ -154,13 +160,13 @@ async def test_free_text_goes_to_the_agent_as_the_slack_user(tools: Tools) -> No
 
     async def agent(inbound: Inbound, ctx: ToolContext) -> str:
         seen.append((inbound.text, ctx.principal))
-        return f"You said: {inbound.text}"
+        return f"You said: {inbound.text} (in <#C0WORK>)"
 
     async with slack_world(memory_assistant(tools, Clock(), agent=agent)) as world:
         await world.slack.app_mention("summarise <#C0WORK> please", user=ALICE, channel=WORK)
         await world.slack.direct_message("and now?", user=BOB)
         await world.bot.drain()
-        assert seen == [("summarise <#C0WORK> please", "slack:T1:U1001"), ("and now?", "slack:T1:U1002")]
+        assert seen == [("summarise #C0WORK please", "slack:T1:U1001"), ("and now?", "slack:T1:U1002")]
         assert "You said: and now?" in world.last("D1002").all_text()
         # the agent's text is shown, never acted on: the channel link stays text
         assert "&lt;#C0WORK&gt;" in world.last(WORK).all_text()
@@ -214,8 +220,7 @@ async def test_retried_and_repeated_deliveries_run_nothing_twice(world: SlackWor
     await world.slack.retry(mention, num=1, reason="http_timeout")
     await world.slack.retry(mention, num=2, reason="http_error")
     await world.bot.drain()
-    bot = world.api.workspace.bot_user_id
-    assert len([m for m in world.api.messages(WORK) if m.user == bot]) == 1
+    assert len(world.api.ephemeral_messages(ALICE)) == 1  # the one answer to the mention
 
     first = await world.slack.command("/milpa", "delete_note 8", user=ALICE, channel=WORK)
     again = await world.slack.send(first.request)  # the same command (same trigger_id) delivered twice

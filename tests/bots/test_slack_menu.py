@@ -49,7 +49,12 @@ async def world() -> AsyncIterator[SlackWorld]:
 
 async def shown(world: SlackWorld, text: str, user: str) -> str:
     await world.command(text, user=user)
-    return html.unescape(world.last(WORK).all_text())
+    return html.unescape(world.private(user).all_text())  # for that person alone
+
+
+async def posted(world: SlackWorld, text: str, user: str) -> str:
+    await world.command(text, user=user)
+    return html.unescape(world.last(WORK).all_text())  # a result or a card, for the channel
 
 
 async def test_help_lists_the_subcommands_of_the_persons_scopes_with_their_usage(world: SlackWorld) -> None:
@@ -77,6 +82,6 @@ async def test_tools_is_the_same_listing_and_what_it_lists_runs(world: SlackWorl
     assert "/milpa notes_find <word: string> [order: newest|oldest = newest]" in listing
     assert "no tools available" in await shown(world, "tools", EVE)
 
-    assert "1" in await shown(world, "notes_find milk", ALICE)
+    assert "1" in await posted(world, "notes_find milk", ALICE)
     # not listed, still callable (and, declaring no effect, confirmed like a mutation)
-    assert "Confirm notes_vacuum?" in await shown(world, "notes_vacuum", ALICE)
+    assert "Confirm notes_vacuum?" in await posted(world, "notes_vacuum", ALICE)

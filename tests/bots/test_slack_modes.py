@@ -173,7 +173,7 @@ async def test_socket_mode_needs_no_signing_secret_and_runs_every_flow(api: Slac
     assert slack.opened_with == [APP_TOKEN]
     assert tools.deleted == [5] and card.buttons() == [] and "Done" in card.text
     assert api.ephemeral_messages(ALICE) == []  # the retried tap was not answered "Already done."
-    assert len([m for m in api.messages(WORK) if "/milpa tools" in m.all_text()]) == 1  # one answer to the mention
+    assert len([m for m in api.ephemeral_messages(MARIA) if "/milpa tools" in m.all_text()]) == 1  # one answer
 
 
 # --- what it says when it cannot run -------------------------------------------------------------------------------
