@@ -126,3 +126,45 @@ def test_the_cli_verifies_exports_and_tells(tmp_path: Path, capsys: pytest.Captu
     assert main(["audit", "verify", "--store", str(db)]) == 1
     assert "edited" in capsys.readouterr().out
 
+
+
+def _append_from_process(spec: dict[str, Any], worker: int, count: int, start_at: float) -> None:
+    """Process target: wait for the common start, then append ``count`` entries as fast as possible."""
+    import time
+
+    async def run() -> None:
+        store = open_spec(spec, max_size=2)
+        trail = AuditTrail(store)
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        await asyncio.gather(*[trail.append("call", f"w{worker}", {"worker": worker, "n": n}) for n in range(count)])
+        await store.close()
+
+    asyncio.run(run())
+
+
+@pytest.fixture
+def postgres_spec(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    yield from backend_spec("postgres", tmp_path)
+
+
+@pytest.mark.slow
+async def test_four_processes_appending_at_once_on_postgresql_keep_one_chain(postgres_spec: dict[str, Any]) -> None:
+    import multiprocessing
+    import time
+
+    spec = postgres_spec
+    context = multiprocessing.get_context("spawn")
+    start_at = time.time() + 4.0  # every interpreter is up and connected by then
+    procs = [context.Process(target=_append_from_process, args=(spec, w, 25, start_at)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        await asyncio.to_thread(p.join, 120)
+        assert p.exitcode == 0
+    store = open_spec(spec)
+    trail = AuditTrail(store)
+    verdict = await trail.verify()
+    assert verdict.ok and verdict.checked == 100, verdict
+    written = sorted((e.fields["worker"], e.fields["n"]) for e in await trail.entries())
+    assert written == [(w, n) for w in range(4) for n in range(25)]  # none lost, none twice
+    await store.close()
