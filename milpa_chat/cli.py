@@ -23,9 +23,7 @@ import asyncio
 import json
 import shlex
 import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from milpa_chat.errors import MilpaError
@@ -283,10 +281,7 @@ async def _dispatch(ns: argparse.Namespace) -> int:
 
     verbose = ns.verbose and "verbose" in inspect.signature(run_demo).parameters
     options: dict[str, Any] = {"verbose": True} if verbose else {}
-    if getattr(ns, "store", None):
-        return await run_demo(ns.store, **options)
-    with tempfile.TemporaryDirectory(prefix="milpa-demo-") as scratch:  # removed when the walk-through ends
-        return await run_demo(Path(scratch) / "demo.db", **options)
+    return await run_demo(getattr(ns, "store", None), **options)  # without --store: in memory, nothing on disk
 
 
 def _run_command(ns: argparse.Namespace) -> int:

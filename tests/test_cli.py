@@ -79,7 +79,7 @@ def test_plan_mode_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
 
 async def test_demo_walks_through_every_step(tmp_path: Path) -> None:
     lines: list[str] = []
-    assert await run_demo(tmp_path / "demo.db", lines.append) == 0
+    assert await run_demo(tmp_path / "demo.db", lines.append, verbose=True) == 0  # the audit lines too
     text = "\n".join(lines)
     assert "page: Input should be a valid integer" in text
     assert "Missing required scope for tool 'delete_note'" in text
