@@ -151,8 +151,14 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
     assert page.locator("#tg-chats button", has_text="Approvers").is_disabled()
     say(page, "tg", "/delete_note 2")
     assert "notes:write" in tg_bot(page, 1003, "notes:write").inner_text()  # the missing scope, named
+    say(page, "sk", "/milpa delete_note 2")  # in Slack the refusal is ephemeral: only Gus sees it
+    refusal = page.locator('#sk-scroll .room[data-room="C0GENERAL"] .sk-msg.ephemeral', has_text="notes:write").last
+    expect_text(refusal, "Only visible to you")
+    assert page.locator(".sk-msg.command", has_text="You used /milpa delete_note 2").is_visible()
 
-    be(page, "alice")  # a confirm round trip: the card is edited in place, the tap answered with a toast
+    be(page, "alice")
+    assert refusal.is_hidden()  # not shown to Alice
+    # a confirm round trip: the card is edited in place, the tap answered with a toast
     say(page, "tg", "/delete_note 2")
     card = tg_bot(page, 1001, "Confirm: delete_note")
     card.locator(".kb-btn", has_text="Confirm").click()
@@ -163,6 +169,13 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
 
     payment_approved_in_slack(page)
     forged_tap_and_expiry(page)
+
+    page.click("#tour-button")  # the scripted tour, played by the playground itself, shown live
+    page.locator("#tour-log li", has_text="steps passed").wait_for(timeout=90_000)
+    log = page.locator("#tour-log li").all_inner_texts()
+    assert log[-1] == "7 of 7 steps passed", log
+    assert "cannot approve" in page.locator("#alert-text").inner_text()  # the tour's forged tap, shown to Alice
+    page.locator("#alert button").click()
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: one pane at a time, tabs to switch
     assert page.locator("#slack").is_hidden() and page.locator("#telegram").is_visible()
