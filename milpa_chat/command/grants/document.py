@@ -14,67 +14,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.grants.calls import NamedCall, StandingCall
 from milpa_chat.command.grants.canonical import Canonical
 from milpa_chat.command.grants.ceiling import ceiling_to_dict, check_ceiling
 from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.rules import INT64, check_one_line, parse_expiry, same_value, spell_expiry
+from milpa_chat.command.grants.parts import LONGEST, Condition, Falsifier
+from milpa_chat.command.grants.reader import grant_fields, read_grant_fields
+from milpa_chat.command.grants.rules import check_one_line, parse_expiry, same_value, spell_expiry
 
 __all__ = ["LONGEST", "Condition", "Falsifier", "StandingGrant"]
-
-#: The longest text :meth:`StandingGrant.from_json` reads, in UTF-8 bytes (256 KB): a page a person reads.
-LONGEST: Final = 256 * 1024
-
-
-def _measuring_run(where: str, by: object) -> NamedCall:
-    if not isinstance(by, NamedCall):
-        raise InvalidGrant(where, f"takes the measuring run as a NamedCall(operation, arguments, free), got {by!r}")
-    return by
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """What must have been measured green on the content a call acts on: ``by`` is the run that measures it."""
-
-    name: str
-    statement: str
-    by: NamedCall
-
-    def __post_init__(self) -> None:
-        check_one_line("name", self.name)
-        check_one_line("statement", self.statement)
-        _measuring_run("by", self.by)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "statement": self.statement, "by": self.by.to_dict()}
-
-
-@dataclass(frozen=True, slots=True)
-class Falsifier:
-    """What would show the grant was wrong to give; ``by`` watches it and is seen at least every ``window`` seconds."""
-
-    name: str
-    statement: str
-    by: NamedCall
-    window: int
-
-    def __post_init__(self) -> None:
-        check_one_line("name", self.name)
-        check_one_line("statement", self.statement)
-        _measuring_run("by", self.by)
-        if type(self.window) is not int or not 0 < self.window <= INT64[1]:
-            raise InvalidGrant(
-                "window",
-                f"{Canonical.shown(self.window)} is not a window: give how often the watcher must be seen, as a "
-                f"positive whole number of seconds (e.g. 86400)",
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "statement": self.statement, "by": self.by.to_dict(), "window": self.window}
-
 
 def _texts(where: str, value: object, *, allow_empty: bool = False) -> tuple[str, ...]:
     if isinstance(value, str | Mapping) or not isinstance(value, Iterable):
@@ -227,17 +178,20 @@ class StandingGrant:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> StandingGrant:
-        """Read the signed text strictly (see :func:`milpa_chat.command.grants.reader.read_grant`)."""
-        from milpa_chat.command.grants.reader import read_grant
-
-        return read_grant(text)
+        """Read the signed text strictly (see :func:`milpa_chat.command.grants.reader.read_grant_fields`)."""
+        grant = cls(**read_grant_fields(text))
+        if len(grant.to_json().encode("utf-8")) > LONGEST:
+            raise InvalidGrant(
+                "$",
+                f"its canonical spelling (which states supersedes, lifts and expires_at) is longer than {LONGEST} "
+                f"bytes: shorten a statement or the lists",
+            )
+        return grant
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StandingGrant:
         """Read a decoded document: every rule that can be seen in a map (not repeated keys, nor escapes)."""
-        from milpa_chat.command.grants.reader import grant_from_dict
-
-        return grant_from_dict(data)
+        return cls(**grant_fields(data))
 
 
 def entries_over(grant: StandingGrant, operation: str) -> Sequence[NamedCall]:

@@ -1,4 +1,4 @@
-"""The strict reader of a signed grant: :func:`read_grant` (``StandingGrant.from_json``) and :func:`grant_from_dict`.
+"""The strict reader of a signed grant: :func:`read_grant_fields` (``StandingGrant.from_json``), :func:`grant_fields`.
 
 The text a person signs is read as it is shown: at most :data:`LONGEST` UTF-8 bytes (checked before
 a byte is parsed), valid UTF-8 with no BOM, one JSON object; each key said once at every depth;
@@ -18,11 +18,11 @@ from typing import Any, Final
 from milpa_chat.command.grants.calls import NamedCall
 from milpa_chat.command.grants.canonical import Canonical
 from milpa_chat.command.grants.ceiling import read_ceiling
-from milpa_chat.command.grants.document import LONGEST, Condition, Falsifier, StandingGrant
 from milpa_chat.command.grants.errors import InvalidGrant
+from milpa_chat.command.grants.parts import LONGEST, Condition, Falsifier
 from milpa_chat.command.grants.rules import INT64, key_in_path
 
-__all__ = ["grant_from_dict", "read_grant"]
+__all__ = ["grant_fields", "read_grant_fields"]
 
 _LITERAL: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _ESCAPE: Final = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
@@ -41,8 +41,9 @@ def _spell(path: Path) -> str:
 
 
 # --------------------------------------------------------------------------- the text
-def read_grant(text: str | bytes) -> StandingGrant:
-    """The grant a signed text spells, or :class:`InvalidGrant` naming what was wrong and how to write it."""
+def read_grant_fields(text: str | bytes) -> dict[str, Any]:
+    """The fields of the grant a signed text spells (``StandingGrant(**fields)``), or :class:`InvalidGrant`
+    naming what was wrong and how to write it."""
     raw = _decoded(text)
     try:
         data = json.loads(
@@ -59,14 +60,7 @@ def read_grant(text: str | bytes) -> StandingGrant:
     if not isinstance(data, dict):
         raise InvalidGrant("$", "a grant is one JSON object {...}")
     _check_escapes(raw, data)
-    grant = grant_from_dict(data)
-    if len(grant.to_json().encode("utf-8")) > LONGEST:
-        raise InvalidGrant(
-            "$",
-            f"its canonical spelling (which states supersedes, lifts and expires_at) is longer than {LONGEST} bytes: "
-            f"shorten a statement or the lists",
-        )
-    return grant
+    return grant_fields(data)
 
 
 def _decoded(text: str | bytes) -> str:
@@ -230,8 +224,9 @@ def _part(where: str, build: Any, *args: Any) -> Any:
         raise exc.within(where) from None
 
 
-def grant_from_dict(data: Mapping[str, Any]) -> StandingGrant:
-    """A grant from a decoded map, held to every rule a map can show (it cannot show a repeated key or an escape)."""
+def grant_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a grant from a decoded map, held to every rule a map can show (it cannot show a repeated
+    key or an escape); the document's own constructor checks the rest."""
     top = _map("$", data, _TOP_REQUIRED, _TOP_OPTIONAL)
     operations = [
         _call(f"operations[{i}]", entry, measuring=False)
@@ -250,7 +245,7 @@ def grant_from_dict(data: Mapping[str, Any]) -> StandingGrant:
     if expires_at is not None:
         _text("expires_at", expires_at)
     supersedes = top.get("supersedes")
-    return StandingGrant(
+    return dict(
         id=top["id"],
         to=tuple(_list("to", top["to"])),
         operations=tuple(operations),
