@@ -179,7 +179,7 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: one pane at a time, tabs to switch
     assert page.locator("#slack").is_hidden() and page.locator("#telegram").is_visible()
-    page.wait_for_timeout(4500)  # the toasts are gone
+    page.evaluate("() => document.getElementById('toasts').replaceChildren()")  # no toasts in the picture
     page.evaluate("() => { const s = document.getElementById('tg-scroll'); s.scrollTop = s.scrollHeight; }")
     shot(page, "5_phone_telegram", docs="playground-phone.png")
     page.locator(".tabs button", has_text="Slack").click()
