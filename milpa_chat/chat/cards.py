@@ -3,6 +3,7 @@ in :mod:`milpa_chat.chat.replies`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,14 @@ def result_message(result: ToolResult) -> Message:
     return compose_result(result)
 
 
+def _reason(error: str) -> str:
+    """A platform error in a few words: Slack's error code, else the message without the exception's name."""
+    code = re.search(r"""['"]error['"]: ['"]([a-z_]+)""", error)
+    if code:
+        return code.group(1)
+    return error.split(": ", 1)[-1].split("\n", 1)[0][:120] or "no answer"
+
+
 def unreached(approval: Approval, failing: Mapping[str, str] | None = None) -> list[str]:
     """Why no approver has this card: the errors of its approver cards when none reached its chat (sent
     cards, or cards not tried yet: ``[]``). ``failing``: errors of this delivery pass, not recorded yet."""
@@ -64,7 +73,7 @@ def approval_message(
         return message
     errors = unreached(approval, failing)
     if errors:
-        why = errors[0].split(": ", 1)[-1][:120] or "no answer"
+        why = _reason(errors[0])
         note = Note(f"No approver could be reached yet: the approvers' card could not be posted ({why}). "
                     "It is tried again; tell an approver yourself if it cannot wait.")
     else:
