@@ -130,9 +130,14 @@ def load_registry(
         if registry.scan(obj) == 0:
             raise _usage_error(f"{spec!r} declares no @tool functions or methods; pass {hint}")
         return registry
-    if store is not None and isinstance(obj.store, MemoryStore):
+    moved_before = _MOVED.get(id(obj)) is obj.store  # an earlier command in this process moved it
+    if store is not None and (isinstance(obj.store, MemoryStore) or moved_before):
         _move(obj, store)
     return obj
+
+
+#: The registries a command moved onto its store (by id), with that store: the next command moves them again.
+_MOVED: dict[int, Store] = {}
 
 
 def _move(registry: ToolRegistry, store: Store) -> None:
@@ -143,6 +148,7 @@ def _move(registry: ToolRegistry, store: Store) -> None:
     limiter = registry.rate_limiter
     if limiter is not None and getattr(limiter, "store", None) is old:
         limiter.store = store
+    _MOVED[id(registry)] = store
 
 
 def demo_tools(store: Store | None = None) -> ToolRegistry:
@@ -165,7 +171,7 @@ def runs_cli_approvals(registry: ToolRegistry, requester: Callable[[dict[str, An
     results: list[ToolResult] = []
     desk = registry.approvals
 
-    def opener(value: dict[str, Any], ctx: ToolContext) -> None:
+    def cli_opener(value: dict[str, Any], ctx: ToolContext) -> None:
         if ctx.channel == "cli" and value.get("tool") is not None and value.get("kind") == "verification":
             value["auto_run"] = True  # no chat layer waits for it: whoever approves runs it
 
@@ -176,8 +182,10 @@ def runs_cli_approvals(registry: ToolRegistry, requester: Callable[[dict[str, An
         async with desk.holding(approval):
             results.append(await registry.run_approval(approval, requester(approval.data)))
 
-    desk.openers.append(opener)
+    desk.openers[:] = [o for o in desk.openers if getattr(o, "__name__", "") != "cli_opener"] + [cli_opener]
     desk.follower = follow
     if desk.trail is None:
         AuditTrail(registry.store).attach(registry)
+    elif _MOVED.get(id(registry)) is registry.store:  # moved again by this command: its trail follows
+        desk.trail.store = registry.store
     return results

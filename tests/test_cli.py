@@ -245,3 +245,13 @@ def test_a_property_named_like_a_command_option_is_the_tools_not_the_callers(
     assert 'Given:    ["admin", "audit"]' in out and f"In store: {elsewhere}" in out
     assert not elsewhere.exists()  # the command's store stayed the default one
     assert (tmp_path / "data" / "milpa-chat" / "store.db").exists()
+
+
+SHARED = operations()  # one registry object, built without a store, used by two commands of one process
+
+
+def test_a_registry_object_is_moved_onto_the_store_of_each_command(capsys: pytest.CaptureFixture[str]) -> None:
+    for ids in ("[1]", "[2]"):
+        assert main(["call", "notes_tag", "--tools", "tests.test_cli:SHARED", "--args", f'{{"note_ids": {ids}}}']) == 0
+    assert main(["audit", "verify"]) == 0
+    assert "The audit trail holds: 2 entries" in capsys.readouterr().out  # both calls, in the command's store
