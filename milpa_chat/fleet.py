@@ -236,8 +236,8 @@ async def serve(config: FleetConfig, platform: str, stop: asyncio.Event | None =
             await _serve_telegram(telegram, config, stop)
         else:
             assert slack is not None
-            if telegram is not None:
-                await telegram.start(polling=False)  # a transport only: no webhook, no sweeper, no menu
+            if telegram is not None and not await _start_transport_only(assistant, telegram):
+                telegram = None
             await _serve_slack(slack, config, stop)
     finally:
         if telegram is not None:
@@ -246,6 +246,19 @@ async def serve(config: FleetConfig, platform: str, stop: asyncio.Event | None =
             await slack.close()
         await assistant.store.close()
     log.info("milpa fleet worker %s on port %s drained and stopped", platform, config.port)
+
+
+async def _start_transport_only(assistant: Assistant, bot: TelegramBot) -> bool:
+    """Start ``bot`` for sending only (no webhook, no sweeper, no menu); when Telegram cannot be reached, serve
+    without it (the Telegram workers deliver its cards) instead of not serving at all."""
+    try:
+        await bot.start(polling=False)
+    except Exception as exc:
+        log.warning("Telegram is unreachable (%s: %s): this worker serves Slack and leaves Telegram's cards to the "
+                    "Telegram workers", type(exc).__name__, exc)
+        assistant.transports.pop("telegram", None)
+        return False
+    return True
 
 
 async def _serve_telegram(bot: TelegramBot, config: FleetConfig, stop: asyncio.Event) -> None:

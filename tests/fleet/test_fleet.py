@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from milpa_chat.fleet import FleetConfig, FleetConfigError, haproxy_config
+from milpa_chat.fleet import FleetConfig, FleetConfigError, haproxy_config, main
 from tests.store._workers import open_spec
 
 from ._fleet import SLACK_APPROVERS, SLACK_MANAGERS, TG_APPROVERS, TG_WRITERS, running_fleet
@@ -39,6 +39,13 @@ def test_the_example_environment_is_what_the_workers_read(tmp_path: Path) -> Non
     with pytest.raises(FleetConfigError, match="TELEGRAM_WEBHOOK_SECRET"):
         FleetConfig.from_env({k: v for k, v in example.items() if k != "TELEGRAM_WEBHOOK_SECRET"}
                              | {"MILPA_IDENTITIES": str(identities)}).check("telegram")
+
+
+def test_a_worker_without_a_fleet_database_says_what_to_set(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["slack"], env={"MILPA_STORE": "milpa.db"}) == 2
+    assert "MILPA_STORE must be the fleet's PostgreSQL database" in capsys.readouterr().err
+    assert main(["serve"], env={}) == 2
+    assert "usage: python -m milpa_chat.fleet" in capsys.readouterr().err
 
 
 async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_path: Path) -> None:
