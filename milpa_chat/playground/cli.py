@@ -41,6 +41,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def cmd_playground(ns: argparse.Namespace) -> int:
     """Run the playground as ``ns`` says; returns the exit status."""
+    from milpa_chat._extras import require
+    from milpa_chat.errors import MissingExtraError
+
+    try:
+        for module in ("starlette", "uvicorn", "aiohttp", "telegram", "slack_bolt"):
+            require(module, extra="playground", feature="milpa-chat playground")
+    except MissingExtraError as exc:
+        print(f"milpa-chat playground: {exc}", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(_serve(ns))
     except KeyboardInterrupt:

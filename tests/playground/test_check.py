@@ -62,3 +62,12 @@ def test_serves_until_ctrl_c_and_stops_cleanly(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_the_playground_extra_it_says_what_to_install(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['starlette'] = None\n"  # as if starlette were not installed
+            "from milpa_chat.playground.cli import main\nraise SystemExit(main(['--check']))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 2 and 'pip install "milpa-chat[playground]"' in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
