@@ -8,7 +8,8 @@ CLI) decides it, never a tool.
 
 * **sign** — :meth:`GrantChanges.draft` (or "Always allow…" on an approver's card,
   :meth:`GrantChanges.draft_from`) keeps the grant as a ``draft`` and opens its signature, showing the
-  whole text in canonical spelling. Signing is the approval of that record: a second, separate step.
+  whole text in canonical spelling (the request's ``reason``). Signing is the approval of that record:
+  a second, separate step.
   With the grant's ``four_eyes`` rule (the default), the person who drafted it cannot sign it.
   A grant that supersedes others takes them out of force when it is signed.
 * **suspend**, **revoke** — a stop: asked and decided in one go by a person who may sign.
@@ -24,7 +25,6 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.command.grants import Canonical, InvalidGrant, NamedCall, StandingGrant
@@ -159,7 +159,7 @@ class GrantChanges:
             operations=(NamedCall(operation.name, fixed),),
             ceiling=offer.ceiling if offer.ceiling is not None else operation.effect_ceiling(),
             conditions=offer.conditions, falsifier=offer.falsifier, undo=offer.undo,
-            expires_at=None if lasts is None else when(self.store.clock()) + timedelta(seconds=lasts),
+            expires_at=None if lasts is None else when(float(int(self.store.clock() + lasts))),
         )
 
     async def draft_from(
@@ -287,13 +287,15 @@ class GrantChanges:
         ops = ", ".join(Canonical.short(e.operation) for e in grant.operations)
         verbs = {"sign": "Sign", "suspend": "Suspend", "lift": "Lift the suspension of", "revoke": "Revoke"}
         summary = f"{verbs[action]} standing grant {Canonical.shown(grant.id)}: {ops} for {', '.join(grant.to)}"
+        if action == "sign" and note:
+            summary += f" ({note})"
         policy = VerifyPolicy(approver_scopes=self.signer_scopes, four_eyes=four_eyes, quorum=1,
                               expires_in=self.expires_in)
         return await self.approvals.open(
             "verification", ctx, tool=None, args={"grant": grant.id, "action": action}, summary=summary,
-            expires_in=self.expires_in, policy=policy, subject=f"standing:{action}", reason=note,
-            payload={"grant_change": action, "grant": grant.id, "document": grant.to_json(),
-                     "digest": grant.digest()},
+            expires_in=self.expires_in, policy=policy, subject=f"standing:{action}",
+            reason=grant.to_json() if action == "sign" else note,
+            payload={"grant_change": action, "grant": grant.id, "digest": grant.digest()},
             guard=GUARD,
         )
 

@@ -155,7 +155,7 @@ async def test_signing_is_a_second_step_by_another_person_and_is_decided_once(st
     registry, desk = house(store)
     record, approval = await desk.draft(grant(), APPROVER, via="slack")
     assert record.state == "draft" and approval.state == "pending"
-    assert approval.data["payload"]["document"] == grant().to_json()  # shown whole, in canonical spelling
+    assert approval.data["reason"] == grant().to_json()  # shown whole, in canonical spelling
     assert (await registry.call("release_publish", CLEAN, REQUESTER)).meta.get("requires_verification") is True
 
     with pytest.raises(ApprovalRefused, match="four-eyes"):

@@ -1,0 +1,108 @@
+"""Standing grants in chat: "Always allow…" drafts, a second person signs on the signature's own card,
+the next matching call runs without a card, ``/grants`` lists with state and uses, and a stop edits every copy.
+
+Until the assistant routes ``/grants`` and the grant buttons itself, taps on them are handed to
+:class:`GrantChat` as the assistant would (the decisions inside are the real ones).
+"""
+
+from __future__ import annotations
+
+from milpa_chat.chat import Assistant, ChatUser, Identities
+from milpa_chat.chat.grants import GrantChat, grant_card
+from milpa_chat.store import MemoryStore
+from milpa_chat.testing.transport import RecordedMessage, RecordingTransport
+from tests.grants.house import PUBLISHED, house, measured
+
+RITA = ChatUser("100", "Rita", "rita")
+ABEL = ChatUser("200", "Abel", "abel")
+SARA = ChatUser("300", "Sara", "sara")
+APPROVERS = "-900"
+IDENTITIES = {
+    "roles": {"dev": ["release:publish"], "lead": ["release:approve", "grants:sign"], "signer": ["grants:sign"]},
+    "users": {"telegram:100": ["dev"], "telegram:200": ["lead"], "telegram:300": ["signer"]},
+    "approvers": {"telegram": [APPROVERS]},
+}
+
+
+async def tap(chat: GrantChat, tg: RecordingTransport, user: ChatUser, message: RecordedMessage, label: str) -> None:
+    button = message.button(label)
+    inbound = tg.inbound(user, message.chat_id, action=button.action, ref=button.ref, message_id=message.message_id)
+    await chat.on_action(inbound, tg, button.action, button.ref)
+
+
+def setup() -> tuple[Assistant, GrantChat, RecordingTransport]:
+    registry, desk = house(MemoryStore())
+    assistant = Assistant(registry, Identities.from_dict(IDENTITIES))
+    tg = RecordingTransport("telegram")
+    assistant.attach(tg)
+    return assistant, GrantChat(assistant, desk), tg
+
+
+async def test_always_allow_then_a_second_person_signs_then_the_next_call_runs_without_a_card() -> None:
+    assistant, chat, tg = setup()
+    await measured(assistant.registry, "clean.tgz")
+    await tg.say(assistant, RITA, "/release_publish clean.tgz stable")
+    [first] = await assistant.approvals.listing(state="pending")
+    assert chat.always_button(first, "approver") is not None and chat.always_button(first, "requester") is None
+
+    # "Always allow…" (as the assistant will show it on the approver's card) drafts; nothing is signed yet
+    inbound = tg.inbound(ABEL, APPROVERS, action="always", ref=first.id)
+    await chat.on_action(inbound, tg, "always", first.id)
+    assert "lends nothing until a person signs it" in tg.answers_to(ABEL)[-1]
+    [draft] = await chat.desk.listing()
+    assert draft.state == "draft" and draft.readable() is not None
+    assert draft.document().to == ("telegram:100",)
+    signature_card = tg.last(APPROVERS)
+    assert "standing:sign" in signature_card.text and '"channel":"stable"' in signature_card.text
+
+    await tg.tap(assistant, ABEL, signature_card, "Approve")  # the drafter may not sign (four-eyes)
+    assert "four-eyes" in tg.answers_to(ABEL)[-1]
+    assert (await chat.desk.get(draft.id)).state == "draft"  # type: ignore[union-attr]
+    await tg.tap(assistant, SARA, signature_card, "Approve")  # the second, separate step
+    signed = await chat.desk.get(draft.id)
+    assert signed is not None and signed.state == "in_force" and signed.signer == "Sara"
+
+    cards_before = len(tg.in_chat(APPROVERS))
+    await tg.say(assistant, RITA, "/release_publish clean.tgz stable")
+    assert PUBLISHED == [("clean.tgz", "stable")] and len(tg.in_chat(APPROVERS)) == cards_before
+    assert "published clean.tgz to stable" in tg.last(RITA.id).text
+
+    await tg.say(assistant, RITA, "/release_publish other.tgz stable")  # other content: a card, as before
+    assert len(tg.in_chat(APPROVERS)) == cards_before + 1 and len(PUBLISHED) == 1
+
+
+async def test_grants_lists_state_and_uses_and_a_suspension_edits_every_copy() -> None:
+    assistant, chat, tg = setup()
+    slack = RecordingTransport("slack")
+    assistant.attach(slack)
+    await measured(assistant.registry, "clean.tgz")
+    from tests.grants.house import signed
+
+    grant_id = await signed(chat.desk)
+    await tg.say(assistant, RITA, "/release_publish clean.tgz stable")
+
+    await chat.on_command(tg.inbound(ABEL, APPROVERS, text="/grants"), tg)
+    await chat.on_command(tg.inbound(RITA, RITA.id, text="/grants"), tg)
+    lead_copy, dev_copy = tg.last(APPROVERS), tg.last(RITA.id)
+    assert "in force" in lead_copy.text and "Uses: 1" in lead_copy.text.replace("*", "")
+    assert {b.label for b in lead_copy.buttons} == {"Suspend", "Revoke"} and dev_copy.buttons == ()
+
+    await tap(chat, tg, RITA, lead_copy, "Suspend")  # seeing the button confers nothing
+    assert "grants:sign" in tg.answers_to(RITA)[-1]
+    await tap(chat, tg, ABEL, lead_copy, "Suspend")
+    assert (await chat.desk.get(grant_id)).state == "suspended"  # type: ignore[union-attr]
+    for copy in (lead_copy, dev_copy):
+        assert "suspended" in copy.text and "Uses: 1" in copy.text.replace("*", "")
+    assert {b.label for b in lead_copy.buttons} == {"Lift", "Revoke"}
+
+    await tg.say(assistant, RITA, "/release_publish clean.tgz stable")
+    assert "suspended" in tg.last(RITA.id).text and len(PUBLISHED) == 1
+
+
+def test_a_card_shows_the_whole_text() -> None:
+    from milpa_chat.runtime.grant_records import GrantRecord
+    from tests.grants.house import grant
+
+    text = grant().to_json()
+    card = grant_card(GrantRecord("release-stable", {"document": text, "state": "draft", "uses": 0}, 1))
+    assert any(getattr(b, "text", None) == text for b in card.blocks) and card.buttons == ()
