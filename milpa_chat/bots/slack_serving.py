@@ -36,7 +36,7 @@ class SlackServing(ABC):
     path: str
     signing_secret: str | None
     app_token: str | None
-    #: Where the bot serves once started (``http://0.0.0.0:3000/slack/events``, or Socket Mode).
+    #: Where the bot serves once started: ``http://0.0.0.0:3000/slack/events``, or ``Socket Mode``.
     listening: str = ""
     _runner: web.AppRunner | None = None
     _socket_handler: AsyncSocketModeHandler | None = None
@@ -163,7 +163,9 @@ class SlackServing(ABC):
             loop.add_signal_handler(sig, stop.set)
         try:
             await begin()
-            print(f"Slack app {self.listening} (Ctrl-C to stop)", flush=True)
+            http = self.listening.startswith("http")
+            where = f"listening on {self.listening}" if http else "connected over Socket Mode"
+            print(f"Slack app {where} (Ctrl-C to stop)", flush=True)
             await stop.wait()
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -186,8 +188,8 @@ class SlackServing(ABC):
         handler = self.socket_mode_handler(web_client)
         await handler.connect_async()  # type: ignore[no-untyped-call]
         self._socket_handler = handler
-        self.listening = "connected over Socket Mode"
-        log.info("Slack app %s", self.listening)
+        self.listening = "Socket Mode"
+        log.info("Slack app connected over Socket Mode")
         self.start_sweeper()
 
     async def serve_socket_mode(self, web_client: AsyncWebClient | None = None) -> None:

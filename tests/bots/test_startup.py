@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.telegram_assistant import EXAMPLE_IDENTITIES
 from milpa_chat.bots.slack import SlackBot
-from milpa_chat.testing import BotApiServer
+from milpa_chat.testing import BotApiServer, User
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents
 
 from .conftest_slack import ALICE, APPROVERS, SECRET, TEAM, TOKEN, WORK, Clock, Tools, memory_assistant
@@ -27,6 +27,8 @@ from .test_slack_assistant import run_env
 from .test_slack_modes import APP_TOKEN, SocketModeEndpoint
 
 REPO = Path(__file__).resolve().parents[2]
+EVE_ID = 5
+USER = User(EVE_ID, "Eve", "eve")  # no identity of her own: the example's default scopes (notes:read)
 
 
 def closed_port() -> int:
@@ -145,7 +147,7 @@ async def test_socket_mode_stops_without_an_unclosed_session(caplog: pytest.LogC
         bot = SlackBot(memory_assistant(Tools(), Clock()), TOKEN, base_url=api.base_url, app_token=APP_TOKEN)
         with caplog.at_level(logging.INFO):
             await bot.connect_socket_mode(AsyncWebClient(base_url=endpoint.base_url))
-            assert bot.listening == "connected over Socket Mode"
+            assert bot.listening == "Socket Mode"
             await bot.stop()
             gc.collect()
             await asyncio.sleep(0.05)
@@ -160,3 +162,30 @@ def test_importing_the_adapters_and_the_widgets_loads_no_sdk() -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+async def test_sigterm_drains_the_telegram_webhook_mode_and_exits_0(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with BotApiServer() as server:
+        env = telegram_env(tmp_path, TELEGRAM_TOKEN=server.token, TELEGRAM_BASE_URL=server.base_url,
+                           TELEGRAM_WEBHOOK_URL=f"http://127.0.0.1:{port}/telegram", TELEGRAM_WEBHOOK_PORT=str(port),
+                           TELEGRAM_WEBHOOK_LISTEN="127.0.0.1", MILPA_SWEEP_INTERVAL="60")
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bots.telegram_assistant", env=env, cwd=REPO,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        assert said.startswith(f"Telegram webhook listening on http://127.0.0.1:{port}/telegram"), said
+        await server.wait_until(lambda: server.webhook is not None, 60, what="setWebhook")
+        asked = await server.send_message(EVE_ID, USER, "/slow_report")  # takes a few seconds
+        while asked.deliveries[-1].status != 200:  # retried as Telegram does until the server is up
+            await asyncio.sleep(0.1)
+            await server.deliver_pending()
+        await server.wait_until(lambda: server.chat_actions(EVE_ID), 30, what="typing: the report is running")
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 60)
+        err = (await proc.stderr.read()).decode()
+        assert code == 0 and "Traceback" not in err, err
+        texts = [m.text or "" for m in server.messages(EVE_ID)]
+        assert any("report" in t.lower() for t in texts), texts  # finished and posted before exiting
