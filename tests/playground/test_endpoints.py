@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from milpa_chat.playground.feed import slack_event, telegram_event
 from milpa_chat.testing import FakeOpenAIServer
 
@@ -148,3 +150,30 @@ async def test_agent_mode_answers_free_text_and_its_risky_call_waits_for_a_butto
                                                                       if "Confirm" in b))["callback_data"]})
             await s.until(lambda: bot_text(s, ALICE, "Note 2 is deleted."), "the agent's answer after the decision")
     assert (tmp_path / "kept.db").exists()  # --store keeps the file it was given
+
+
+BIG_TOOLS = '''
+from milpa_chat import tool
+
+
+class Big:
+    @tool("dump", "Every line of a long report", scopes=["notes:read"], mutating=False)
+    def dump(self) -> dict:
+        return {"lines": [f"line {n}: " + "lorem ipsum " * 20 for n in range(400)]}
+'''
+
+
+async def test_a_shortened_answer_comes_with_its_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bigtools.py").write_text(BIG_TOOLS, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    async with served(tools="bigtools:Big") as s:
+        await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/dump"})
+        await s.until(lambda: [m for m in s.play.world.telegram.messages(ALICE) if m.document], "a document")
+        await s.play.feed.flush()
+        feed = (await s.get("/api/feed", since=0))["events"]
+        shown = [e for e in feed if e["type"] == "tg.message" and e["document"]]
+        assert len(shown) == 1 and shown[0]["document"]["size"] > 4096
+        async with s.session.get(f"{s.url}/api/telegram/file/{shown[0]['document']['file_id']}") as resp:
+            body = await resp.read()
+        assert resp.status == 200 and b"line 399: lorem ipsum" in body
+        assert len(body) == shown[0]["document"]["size"]
