@@ -16,13 +16,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat import cards
-from milpa_chat.chat.approvals import card_slots, requester_fields, requester_user
+from milpa_chat.chat.approvals import requester_user
 from milpa_chat.chat.commands import CommandError, parse_arguments, parse_command
 from milpa_chat.chat.flows import ACTIONS, ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
 from milpa_chat.chat.outbox import ApprovalOutbox
 from milpa_chat.chat.replies import help_message, privately, refusal, start_message
+from milpa_chat.chat.routing import approver_targets, nudge_cards, route
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
 
@@ -266,27 +267,7 @@ class Assistant:
 
     def _route(self, value: dict[str, Any], ctx: ToolContext) -> None:
         """Opener: where a new approval is shown and where its requester is told (chat users only)."""
-        surface, chat = ctx.channel, ctx.extra.get("chat_id")
-        route = {"surface": surface, "chat_id": str(chat)} if surface in self.transports and chat is not None else None
-        targets: list[tuple[str, str, str]] = []
-        if value["kind"] == "verification":
-            targets = self._approver_targets(value)
-        if route is not None and (surface, route["chat_id"]) not in {(sf, ch) for sf, ch, _ in targets}:
-            # no approver reachable anywhere: approvers decide in the requester's chat, and the requester is told
-            alone = value["kind"] == "verification" and not targets
-            targets.append((surface, route["chat_id"], "approver" if alone else "requester"))
-            if alone:
-                value.setdefault("notices", []).append(
-                    "No approver chat or approver is configured for this request here: an approver can decide "
-                    "on this card when they see it.")
-        value.update(route=route, cards=card_slots(targets), auto_run=route is not None)
-        definition = self.registry.get(value["tool"]) if value.get("tool") else None
-        if definition is not None:
-            from milpa_chat.runtime.catalogue import effect_words
-
-            value["effect"] = effect_words(definition)
-        if route is not None:
-            value["requester"]["user"] = requester_fields(ctx)
+        route(value, ctx, self.identities, self.transports, self.registry)
 
     async def _approval_stats(self, ctx: ToolContext, days: float = 30.0) -> Message:
         """``/approvals``: how each approver decided lately (for people who approve here)."""
@@ -303,30 +284,11 @@ class Assistant:
         return cards.text(f"Approvals in the last {days:.0f} days:\n{lines}")
 
     def _approver_targets(self, value: dict[str, Any]) -> list[tuple[str, str, str]]:
-        """Where the approvers see a verification: their chats, their direct messages, or both (the policy's
-        ``deliver``); never the requester's own direct messages."""
-        deliver = value["policy"].get("deliver", "channels")
-        targets: list[tuple[str, str, str]] = []
-        if deliver in ("channels", "both"):
-            targets += [(sf, ch, "approver") for sf in self.transports for ch in self.identities.approver_chats(sf)]
-        if deliver in ("direct", "both"):
-            requester = str(value["requester"].get("principal") or "")
-            for sf in self.transports:
-                for user_id in self.identities.people_with(sf, value["policy"].get("approver_scopes", [])):
-                    if not requester.endswith(f":{user_id}") and (sf, user_id, "approver") not in targets:
-                        targets.append((sf, user_id, "approver"))
-        return targets
+        return approver_targets(value, self.identities, self.transports)
 
     def _nudge_cards(self, value: dict[str, Any], kind: str) -> None:
         """Reminder: a fresh copy of the card for the approvers; escalation: cards for the escalation chats."""
-        if kind == "reminder":
-            targets = self._approver_targets(value)
-        else:
-            targets = [(sf, ch, "approver") for sf in self.transports for ch in self.identities.escalation_chats(sf)]
-        route = value.get("route")
-        if not targets and kind == "reminder" and route:  # approvers decide in the requester's chat
-            targets = [(route["surface"], route["chat_id"], "approver")]
-        value["cards"] = [*value.get("cards", []), *card_slots(targets)]
+        nudge_cards(value, kind, self.identities, self.transports)
 
     def requester_context(self, approval: Approval) -> ToolContext:
         """The requester's context now (scopes from the current configuration), to run their approved call."""
