@@ -7,5 +7,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 POSTGRES_DSN = os.environ.get("MILPA_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_POSTGRES = os.environ.get("MILPA_REQUIRE_POSTGRES") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``milpa-chat`` keeps its store in the user's data directory: tests get their own, never the real home."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))

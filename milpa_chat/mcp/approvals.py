@@ -55,7 +55,7 @@ def _where(a: Approval) -> str:
     surfaces = sorted({c["surface"] for c in a.data.get("cards", []) if c.get("role", "approver") == "approver"})
     if not surfaces:
         return ("no chat shows it from this server; an approver can decide it with "
-                f"`milpa-chat decide {a.id} approve --store ...` or in the notebook's ApprovalInbox")
+                f"`milpa-chat approvals approve {a.id} --as PRINCIPAL --store ...` or in the notebook's ApprovalInbox")
     return "it is shown to the approvers on " + " and ".join(_SURFACES.get(s, s) for s in surfaces)
 
 
