@@ -60,6 +60,7 @@ class Feed:
         self._answered: set[str] = set()
         self._actions = 0
         self._marks: tuple[int, int, int] = (-1, -1, -1)
+        self._noted = False
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
 
@@ -106,6 +107,7 @@ class Feed:
     def note(self, event: dict[str, Any]) -> None:
         """Add an event that is no platform record (what a person typed as a slash command, the tour's steps)."""
         self._add(event)
+        self._noted = True
 
     def _add(self, event: dict[str, Any]) -> None:
         self.events.append({"seq": len(self.events), **event})
@@ -122,7 +124,8 @@ class Feed:
 
     async def _run(self) -> None:
         while True:
-            if self.poll():
+            if self.poll() or self._noted:
+                self._noted = False
                 async with self._changed:
                     self._changed.notify_all()
             await asyncio.sleep(POLL_SECONDS)
