@@ -17,8 +17,8 @@ from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
-    from milpa_chat.runtime.grant_records import GrantRecord
-    from milpa_chat.runtime.grants import GrantDesk
+    from milpa_chat.standing.desk import GrantDesk
+    from milpa_chat.standing.records import GrantRecord
     from milpa_chat.store.base import Store
 
 __all__ = ["add_parsers", "cmd_grants", "show_lines"]
@@ -83,9 +83,9 @@ def show_lines(record: GrantRecord) -> list[str]:
 
 
 def _desk(store: Store) -> GrantDesk:
-    from milpa_chat.runtime.grants import GrantDesk
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.runtime.trail import AuditTrail
+    from milpa_chat.standing.desk import GrantDesk
 
     registry = ToolRegistry(store=store)
     registry.approvals.trail = AuditTrail(store)

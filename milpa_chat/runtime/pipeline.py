@@ -8,7 +8,7 @@ The order lives in one place, :data:`STEPS`, and is the order of seed 000::
     resolve -> limits -> replay lookup -> validate -> authorize -> rate limit -> plan
             -> replay run | verify gate -> confirm gate -> execute
 
-A :class:`~milpa_chat.runtime.grants.GrantDesk` adds :func:`standing` to ``registry.steps`` just
+A :class:`~milpa_chat.standing.GrantDesk` adds :func:`standing` to ``registry.steps`` just
 before the verify gate: standing grants are judged before any approval is opened.
 
 Steps read what earlier steps left on the call (``tool``, ``replay``, ``validated``). A

@@ -35,7 +35,7 @@ from milpa_chat.store.memory import MemoryStore
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
-    from milpa_chat.runtime.grants import GrantDesk
+    from milpa_chat.runtime.grants import StandingGate
     from milpa_chat.runtime.ratelimit import RateLimiter
     from milpa_chat.runtime.verification import HumanVerifier
     from milpa_chat.runtime.verifier import ToolProvider, Verifier
@@ -96,8 +96,8 @@ class ToolRegistry:
         self.tokens = TokenEstimator()
         #: Checked on every call's raw arguments before anything reads them (depth, items, sizes).
         self.limits = limits if limits is not None else DEFAULT_LIMITS
-        #: The standing grants judged before an approval is opened (``GrantDesk(registry)`` sets it).
-        self.grants: GrantDesk | None = None
+        #: The standing grants judged before an approval is opened (``standing.GrantDesk(registry)`` sets it).
+        self.grants: StandingGate | None = None
         self._tools: dict[str, ToolDefinition] = {}
         self._view = MappingProxyType(self._tools)
 

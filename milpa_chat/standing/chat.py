@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from milpa_chat.chat.assistant import Assistant
     from milpa_chat.chat.inbound import Inbound, Transport
     from milpa_chat.runtime.approval import Approval
-    from milpa_chat.runtime.grant_records import GrantRecord
-    from milpa_chat.runtime.grants import GrantDesk
+    from milpa_chat.standing.desk import GrantDesk
+    from milpa_chat.standing.records import GrantRecord
 
 __all__ = ["ALWAYS", "CARDS", "GRANT_ACTIONS", "GrantChat", "grant_card"]
 

@@ -45,8 +45,8 @@ from milpa_chat.command.grants import (
     StandingVerdict,
 )
 from milpa_chat.command.ids import OperationId
-from milpa_chat.runtime.grant_changes import GrantChanges
-from milpa_chat.runtime.grant_records import COLLECTION, RECEIPTS, WATCH, GrantRecord, standing_of, when
+from milpa_chat.standing.changes import GrantChanges
+from milpa_chat.standing.records import COLLECTION, RECEIPTS, WATCH, GrantRecord, standing_of, when
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation

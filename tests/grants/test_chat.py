@@ -8,7 +8,7 @@ Until the assistant routes ``/grants`` and the grant buttons itself, taps on the
 from __future__ import annotations
 
 from milpa_chat.chat import Assistant, ChatUser, Identities
-from milpa_chat.chat.grants import GrantChat, grant_card
+from milpa_chat.standing.chat import GrantChat, grant_card
 from milpa_chat.store import MemoryStore
 from milpa_chat.testing.transport import RecordedMessage, RecordingTransport
 from tests.grants.house import PUBLISHED, house, measured
@@ -100,7 +100,7 @@ async def test_grants_lists_state_and_uses_and_a_suspension_edits_every_copy() -
 
 
 def test_a_card_shows_the_whole_text() -> None:
-    from milpa_chat.runtime.grant_records import GrantRecord
+    from milpa_chat.standing.records import GrantRecord
     from tests.grants.house import grant
 
     text = grant().to_json()
