@@ -70,6 +70,9 @@ def _field(body: dict[str, Any], name: str, kind: type[Any]) -> Any:
 
 
 async def _body(request: Request) -> dict[str, Any]:
+    # JSON only: a cross-site form cannot send it without the browser asking first (and being refused)
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise PlaygroundError("the request body must be a JSON object sent with Content-Type: application/json")
     try:
         body = await request.json()
     except ValueError:

@@ -51,6 +51,10 @@ async def test_bad_requests_are_refused_with_what_to_fix() -> None:
         assert status == 400 and "unknown persona 'zoe'" in body["error"] and "alice" in body["error"]
         status, body = await s.post("/api/telegram/send", "not json")
         assert status == 400 and "JSON object" in body["error"]
+        as_form = '{"persona": "alice", "chat": 1001, "text": "/list_notes"}'  # what a cross-site form could send
+        async with s.session.post(s.url + "/api/telegram/send", data=as_form,
+                                  headers={"Content-Type": "text/plain"}) as resp:
+            assert resp.status == 400 and "Content-Type: application/json" in (await resp.json())["error"]
         status, body = await s.post("/api/telegram/send", {"persona": "gus", "chat": GROUP, "text": "hi"})
         assert status == 400 and "Gus is not in Telegram chat -500" in body["error"]
         status, body = await s.post("/api/telegram/send", {"persona": "alice", "chat": ALICE})
