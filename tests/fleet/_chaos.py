@@ -40,6 +40,7 @@ from ._fleet import (
 )
 
 DECIDING = {"approve", "reject", "confirm"}
+RESCUING = {"run_again", "mark_done"}
 RETAP_AFTER = 4.0
 
 
@@ -69,6 +70,7 @@ class Tally:
     decided_seen: dict[str, float] = field(default_factory=dict)
     tapped_on: dict[str, str] = field(default_factory=dict)
     stale_copies_tapped: int = 0
+    rescues: int = 0
 
 
 def _actions(buttons: list[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
@@ -107,12 +109,14 @@ def slack_cards(fleet: Fleet) -> list[Card]:
 class People:
     """Everyone using the fleet, driven by one seeded random generator."""
 
-    def __init__(self, fleet: Fleet, seed: int, requester_of: Callable[[str], Awaitable[str | None]]) -> None:
+    def __init__(self, fleet: Fleet, seed: int, record_of: Callable[[str], Awaitable[dict[str, Any] | None]],
+                 ran: Callable[[str], Awaitable[int | None]]) -> None:
         self.fleet = fleet
         self.seed = seed
         self.rng = random.Random(seed)
         self.tally = Tally()
-        self.requester_of = requester_of
+        self.record_of = record_of
+        self.ran = ran
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def later(self, work: Awaitable[Any]) -> None:
@@ -134,8 +138,9 @@ class People:
         n = 0
         while time.monotonic() < until:
             n += 1
-            command = self.rng.choice(["pay"] * 5 + ["archive"] * 3 + ["status"] * 2)
-            text = {"pay": f"pay ACME{n} {self.rng.randint(1, 900)}", "archive": f"archive {n}", "status": "status"}
+            command = self.rng.choice(["pay"] * 5 + ["archive"] * 2 + ["slow"] * 2 + ["status"])
+            text = {"pay": f"pay ACME{n} {self.rng.randint(1, 900)}", "archive": f"archive {n}",
+                    "slow": f"slow_archive {n} 2.5", "status": "status"}
             if self.rng.random() < 0.5:
                 self.later(self.telegram_say(self.rng.choice(TG_WRITERS), "/" + text[command]))
             else:
@@ -188,12 +193,18 @@ class People:
             now = time.monotonic()
             self.notice_decided(now)
             by_id: dict[str, list[Card]] = {}
+            uncertain: dict[str, Card] = {}
             for card in cards:
                 if DECIDING & set(card.actions):
                     by_id.setdefault(card.approval_id, []).append(card)
+                elif set(card.actions) >= RESCUING:
+                    uncertain[card.approval_id] = card
             for approval_id, open_cards in by_id.items():
                 if now - self.tally.last_tap.get(approval_id, -1e9) >= RETAP_AFTER:
                     await self.tap(approval_id, open_cards, now)
+            for approval_id, card in uncertain.items():
+                if now - self.tally.last_tap.get(f"rescue:{approval_id}", -1e9) >= RETAP_AFTER:
+                    await self.rescue(card, now)
             await asyncio.sleep(0.3)
 
     def notice_decided(self, now: float) -> None:
@@ -219,30 +230,31 @@ class People:
         card = next((c for c in usable if c.surface == preferred), usable[0] if usable else None)
         if card is None:
             return
-        who = await self.who(card, verification, rng)
+        who = await self.who(card, rng)
         if who is None:
             return
         self.tally.taps += 1
         self.tally.first_tap.setdefault(approval_id, now)
         self.tally.last_tap[approval_id] = now
         self.tally.tapped_on.setdefault(approval_id, f"{card.surface}:{card.chat}:{card.message_id}")
-        if card.surface == "telegram":
-            assert isinstance(card.raw, ChatMessage) and isinstance(who, User)
-            self.later(self.telegram_tap(card, who, card.actions[action]))
-        else:
-            assert isinstance(card.raw, SlackMessage) and isinstance(who, str)
-            request = self.fleet.slack.payloads.click(card.raw, card.actions[action], user=who,
-                                                      value=f"{action}:{approval_id}")
-            self.later(self.slack_send(request))
+        await self.send_tap(card, who, action)
 
-    async def touch(self, card: Card) -> None:
-        """Someone taps a button on a stale copy (one its record does not know) of a settled request."""
-        action = sorted(card.actions)[0]
-        verification = action in ("approve", "reject")
-        who = await self.who(card, verification, self.choice(card.approval_id))
+    async def rescue(self, card: Card, now: float) -> None:
+        """A run that did not report back: the person checks whether it took effect (its entry in the
+        ``executions`` stream, as one would look at the payments list) and chooses Run again or Mark as done."""
+        ran = await self.ran(card.approval_id)
+        record = await self.record_of(card.approval_id)
+        if ran is None or record is None or record.get("state") != "effect_uncertain":
+            return
+        action = "run_again" if ran == 0 else "mark_done"
+        who = await self.who(card, self.choice(card.approval_id))
         if who is None:
             return
-        self.tally.stale_copies_tapped += 1
+        self.tally.rescues += 1
+        self.tally.last_tap[f"rescue:{card.approval_id}"] = now
+        await self.send_tap(card, who, action)
+
+    async def send_tap(self, card: Card, who: User | str, action: str) -> None:
         if isinstance(who, User):
             self.later(self.telegram_tap(card, who, card.actions[action]))
         else:
@@ -251,12 +263,23 @@ class People:
                                                       value=f"{action}:{card.approval_id}")
             self.later(self.slack_send(request))
 
-    async def who(self, card: Card, verification: bool, rng: random.Random) -> User | str | None:
-        if verification:
+    async def touch(self, card: Card) -> None:
+        """Someone taps a button on a stale copy (one its record does not know) of a settled request."""
+        action = sorted(card.actions)[0]
+        who = await self.who(card, self.choice(card.approval_id))
+        if who is None:
+            return
+        self.tally.stale_copies_tapped += 1
+        await self.send_tap(card, who, action)
+
+    async def who(self, card: Card, rng: random.Random) -> User | str | None:
+        """Who taps this copy: a manager in an approvers' chat, else the requester (in their own chat)."""
+        if card.chat in (str(TG_APPROVERS), SLACK_APPROVERS):
             return rng.choice(TG_MANAGERS) if card.surface == "telegram" else rng.choice(SLACK_MANAGERS)
         if card.surface == "telegram":
             return next((u for u in TG_WRITERS if str(u.id) == card.chat), None)
-        principal = await self.requester_of(card.approval_id)
+        record = await self.record_of(card.approval_id)
+        principal = str(record["requester"]["principal"]) if record else None
         prefix = f"slack:{TEAM}:"
         return principal[len(prefix):] if principal and principal.startswith(prefix) else None
 
@@ -269,8 +292,8 @@ class People:
 
 
 async def chaos(fleet: Fleet, rng: random.Random, tally: Tally, until: float) -> None:
-    """SIGKILL a worker (never the last one up of its platform) and restart it a moment later, or
-    terminate every PostgreSQL backend the workers hold."""
+    """Every 0.8-1.8 s: SIGKILL a worker (never the last one up of its platform) and restart it a moment
+    later (7 in 10), or terminate every PostgreSQL backend the workers hold."""
     restarts: list[asyncio.Task[None]] = []
 
     async def restart(worker: Any, delay: float) -> None:
@@ -279,8 +302,8 @@ async def chaos(fleet: Fleet, rng: random.Random, tally: Tally, until: float) ->
         tally.restarts += 1
 
     while time.monotonic() < until:
-        await asyncio.sleep(rng.uniform(0.8, 2.0))
-        if rng.random() < 0.6:
+        await asyncio.sleep(rng.uniform(0.8, 1.8))
+        if rng.random() < 0.7:
             platform = rng.choice(["telegram", "slack"])
             alive = [w for w in fleet.of(platform) if w.alive]
             if len(alive) < 2:

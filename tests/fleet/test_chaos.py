@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from milpa_chat.errors import StoreError
+from milpa_chat.runtime.approval import FINAL
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import Store
 from tests.store._workers import open_spec
@@ -45,7 +46,7 @@ async def settle(fleet: Fleet, people: People, store: Store) -> None:
         while time.monotonic() < deadline:
             await asyncio.sleep(1.0)
             approvals = await approvals_in(store)
-            if all(settled(a) for a in approvals.values()) and not unconverged(fleet, approvals)[0] \
+            if all(a.state in FINAL for a in approvals.values()) and not unconverged(fleet, approvals)[0] \
                     and not fleet.tg.feed.pending:
                 break
     finally:
@@ -76,14 +77,20 @@ async def test_chaos_ends_in_figures(tmp_path: Path, capsys: pytest.CaptureFixtu
     async with running_fleet(tmp_path, telegram=2, slack=2) as fleet:
         store = open_spec(fleet.store_spec(), max_size=2)
 
-        async def requester_of(approval_id: str) -> str | None:
+        async def record_of(approval_id: str) -> dict[str, Any] | None:
             try:  # the chaos terminates this connection too now and then: the person looks again later
                 rec = await store.get("approvals", approval_id)
             except StoreError:
                 return None
-            return None if rec is None else str(rec.value["requester"]["principal"])
+            return None if rec is None else dict(rec.value)
 
-        people = People(fleet, SEED, requester_of)
+        async def ran(approval_id: str) -> int | None:
+            try:
+                return sum(e.value.get("key") == approval_id for e in await store.read("executions"))
+            except StoreError:
+                return None
+
+        people = People(fleet, SEED, record_of, ran)
         until = time.monotonic() + CHAOS_SECONDS
         try:
             await asyncio.gather(people.ask(until), people.look_and_tap(until), people.telegram_retries(until),
@@ -134,6 +141,7 @@ async def measure(fleet: Fleet, people: People, store: Store) -> dict[str, Any]:
         "executions of requests not approved": len(unapproved),
         "approvals neither terminal nor visibly effect_uncertain": sum(not settled(a) for a in approvals.values()),
         "visible effect_uncertain": states.get("effect_uncertain", 0),
+        "uncertain runs resolved by a person (Run again / Mark as done)": t.rescues,
         "cards not converged to their record": len(wrong),
         "unrecorded copies tapped and repaired": t.stale_copies_tapped - len(stale),
         "decision latency p50 (s)": round(statistics.median(latencies), 3) if latencies else float("nan"),
