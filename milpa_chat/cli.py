@@ -5,6 +5,7 @@
     milpa-chat run NAME [--ARG VALUE ...] [--tools pkg.mod:obj] [--plan] [--yes]   arguments from the schema
     milpa-chat run NAME --help  (or call NAME --help)   the operation's arguments, generated from its schema
     milpa-chat approvals [list [--all] | show ID | approve ID | reject ID]   the approvals kept in the store
+    milpa-chat grants [list | show ID | suspend ID | lift ID | revoke ID | sign CHANGE]   the standing grants
     milpa-chat audit verify|export|show [ID]      the hash-chained audit trail
     milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
     milpa-chat mcp [--tools pkg.mod:obj] [--http PORT --tokens FILE]   serve the tools over MCP
@@ -215,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     from milpa_chat.cli_audit import add_parser as add_audit
 
     add_parsers(sub, add_global_options)
+    from milpa_chat.cli_grants import add_parsers as add_grants
+
+    add_grants(sub, add_global_options)
     add_audit(sub, add_global_options)
     from milpa_chat.mcp.cli import add_parser as add_mcp_parser
 
@@ -275,6 +279,10 @@ async def _dispatch(ns: argparse.Namespace) -> int:
         from milpa_chat.cli_approvals import cmd_approvals, cmd_decide
 
         return await (cmd_approvals if ns.command == "approvals" else cmd_decide)(ns)
+    if ns.command == "grants":
+        from milpa_chat.cli_grants import cmd_grants
+
+        return await cmd_grants(ns)
     import inspect
 
     from milpa_chat.demo import run_demo

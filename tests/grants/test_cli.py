@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,31 @@ async def test_a_signature_decided_with_approvals_approve_is_written_into_its_gr
     [record] = await desk.listing()
     assert record.state == "in_force" and record.signer == "lead"
     await store.close()
+
+
+def console(db: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(Path(sys.executable).parent / "milpa-chat"), "grants", *argv, "--store", str(db)],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+async def test_the_console_script_suspends_in_another_process_and_the_bot_sees_it(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    store = SqliteStore(db)
+    registry, desk = house(store)
+    await measured(registry, "clean.tgz")
+    grant_id = await signed(desk)
+    await registry.call("release_publish", CLEAN, REQUESTER)
+    await store.close()
+
+    listed = console(db, "list")
+    assert listed.returncode == 0 and f"{grant_id} · in_force · 1 use" in listed.stdout
+    refused = console(db, "suspend", grant_id)
+    assert refused.returncode == 2 and "add --as PRINCIPAL" in refused.stderr
+    done = console(db, "suspend", grant_id, "--as", "ops", "--scopes", "grants:sign", "--note", "checking")
+    assert done.returncode == 0, done.stderr
+
+    again = SqliteStore(db)  # the bot, restarted on the same file
+    registry2, _ = house(again)
+    stopped = await registry2.call("release_publish", CLEAN, REQUESTER)
+    assert stopped.code == "FORBIDDEN" and "suspended: checking" in (stopped.error or "")
+    await again.close()
