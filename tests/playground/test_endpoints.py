@@ -35,7 +35,7 @@ async def test_page_state_and_static_files_are_served() -> None:
         async with s.session.get(s.url + "/") as resp:
             page = await resp.text()
         assert resp.status == 200 and "milpa-chat" in page and "/static/app.js" in page
-        for name in ("app.js", "app.css"):
+        for name in ("app.js", "render.js", "app.css"):
             async with s.session.get(f"{s.url}/static/{name}") as resp:
                 assert resp.status == 200 and len(await resp.read()) > 1000
         state = await s.get("/api/state")
