@@ -158,6 +158,11 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
 
     be(page, "alice")
     assert refusal.is_hidden()  # not shown to Alice
+    page.locator("#sk-chats button", has_text="Playground app").click()  # the DM: what people type stays text
+    say(page, "sk", "<img src=x onerror=alert(1)> *hello*")
+    typed = sk_card(page, "D1001", "onerror")
+    assert typed.locator("img").count() == 0 and typed.locator("b").inner_text() == "hello"
+    page.locator("#sk-chats button", has_text="general").click()
     # a confirm round trip: the card is edited in place, the tap answered with a toast
     say(page, "tg", "/delete_note 2")
     card = tg_bot(page, 1001, "Confirm: delete_note")
