@@ -59,10 +59,10 @@ def unconverged(fleet: Fleet, approvals: dict[str, Approval]) -> tuple[list[str]
             diff = "not found on the server" if card is None else difference(card, a, slot.get("role", "approver"))
             if diff:
                 wrong.append(f"{a.id} {key} ({a.state}, role {slot.get('role')}): {diff}")
-    for key, card in seen.items():
-        a = approvals.get(card.approval_id)
-        if key not in recorded and (a is None or a.state in FINAL):
-            stale.append(card)
+    for key, copy in seen.items():
+        record = approvals.get(copy.approval_id)
+        if key not in recorded and (record is None or record.state in FINAL):
+            stale.append(copy)
     return wrong, stale
 
 

@@ -86,7 +86,7 @@ async def test_chaos_ends_in_figures(tmp_path: Path, capsys: pytest.CaptureFixtu
 
         async def ran(approval_id: str) -> int | None:
             try:
-                return sum(e.value.get("key") == approval_id for e in await store.read("executions"))
+                return sum(1 for e in await store.read("executions") if e.value.get("key") == approval_id)
             except StoreError:
                 return None
 
