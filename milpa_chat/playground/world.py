@@ -333,7 +333,8 @@ def _import(spec: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = " (run from the repository's checkout, where bots/ is)" if spec == DEFAULT_TOOLS else ""
+        hint = (" (run it from the repository's checkout, where bots/ is, or pass tools of your own, e.g. "
+                "--tools milpa_chat.demo:DemoTools)") if spec == DEFAULT_TOOLS else ""
         raise PlaygroundError(f"--tools {spec}: cannot import {module_name!r}: {exc}{hint}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
