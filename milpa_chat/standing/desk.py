@@ -15,11 +15,12 @@ lends to the caller's seat (the caller's principal) and covers the operation:
 Grants are written only by decisions of people (:mod:`milpa_chat.runtime.grant_changes`): no tool,
 and no argument of one, creates, widens, lifts or signs a grant.
 
-Measurements are taken from the calls themselves: a run of an operation a grant's condition names
-records a :class:`~milpa_chat.command.grants.ConditionReceipt` (its result is ``True``/``False`` or
-carries ``{"holds": true|false}``), and a run of the operation watching a falsifier is its sign of
-life. The desk knows an operation's content and effect from the :class:`~milpa_chat.command.Operation`
-given to :meth:`GrantDesk.know`; a tool it does not know cannot say its content, so nothing is lent to it.
+Measurements are taken from the calls themselves: a run of a known operation that changes nothing
+records a :class:`~milpa_chat.command.grants.ConditionReceipt` when its result says whether it holds
+(``True``/``False``, or ``{"holds": true|false}``) on content it can name, and is a sign of life for
+any falsifier it watches (receipts and watchers are matched to grants when a call is judged). The
+desk knows an operation's content and effect from the :class:`~milpa_chat.command.Operation` given to
+:meth:`GrantDesk.know`; a tool it does not know cannot say its content, so nothing is lent to it.
 """
 
 from __future__ import annotations
@@ -295,25 +296,15 @@ class GrantDesk(GrantChanges):
         await self.measure(operation, event.args, event.result.data)
 
     async def measure(self, operation: Operation, arguments: Mapping[str, Any], data: Any) -> None:
-        """Keep what a finished run of ``operation`` says: a receipt when a condition of some grant (or
-        draft, or offer) is measured by it, a sign of life when it watches some falsifier."""
-        identity = operation.id
-        conditions, watchers = await self._measuring()
+        """Keep what a finished run of a known operation that changes nothing says: a receipt when its result
+        says whether it holds (``True``/``False``, or ``{"holds": ...}``) on content it can name, and a sign
+        of life (for the falsifiers it may watch). Runs of operations that may change things are not kept."""
+        if operation.may_mutate:
+            return
         at = self.store.clock()
-        if identity.canonical in conditions:
-            holds = data if isinstance(data, bool) else (data.get("holds") if isinstance(data, Mapping) else None)
-            content, instrument = operation.content_of(arguments), operation.instrument_digest()
-            if isinstance(holds, bool) and content is not None and instrument is not None:
-                receipt = ConditionReceipt(operation.name, dict(arguments), content, instrument, holds, at=when(at))
-                await self.store.append(RECEIPTS, receipt.to_dict())
-        if identity.canonical in watchers:
-            await self.store.append(WATCH, {"operation": operation.name, "arguments": dict(arguments), "at": at})
-
-    async def _measuring(self) -> tuple[set[str], set[str]]:
-        """The operations that measure a condition, and those that watch a falsifier (canonical ids)."""
-        docs = [g for g in (r.readable() for r in await self.listing()) if g is not None]
-        conditions = {c.by.id.canonical for g in docs for c in g.conditions}
-        conditions |= {c.by.id.canonical for o in self.offers.values() for c in o.conditions}
-        watchers = {g.falsifier.by.id.canonical for g in docs}
-        watchers |= {o.falsifier.by.id.canonical for o in self.offers.values()}
-        return conditions, watchers
+        holds = data if isinstance(data, bool) else (data.get("holds") if isinstance(data, Mapping) else None)
+        content, instrument = operation.content_of(arguments), operation.instrument_digest()
+        if isinstance(holds, bool) and content is not None and instrument is not None:
+            receipt = ConditionReceipt(operation.name, dict(arguments), content, instrument, holds, at=when(at))
+            await self.store.append(RECEIPTS, receipt.to_dict())
+        await self.store.append(WATCH, {"operation": operation.name, "arguments": dict(arguments), "at": at})
