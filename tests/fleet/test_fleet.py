@@ -1,5 +1,6 @@
-"""The fleet as it is deployed: workers behind HAProxy on one PostgreSQL database, a request made on
-Telegram approved on Slack, and a worker that drains on SIGTERM."""
+"""The fleet as it is deployed: the committed balancer config and environment are what the workers use,
+a bad configuration is refused with what to set, and a request made on Telegram is approved on Slack
+through the balancer (run once, every card edited)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from ._fleet import SLACK_APPROVERS, SLACK_MANAGERS, TG_APPROVERS, TG_WRITERS, r
 from ._records import approvals_in, unconverged
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
 
 
 def test_the_committed_balancer_config_is_what_the_fleet_generates() -> None:
@@ -48,6 +48,7 @@ def test_a_worker_without_a_fleet_database_says_what_to_set(capsys: pytest.Captu
     assert "usage: python -m milpa_chat.fleet" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_path: Path) -> None:
     async with running_fleet(tmp_path, telegram=1, slack=1) as fleet:
         asked = await fleet.tg.send_message(TG_WRITERS[0].id, TG_WRITERS[0], "/pay ACME 12")
