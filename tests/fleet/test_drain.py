@@ -61,3 +61,32 @@ async def test_sigterm_drains_the_runs_in_progress_on_both_platforms(tmp_path: P
         finally:
             await store.close()
         print(f"\nboth workers drained their {RUN_SECONDS} s runs and exited 0 after {took:.2f} s")
+
+
+async def test_a_rolling_restart_loses_no_request(tmp_path: Path) -> None:
+    """SIGTERM and restart each Slack worker in turn while requests keep coming: every request is answered
+    200 through the balancer and every one is handled once."""
+    async with running_fleet(tmp_path, telegram=0, slack=2) as fleet:
+        answers: list[int] = []
+
+        async def keep_asking(until: float) -> None:
+            while time.monotonic() < until:
+                answers.append((await fleet.slack.command("/milpa", "status", user=SLACK_WRITERS[1],
+                                                          channel=SLACK_WORK)).status)
+                await asyncio.sleep(0.1)
+
+        async def restart_each() -> None:
+            for worker in fleet.of("slack"):
+                await asyncio.sleep(1.0)
+                assert await asyncio.to_thread(worker.terminate, 30.0) == 0
+                worker.start()
+                await worker.ready()
+                await asyncio.sleep(1.0)  # the balancer's next check finds it up
+
+        until = time.monotonic() + 9.0
+        await asyncio.gather(keep_asking(until), restart_each())
+        assert answers and set(answers) == {200}, answers
+        replies = lambda: [m for m in fleet.api.messages(SLACK_WORK) if "Service up" in m.all_text()]  # noqa: E731
+        await fleet.api.wait_for(lambda: len(replies()) >= len(answers) or None, 15)
+        assert len(replies()) == len(answers)
+        print(f"\nrolling restart of 2 Slack workers: {len(answers)} requests, all answered 200, each handled once")
