@@ -21,10 +21,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 playground: $(STAMP)
-	$(BIN)/python -m milpa_chat.playground
+	$(BIN)/milpa-chat playground
 
 check-playground: $(STAMP)
-	$(BIN)/python -m milpa_chat.playground --check
+	$(BIN)/milpa-chat playground --check
 
 demo: $(STAMP)
 	$(BIN)/milpa-chat demo
