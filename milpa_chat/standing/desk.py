@@ -116,6 +116,7 @@ class GrantDesk(GrantChanges):
         self.expires_in = float(expires_in)
         self.operations: dict[str, Operation] = {}
         self.offers: dict[str, GrantOffer] = {}
+        self._digests: dict[str, str | None] = {}
         self._init_changes()
         registry.grants = self
         from milpa_chat.runtime.pipeline import standing, verify_gate
@@ -139,6 +140,7 @@ class GrantDesk(GrantChanges):
                 raise TypeError(f"GrantDesk.know takes Operation objects, got {type(operation).__name__}")
             key = operation.id.canonical
             self.operations[key] = operation
+            self._digests.pop(key, None)
             if offer is not None:
                 if not isinstance(offer, GrantOffer):
                     raise TypeError(f"GrantDesk.know(offer=...) takes a GrantOffer, got {type(offer).__name__}")
@@ -180,13 +182,11 @@ class GrantDesk(GrantChanges):
         """Every receipt kept, in the order it was taken (``None`` for a row that does not read)."""
         return [ConditionReceipt.from_dict(e.value) for e in await self.store.read(RECEIPTS)]
 
-    async def _facts(self) -> _Facts:
+    async def _facts(self, call: StandingCall) -> _Facts:
+        """The grants that lend to the call's seat and cover its operation, with their facts; a kept text
+        that does not read is a fault of the whole record (it may be the one that names the call)."""
         records = {r.id: r for r in await self.listing() if r.judged}
-        if not records:
-            return _Facts([], {}, None)
-        receipts = await self.receipts()
-        watch = [e.value for e in await self.store.read(WATCH)]
-        pairs: list[tuple[StandingGrant, GrantStanding]] = []
+        documents: dict[str, StandingGrant] = {}
         fault: str | None = None
         for record in records.values():
             try:
@@ -194,14 +194,27 @@ class GrantDesk(GrantChanges):
             except (InvalidGrant, TypeError, ValueError) as exc:
                 fault = f"the kept text of grant {Canonical.shown(record.id)} does not read: {exc}"
                 continue
-            pairs.append((grant, standing_of(record, grant, receipts, watch, self._instruments(grant))))
+            if grant.lends_to(call.seat) and grant.covers(call.operation):
+                documents[record.id] = grant
+        if not documents:
+            return _Facts([], records, fault)
+        receipts = await self.receipts()
+        watch = [e.value for e in await self.store.read(WATCH)]
+        pairs = [(g, standing_of(records[k], g, receipts, watch, self._instruments(g))) for k, g in documents.items()]
         return _Facts(pairs, records, fault)
+
+    def _instrument(self, operation: Operation) -> str | None:
+        """Today's instrument digest of ``operation`` (read from its source once a process, then kept)."""
+        key = operation.id.canonical
+        if key not in self._digests:
+            self._digests[key] = operation.instrument_digest()
+        return self._digests[key]
 
     def _instruments(self, grant: StandingGrant) -> dict[str, str]:
         out: dict[str, str] = {}
         for condition in grant.conditions:
             operation = self.operations.get(condition.by.id.canonical)
-            digest = None if operation is None else operation.instrument_digest()
+            digest = None if operation is None else self._instrument(operation)
             if digest is not None:
                 out[condition.by.operation] = digest
         return out
@@ -222,7 +235,7 @@ class GrantDesk(GrantChanges):
         call = self.call_of(tool, wire, ctx)
         if call is None:
             return Judged(None, {})
-        facts = await self._facts()
+        facts = await self._facts(call)
         if not facts.pairs and facts.fault is None:
             return Judged(None, {})
         verdict = StandingJudge.among(facts.pairs, call, record_fault=facts.fault)
@@ -303,7 +316,7 @@ class GrantDesk(GrantChanges):
             return
         at = self.store.clock()
         holds = data if isinstance(data, bool) else (data.get("holds") if isinstance(data, Mapping) else None)
-        content, instrument = operation.content_of(arguments), operation.instrument_digest()
+        content, instrument = operation.content_of(arguments), self._instrument(operation)
         if isinstance(holds, bool) and content is not None and instrument is not None:
             receipt = ConditionReceipt(operation.name, dict(arguments), content, instrument, holds, at=when(at))
             await self.store.append(RECEIPTS, receipt.to_dict())

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Final
 
 from milpa_chat.command.grants import (
@@ -88,7 +89,7 @@ class GrantRecord:
 
     def document(self) -> StandingGrant:
         """The grant as its text reads (strictly); :class:`InvalidGrant` when it does not."""
-        return StandingGrant.from_json(self.text)
+        return read_text(self.text)
 
     def readable(self) -> StandingGrant | None:
         try:
@@ -113,6 +114,13 @@ class GrantRecord:
         seats = ", ".join(grant.to) if grant else "?"
         uses = f"{self.uses} use" + ("" if self.uses == 1 else "s")
         return f"{self.id} · {self.state} · {uses} · {ops} for {seats}"
+
+
+@lru_cache(maxsize=512)
+def read_text(text: str) -> StandingGrant:
+    """:meth:`StandingGrant.from_json`, remembered by the exact text (a grant is immutable; a text that
+    does not read raises every time, since failures are not cached)."""
+    return StandingGrant.from_json(text)
 
 
 def _signature_fault(record: GrantRecord, grant: StandingGrant) -> str | None:
