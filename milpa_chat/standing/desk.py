@@ -44,6 +44,7 @@ from milpa_chat.command.grants import (
     StandingGrant,
     StandingJudge,
     StandingVerdict,
+    is_operation_name,
 )
 from milpa_chat.command.ids import OperationId
 from milpa_chat.standing.changes import GrantChanges
@@ -220,7 +221,8 @@ class GrantDesk(GrantChanges):
         return out
 
     def call_of(self, tool: ToolDefinition, wire: Mapping[str, Any], ctx: ToolContext) -> StandingCall | None:
-        """The call as facts (``None`` for a caller with no principal: no seat, nothing to lend)."""
+        """The call as facts (``None`` for a caller with no principal — no seat — or a tool whose name no
+        grant can cover, such as ``notes__delete``: nothing to lend, nothing to stop)."""
         if not ctx.principal:
             return None
         now = when(self.store.clock())
@@ -228,6 +230,8 @@ class GrantDesk(GrantChanges):
         if operation is not None:
             return StandingCall.of(operation, wire, ctx.principal, now=now)
         name = str(tool.extra.get("operation_name") or tool.name)
+        if not is_operation_name(name):  # e.g. notes__delete: no grant covers it, nor may be naming it
+            return None
         return StandingCall(name, wire, ctx.principal, content=None, effect=EffectProfile.unclassified(), now=now)
 
     async def judge(self, tool: ToolDefinition, wire: Mapping[str, Any], ctx: ToolContext) -> Judged:

@@ -270,3 +270,17 @@ async def test_a_decision_a_crash_left_unwritten_is_applied_by_the_sweep(store: 
     assert await desk.sweep() == 1
     assert (await desk.get("release-stable")).state == "in_force"  # type: ignore[union-attr]
     assert await desk.sweep() == 0
+
+
+@pytest.mark.parametrize("name", ["notes__delete", "_private", "notes_delete"])
+async def test_a_confirm_tool_whose_name_no_grant_can_cover_still_asks_for_its_confirmation(
+    store: Store, name: str
+) -> None:
+    registry, desk = house(store)
+    await signed(desk)
+    deleted: list[int] = []
+    registry.register(name, "Delete a note", {"type": "object", "properties": {"id": {"type": "integer"}}},
+                      lambda args, ctx: deleted.append(args["id"]) or "deleted", confirm=True)
+    result = await registry.call(name, {"id": 3}, REQUESTER)
+    assert result.success and result.meta.get("requires_confirmation") is True and deleted == []
+    assert "standing_grant" not in result.meta
