@@ -192,8 +192,7 @@ class TelegramBot(TelegramHandlers):
             await self._updater().start_polling(
                 timeout=int(poll_timeout), allowed_updates=self.allowed_updates,
                 drop_pending_updates=drop_pending_updates)
-            log.info("Telegram bot @%s is polling %s for updates", self.transport.bot_username,
-                     self.application.bot.base_url)
+            log.info("Telegram bot @%s is polling %s for updates", self.transport.bot_username, self.api_root)
 
     async def start_webhook(
         self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443, url_path: str = "telegram",
@@ -235,29 +234,36 @@ class TelegramBot(TelegramHandlers):
     def run_polling(self, *, poll_timeout: float = 10.0, drop_pending_updates: bool = False) -> None:
         """Poll until Ctrl-C / SIGTERM (PTB owns the event loop); a rejected token or an unreachable Bot
         API raises :class:`BotStartupError`."""
-        print(f"Telegram bot polling {self.application.bot.base_url} for updates (Ctrl-C to stop)", flush=True)
-        self._running(lambda: self.application.run_polling(
+        self._running(lambda: f"Telegram bot @{self.transport.bot_username} polling {self.api_root} for updates "
+                      "(Ctrl-C to stop)", lambda: self.application.run_polling(
             timeout=int(poll_timeout), allowed_updates=self.allowed_updates,
             drop_pending_updates=drop_pending_updates))
 
     def run_webhook(self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443,
                     url_path: str = "telegram", drop_pending_updates: bool = False) -> None:
         """Serve the webhook until Ctrl-C / SIGTERM (PTB owns the event loop), then finish what was accepted."""
-        print(f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
-              f"(registered as {webhook_url}; Ctrl-C to stop)", flush=True)
-        self._running(lambda: self.application.run_webhook(
+        self._running(lambda: f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
+                      f"(registered as {webhook_url}; Ctrl-C to stop)", lambda: self.application.run_webhook(
             listen=listen, port=port, url_path=url_path, webhook_url=webhook_url, secret_token=self._secret(),
             allowed_updates=self.allowed_updates, drop_pending_updates=drop_pending_updates,
         ))
 
-    def _running(self, run: Callable[[], None]) -> None:
-        try:  # the loop PTB's run_* will use
+    def _running(self, line: Callable[[], str], run: Callable[[], None]) -> None:
+        """Check the token on the loop PTB's ``run_*`` will use, say where the bot serves, then run."""
+        try:
             loop = asyncio.get_event_loop()
         except RuntimeError:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
         loop.run_until_complete(self._initialize_bot())
+        print(line(), flush=True)
         run()
+
+    @property
+    def api_root(self) -> str:
+        """The Bot API this bot talks to, without its token (``https://api.telegram.org/bot<token>``)."""
+        bot = self.application.bot
+        return str(bot.base_url).replace(bot.token, "<token>")
 
     async def _initialize_bot(self) -> None:
         """``getMe`` before anything else: a rejected token or an unreachable Bot API is one

@@ -124,6 +124,7 @@ async def test_sigterm_drains_the_slack_http_mode_work_in_flight_and_exits_0(tmp
         err = "".join(lines) + (await proc.stderr.read()).decode()
         assert code == 0, err
         assert "Traceback" not in err and "Unclosed" not in err, err
+        assert [line for line in err.splitlines() if " WARNING " in line] == [], err  # bolt's token warning too
         assert [m.text for m in api.messages(WORK) if m.bot_id], "the report in flight was finished and posted"
 
 
@@ -189,3 +190,25 @@ async def test_sigterm_drains_the_telegram_webhook_mode_and_exits_0(tmp_path: Pa
         assert code == 0 and "Traceback" not in err, err
         texts = [m.text or "" for m in server.messages(EVE_ID)]
         assert any("report" in t.lower() for t in texts), texts  # finished and posted before exiting
+
+
+async def test_the_telegram_polling_bot_says_where_it_polls_without_the_token_and_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    async with BotApiServer() as server:
+        env = telegram_env(tmp_path, TELEGRAM_TOKEN=server.token, TELEGRAM_BASE_URL=server.base_url,
+                           SLACK_BOT_TOKEN="xoxb-unrelated")
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bots.telegram_assistant", env=env, cwd=REPO,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        assert said.startswith(f"Telegram bot @milpa_test_bot polling {server.base_url}<token> for updates"), said
+        assert server.token not in said
+        asked = await server.send_message(EVE_ID, USER, "/help")
+        await server.wait_for_message(EVE_ID, since=asked, timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 60)
+        err = (await proc.stderr.read()).decode()
+    assert code == 0 and "Traceback" not in err, err
+    warnings = [line for line in err.splitlines() if " WARNING " in line and "identities.example.toml" not in line]
+    assert warnings == [] and server.token not in err, err
