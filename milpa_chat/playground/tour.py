@@ -1,7 +1,7 @@
 """The scripted tour: the story a newcomer should see, played through the page's own HTTP endpoints.
 
-A read, a validation error, a denial naming the missing scope, a confirm round trip, a payment a manager
-approves in Slack while the Telegram copies are edited, a forged tap refused, an expiry. Each step acts as a
+A read, a validation error, a denial naming who you are and the missing scope, a confirm round trip, a payment
+a manager approves in Slack while the Telegram copies are edited, a forged tap refused, an expiry. Each step acts as a
 persona (``POST /api/telegram/send`` ...) and then waits for what the page would show (``GET /api/feed``):
 the tour checks the records of the local platform servers, never a second rendering. It runs against the
 example tools of ``bots/`` and the built-in personas.
@@ -158,7 +158,8 @@ async def step_validation(c: TourClient, memo: dict[str, Any]) -> str:
 async def step_denial(c: TourClient, memo: dict[str, Any]) -> str:
     mark = c.last_tg(GUS)
     await c.post("/api/telegram/send", {"persona": "gus", "chat": GUS, "text": f"/delete_note {memo.get('note', 1)}"})
-    reply = await c.until(lambda: c.bot_after(GUS, mark, "notes:write"), "denial naming the scope notes:write")
+    reply = await c.until(lambda: c.bot_after(GUS, mark, "notes:write", f"telegram:{GUS}"),
+                          "denial naming the scope notes:write and who is asking")
     line = next((ln for ln in reply["text"].splitlines() if "notes:write" in ln), "")
     return f"Gus (read-only guest) may not delete: {line}"
 
@@ -240,7 +241,7 @@ Step = Callable[[TourClient, dict[str, Any]], Awaitable[str]]
 STEPS: tuple[tuple[str, Step], ...] = (
     ("A read", step_read),
     ("A validation error", step_validation),
-    ("A denial names the missing scope", step_denial),
+    ("A denial names who you are and the missing scope", step_denial),
     ("A confirm round trip", step_confirm),
     ("A payment approved in Slack, the Telegram copies edited", step_payment),
     ("A forged tap refused", step_forged),

@@ -149,6 +149,8 @@ class World:
         self.slack_api = await self._stack.enter_async_context(SlackApiServer(SLACK_TOKEN, team_id=TEAM,
                                                                               team_name="Playground",
                                                                               channels=channels))
+        for persona in PERSONAS:  # users.info knows them, so cards name them as Slack shows them
+            self.slack_api.add_user(persona.slack_id, persona.key, real_name=persona.name, display_name=persona.name)
         await self._start_bots()
 
     async def _start_bots(self) -> None:

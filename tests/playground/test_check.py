@@ -11,8 +11,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = ("A read", "A validation error", "A denial names the missing scope", "A confirm round trip",
-         "A payment approved in Slack, the Telegram copies edited", "A forged tap refused", "An expiry")
+STEPS = ("A read", "A validation error", "A denial names who you are and the missing scope",
+         "A confirm round trip", "A payment approved in Slack, the Telegram copies edited", "A forged tap refused",
+         "An expiry")
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -30,7 +31,8 @@ def test_check_plays_every_step_of_the_tour_and_leaves_nothing_behind(tmp_path: 
     for number, title in enumerate(STEPS, 1):
         assert any(line.startswith(f"ok   {number}. {title}") for line in lines), (title, run.stdout)
     assert "7 of 7 steps passed" in lines[-1]
-    assert "notes:write" in run.stdout and "maria via Slack" in run.stdout and "Nothing was done" in run.stdout
+    assert "notes:write" in run.stdout and "You are telegram:1003" in run.stdout  # the denial: scope and who
+    assert "maria via slack" in run.stdout.lower() and "Nothing was done" in run.stdout
     assert list(tmp_path.iterdir()) == []  # the SQLite store's temporary directory is gone
 
 

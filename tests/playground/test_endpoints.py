@@ -87,7 +87,7 @@ async def test_feed_events_are_what_the_local_servers_recorded() -> None:
         recorded = {key: telegram_event(m) for key, m in tg.state.messages.items()}
         assert messages == recorded and len(recorded) >= 4
         edited = [m for m in recorded.values() if m["version"] > 1]
-        assert edited and all("maria via Slack" in (m["text"] or "") for m in edited)  # both Telegram copies
+        assert edited and all("maria via slack" in (m["text"] or "").lower() for m in edited)  # both Telegram copies
 
         slack = latest(feed, "slack.message", lambda e: (e["channel"], e["ts"], e["ephemeral_to"]))
         workspace = api.workspace
