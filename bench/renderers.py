@@ -5,6 +5,7 @@ secret to redact), and a 1,000-item paginated page. Columns: one per channel, me
 milliseconds. The first table times ``render()`` (composition, redaction, escaping,
 splitting: the payload to send); the second adds building ``payload.document``, the
 redacted full-content file attached when something was shortened (built on first access).
+A last row gives µs per ``render()`` of a 10-item page: what one page tap renders.
 Target: ≤ 50 ms for a 1 MB result on every channel.
 
     .venv/bin/python bench/renderers.py [--repeat 21]   # with milpa_chat installed (or PYTHONPATH=.)
@@ -66,6 +67,32 @@ def page_of_1000() -> ToolResult:
     return ToolResult.paginated(items, 2, 25_000, 1000, "Notes", {"ref": "ls_4f2a"})
 
 
+def page_of_10() -> ToolResult:
+    items = [{"id": i, "title": f"note {i}"} for i in range(11, 21)]
+    return ToolResult.paginated(items, 2, 50, 10, "Notes", {"ref": "ls_4f2a"})
+
+
+def small_page_us(repeat: int) -> None:
+    """µs per render of a 10-item page (best of ``repeat`` batches of 200: a batch is too short for a
+    median of single runs to mean anything)."""
+    result = page_of_10()
+    names = list(CHANNELS)
+    print("\n10-item page (one page tap): µs per render(), best batch of 200")
+    print(f"{'result':<18}" + "".join(f"{n:>10}" for n in names))
+    print("-" * (18 + 10 * len(names)))
+    cells = []
+    for name in names:
+        renderer = CHANNELS[name]
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(200):
+                renderer.render(result)
+            best = min(best, (time.perf_counter() - start) / 200 * 1e6)
+        cells.append(best)
+    print(f"{'10-item page':<18}" + "".join(f"{c:>10.0f}" for c in cells))
+
+
 def median_ms(render: Callable[[], object], repeat: int) -> float:
     render()  # warm up
     times = []
@@ -100,6 +127,7 @@ def main() -> None:
     print(f"renderers: median ms over {args.repeat} runs (target ≤ 50 ms for 1 MB)")
     table("render() — the payload to send", cases, lambda r, x: r.render(x), args.repeat)
     table("render() + payload.document — with the full-content file built", cases, render_and_attach, args.repeat)
+    small_page_us(args.repeat)
 
 
 if __name__ == "__main__":
