@@ -77,13 +77,13 @@ async def test_a_rolling_restart_loses_no_request(tmp_path: Path) -> None:
 
         async def restart_each() -> None:
             for worker in fleet.of("slack"):
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(0.5)
                 assert await asyncio.to_thread(worker.terminate, 30.0) == 0
                 worker.start()
                 await worker.ready()
-                await asyncio.sleep(1.0)  # the balancer's next check finds it up
+                await asyncio.sleep(1.0)  # two of the balancer's checks (every 500 ms): it is back in
 
-        until = time.monotonic() + 9.0
+        until = time.monotonic() + 7.0
         await asyncio.gather(keep_asking(until), restart_each())
         assert answers and set(answers) == {200}, answers
         replies = lambda: [m for m in fleet.api.messages(SLACK_WORK) if "Service up" in m.all_text()]  # noqa: E731
