@@ -102,3 +102,12 @@ async def test_no_reachable_approver_chat_is_said_to_the_requester() -> None:
             lambda: "No approver could be reached yet" in world.api.message(WORK, mine.ts).all_text() or None)
         text = world.api.message(WORK, mine.ts).all_text()
         assert "Waiting for an approver" not in text and "channel_not_found" in text
+
+
+async def test_where_the_app_may_not_post_the_private_answer_goes_through_the_response_url() -> None:
+    async with slack_world(memory_assistant(Tools(), Clock())) as world:
+        world.api.fail_next("chat.postEphemeral", "not_in_channel")
+        await world.command("tools", user=ALICE)
+        shown = world.private(ALICE)
+        assert shown.via == "response_url" and "/milpa delete_note" in shown.all_text()
+        assert world.public() == []

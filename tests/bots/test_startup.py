@@ -212,3 +212,40 @@ async def test_the_telegram_polling_bot_says_where_it_polls_without_the_token_an
     assert code == 0 and "Traceback" not in err, err
     warnings = [line for line in err.splitlines() if " WARNING " in line and "identities.example.toml" not in line]
     assert warnings == [] and server.token not in err, err
+
+
+SERVE_BLOCKING = """
+import sys
+from bots.tools import ExampleTools
+from milpa_chat import ToolRegistry
+from milpa_chat.bots.slack import SlackBot
+from milpa_chat.chat import Assistant, Identities
+from milpa_chat.store import MemoryStore
+
+store = MemoryStore()
+registry = ToolRegistry(store=store)
+registry.scan(ExampleTools(store, slow_seconds=2))
+assistant = Assistant(registry, Identities(default_scopes=["notes:read"]))
+SlackBot(assistant, sys.argv[1], "secret", sys.argv[2]).start(port=0, host="127.0.0.1")
+print("returned", flush=True)
+"""
+
+
+async def test_slack_start_prints_where_it_listens_and_drains_on_sigterm() -> None:
+    async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work"}) as api:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", SERVE_BLOCKING, TOKEN, api.base_url,
+                                                    env=env, cwd=REPO, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        found = re.match(r"Slack app listening on (http://127\.0\.0\.1:\d+/slack/events) \(Ctrl-C to stop\)", said)
+        assert found, said
+        async with SlackEvents(found.group(1), "secret", api=api) as slack:
+            await slack.command("/milpa", "slow_report", user=ALICE, channel=WORK)
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(proc.wait(), 60)
+        rest = (await proc.stdout.read()).decode()
+        err = (await proc.stderr.read()).decode()
+    assert code == 0 and rest == "returned\n" and "Traceback" not in err, err
+    assert [m.text for m in api.messages(WORK) if m.bot_id], "the report in flight was posted before it returned"
