@@ -200,7 +200,8 @@ class SlackServing(ABC):
         finally:
             await self.stop()
 
-    def start_socket_mode(self) -> None:
-        """Serve over Socket Mode until Ctrl-C or SIGTERM (blocks), then disconnect cleanly."""
-        asyncio.run(self._until_signalled(self.connect_socket_mode))
+    def start_socket_mode(self, web_client: AsyncWebClient | None = None) -> None:
+        """Serve over Socket Mode until Ctrl-C or SIGTERM (blocks), then disconnect cleanly; ``web_client``
+        opens the connection (as for :meth:`socket_mode_handler`)."""
+        asyncio.run(self._until_signalled(lambda: self.connect_socket_mode(web_client)))
 

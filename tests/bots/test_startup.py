@@ -249,3 +249,34 @@ async def test_slack_start_prints_where_it_listens_and_drains_on_sigterm() -> No
         err = (await proc.stderr.read()).decode()
     assert code == 0 and rest == "returned\n" and "Traceback" not in err, err
     assert [m.text for m in api.messages(WORK) if m.bot_id], "the report in flight was posted before it returned"
+
+
+SOCKET_BLOCKING = """
+import sys
+from slack_sdk.web.async_client import AsyncWebClient
+from milpa_chat import ToolRegistry
+from milpa_chat.bots.slack import SlackBot
+from milpa_chat.chat import Assistant
+from milpa_chat.store import MemoryStore
+
+bot = SlackBot(Assistant(ToolRegistry(store=MemoryStore())), sys.argv[1], base_url=sys.argv[2], app_token=sys.argv[3])
+bot.start_socket_mode(AsyncWebClient(base_url=sys.argv[4]))
+print("returned", flush=True)
+"""
+
+
+async def test_socket_mode_stops_cleanly_on_sigterm() -> None:
+    async with SlackApiServer(TOKEN, team_id=TEAM) as api, SocketModeEndpoint(APP_TOKEN) as endpoint:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", SOCKET_BLOCKING, TOKEN, api.base_url, APP_TOKEN, endpoint.base_url,
+            env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        assert said == "Slack app connected over Socket Mode (Ctrl-C to stop)\n", said
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 60)
+        rest = (await proc.stdout.read()).decode()
+        err = (await proc.stderr.read()).decode()
+    assert code == 0 and rest == "returned\n", err
+    assert "Unclosed" not in err and "Traceback" not in err, err
