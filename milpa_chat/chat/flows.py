@@ -102,6 +102,10 @@ class ApprovalFlows:
                 if not done:  # a run that takes a while: the cards say so meanwhile
                     await self.outbox.show(change.approval)
                 await running
+            if not done:  # the run's own delivery may have raced the "Running" edits: the outcome is shown last
+                current = await self.desk.get(change.approval.id)
+                if current is not None and current.state != change.approval.state:
+                    await self.outbox.show(current)
         else:
             await self.outbox.deliver(change.approval)
 
