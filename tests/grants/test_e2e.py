@@ -1,0 +1,158 @@
+"""End to end through the real python-telegram-bot and slack-bolt against the local servers, on a SQLite file.
+
+A developer asks on Telegram; the approver (on Slack) drafts "Always allow…" from the card; a second person
+signs on the signature's own card in the Telegram approvers' group; the next matching call runs without a
+card and cites the grant; a call on other content gets a card; a suspension (asked on Slack) stops the
+next call on Telegram; and new objects on the same file (a restart) find all of it standing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from milpa_chat.bots.slack import SlackBot
+from milpa_chat.bots.telegram import TelegramBot
+from milpa_chat.chat import Assistant, Identities
+from milpa_chat.standing import GrantChat, GrantDesk
+from milpa_chat.store.sqlite import SqliteStore
+from milpa_chat.testing import BotApiServer, User
+from milpa_chat.testing.slack import SlackApiServer, SlackEvents, serve_bolt_app
+from tests.grants.house import PUBLISHED, house
+
+TOKEN, SECRET, TEAM = "xoxb-grants", "grants-signing-secret", "T1"
+WORK, APPROVERS = "C0WORK", "C0APPROVE"
+ABEL = "U2001"  # the release approver, on Slack
+RITA = User(100, "Rita", "rita")  # the developer, on Telegram
+SARA = User(300, "Sara", "sara")  # who signs grants, on Telegram
+TG_APPROVERS = -900
+IDENTITIES: dict[str, Any] = {
+    "roles": {"dev": ["release:publish"], "lead": ["release:approve", "grants:sign"], "signer": ["grants:sign"]},
+    "users": {"telegram:100": ["dev"], "telegram:300": ["signer"], f"slack:{TEAM}:{ABEL}": ["lead"]},
+    "approvers": {"telegram": [str(TG_APPROVERS)], "slack": [APPROVERS]},
+}
+
+
+@dataclass
+class World:
+    tg: BotApiServer
+    api: SlackApiServer
+    slack: SlackEvents
+    slack_bot: SlackBot
+    assistant: Assistant
+    desk: GrantDesk
+    chat: GrantChat
+
+
+@asynccontextmanager
+async def platforms() -> AsyncIterator[tuple[BotApiServer, SlackApiServer]]:
+    async with BotApiServer() as tg, SlackApiServer(TOKEN, team_id=TEAM, channels=[WORK, APPROVERS]) as api:
+        tg.group(TG_APPROVERS, "Approvers", members=[SARA])
+        yield tg, api
+
+
+@asynccontextmanager
+async def world(db: Path, tg: BotApiServer, api: SlackApiServer) -> AsyncIterator[World]:
+    """The kit in one process: a store on ``db``, the house, the assistant and both real bots."""
+    store = SqliteStore(db)
+    registry, desk = house(store)
+    assistant = Assistant(registry, Identities.from_dict(IDENTITIES))
+    chat = GrantChat(assistant, desk)
+    telegram_bot = TelegramBot(assistant, tg.token, tg.base_url, sweep_interval=None)
+    slack_bot = SlackBot(assistant, TOKEN, SECRET, api.base_url)
+    await telegram_bot.start(poll_timeout=1)
+    try:
+        async with serve_bolt_app(slack_bot.web_app()) as url, SlackEvents(url, SECRET, api=api) as slack:
+            yield World(tg, api, slack, slack_bot, assistant, desk, chat)
+    finally:
+        await telegram_bot.stop()
+        await store.close()
+
+
+async def publish(w: World, archive: str) -> str:
+    """Rita asks on Telegram; what she is told back."""
+    asked = await w.tg.send_message(RITA.id, RITA, f"/release_publish {archive} stable")
+    return (await w.tg.wait_for_message(RITA.id, since=asked)).text or ""
+
+
+async def test_always_allow_signed_by_a_second_person_lends_the_next_call_and_a_stop_stands_a_restart(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "house.db"
+    async with platforms() as (tg, api):
+        grant_id = await _first_process(db, tg, api)
+        async with world(db, tg, api) as w:  # a restart: new objects on the same file
+            again = await w.desk.get(grant_id)
+            assert again is not None and again.state == "suspended" and again.uses == 1
+            told = await publish(w, "clean.tgz")
+            assert "suspended: a leak was reported" in told and len(PUBLISHED) == 1
+
+
+async def _first_process(db: Path, tg: BotApiServer, api: SlackApiServer) -> str:
+    async with world(db, tg, api) as w:
+        await w.assistant.registry.call("release_scan", {"archive": "clean.tgz", "strict": True},
+                                        w.assistant.identities.context_for("telegram", _user(RITA), str(RITA.id)))
+        await w.assistant.registry.call("reports_watch", {}, w.assistant.identities.context_for(
+            "telegram", _user(RITA), str(RITA.id)))
+        told = await publish(w, "clean.tgz")
+        assert "approv" in told.lower() and PUBLISHED == []
+        card = await w.api.wait_for_message(APPROVERS)
+        [first] = await w.assistant.approvals.listing(state="pending")
+
+        # the approver drafts from the card (as "Always allow…" does, with his Slack identity)
+        abel = w.assistant.identities.context_for("slack", _slack_user(ABEL), APPROVERS)
+        record, signature = await w.desk.draft_from(first.id, abel, via="slack")
+        await w.assistant.outbox.deliver(signature)
+        await w.tg.wait_until(lambda: _signature_card(w) is not None, what="the signature's card")
+        tg_signature = _signature_card(w)
+        assert '"channel":"stable"' in (tg_signature.text or "")  # the whole text, in canonical spelling
+        assert card.ts  # the original card is still there, undecided
+
+        update = await w.tg.tap_button(tg_signature, _label(tg_signature, "Approve"), SARA)  # the second step
+        await w.tg.wait_until(lambda: w.tg.callback_query(update).answered)
+        signed = await w.desk.get(record.id)
+        assert signed is not None and signed.state == "in_force" and signed.signer == "Sara"
+        assert signed.data["signed_by"]["via"] == "telegram"
+
+        await w.slack_bot.drain()
+        cards_before = _cards(w)
+        told = await publish(w, "clean.tgz")
+        assert "published clean.tgz to stable" in told and PUBLISHED == [("clean.tgz", "stable")]
+        await w.slack_bot.drain()
+        assert _cards(w) == cards_before  # no card for a lent call
+
+        told = await publish(w, "other.tgz")  # other content: never scanned, so it gets a card
+        assert "approv" in told.lower() and len(PUBLISHED) == 1
+        await w.api.wait_for(lambda: _cards(w) == cards_before + 1)
+
+        await w.desk.request("suspend", record.id, abel, via="slack", note="a leak was reported")
+        told = await publish(w, "clean.tgz")
+        assert "suspended: a leak was reported" in told and len(PUBLISHED) == 1
+        return record.id
+
+
+def _cards(w: World) -> int:
+    return sum(1 for m in w.api.messages(APPROVERS) if "Approval needed" in m.text)
+
+
+def _signature_card(w: World) -> Any:
+    return next((m for m in w.tg.messages(TG_APPROVERS) if "standing:sign" in (m.text or "")), None)
+
+
+def _user(user: User) -> Any:
+    from milpa_chat.chat import ChatUser
+
+    return ChatUser(str(user.id), user.first_name, user.username)
+
+
+def _slack_user(user_id: str) -> Any:
+    from milpa_chat.chat import ChatUser
+
+    return ChatUser(user_id, user_id, None, TEAM)
+
+
+def _label(message: Any, word: str) -> str:
+    return next(text for text in message.button_labels if word.lower() in text.lower())
