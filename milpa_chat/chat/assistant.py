@@ -22,7 +22,7 @@ from milpa_chat.chat.flows import ACTIONS, ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
 from milpa_chat.chat.outbox import ApprovalOutbox
-from milpa_chat.chat.replies import help_message, privately, refusal, start_message
+from milpa_chat.chat.replies import approval_stats, help_message, privately, refusal, start_message
 from milpa_chat.chat.routing import approver_targets, nudge_cards, route
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
@@ -271,17 +271,7 @@ class Assistant:
 
     async def _approval_stats(self, ctx: ToolContext, days: float = 30.0) -> Message:
         """``/approvals``: how each approver decided lately (for people who approve here)."""
-        from milpa_chat.runtime.approval_stats import approver_stats
-
-        approver_scopes = {s for t in self.registry if t.verify for s in t.verify.approver_scopes}
-        if not approver_scopes or not ctx.has_any_scope(approver_scopes):
-            return cards.text("Approval figures are for approvers; you approve nothing here.")
-        since = self.store.clock() - days * 86400
-        stats = approver_stats(await self.approvals.listing(), since=since)
-        if not stats:
-            return cards.text(f"No approvals were decided in the last {days:.0f} days.")
-        lines = "\n".join(f"• {s.line()}" for s in stats)
-        return cards.text(f"Approvals in the last {days:.0f} days:\n{lines}")
+        return await approval_stats(self.registry, ctx, days)
 
     def _approver_targets(self, value: dict[str, Any]) -> list[tuple[str, str, str]]:
         return approver_targets(value, self.identities, self.transports)

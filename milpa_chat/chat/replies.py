@@ -18,9 +18,12 @@ if TYPE_CHECKING:
     from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import ToolDefinition
+    from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.runtime.result import ToolResult
 
-__all__ = ["denial", "examples", "help_message", "identity_line", "privately", "refusal", "start_message"]
+__all__ = [
+    "approval_stats", "denial", "examples", "help_message", "identity_line", "privately", "refusal", "start_message",
+]
 
 #: Result codes shown to the actor alone: what they may not do, or how they wrote it wrong.
 REFUSALS = frozenset({"FORBIDDEN", "UNAUTHORIZED", "VALIDATION_ERROR", "TOOL_NOT_FOUND", "RATE_LIMITED"})
@@ -141,3 +144,18 @@ def refusal(result: ToolResult, name: str, definition: ToolDefinition | None, ct
         return message
     usage = Paragraph.of(f"Usage: {cards.usage(definition.name, definition.input_schema, prefix)}")
     return Message((*message.blocks, usage), message.summary, message.tone, message.truncated, message.full)
+
+
+async def approval_stats(registry: ToolRegistry, ctx: ToolContext, days: float = 30.0) -> Message:
+    """``/approvals``: how each approver decided lately (for people who approve here)."""
+    from milpa_chat.runtime.approval_stats import approver_stats
+
+    approver_scopes = {s for t in registry if t.verify for s in t.verify.approver_scopes}
+    if not approver_scopes or not ctx.has_any_scope(approver_scopes):
+        return cards.text("Approval figures are for approvers; you approve nothing here.")
+    since = registry.store.clock() - days * 86400
+    stats = approver_stats(await registry.approvals.listing(), since=since)
+    if not stats:
+        return cards.text(f"No approvals were decided in the last {days:.0f} days.")
+    lines = "\n".join(f"• {s.line()}" for s in stats)
+    return cards.text(f"Approvals in the last {days:.0f} days:\n{lines}")
