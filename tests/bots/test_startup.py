@@ -280,3 +280,15 @@ async def test_socket_mode_stops_cleanly_on_sigterm() -> None:
         err = (await proc.stderr.read()).decode()
     assert code == 0 and rest == "returned\n", err
     assert "Unclosed" not in err and "Traceback" not in err, err
+
+
+def test_one_default_host_for_every_webhook_and_http_mode() -> None:
+    import inspect
+
+    from milpa_chat.bots.telegram import DEFAULT_LISTEN, TelegramBot
+
+    def default(method: object, name: str) -> object:
+        return inspect.signature(method).parameters[name].default  # type: ignore[arg-type]
+
+    assert {default(TelegramBot.start_webhook, "listen"), default(TelegramBot.run_webhook, "listen"),
+            default(SlackBot.serve, "host"), default(SlackBot.start, "host")} == {DEFAULT_LISTEN}
