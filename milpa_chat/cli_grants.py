@@ -1,9 +1,11 @@
-"""``milpa-chat grants [list | show | suspend | lift | revoke | sign | decline]``: standing grants from the shell.
+"""``milpa-chat grants [list | show | draft | suspend | lift | revoke | sign | decline]``: grants from the shell.
 
-Every change is a decision of the configured principal (``--as``, scopes from ``--identities`` /
-``--scopes``) through the one decision path, ``via="cli"``: suspend and revoke take effect at once,
-lift opens a request another signer decides (``grants sign CHANGE`` — or on its card in a chat),
-and ``sign`` decides a waiting signature or lift. Nothing here runs without a person named.
+``draft FILE`` reads a grant's JSON text strictly and opens its signature (a grant naming
+``supersedes`` replaces those grants once signed). Every change is a decision of the configured
+principal (``--as``, scopes from ``--identities`` / ``--scopes``) through the one decision path,
+``via="cli"``: suspend and revoke take effect at once, lift opens a request another signer decides
+(``grants sign CHANGE`` — or on its card in a chat), and ``sign`` decides a waiting signature or
+lift. Nothing here runs without a person named.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from milpa_chat.runtime.approval import ApprovalRefused
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["add_parsers", "cmd_grants", "show_lines"]
 
 Common = Callable[[argparse.ArgumentParser], None]
-ACTIONS = ("list", "show", "suspend", "lift", "revoke", "sign", "decline")
+ACTIONS = ("list", "show", "draft", "suspend", "lift", "revoke", "sign", "decline")
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common | None = None) -> None:
@@ -37,6 +40,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common
     p_show = actions.add_parser("show", help="one grant: its whole text, who signed it, its history")
     p_show.add_argument("id", help="the grant id (milpa-chat grants lists them)")
     parsers.append(p_show)
+    p_draft = actions.add_parser("draft", help="draft a grant from its JSON text (read strictly) and open its "
+                                 "signature; a grant that names supersedes replaces those grants once signed")
+    p_draft.add_argument("file", help="the grant's JSON text (- for standard input)")
+    p_draft.add_argument("--signer-may-be-drafter", action="store_true",
+                         help="let the person who drafts it sign it too (still a second, separate step)")
+    p_draft.add_argument("--note", default=None, help="shown with the request for a signature")
+    parsers.append(p_draft)
     helps = {"suspend": "stop a grant now (as --as PRINCIPAL, who may sign)",
              "lift": "ask to lift a suspension (another signer decides it)",
              "revoke": "take a grant out of force for good",
@@ -116,6 +126,8 @@ async def cmd_grants(ns: argparse.Namespace) -> int:
         if action == "show":
             print("\n".join(show_lines(await _find(desk, ns.id))))
             return 0
+        if action == "draft":
+            return await _draft(desk, ns)
         return await _change(desk, ns, action)
     finally:
         await store.close()
@@ -138,6 +150,36 @@ async def _find(desk: GrantDesk, grant_id: str) -> GrantRecord:
         raise CliError(f"no standing grant {grant_id!r} in this store; milpa-chat grants --all lists them "
                        "(is --store the store the grant was drafted on?)")
     return found
+
+
+def _read_text(path: str) -> str:
+    """The grant's text from ``path`` (``-``: standard input), or a usage error naming the file."""
+    import sys
+
+    from milpa_chat.cli import CliError
+
+    try:
+        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"grants draft {path}: {exc.strerror}; give the file holding the grant's JSON text") from exc
+
+
+async def _draft(desk: GrantDesk, ns: argparse.Namespace) -> int:
+    from milpa_chat.cli import CliError
+    from milpa_chat.command.grants import InvalidGrant
+
+    ctx = _person(ns, "draft")
+    text = _read_text(ns.file)
+    try:
+        record, approval = await desk.draft(text, ctx, via="cli", note=ns.note,
+                                            four_eyes=False if ns.signer_may_be_drafter else None)
+    except InvalidGrant as exc:
+        raise CliError(f"grants draft {ns.file}: the grant does not read: {exc}") from exc
+    except ApprovalRefused as exc:
+        raise CliError(str(exc).rstrip(".")) from exc
+    print(f"Drafted {record.id}; it lends nothing until a person signs it: milpa-chat grants sign {approval.id} "
+          f"--as SIGNER (or on its card).")
+    return 0
 
 
 async def _change(desk: GrantDesk, ns: argparse.Namespace, action: str) -> int:

@@ -132,3 +132,23 @@ async def test_the_console_script_suspends_in_another_process_and_the_bot_sees_i
     stopped = await registry2.call("release_publish", CLEAN, REQUESTER)
     assert stopped.code == "FORBIDDEN" and "suspended: checking" in (stopped.error or "")
     await again.close()
+
+
+async def test_the_shell_drafts_a_grant_that_supersedes_another_and_signing_replaces_it(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    store = SqliteStore(db)
+    _, desk = house(store)
+    first = await signed(desk)
+    text = tmp_path / "next.json"
+    text.write_text(grant(id="release-stable-2", supersedes=(first,)).to_json(), encoding="utf-8")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"id": "x", "note": 1}', encoding="utf-8")
+    with pytest.raises(CliError, match="the grant does not read"):
+        await run(db, "draft", str(bad), "--as", "ops")
+    assert await run(db, "draft", str(text), "--as", "ops") == 0
+    [(change, action)] = (await desk.get("release-stable-2")).pending.items()  # type: ignore[union-attr]
+    assert action == "sign" and (await desk.get(first)).state == "in_force"  # type: ignore[union-attr]
+    assert await run(db, "sign", change, "--as", "lead", "--scopes", "grants:sign") == 0
+    assert (await desk.get(first)).state == "superseded"  # type: ignore[union-attr]
+    assert (await desk.get("release-stable-2")).state == "in_force"  # type: ignore[union-attr]
+    await store.close()

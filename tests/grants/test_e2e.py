@@ -1,9 +1,10 @@
 """End to end through the real python-telegram-bot and slack-bolt against the local servers, on a SQLite file.
 
-A developer asks on Telegram; the approver (on Slack) drafts "Always allow…" from the card; a second person
-signs on the signature's own card in the Telegram approvers' group; the next matching call runs without a
-card and cites the grant; a call on other content gets a card; a suspension (asked on Slack) stops the
-next call on Telegram; and new objects on the same file (a restart) find all of it standing.
+A developer asks on Telegram; the approver drafts the grant from the card with his Slack identity (what the
+"Always allow…" tap does; the tap itself is tested on the chat core); a second person signs with a real tap
+on the signature's own card in the Telegram approvers' group; the next matching call runs without a card
+and cites the grant; a call on other content gets a card; a suspension by the Slack approver stops the next
+call on Telegram; and new objects on the same file (a restart) find all of it standing.
 """
 
 from __future__ import annotations
