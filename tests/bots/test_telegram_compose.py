@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from telegram import Update
 from telegram.ext import (
     ApplicationBuilder,
@@ -135,3 +136,18 @@ async def test_allowed_updates_include_what_the_users_handlers_need() -> None:
             assert edits == ["better words"]
         finally:
             await bot.stop()
+
+
+def test_the_groups_are_the_users_to_choose() -> None:
+    application = ApplicationBuilder().token("123456:ABC").build()
+    application.add_handler(CommandHandler("ping", ping), group=3)
+    bot = TelegramBot.install(application, make_assistant(MemoryStore())[0], group=2, fallback_group=7,
+                              sweep_interval=None)
+    kinds = {g: sorted(type(h).__name__ for h in hs) for g, hs in application.handlers.items()}
+    assert kinds == {2: ["CallbackQueryHandler", "MessageHandler"], 3: ["CommandHandler"],
+                     7: ["CallbackQueryHandler", "MessageHandler"]}
+    assert bot.fallback_group == 7
+    with pytest.raises(ValueError, match=r"fallback_group \(2\) must come after group \(2\)"):
+        TelegramBot.install(application, make_assistant(MemoryStore())[0], group=2, fallback_group=2)
+    with pytest.raises(ValueError, match=r"either token= .* or application="):
+        TelegramBot(make_assistant(MemoryStore())[0], "123456:ABC", application=application)
