@@ -1,11 +1,14 @@
 """``SqliteStore``: the default backend — one SQLite file in WAL mode, safe across threads and processes.
 
-Operations run on a small dedicated thread pool (one connection per thread). Two kinds of short
-statement run on the event loop itself instead, where the hop to a thread would cost more than the
-statement: reading one record (``get``), and writing one record that waits for no disk
+Reads run on a small dedicated thread pool (one connection per thread); writes on one writer
+thread that commits the writes queued while its previous commit was syncing together, one
+transaction and one sync for all of them, each write in a savepoint of its own (group commit,
+:mod:`milpa_chat.store._group_commit`): every caller still gets its answer only once its write is
+committed. Two kinds of short statement run on the event loop itself instead, where the hop to a
+thread would cost more than the statement: reading one record (``get``), and writing one record that waits for no disk
 (``insert``/``put`` with ``durable=False``, or any of them when the store is ``synchronous="NORMAL"``).
 They run on a connection of their own that never waits for a lock: when another writer holds the
-file, the operation goes to the pool and waits there. That connection never checkpoints the WAL
+file, the operation goes to the pool (or the writer) and waits there. That connection never checkpoints the WAL
 (which would write and sync the database file); the pool does, after every 200 such writes.
 
 Each write that must happen once is a single ``BEGIN IMMEDIATE`` transaction, so any number of
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar, TypeVarTuple, Unpack
 
 from milpa_chat.errors import StoreCorruptError, StoreError, StoreSchemaError
+from milpa_chat.store._group_commit import GroupCommit
 from milpa_chat.store._sql import (
     SCHEMA_VERSION,
     ThreadedStore,
@@ -105,6 +109,7 @@ class SqliteStore(ThreadedStore):
         self._unsynced = 0  # writes on event-loop connections since the pool last checkpointed
         self._open_file()
         super().__init__(clock=clock, workers=4, name="milpa-sqlite")
+        self._writer = GroupCommit("milpa-sqlite-writer", self._begin_batch, self._translate)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -230,6 +235,25 @@ class SqliteStore(ThreadedStore):
         """``fn(conn, *args)`` on a pool thread, with that thread's connection."""
         return await self._run(lambda: fn(self._conn(), *args))
 
+    async def _queued(self, fn: Callable[[Unpack[Ts]], T], *args: *Ts, durable: bool = True) -> T:
+        """``fn(*args)`` (a write) on the writer thread, committed with the writes queued beside it."""
+        self._check_open()
+        try:
+            future = self._writer.submit(lambda: fn(*args), durable=durable)
+        except RuntimeError as exc:  # a concurrent close() stopped the writer
+            raise StoreError(f"{self._describe()} is closed; open a new store to keep working") from exc
+        return await future
+
+    def _begin_batch(self, durable: bool) -> sqlite3.Connection:
+        """The writer thread's transaction for one batch, synced as the most demanding write in it needs."""
+        conn = self._conn()
+        level = self.synchronous if durable else "NORMAL"
+        if getattr(self._local, "level", self.synchronous) != level:
+            conn.execute(f"PRAGMA synchronous = {level}")
+            self._local.level = level
+        conn.execute("BEGIN IMMEDIATE")
+        return conn
+
     async def _inline(self, fn: Callable[[sqlite3.Connection, Unpack[Ts]], T], *args: *Ts, write: bool = False) -> T:
         """``fn(conn, *args)`` on the event loop's connection; on the pool when the file is locked."""
         self._check_open()
@@ -249,6 +273,8 @@ class SqliteStore(ThreadedStore):
             if write:
                 self._wrote_inline()
             return result
+        if write:
+            return await self._queued(lambda: fn(self._conn(), *args), durable=False)
         return await self._pooled(fn, *args)
 
     def _wrote_inline(self) -> None:
@@ -278,6 +304,16 @@ class SqliteStore(ThreadedStore):
         """One ``BEGIN IMMEDIATE`` transaction on ``conn`` (this thread's pool connection by default),
         committed with the store's ``synchronous`` level, or ``NORMAL`` when not ``durable``."""
         db: sqlite3.Connection = self._conn() if conn is None else conn
+        if db.in_transaction:  # the writer thread's batch: this write alone in a savepoint of it
+            db.execute("SAVEPOINT milpa_write")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK TO milpa_write")
+                db.execute("RELEASE milpa_write")
+                raise
+            db.execute("RELEASE milpa_write")
+            return
         if db is not getattr(self._local, "loop_conn", None):
             level = self.synchronous if durable else "NORMAL"
             if getattr(self._local, "level", self.synchronous) != level:
@@ -305,6 +341,7 @@ class SqliteStore(ThreadedStore):
         return StoreError(f"SQLite store {str(self.path)!r} failed: {exc}")
 
     def _release(self) -> None:
+        self._writer.stop()  # the writes queued before close() are committed first
         with self._conns_lock:
             conns, self._conns = self._conns, []
         for conn in conns:
@@ -332,7 +369,7 @@ class SqliteStore(ThreadedStore):
         expiry(0.0, ttl)
         check_due(due)
         if durable and self.synchronous == "FULL":
-            return await self._pooled(self._insert, True, collection, key, text, ttl, due)
+            return await self._queued(lambda: self._insert(self._conn(), True, collection, key, text, ttl, due))
         return await self._inline(self._insert, False, collection, key, text, ttl, due, write=True)
 
     def _insert(
@@ -357,7 +394,7 @@ class SqliteStore(ThreadedStore):
         expiry(0.0, ttl)
         check_due(due)
         if durable and self.synchronous == "FULL":
-            return await self._pooled(self._put, True, collection, key, text, ttl, due)
+            return await self._queued(lambda: self._put(self._conn(), True, collection, key, text, ttl, due))
         return await self._inline(self._put, False, collection, key, text, ttl, due, write=True)
 
     def _put(
@@ -389,7 +426,7 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._run(self._update, collection, key, text, expected_version, ttl, due)
+        return await self._queued(self._update, collection, key, text, expected_version, ttl, due)
 
     def _update(
         self, collection: str, key: str, text: str, expected: int, ttl: float | None, due: Due
@@ -410,7 +447,7 @@ class SqliteStore(ThreadedStore):
     async def take(
         self, collection: str, key: str, *, expected_version: int | None = None
     ) -> Record | None:
-        return await self._run(self._take, collection, key, expected_version)
+        return await self._queued(self._take, collection, key, expected_version)
 
     def _take(self, collection: str, key: str, expected: int | None) -> Record | None:
         with self._write() as conn:
@@ -422,7 +459,7 @@ class SqliteStore(ThreadedStore):
         return to_record(collection, rows[0]) if rows else None
 
     async def delete(self, collection: str, key: str) -> bool:
-        return await self._run(self._delete, collection, key)
+        return await self._queued(self._delete, collection, key)
 
     def _delete(self, collection: str, key: str) -> bool:
         with self._write() as conn:
@@ -481,7 +518,7 @@ class SqliteStore(ThreadedStore):
     # ----------------------------------------------------------- streams
     async def append(self, stream: str, value: Mapping[str, Any]) -> StreamEntry:
         text = encode(stream, "append", value)
-        return await self._run(self._append, stream, text)
+        return await self._queued(self._append, stream, text)
 
     def _append(self, stream: str, text: str) -> StreamEntry:
         with self._write() as conn:
@@ -505,7 +542,7 @@ class SqliteStore(ThreadedStore):
         return [StreamEntry(stream, int(seq), decode(value), float(at)) for seq, value, at in rows]
 
     async def trim(self, stream: str, *, keep_last: int) -> int:
-        return await self._run(self._trim, stream, keep_last)
+        return await self._queued(self._trim, stream, keep_last)
 
     def _trim(self, stream: str, keep_last: int) -> int:
         with self._write() as conn:
@@ -518,7 +555,7 @@ class SqliteStore(ThreadedStore):
 
     # ------------------------------------------------------------- rates
     async def hit(self, key: str, *, cost: int, limit: int, window: float) -> RateDecision:
-        return await self._run(self._hit, key, cost, limit, window)
+        return await self._queued(self._hit, key, cost, limit, window)
 
     def _hit(self, key: str, cost: int, limit: int, window: float) -> RateDecision:
         with self._write() as conn:
@@ -536,7 +573,7 @@ class SqliteStore(ThreadedStore):
         return decision
 
     async def purge_expired(self) -> int:
-        return await self._run(self._purge)
+        return await self._queued(self._purge)
 
     def _purge(self) -> int:
         with self._write() as conn:
