@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from milpa_chat.standing.desk import GrantDesk
     from milpa_chat.standing.records import GrantRecord
 
-__all__ = ["ALWAYS", "CARDS", "GRANT_ACTIONS", "GrantChat", "grant_card"]
+__all__ = ["ALWAYS", "CARDS", "GRANT_ACTIONS", "GrantChat", "grant_card", "shown_key"]
 
 log = logging.getLogger("milpa_chat.grants")
 
@@ -102,7 +102,7 @@ class GrantChat:
         signer = self.desk.may_sign(ctx)
         for record in records[:MAX_LISTED]:
             ref = await transport.send(inbound.chat_id, grant_card(record, buttons=signer))
-            await self._keep(record.id, ref)
+            await self._keep(record, ref)
         if len(records) > MAX_LISTED:
             await transport.send(inbound.chat_id, Message((Note(
                 f"{len(records) - MAX_LISTED} more: milpa-chat grants list shows them all"),), "more grants"))
@@ -129,30 +129,56 @@ class GrantChat:
             await transport.answer(inbound, f"Standing grant {record.id} is {record.state.replace('_', ' ')} now.")
 
     # ------------------------------------------------------------------ every copy
-    async def _keep(self, grant_id: str, ref: MessageRef) -> None:
+    async def _keep(self, record: GrantRecord, ref: MessageRef) -> None:
         store = self.desk.store
         while True:
-            rec = await store.get(CARDS, grant_id)
+            rec = await store.get(CARDS, record.id)
             copies = [] if rec is None else list(rec.value.get("copies", []))
-            copies.append(ref.to_dict())
+            copies.append({**ref.to_dict(), "shown": shown_key(record)})
             value = {"copies": copies[-50:]}
             if rec is None:
-                if await store.insert(CARDS, grant_id, value) is not None:
+                if await store.insert(CARDS, record.id, value) is not None:
                     return
-            elif await store.update(CARDS, grant_id, value, expected_version=rec.version) is not None:
+            elif await store.update(CARDS, record.id, value, expected_version=rec.version) is not None:
                 return
 
     async def _changed(self, record: GrantRecord, action: str) -> None:
-        rec = await self.desk.store.get(CARDS, record.id)
+        await self._bring_up_to_date(record)
+
+    async def sweep(self) -> int:
+        """Edit every copy of every grant's card that shows an older state (a change made in another
+        process, e.g. ``milpa-chat grants suspend``); how many copies were edited. Run it beside the
+        assistant's sweeper."""
+        edited = 0
+        for record in await self.desk.listing():
+            edited += await self._bring_up_to_date(record)
+        return edited
+
+    async def _bring_up_to_date(self, record: GrantRecord) -> int:
+        store, key = self.desk.store, shown_key(record)
+        rec = await store.get(CARDS, record.id)
         if rec is None:
-            return
-        for copy in rec.value.get("copies", []):
-            ref = MessageRef(str(copy["surface"]), str(copy["chat_id"]), str(copy["message_id"]))
-            transport = self.assistant.transports.get(ref.surface)
-            if transport is None:
+            return 0
+        copies = [dict(c) for c in rec.value.get("copies", [])]
+        edited = 0
+        for copy in copies:
+            transport = self.assistant.transports.get(str(copy["surface"]))
+            if transport is None or copy.get("shown") == key:
                 continue
+            ref = MessageRef(str(copy["surface"]), str(copy["chat_id"]), str(copy["message_id"]))
             try:
                 await transport.edit(ref, grant_card(record))
             except Exception as exc:  # one failed copy never keeps the others from being edited
                 log.warning("could not edit the card of grant %s in %s chat %s: %s", record.id, ref.surface,
                             ref.chat_id, exc)
+                continue
+            copy["shown"] = key
+            edited += 1
+        if edited:  # a lost race only means a copy is edited once more by the next sweep
+            await store.update(CARDS, record.id, {"copies": copies}, expected_version=rec.version)
+        return edited
+
+
+def shown_key(record: GrantRecord) -> str:
+    """What a grant's card shows, as a key: a copy whose key differs is edited."""
+    return f"{record.state}:{record.signer}:{','.join(sorted(record.pending))}"

@@ -106,3 +106,19 @@ def test_a_card_shows_the_whole_text() -> None:
     text = grant().to_json()
     card = grant_card(GrantRecord("release-stable", {"document": text, "state": "draft", "uses": 0}, 1))
     assert any(getattr(b, "text", None) == text for b in card.blocks) and card.buttons == ()
+
+
+async def test_a_change_made_in_another_process_reaches_every_copy_at_the_next_sweep() -> None:
+    from milpa_chat.runtime import ToolRegistry
+    from milpa_chat.standing import GrantDesk
+    from tests.grants.house import SIGNER, signed
+
+    assistant, chat, tg = setup()
+    grant_id = await signed(chat.desk)
+    await chat.on_command(tg.inbound(ABEL, APPROVERS, text="/grants"), tg)
+    copy = tg.last(APPROVERS)
+    elsewhere = GrantDesk(ToolRegistry(store=assistant.store))  # e.g. milpa-chat grants suspend, same store
+    await elsewhere.request("suspend", grant_id, SIGNER, via="cli", note="from the shell")
+    assert "in force" in copy.text
+    assert await chat.sweep() == 1 and "suspended" in copy.text and "from the shell" in copy.text
+    assert await chat.sweep() == 0
