@@ -144,3 +144,17 @@ async def test_the_sweeper_deletes_expired_delivery_keys(spec: dict[str, Any]) -
         assert await store.get("deliveries", "telegram:fresh") is not None
     finally:
         await store.close()
+
+
+async def test_sqlite_writes_committed_together_fail_alone(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "bot.db")
+    try:
+        writes = [store.insert("tokens", f"t{i}", {"n": i}) for i in range(30)]
+        broken = store.hit("user:1", cost="one", limit=5, window=60)  # type: ignore[arg-type]
+        results = await asyncio.gather(*writes[:15], broken, *writes[15:], return_exceptions=True)
+        assert isinstance(results[15], TypeError)
+        assert all(r is not None and not isinstance(r, BaseException) for i, r in enumerate(results) if i != 15)
+        assert [r.key for r in await store.scan("tokens")] == sorted(f"t{i}" for i in range(30))
+        assert (await store.hit("user:1", cost=1, limit=5, window=60)).remaining == 4
+    finally:
+        await store.close()
