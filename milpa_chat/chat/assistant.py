@@ -69,6 +69,8 @@ class Assistant:
         self.registry = registry
         self.identities = identities or Identities()
         self.agent = agent
+        #: The standing grants' chat side (``milpa_chat.standing.GrantChat(assistant, desk)`` sets itself here).
+        self.grants: Any = None
         self.name = name
         self.store = registry.store
         #: The runtime's approvals: the one record and its decision function (``approvals.decide``).
@@ -103,10 +105,14 @@ class Assistant:
 
     def knows_command(self, name: str) -> bool:
         """Whether ``/name`` is the assistant's: a built-in command or a tool (adapters claim only these)."""
+        if self.grants is not None and self.grants.knows_command(name):
+            return True
         return name in BUILTIN or name == "approvals" or name in self.registry
 
     def knows_action(self, action: str) -> bool:
         """Whether a button's action is the assistant's: a decision, a page, or a tool's detail action."""
+        if self.grants is not None and self.grants.knows_action(action):
+            return True
         return action in APPROVAL_ACTIONS or action == "page" or action in self.registry
 
     # ------------------------------------------------------------------ events
@@ -183,6 +189,9 @@ class Assistant:
             return  # addressed to another bot in a group
         ctx = self.context_for(inbound)
         p = _prefix(transport)
+        if self.grants is not None and self.grants.knows_command(cmd.name):
+            await self.grants.on_command(inbound, transport)
+            return
         if cmd.name == "approvals" and "approvals" not in self.registry:
             await privately(transport, inbound, await self._approval_stats(ctx))
             return
@@ -219,6 +228,8 @@ class Assistant:
             await self.flows.on_tap(inbound, transport, action, ref)
         elif action == "page":
             await self._on_page(inbound, transport, ref)
+        elif self.grants is not None and self.grants.knows_action(action):
+            await self.grants.on_action(inbound, transport, action, ref)
         elif action in self.registry:
             await transport.answer(inbound, "Working on it…")
             definition = self.registry.get(action)

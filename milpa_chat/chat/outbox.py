@@ -10,6 +10,7 @@ that time comes delivers again; after several attempts the requester is told.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat._failpoints import failpoint
 from milpa_chat.chat import cards
 from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
+from milpa_chat.renderers.model import Actions, Button, Message
 from milpa_chat.runtime.approval import active_failure, card_key, report_key
 from milpa_chat.runtime.approvals import Delivery
 
@@ -65,6 +67,9 @@ class ApprovalOutbox:
         self.transports = transports
         self.present = present
         self.resume = resume
+        #: Called for each copy of a card with ``(approval, role)``; a button returned is added to that copy
+        #: (e.g. "Always allow…" on an approver's copy, from :class:`milpa_chat.standing.GrantChat`).
+        self.extras: list[Callable[[Approval, str], Button | None]] = []
 
     async def show(self, approval: Approval) -> None:
         """Bring the sent cards to the record's state now, best effort, recording nothing (the
@@ -75,9 +80,17 @@ class ApprovalOutbox:
                 continue
             try:
                 await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
-                                     cards.approval_message(approval, card.get("role", "approver")))
+                                     self.card(approval, card.get("role", "approver")))
             except Exception as exc:
                 log.info("approval %s: card on %s not updated yet (%s)", approval.id, card["surface"], exc)
+
+    def card(self, approval: Approval, role: str, *, failing: Mapping[str, str] | None = None) -> Message:
+        """This copy of the card (:func:`cards.approval_message`), with the buttons :attr:`extras` add."""
+        message = cards.approval_message(approval, role, failing=failing)
+        extra = [b for b in (make(approval, role) for make in self.extras) if b is not None]
+        if not extra:
+            return message
+        return dataclasses.replace(message, blocks=(*message.blocks, Actions.row(*extra)))
 
     @staticmethod
     def knows(approval: Approval, inbound: Inbound) -> bool:
@@ -98,7 +111,7 @@ class ApprovalOutbox:
         role = "approver" if approval.state == "effect_uncertain" else "viewer"
         try:
             await transport.edit(MessageRef(inbound.surface, inbound.chat_id, inbound.message_id),
-                                 cards.approval_message(approval, role))
+                                 self.card(approval, role))
         except Exception as exc:
             log.info("approval %s: could not update an unrecorded copy of its card (%s)", approval.id, exc)
 
@@ -159,7 +172,7 @@ class ApprovalOutbox:
             transport = self.transports.get(card["surface"])
             if transport is None:
                 return None
-            message = cards.approval_message(approval, card.get("role", "approver"), failing=failing)
+            message = self.card(approval, card.get("role", "approver"), failing=failing)
             if card.get("message_id"):
                 await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
                                      message)

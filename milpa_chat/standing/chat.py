@@ -73,10 +73,8 @@ class GrantChat:
         self.assistant = assistant
         self.desk = desk
         desk.watchers.append(self._changed)
-        setattr(assistant, "grants", self)  # noqa: B010 -- the assistant routes /grants and the grant buttons here
-        extras = getattr(assistant.outbox, "extras", None)
-        if isinstance(extras, list):
-            extras.append(self.always_button)  # "Always allow…" on approvers' copies
+        assistant.grants = self  # the assistant routes /grants and the grant buttons here
+        assistant.outbox.extras.append(self.always_button)  # "Always allow…" on approvers' copies
 
     # ------------------------------------------------------------------ what it claims
     def knows_command(self, name: str) -> bool:

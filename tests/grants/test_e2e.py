@@ -157,3 +157,58 @@ def _slack_user(user_id: str) -> Any:
 
 def _label(message: Any, word: str) -> str:
     return next(text for text in message.button_labels if word.lower() in text.lower())
+
+
+async def test_every_step_is_a_tap_always_allow_on_slack_sign_on_telegram_grants_and_suspend_on_slack(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "taps.db"
+    async with platforms() as (tg, api), world(db, tg, api) as w:
+        rita = w.assistant.identities.context_for("telegram", _user(RITA), str(RITA.id))
+        await w.assistant.registry.call("release_scan", {"archive": "clean.tgz", "strict": True}, rita)
+        await w.assistant.registry.call("reports_watch", {}, rita)
+        assert "approv" in (await publish(w, "clean.tgz")).lower()
+        card = await w.api.wait_for_message(APPROVERS)
+        tg_card = w.tg.last_message(TG_APPROVERS)
+        assert "Always allow…" in [b["text"]["text"] for b in card.buttons()]  # the approver's copy offers it
+        assert not any("Always" in label for label in w.tg.message(RITA.id, _last_id(w, RITA.id)).button_labels)
+
+        await w.slack.click(card, _button(card, "Always allow")["action_id"], user=ABEL)  # drafts only
+        await w.slack_bot.drain()
+        await w.tg.wait_until(lambda: _signature_card(w) is not None, what="the signature's card")
+        [draft] = await w.desk.listing()
+        assert draft.state == "draft" and draft.uses == 0
+        signature = _signature_card(w)
+        await w.tg.tap_button(signature, _label(signature, "Approve"), SARA)  # the second, separate step
+        await w.tg.wait_until(lambda: "Approved" in (w.tg.message(signature.chat.id, signature.message_id).text
+                                                     or ""), what="the signed card")
+        signed = await w.desk.get(draft.id)
+        assert signed is not None and signed.state == "in_force" and signed.signer == "Sara"
+        assert tg_card.button_labels  # the first request is still the approvers' to decide
+
+        told = await publish(w, "clean.tgz")
+        assert "published clean.tgz to stable" in told and PUBLISHED == [("clean.tgz", "stable")]
+
+        await w.slack.command("/milpa", "grants", user=ABEL, channel=APPROVERS)
+        await w.slack_bot.drain()
+        listed = await w.api.wait_for(lambda: next((m for m in w.api.messages(APPROVERS)
+                                                    if f"Standing grant {draft.id}" in m.all_text()), None))
+        assert "1" in listed.all_text() and "in force" in listed.all_text()
+        await w.slack.click(listed, _button(listed, "Suspend")["action_id"], user=ABEL)
+        await w.slack_bot.drain()
+        await w.api.wait_for(lambda: "suspended" in listed.all_text())  # the copy is edited
+        assert (await w.desk.get(draft.id)).state == "suspended"  # type: ignore[union-attr]
+
+        told = await publish(w, "clean.tgz")
+        assert "suspended" in told and len(PUBLISHED) == 1
+
+
+def _button(message: Any, label: str) -> dict[str, Any]:
+    for element in message.buttons():
+        if label.lower() in str(element.get("text", {}).get("text", "")).lower():
+            return element  # type: ignore[no-any-return]
+    raise LookupError(f"no button {label!r}: {[e.get('text', {}).get('text') for e in message.buttons()]}")
+
+
+def _last_id(w: World, chat_id: int) -> int:
+    return w.tg.messages(chat_id)[-1].message_id
