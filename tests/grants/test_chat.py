@@ -1,16 +1,13 @@
 """Standing grants in chat: "Always allow…" drafts, a second person signs on the signature's own card,
 the next matching call runs without a card, ``/grants`` lists with state and uses, and a stop edits every copy.
-
-Until the assistant routes ``/grants`` and the grant buttons itself, taps on them are handed to
-:class:`GrantChat` as the assistant would (the decisions inside are the real ones).
-"""
+Every tap and command goes through the assistant, as a platform delivers it."""
 
 from __future__ import annotations
 
 from milpa_chat.chat import Assistant, ChatUser, Identities
 from milpa_chat.standing.chat import GrantChat, grant_card
 from milpa_chat.store import MemoryStore
-from milpa_chat.testing.transport import RecordedMessage, RecordingTransport
+from milpa_chat.testing.transport import RecordingTransport
 from tests.grants.house import PUBLISHED, house, measured
 
 RITA = ChatUser("100", "Rita", "rita")
@@ -22,12 +19,6 @@ IDENTITIES = {
     "users": {"telegram:100": ["dev"], "telegram:200": ["lead"], "telegram:300": ["signer"]},
     "approvers": {"telegram": [APPROVERS]},
 }
-
-
-async def tap(chat: GrantChat, tg: RecordingTransport, user: ChatUser, message: RecordedMessage, label: str) -> None:
-    button = message.button(label)
-    inbound = tg.inbound(user, message.chat_id, action=button.action, ref=button.ref, message_id=message.message_id)
-    await chat.on_action(inbound, tg, button.action, button.ref)
 
 
 def setup() -> tuple[Assistant, GrantChat, RecordingTransport]:
@@ -45,9 +36,11 @@ async def test_always_allow_then_a_second_person_signs_then_the_next_call_runs_w
     [first] = await assistant.approvals.listing(state="pending")
     assert chat.always_button(first, "approver") is not None and chat.always_button(first, "requester") is None
 
-    # "Always allow…" (as the assistant will show it on the approver's card) drafts; nothing is signed yet
-    inbound = tg.inbound(ABEL, APPROVERS, action="always", ref=first.id)
-    await chat.on_action(inbound, tg, "always", first.id)
+    # "Always allow…" on the approver's card drafts; nothing is signed yet
+    card = tg.last(APPROVERS)
+    assert "Always allow…" in [b.label for b in card.buttons]
+    assert all("Always" not in b.label for b in tg.last(RITA.id).buttons)  # not on the requester's copy
+    await tg.tap(assistant, ABEL, card, "Always allow…")
     assert "lends nothing until a person signs it" in tg.answers_to(ABEL)[-1]
     [draft] = await chat.desk.listing()
     assert draft.state == "draft" and draft.readable() is not None
@@ -81,15 +74,15 @@ async def test_grants_lists_state_and_uses_and_a_suspension_edits_every_copy() -
     grant_id = await signed(chat.desk)
     await tg.say(assistant, RITA, "/release_publish clean.tgz stable")
 
-    await chat.on_command(tg.inbound(ABEL, APPROVERS, text="/grants"), tg)
-    await chat.on_command(tg.inbound(RITA, RITA.id, text="/grants"), tg)
+    await tg.say(assistant, ABEL, "/grants", APPROVERS)
+    await tg.say(assistant, RITA, "/grants")
     lead_copy, dev_copy = tg.last(APPROVERS), tg.last(RITA.id)
     assert "in force" in lead_copy.text and "Uses: 1" in lead_copy.text.replace("*", "")
     assert {b.label for b in lead_copy.buttons} == {"Suspend", "Revoke"} and dev_copy.buttons == ()
 
-    await tap(chat, tg, RITA, lead_copy, "Suspend")  # seeing the button confers nothing
+    await tg.tap(assistant, RITA, lead_copy, "Suspend")  # seeing the button confers nothing
     assert "grants:sign" in tg.answers_to(RITA)[-1]
-    await tap(chat, tg, ABEL, lead_copy, "Suspend")
+    await tg.tap(assistant, ABEL, lead_copy, "Suspend")
     assert (await chat.desk.get(grant_id)).state == "suspended"  # type: ignore[union-attr]
     for copy in (lead_copy, dev_copy):
         assert "suspended" in copy.text and "Uses: 1" in copy.text.replace("*", "")
@@ -115,7 +108,7 @@ async def test_a_change_made_in_another_process_reaches_every_copy_at_the_next_s
 
     assistant, chat, tg = setup()
     grant_id = await signed(chat.desk)
-    await chat.on_command(tg.inbound(ABEL, APPROVERS, text="/grants"), tg)
+    await tg.say(assistant, ABEL, "/grants", APPROVERS)
     copy = tg.last(APPROVERS)
     elsewhere = GrantDesk(ToolRegistry(store=assistant.store))  # e.g. milpa-chat grants suspend, same store
     await elsewhere.request("suspend", grant_id, SIGNER, via="cli", note="from the shell")
