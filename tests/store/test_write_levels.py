@@ -59,7 +59,7 @@ async def test_lax_writes_survive_the_writer_being_killed(spec: dict[str, Any]) 
         await store.close()
 
 
-async def test_a_locked_sqlite_file_sends_the_write_to_the_pool_and_the_loop_keeps_running(tmp_path: Path) -> None:
+async def test_a_locked_sqlite_file_sends_the_write_to_its_thread_and_the_loop_keeps_running(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "bot.db", busy_timeout=10)
     await store.put("views", "v", {"page": 1})
     other = sqlite3.connect(tmp_path / "bot.db", isolation_level=None)
@@ -80,7 +80,7 @@ async def test_a_locked_sqlite_file_sends_the_write_to_the_pool_and_the_loop_kee
         assert got is not None and time.perf_counter() - started < 1.0
         write = asyncio.ensure_future(store.insert("deliveries", "telegram:1", {"chat": "7"}, durable=False))
         await asyncio.sleep(0.3)
-        assert not write.done() and ticks >= 10  # waiting on the pool, not on the event loop
+        assert not write.done() and ticks >= 10  # waiting on the writer thread, not on the event loop
         other.execute("ROLLBACK")
         record = await asyncio.wait_for(write, 5)
         assert record is not None and record.key == "telegram:1"
