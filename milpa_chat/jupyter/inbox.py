@@ -24,7 +24,7 @@ import ipywidgets as widgets
 
 from milpa_chat.chat.approvals import Approval, requester_chat, requester_surface, view
 from milpa_chat.chat.inbound import ChatUser, Inbound
-from milpa_chat.jupyter._async import Background
+from milpa_chat.jupyter._async import Background, SafeButton
 from milpa_chat.jupyter._results import ResultView
 from milpa_chat.jupyter._transport import NotebookTransport
 from milpa_chat.renderers import JupyterRenderer
@@ -61,6 +61,10 @@ class InboxItem:
         self.deciding = False
         self._inbox = inbox
         self._drawn: tuple[int, bool] | None = None
+        #: "Always allow…": drafts a standing grant from this request (shown while this user may decide it
+        #: and its operation offers one); the grant lends nothing until a person signs it.
+        self.always_button = SafeButton(description="Always allow…", tooltip="draft a standing grant to sign")
+        self.always_button.on_click(lambda _b: inbox._bg.spawn(inbox._always(self.id)))
 
     @property
     def id(self) -> str:
@@ -106,7 +110,8 @@ class InboxItem:
             payload = self._inbox.renderer.render_approval(view(approval, role))
             self.view.show(payload, self._inbox._press_for(self) if live else None)
             row = self.widget.children[1]
-            row.children = (*self.view.actions.children, self.reason) if live else ()
+            always = (self.always_button,) if live and self._inbox.offers_grant(approval) else ()
+            row.children = (*self.view.actions.children, *always, self.reason) if live else ()
             self.reason.disabled = not live
         if not self.deciding:
             self.status.value = self._facts()
@@ -258,6 +263,19 @@ class ApprovalInbox:
         if approvers and not ctx.has_any_scope(approvers):
             return False
         return not (policy.get("four_eyes", True) and approval.requester_principal == self.principal)
+
+    def offers_grant(self, approval: Approval) -> bool:
+        """Whether "Always allow…" is offered for ``approval`` (the assistant has standing grants that offer one)."""
+        grants = getattr(self.assistant, "grants", None)
+        return grants is not None and grants.always_button(approval, "approver") is not None
+
+    async def always_allow(self, approval_id: str) -> Approval | None:
+        """Draft a standing grant from ``approval_id``, as the Always allow… button does (through the assistant,
+        as this user); its signature is a request of its own, decided in a second step."""
+        return await self.decide(approval_id, "always")
+
+    async def _always(self, approval_id: str) -> None:
+        await self.always_allow(approval_id)
 
     # --------------------------------------------------------------- deciding
     async def approve(self, approval_id: str, reason: str | None = None) -> Approval | None:

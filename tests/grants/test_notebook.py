@@ -61,3 +61,41 @@ async def test_the_inbox_signs_a_waiting_signature_as_the_notebook_user() -> Non
         assert record.data["signed_by"]["via"] == "jupyter"
     finally:
         inbox.close()
+
+
+async def test_always_allow_in_the_inbox_drafts_and_another_notebook_user_signs() -> None:
+    from milpa_chat.jupyter import ApprovalInbox
+    from milpa_chat.standing import GrantChat
+    from tests.grants.house import PUBLISHED
+
+    registry, desk = house(MemoryStore())
+    identities = Identities.from_dict({"users": {"jupyter:abel": ["release:approve", "grants:sign"],
+                                                 "jupyter:pedro": ["grants:sign"]}})
+    assistant = Assistant(registry, identities)
+    GrantChat(assistant, desk)
+    await measured(registry, "clean.tgz")
+    asked = await registry.call("release_publish", CLEAN, REQUESTER)
+    request = asked.meta["approval_id"]
+    abel = ApprovalInbox(assistant, principal="abel", refresh_every=3600)
+    pedro = ApprovalInbox(assistant, principal="pedro", refresh_every=3600)
+    try:
+        await abel.refresh()
+        item = abel.item(request)
+        assert item.always_button in item.widget.children[1].children
+        item.always_button.click()
+        await abel._bg.idle()
+        [draft] = await desk.listing()
+        assert draft.state == "draft" and draft.data["drafted_by"]["principal"] == "jupyter:abel"
+
+        await pedro.refresh()
+        [signature] = [i for i in pedro.pending if i.approval.data.get("subject") == "standing:sign"]
+        assert draft.text in signature.text.replace("\n", "")  # the whole text, as signed
+        assert signature.always_button not in signature.widget.children[1].children  # no grant of a grant
+        signature.approve_button.click()
+        await pedro._bg.idle()
+        assert (await desk.get(draft.id)).state == "in_force"  # type: ignore[union-attr]
+        assert (await registry.call("release_publish", CLEAN, REQUESTER)).meta.get("standing_grant") == draft.id
+        assert PUBLISHED == [("clean.tgz", "stable")]
+    finally:
+        abel.close()
+        pedro.close()
