@@ -105,15 +105,13 @@ class Assistant:
 
     def knows_command(self, name: str) -> bool:
         """Whether ``/name`` is the assistant's: a built-in command or a tool (adapters claim only these)."""
-        if self.grants is not None and self.grants.knows_command(name):
-            return True
-        return name in BUILTIN or name == "approvals" or name in self.registry
+        grants = self.grants is not None and self.grants.knows_command(name)
+        return grants or name in BUILTIN or name == "approvals" or name in self.registry
 
     def knows_action(self, action: str) -> bool:
         """Whether a button's action is the assistant's: a decision, a page, or a tool's detail action."""
-        if self.grants is not None and self.grants.knows_action(action):
-            return True
-        return action in APPROVAL_ACTIONS or action == "page" or action in self.registry
+        grants = self.grants is not None and self.grants.knows_action(action)
+        return grants or action in APPROVAL_ACTIONS or action == "page" or action in self.registry
 
     # ------------------------------------------------------------------ events
     async def handle(self, inbound: Inbound, transport: Transport | None = None) -> None:
