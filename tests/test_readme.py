@@ -46,7 +46,7 @@ async def _drive(folder: Path, python: list[str]) -> None:
     async with BotApiServer() as server:
         env = {**os.environ, "TELEGRAM_TOKEN": server.token, "TELEGRAM_BASE_URL": server.base_url,
                "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "readme.py"], cwd=folder, env=env, text=True,
+        proc = subprocess.Popen([sys.executable, "readme.py"], cwd=folder, env=env, text=True,  # noqa: ASYNC220
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             await server.wait_for(lambda call: call.method == "getUpdates", timeout=60)
