@@ -99,13 +99,13 @@ class ApprovalFlows:
             async with self.desk.holding(change.approval):  # a long run keeps its lease
                 running = asyncio.ensure_future(self.run(change.approval))
                 done, _ = await asyncio.wait({running}, timeout=self.show_running_after)
-                if not done:  # a run that takes a while: the cards say so meanwhile
-                    await self.outbox.show(change.approval)
+                if not done:  # a run that takes a while: the cards say so meanwhile (a recorded delivery)
+                    await self.outbox.deliver(change.approval)
                 await running
-            if not done:  # the run's own delivery may have raced the "Running" edits: the outcome is shown last
+            if not done:  # the run's delivery raced the "Running" one: whatever that left owing is delivered now
                 current = await self.desk.get(change.approval.id)
-                if current is not None and current.state != change.approval.state:
-                    await self.outbox.show(current)
+                if current is not None and current.effects():
+                    await self.outbox.deliver(current)
         else:
             await self.outbox.deliver(change.approval)
 

@@ -41,6 +41,7 @@ __all__ = [
     "ApprovalRefused",
     "ApprovalState",
     "active_failure",
+    "card_edits",
     "card_key",
     "digest",
     "due_of",
@@ -260,13 +261,29 @@ def effects_due(v: Mapping[str, Any], now: float) -> bool:
     return False
 
 
-def mark_delivered(v: dict[str, Any], effect: str, key: str | None, message_id: str | None = None) -> None:
-    """Record in ``v`` that ``effect`` was delivered showing ``key`` (a card also gets its message id)."""
+def card_edits(v: Mapping[str, Any], effect: str) -> int:
+    """How many deliveries of the card ``effect`` (``card:<i>``) were recorded (0 for any other effect)."""
+    if not effect.startswith("card:"):
+        return 0
+    cards = v.get("cards", [])
+    i = int(effect.partition(":")[2])
+    return int(cards[i].get("edits", 0)) if i < len(cards) else 0
+
+
+def mark_delivered(
+    v: dict[str, Any], effect: str, key: str | None, message_id: str | None = None, *, raced: bool = False
+) -> None:
+    """Record in ``v`` that ``effect`` was delivered showing ``key`` (a card also gets its message id).
+
+    ``raced``: another delivery of the same card was recorded since the snapshot this one rendered, so
+    which of the two edits the platform applied last is unknown; the card is left owing an edit (the
+    next delivery renders the record as it is then)."""
     if effect.startswith("card:"):
         card = v["cards"][int(effect.partition(":")[2])]
         if message_id:
             card["message_id"] = message_id
-        card["shown"] = key
+        card["edits"] = int(card.get("edits", 0)) + 1
+        card["shown"] = None if raced else key
     elif effect == "report":
         v["reported"] = key
     elif effect == "trouble":

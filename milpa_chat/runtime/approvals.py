@@ -36,6 +36,7 @@ from milpa_chat.runtime.approval import (
     Approval,
     ApprovalKind,
     ApprovalRefused,
+    card_edits,
     digest,
     due_of,
     effect_key,
@@ -382,7 +383,11 @@ class ApprovalDesk:
             for effect, out in outcomes.items():
                 if out.ok:
                     failures.pop(effect, None)
-                    mark_delivered(v, effect, out.key, out.message_id)
+                    # an edit of a card another deliverer also edited (and recorded) meanwhile may have
+                    # reached the platform before or after theirs: the card is edited again
+                    raced = (current is not None and not out.message_id
+                             and card_edits(a.data, effect) != card_edits(current.data, effect))
+                    mark_delivered(v, effect, out.key, out.message_id, raced=raced)
                     continue
                 failure = failures.setdefault(effect, {"attempts": 0})
                 failure.update(attempts=failure["attempts"] + 1, error=(out.error or "")[:300],
