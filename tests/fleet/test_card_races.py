@@ -8,9 +8,9 @@ import asyncio
 
 from milpa_chat import ToolResult
 from milpa_chat.chat import Assistant
+from milpa_chat.chat.inbound import MessageRef
 from milpa_chat.renderers.model import Message
 from milpa_chat.store import MemoryStore
-from milpa_chat.chat.inbound import MessageRef
 from milpa_chat.testing.transport import RecordingTransport
 from tests.chat.conftest import ALICE, APPROVERS_CHAT, MANAGER, Clock, Tools, make_assistant
 
