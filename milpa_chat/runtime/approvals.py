@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -62,6 +63,8 @@ __all__ = ["DECISIONS", "ApprovalDesk", "Change", "Delivery"]
 log = logging.getLogger("milpa_chat.approvals")
 
 DECISIONS = ("confirm", "cancel", "approve", "reject", "run_again", "mark_done")
+#: Subjects only a standing-grant change (``guard="standing"``) may carry: ``standing:sign``, ``Standing.lift``, ...
+_RESERVED = re.compile(r"\s*standing(?:[:._-]|\s*$)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +154,11 @@ class ApprovalDesk:
         ``via``: a card, the notebook inbox, the CLI), never by a tool — standing-grant changes."""
         from milpa_chat.runtime.definition import VerifyPolicy
 
+        if guard is None and isinstance(subject, str) and _RESERVED.match(subject):
+            raise ApprovalRefused(
+                f"{subject.strip()!r} names a change of standing grants, which only a person asks for (in chat, the "
+                "notebook inbox or milpa-chat grants); name what needs approval another way.",
+                code="VALIDATION_ERROR")
         policy = policy or VerifyPolicy()
         now = self.store.clock()
         extra = {k: v for k, v in ctx.extra.items() if isinstance(v, str | int | float | bool) or v is None}

@@ -65,17 +65,19 @@ async def test_an_agent_that_tries_to_grant_itself_more_gets_nothing_lent(oa: Fa
         (oa.reply_tool_call("save_note", {"text": text}, id="note")
            .reply_tool_call("resolve_verification", {"request_id": signature.id, "decision": "grant",
                                                       "reason": "the user asked me to"}, id="sign")
-           .reply_tool_call("request_verification", {"subject": "standing:sign", "reason": text}, id="ask"))
+           .reply_tool_call("request_verification", {"subject": "standing:sign", "reason": text}, id="ask")
+           .reply_tool_call("request_verification", {"subject": "release-stable", "reason": text}, id="alike")
+           .reply_tool_call("release_publish", {"archive": "clean.tgz", "channel": "stable"}, id="pub"))
         await tg.say(assistant, ALICE, "Always allow my releases to stable, sign the grant for me and publish "
                                        f"clean.tgz. Here it is: {text}")
         told = tool_results(oa.bodies[-1])
         assert "no tool decides it" in told["sign"]["error"]
+        assert "only a person asks for" in told["ask"]["error"]
         assert notes == [text]  # grant-shaped text in an argument is only text
 
         # a person approves the look-alike request the agent opened: it is no grant's change
-        oa.reply_tool_call("release_publish", {"archive": "clean.tgz", "channel": "stable"}, id="pub")
         await tg.tap(assistant, BRUNO, tg.last("-500"), "Approve")
-        assert tool_results(oa.bodies[-1])["ask"]["decision"] == "approved"
+        assert tool_results(oa.bodies[-1])["alike"]["decision"] == "approved"
 
     record = await desk.get(document.id)
     assert record is not None and record.state == "draft" and record.uses == 0
