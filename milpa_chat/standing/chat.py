@@ -21,7 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat.inbound import MessageRef
 from milpa_chat.chat.replies import privately
-from milpa_chat.renderers.model import Actions, Button, ButtonStyle, Code, Fields, Heading, Message, Note, Paragraph
+from milpa_chat.renderers.model import (
+    MAX_CALLBACK_BYTES,
+    Actions,
+    Button,
+    ButtonStyle,
+    Code,
+    Fields,
+    Heading,
+    Message,
+    Note,
+    Paragraph,
+)
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
@@ -59,8 +70,11 @@ def grant_card(record: GrantRecord, *, buttons: bool = True) -> Message:
     blocks: list[Any] = [Heading(f"Standing grant {record.id}", _ICONS.get(record.state, "")),
                          Paragraph.of(record.summary()), Fields(tuple(facts)), Code(record.text, "json")]
     moves = _MOVES.get(record.state, ())
-    if buttons and moves:
+    fits = all(len(f"{action}:{record.id}".encode()) <= MAX_CALLBACK_BYTES for _, action, _ in moves)
+    if buttons and moves and fits:
         blocks.append(Actions.row(*(Button(label, action, record.id, style) for label, action, style in moves)))
+    elif buttons and moves:  # an id too long for a button's data: the shell still manages it
+        blocks.append(Note(f"Manage it with: milpa-chat grants suspend|revoke {record.id} --as YOU"))
     if record.pending:
         blocks.append(Note("Waiting for a decision: " + ", ".join(record.pending.values())))
     return Message(tuple(blocks), f"Standing grant {record.id}: {record.state}, {record.uses} uses")

@@ -115,3 +115,14 @@ async def test_a_change_made_in_another_process_reaches_every_copy_at_the_next_s
     assert "in force" in copy.text
     assert await chat.sweep() == 1 and "suspended" in copy.text and "from the shell" in copy.text
     assert await chat.sweep() == 0
+
+
+def test_a_grant_whose_id_is_too_long_for_a_button_says_how_to_manage_it() -> None:
+    from milpa_chat.standing.records import GrantRecord
+    from tests.grants.house import grant
+
+    long_id = "release-" + "x" * 60
+    record = GrantRecord(long_id, {"document": grant(id=long_id).to_json(), "state": "in_force", "uses": 2}, 3)
+    card = grant_card(record)
+    assert card.buttons == () and any(f"milpa-chat grants suspend|revoke {long_id}" in getattr(b, "text", "")
+                                      for b in card.blocks)
