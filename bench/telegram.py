@@ -150,7 +150,9 @@ async def push_and_wait(
     work = [c for c in server.calls[mark:] if c.method not in POLLING]
     await server.wait_until(lambda: all(c.status for c in work), timeout=60, what="the server's answers")
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
-    failed = [c for c in work if not c.ok]
+    # an edit to what the card already shows is refused by the server and ignored by the assistant (it still
+    # counts in calls a tap): not a failure of the tap
+    failed = [c for c in work if not c.ok and "message is not modified" not in (c.error or "")]
     if failed:
         raise RuntimeError(f"{len(failed)} of the taps' calls failed, e.g. {failed[0].method}: {failed[0].error}")
     latencies = [q.answer_latency or 0.0 for q in answered]
