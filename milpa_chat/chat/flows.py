@@ -100,7 +100,7 @@ class ApprovalFlows:
                 running = asyncio.ensure_future(self.run(change.approval))
                 done, _ = await asyncio.wait({running}, timeout=self.show_running_after)
                 if not done:  # a run that takes a while: the cards say so meanwhile (a recorded delivery)
-                    await self.outbox.deliver(change.approval)
+                    await self._meanwhile(change.approval)
                 await running
             if not done:  # the run's delivery raced the "Running" one: whatever that left owing is delivered now
                 current = await self.desk.get(change.approval.id)
@@ -108,6 +108,14 @@ class ApprovalFlows:
                     await self.outbox.deliver(current)
         else:
             await self.outbox.deliver(change.approval)
+
+    async def _meanwhile(self, claimed: Approval) -> None:
+        """Deliver the "Running" cards of a run in progress. A failure (the database away a moment) is
+        logged and never ends the run or its lease: the record still owes the edits, a sweep delivers them."""
+        try:
+            await self.outbox.deliver(claimed)
+        except Exception as exc:
+            log.warning("approval %s: the running cards are not delivered yet (%s)", claimed.id, exc)
 
     async def sweep(self, limit: int = 200) -> int:
         """Recover what is due: expiries, lost leases, approved runs to start, undelivered effects.

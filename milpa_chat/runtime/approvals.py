@@ -284,10 +284,16 @@ class ApprovalDesk:
         long run is never mistaken for a lost one."""
 
         async def keep() -> None:
+            wait = self.lease / 3
             while True:
-                await asyncio.sleep(self.lease / 3)
-                if not await self.renew(claimed):
-                    return
+                await asyncio.sleep(wait)
+                try:
+                    if not await self.renew(claimed):
+                        return
+                    wait = self.lease / 3
+                except Exception as exc:  # the database away a moment: the run goes on, so does its lease
+                    log.warning("approval %s: lease not renewed yet, trying again (%s)", claimed.id, exc)
+                    wait = min(1.0, self.lease / 10)
 
         keeper = asyncio.ensure_future(keep())
         try:

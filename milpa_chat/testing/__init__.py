@@ -8,6 +8,11 @@ each server's dependencies are only needed when it is used.
 * ``SlackApiServer`` / ``SlackEvents`` — a local Slack Web API and correctly signed Slack requests.
 * ``FakeOpenAIServer`` / ``FakeAnthropicServer`` — local LLM servers with scripted replies.
 * ``RecordingTransport`` — a chat surface in memory, to test an ``Assistant`` without a platform.
+* ``ManualClock`` / ``eventually`` / ``Activity`` — the waiting contract: every server notifies its
+  ``activity`` on each call it records and its ``wait_until`` wakes on that; ``eventually`` does the
+  same for user code; ``ManualClock`` is a clock the test moves by hand.
+
+Subpackages: ``milpa_chat.testing.telegram``, ``milpa_chat.testing.slack``, ``milpa_chat.testing.llm``.
 """
 
 from __future__ import annotations
@@ -16,8 +21,31 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from milpa_chat.testing.llm import (
+        FakeAnthropicServer,
+        FakeOpenAIServer,
+        RecordedRequest,
+        ScriptedReply,
+        ScriptedToolCall,
+    )
+    from milpa_chat.testing.slack import (
+        SlackAckTimeout,
+        SlackApiCall,
+        SlackApiServer,
+        SlackAppResponse,
+        SlackChannel,
+        SlackEvents,
+        SlackMessage,
+        SlackMessageVersion,
+        SlackPayloads,
+        SlackRequest,
+        SlackRequestSigner,
+        SlackSignedRequest,
+        SlackView,
+        serve_bolt_app,
+    )
     from milpa_chat.testing.telegram import BotApiServer
-    from milpa_chat.testing.telegram_models import (
+    from milpa_chat.testing.telegram.models import (
         ApiCall,
         CallbackQueryRecord,
         Chat,
@@ -28,19 +56,21 @@ if TYPE_CHECKING:
         User,
         WebhookDelivery,
     )
+    from milpa_chat.testing.transport import Answer, RecordedMessage, RecordingTransport
+    from milpa_chat.testing.waiting import Activity, ManualClock, eventually
 
 # name -> module that defines it; add new test doubles here.
 _EXPORTS = {
     "BotApiServer": "milpa_chat.testing.telegram",
-    "ApiCall": "milpa_chat.testing.telegram_models",
-    "CallbackQueryRecord": "milpa_chat.testing.telegram_models",
-    "Chat": "milpa_chat.testing.telegram_models",
-    "ChatAction": "milpa_chat.testing.telegram_models",
-    "ChatMessage": "milpa_chat.testing.telegram_models",
-    "MessageVersion": "milpa_chat.testing.telegram_models",
-    "UpdateRecord": "milpa_chat.testing.telegram_models",
-    "User": "milpa_chat.testing.telegram_models",
-    "WebhookDelivery": "milpa_chat.testing.telegram_models",
+    "ApiCall": "milpa_chat.testing.telegram.models",
+    "CallbackQueryRecord": "milpa_chat.testing.telegram.models",
+    "Chat": "milpa_chat.testing.telegram.models",
+    "ChatAction": "milpa_chat.testing.telegram.models",
+    "ChatMessage": "milpa_chat.testing.telegram.models",
+    "MessageVersion": "milpa_chat.testing.telegram.models",
+    "UpdateRecord": "milpa_chat.testing.telegram.models",
+    "User": "milpa_chat.testing.telegram.models",
+    "WebhookDelivery": "milpa_chat.testing.telegram.models",
     "SlackApiServer": "milpa_chat.testing.slack",
     "SlackEvents": "milpa_chat.testing.slack",
     "SlackRequestSigner": "milpa_chat.testing.slack",
@@ -63,9 +93,13 @@ _EXPORTS = {
     "RecordingTransport": "milpa_chat.testing.transport",
     "RecordedMessage": "milpa_chat.testing.transport",
     "Answer": "milpa_chat.testing.transport",
+    "ManualClock": "milpa_chat.testing.waiting",
+    "eventually": "milpa_chat.testing.waiting",
+    "Activity": "milpa_chat.testing.waiting",
 }
 
 __all__ = [
+    "Activity",
     "Answer",
     "ApiCall",
     "BotApiServer",
@@ -75,6 +109,7 @@ __all__ = [
     "ChatMessage",
     "FakeAnthropicServer",
     "FakeOpenAIServer",
+    "ManualClock",
     "MessageVersion",
     "RecordedMessage",
     "RecordedRequest",
@@ -97,6 +132,7 @@ __all__ = [
     "UpdateRecord",
     "User",
     "WebhookDelivery",
+    "eventually",
     "serve_bolt_app",
 ]
 

@@ -19,7 +19,7 @@ from milpa_chat.gateway.translate import (
     to_anthropic,
     tool_spec,
 )
-from milpa_chat.testing._llm_wire import anthropic_problem, openai_problem
+from milpa_chat.testing.llm.wire import anthropic_problem, openai_problem
 from tests.gateway.strategies import histories
 
 

@@ -2,7 +2,7 @@
 
 * Telegram: a small HTML parse-mode checker (allowed tags and attributes, balanced and
   properly nested, ``& < >`` escaped, only Telegram's entities), then the TDLib port in
-  ``milpa_chat.testing.telegram_html`` as a second opinion; message length in UTF-16 units,
+  ``milpa_chat.testing.telegram.html`` as a second opinion; message length in UTF-16 units,
   keyboard limits and callback data.
 * Slack: every block through ``slack_sdk.models.blocks.Block.parse`` + ``validate_json()``
   and back to the same dict, plus the limits slack_sdk does not check, and mrkdwn escaping.
@@ -21,7 +21,7 @@ from typing import Any
 from slack_sdk.models.blocks import Block
 
 from milpa_chat.renderers import JupyterPayload, SlackPayload, TelegramPayload, parse_callback_data
-from milpa_chat.testing.telegram_html import parse_html
+from milpa_chat.testing.telegram.html import parse_html
 
 # ------------------------------------------------------------------ Telegram
 TG_TAGS: dict[str, set[str]] = {

@@ -24,8 +24,8 @@ from telegram.ext import (
 from telegram.request import HTTPXRequest
 
 from milpa_chat.testing import BotApiServer, Chat, User
-from milpa_chat.testing.telegram_html import EntityParseError, parse_html
-from milpa_chat.testing.telegram_markdown import parse_markdown, parse_markdown_v2
+from milpa_chat.testing.telegram.html import EntityParseError, parse_html
+from milpa_chat.testing.telegram.markdown import parse_markdown, parse_markdown_v2
 
 TOKEN = "123456:TEST-token"
 PARSE = "Can't parse entities:"

@@ -28,7 +28,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from milpa_chat.testing._llm_wire import (
+from milpa_chat.testing._server import LocalServer
+from milpa_chat.testing.llm.wire import (
     RecordedRequest,
     ScriptedReply,
     ScriptedToolCall,
@@ -45,51 +46,26 @@ __all__ = [
 ]
 
 
-class _FakeLlmServer(ABC):
+class _FakeLlmServer(LocalServer, ABC):
     """The shared machinery; see :class:`FakeOpenAIServer` and :class:`FakeAnthropicServer`."""
 
     path = ""
     label = ""
     _context_message = ""
 
-    def __init__(self, *, api_key: str | None = "test-key", validate: bool = True) -> None:
+    def __init__(
+        self, *, api_key: str | None = "test-key", validate: bool = True, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        super().__init__(host=host, port=port)
         self.api_key = api_key
         self.validate = validate
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptedReply] = deque()
-        self._runner: web.AppRunner | None = None
-        self._port = 0
 
-    # --- lifecycle -------------------------------------------------------------------------------
+    # --- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) -----------
 
-    async def start(self) -> None:
-        """Listen on 127.0.0.1 on a free port."""
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post(self.path, self._handle)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (only after :meth:`start`)."""
-        if not self._port:
-            raise RuntimeError(f"{type(self).__name__} is not started; use 'async with' or await start()")
-        return f"http://127.0.0.1:{self._port}"
 
     @property
     def base_url(self) -> str:
@@ -233,6 +209,7 @@ class _FakeLlmServer(ABC):
         rejected: bool = False,
     ) -> None:
         self.requests.append(RecordedRequest(request.method, request.path, headers, body, status, error, rejected))
+        self.activity.notify()
 
     def _error_response(self, reply: ScriptedReply) -> web.Response:
         headers = {**self._response_headers(), **reply.headers}

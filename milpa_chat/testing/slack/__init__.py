@@ -13,9 +13,9 @@ Needs the ``slack`` extra (slack-sdk, aiohttp).
 
 from __future__ import annotations
 
-from milpa_chat.testing.slack_blocks import MAX_MESSAGE_BLOCKS, MAX_VIEW_BLOCKS, block_errors
-from milpa_chat.testing.slack_events import SlackAckTimeout, SlackAppResponse, SlackEvents, serve_bolt_app
-from milpa_chat.testing.slack_models import (
+from milpa_chat.testing.slack.blocks import MAX_MESSAGE_BLOCKS, MAX_VIEW_BLOCKS, block_errors
+from milpa_chat.testing.slack.events import SlackAckTimeout, SlackAppResponse, SlackEvents, serve_bolt_app
+from milpa_chat.testing.slack.models import (
     SlackApiCall,
     SlackChannel,
     SlackMessage,
@@ -23,9 +23,9 @@ from milpa_chat.testing.slack_models import (
     SlackMethodError,
     SlackView,
 )
-from milpa_chat.testing.slack_payloads import SlackPayloads, new_event_id
-from milpa_chat.testing.slack_server import SlackApiServer
-from milpa_chat.testing.slack_signing import STALE_AGE, SlackRequest, SlackRequestSigner, SlackSignedRequest
+from milpa_chat.testing.slack.payloads import SlackPayloads, new_event_id
+from milpa_chat.testing.slack.server import SlackApiServer
+from milpa_chat.testing.slack.signing import STALE_AGE, SlackRequest, SlackRequestSigner, SlackSignedRequest
 
 __all__ = [
     "MAX_MESSAGE_BLOCKS",

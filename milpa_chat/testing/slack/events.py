@@ -16,9 +16,9 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from milpa_chat.errors import MilpaError
-from milpa_chat.testing.slack_payloads import SlackPayloads
-from milpa_chat.testing.slack_server import SlackApiServer
-from milpa_chat.testing.slack_signing import SlackRequest, SlackRequestSigner, SlackSignedRequest
+from milpa_chat.testing.slack.payloads import SlackPayloads
+from milpa_chat.testing.slack.server import SlackApiServer
+from milpa_chat.testing.slack.signing import SlackRequest, SlackRequestSigner, SlackSignedRequest
 
 P = ParamSpec("P")
 

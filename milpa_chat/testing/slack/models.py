@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from milpa_chat.errors import MilpaError
-from milpa_chat.testing.slack_blocks import interactive_elements
+from milpa_chat.testing.slack.blocks import interactive_elements
 
 JsonDict = dict[str, Any]
 

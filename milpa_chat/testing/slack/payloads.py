@@ -12,9 +12,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from milpa_chat.testing.slack_models import SlackMessage
-from milpa_chat.testing.slack_server import SlackApiServer
-from milpa_chat.testing.slack_signing import SlackRequest
+from milpa_chat.testing.slack.models import SlackMessage
+from milpa_chat.testing.slack.server import SlackApiServer
+from milpa_chat.testing.slack.signing import SlackRequest
 
 LEGACY_TOKEN = "verification-token"
 

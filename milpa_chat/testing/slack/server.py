@@ -7,19 +7,17 @@ It speaks real HTTP (aiohttp): ``POST /api/<method>`` with form-urlencoded, mult
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, TypeVar
 
 from aiohttp import web
 
-from milpa_chat.testing.slack_models import JsonDict, SlackApiCall, SlackMessage, SlackMethodError, SlackView
-from milpa_chat.testing.slack_workspace import MAX_TEXT_LENGTH, SlackWorkspace, channel_map
+from milpa_chat.testing._server import LocalServer
+from milpa_chat.testing.slack.models import JsonDict, SlackApiCall, SlackMessage, SlackMethodError, SlackView
+from milpa_chat.testing.slack.workspace import MAX_TEXT_LENGTH, SlackWorkspace, channel_map
 
 T = TypeVar("T")
 DEFAULT_SCOPES = ("app_mentions:read", "channels:read", "chat:write", "commands", "im:history", "im:write")
@@ -50,7 +48,7 @@ async def _read_args(request: web.Request) -> tuple[JsonDict, str]:
     return args, content_type
 
 
-class SlackApiServer:
+class SlackApiServer(LocalServer):
     """Local Slack Web API (``auth.test``, ``chat.*``, ``views.open``, ``conversations.info/open``, response_url).
 
     ``async with SlackApiServer(bot_token="xoxb-test") as api:`` runs it on the current event loop;
@@ -88,76 +86,15 @@ class SlackApiServer:
             response_url_max_uses=response_url_max_uses,
             trigger_ttl=trigger_ttl,
         )
-        self._host, self._port = host, port
+        super().__init__(host=host, port=port)
         self._calls: list[SlackApiCall] = []
         self._armed: list[_ArmedFailure] = []
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._thread_loop: asyncio.AbstractEventLoop | None = None
 
-    # --- lifecycle ---------------------------------------------------------------------------------------------
+    # --- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) ---------------------------
 
-    async def start(self) -> SlackApiServer:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_post("/response/{url_id}", self._handle_response_url)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
-        return self
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> SlackApiServer:
-        return await self.start()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    def start_in_thread(self) -> SlackApiServer:
-        """Serve from a background thread with its own event loop (for sync clients in a sync test)."""
-        loop = asyncio.new_event_loop()
-        self._thread_loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="slack-api-server", daemon=True)
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.start(), loop).result(timeout=10)
-        return self
-
-    def stop_thread(self) -> None:
-        loop, thread = self._thread_loop, self._thread
-        if loop is None or thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(self.close(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
-        self._thread_loop = self._thread = None
-
-    def __enter__(self) -> SlackApiServer:
-        return self.start_in_thread()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop_thread()
-
-    @property
-    def port(self) -> int:
-        if self._runner is None:
-            raise RuntimeError("SlackApiServer is not running; use `async with` or `with`")
-        return self._port
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (no trailing slash)."""
-        return f"http://{self._host}:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -245,6 +182,7 @@ class SlackApiServer:
     def _record(self, call: SlackApiCall) -> None:
         with self.workspace.lock:
             self._calls.append(call)
+        self.activity.notify()  # outside the lock: waiters re-check through calls() and messages()
 
     def _take_armed(self, method: str) -> _ArmedFailure | None:
         with self.workspace.lock:
@@ -355,30 +293,27 @@ class SlackApiServer:
         with self.workspace.lock:
             return list(self.workspace.views)
 
-    # --- waiting -----------------------------------------------------------------------------------------------
+    # --- waiting: re-checked after every recorded call (milpa_chat.testing.waiting) ---------------------------
 
     # A `timeout` argument (not asyncio.timeout) so the TimeoutError can list the calls the app made.
+    async def wait_until(
+        self, condition: Callable[[], T | None], timeout: float = 5.0, *, what: str = ""  # noqa: ASYNC109
+    ) -> T:
+        """``condition()``'s first truthy result, re-checked after every call the app makes (TimeoutError
+        after ``timeout`` seconds, listing the last calls)."""
+        found = await self.activity.wait_until(condition, timeout, what=what, describe=self._recent_calls)
+        assert found is not None
+        return found
+
     async def wait_for(self, predicate: Callable[[], T | None], timeout: float = 5.0) -> T:  # noqa: ASYNC109
-        """Poll ``predicate`` until it returns something truthy and return that (TimeoutError otherwise)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() >= deadline:
-                raise TimeoutError(self._timeout_message(timeout))
-            await asyncio.sleep(0.01)
+        """The same as :meth:`wait_until` (``predicate`` takes no argument and its truthy result is returned)."""
+        return await self.wait_until(predicate, timeout)
 
     def wait_for_sync(self, predicate: Callable[[], T | None], timeout: float = 5.0) -> T:
-        """:meth:`wait_for` for sync tests (the server must run in its thread: ``with SlackApiServer()``)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() >= deadline:
-                raise TimeoutError(self._timeout_message(timeout))
-            time.sleep(0.01)
+        """:meth:`wait_until` for sync tests (the server must run in its thread: ``with SlackApiServer()``)."""
+        found = self.activity.wait_until_sync(predicate, timeout, describe=self._recent_calls)
+        assert found is not None
+        return found
 
     async def wait_for_call(
         self,
@@ -388,7 +323,7 @@ class SlackApiServer:
         timeout: float = 5.0,  # noqa: ASYNC109
     ) -> SlackApiCall:
         """Wait until ``method`` was called ``count`` times; returns the ``count``-th call."""
-        await self.wait_for(lambda: len(self.calls(method)) >= count, timeout)
+        await self.wait_until(lambda: len(self.calls(method)) >= count, timeout, what=f"call {count} of {method}")
         return self.calls(method)[count - 1]
 
     async def wait_for_message(
@@ -403,8 +338,8 @@ class SlackApiServer:
             found = [m for m in self.messages(channel) if predicate is None or predicate(m)]
             return found[-1] if found else None
 
-        return await self.wait_for(newest, timeout)
+        return await self.wait_until(newest, timeout, what=f"a message in {channel}")
 
-    def _timeout_message(self, timeout: float) -> str:
+    def _recent_calls(self) -> str:
         recent = "\n  ".join(str(c) for c in self.calls()[-10:]) or "(none)"
-        return f"condition not met within {timeout} s; last calls:\n  {recent}"
+        return f"last calls:\n  {recent}"

@@ -16,7 +16,7 @@ from typing import Any
 from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.views import View
 
-from milpa_chat.testing.slack_blocks import (
+from milpa_chat.testing.slack.blocks import (
     MAX_MESSAGE_BLOCKS,
     MAX_VIEW_BLOCKS,
     BlocksFormatError,
@@ -24,7 +24,7 @@ from milpa_chat.testing.slack_blocks import (
     fill_ids,
     load_blocks,
 )
-from milpa_chat.testing.slack_models import (
+from milpa_chat.testing.slack.models import (
     JsonDict,
     ResponseUrl,
     SlackChannel,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from milpa_chat.testing.telegram_html import EntityParseError, checked_link
+from milpa_chat.testing.telegram.html import EntityParseError, checked_link
 
 __all__ = ["parse_markdown", "parse_markdown_v2"]
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from milpa_chat.testing.telegram_models import (
+from milpa_chat.testing.telegram.models import (
     CallbackQueryRecord,
     Chat,
     ChatAction,
@@ -23,7 +23,7 @@ from milpa_chat.testing.telegram_models import (
     UploadedFile,
     User,
 )
-from milpa_chat.testing.telegram_validate import (
+from milpa_chat.testing.telegram.validate import (
     ApiError,
     FormattedText,
     Params,

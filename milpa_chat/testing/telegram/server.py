@@ -18,7 +18,6 @@ texts and status codes. See ``docs/testing.md`` for the full guide.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -27,8 +26,9 @@ from typing import Any
 
 from aiohttp import web
 
-from milpa_chat.testing.telegram_methods import BotState
-from milpa_chat.testing.telegram_models import (
+from milpa_chat.testing._server import LocalServer
+from milpa_chat.testing.telegram.methods import BotState
+from milpa_chat.testing.telegram.models import (
     ApiCall,
     CallbackQueryRecord,
     Chat,
@@ -39,9 +39,9 @@ from milpa_chat.testing.telegram_models import (
     User,
     WebhookDelivery,
 )
-from milpa_chat.testing.telegram_updates import Answer, UpdateFeed, WebhookConfig
-from milpa_chat.testing.telegram_validate import ApiError, Params
-from milpa_chat.testing.telegram_waiting import WaitingMixin
+from milpa_chat.testing.telegram.updates import Answer, UpdateFeed, WebhookConfig
+from milpa_chat.testing.telegram.validate import ApiError, Params
+from milpa_chat.testing.telegram.waiting import WaitingMixin
 
 __all__ = ["BotApiServer"]
 
@@ -50,7 +50,7 @@ _COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?(?![A-
 _FEED_METHODS = frozenset({"getupdates", "setwebhook", "deletewebhook", "getwebhookinfo"})
 
 
-class BotApiServer(WaitingMixin):
+class BotApiServer(WaitingMixin, LocalServer):
     """An aiohttp Bot API server on ``host:port`` (a free port by default) for one bot token.
 
     Use it as ``async with BotApiServer(token=...) as server:`` and build the bot with
@@ -70,58 +70,39 @@ class BotApiServer(WaitingMixin):
     ) -> None:
         if not _TOKEN.fullmatch(token):
             raise ValueError(f"{token!r} is not shaped like a bot token ('<bot id>:<secret>')")
+        super().__init__(host=host, port=port)
         self.token = token
-        self.host = host
-        self.port = port
         self.bot = User(int(token.split(":")[0]), bot_first_name, bot_username, is_bot=True)
         self.state = BotState(self.bot, callback_query_timeout=callback_query_timeout)
         self.calls: list[ApiCall] = []
         self._handlers = self.state.handlers()
         self._webhook_timeout = webhook_timeout
         self._feed: UpdateFeed | None = None
-        self._runner: web.AppRunner | None = None
         self._armed: list[tuple[str | None, ApiError, list[int]]] = []
-        self._activity = asyncio.Event()
         self._callback_ids = 0
 
-    # -- lifecycle ------------------------------------------------------------------------------
+    # -- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) --------------
 
-    async def start(self) -> None:
-        """Bind and serve; ``port`` becomes the bound port."""
-        self._feed = UpdateFeed(webhook_timeout=self._webhook_timeout)
-        self._activity = asyncio.Event()
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def _routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
         app.router.add_get("/file/bot{token}/{path:.+}", self._handle_file)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
 
-    async def stop(self) -> None:
+    async def _on_start(self) -> None:
+        self._feed = UpdateFeed(webhook_timeout=self._webhook_timeout)
+
+    async def _on_stop(self) -> None:
         if self._feed is not None:
             await self._feed.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> BotApiServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
 
     @property
     def base_url(self) -> str:
         """For ``Application.builder().base_url(...)``: requests go to ``base_url + token + "/" + method``."""
-        return f"http://{self.host}:{self.port}/bot"
+        return f"{self.url}/bot"
 
     @property
     def base_file_url(self) -> str:
         """For ``Application.builder().base_file_url(...)`` (downloads of files the bot uploaded)."""
-        return f"http://{self.host}:{self.port}/file/bot"
+        return f"{self.url}/file/bot"
 
     @property
     def feed(self) -> UpdateFeed:

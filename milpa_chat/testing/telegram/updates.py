@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from milpa_chat.testing.telegram_models import UpdateRecord, WebhookDelivery
-from milpa_chat.testing.telegram_validate import ApiError, Params
+from milpa_chat.testing.telegram.models import UpdateRecord, WebhookDelivery
+from milpa_chat.testing.telegram.validate import ApiError, Params
 
 __all__ = ["Answer", "UpdateFeed", "WebhookConfig"]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from milpa_chat.errors import MilpaError
-from milpa_chat.testing.telegram_html import EntityParseError, parse_html
-from milpa_chat.testing.telegram_markdown import parse_markdown, parse_markdown_v2
+from milpa_chat.testing.telegram.html import EntityParseError, parse_html
+from milpa_chat.testing.telegram.markdown import parse_markdown, parse_markdown_v2
 
 __all__ = [
     "MAX_BUTTONS",

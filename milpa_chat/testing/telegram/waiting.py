@@ -1,18 +1,19 @@
 """Waiting helpers of :class:`~milpa_chat.testing.BotApiServer`: block a test until the bot has acted.
 
-Every helper re-checks after each API call and webhook delivery, so tests never sleep.
+Every helper re-checks after each API call the server records (the contract of
+:mod:`milpa_chat.testing.waiting`), so tests never sleep and never poll.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from milpa_chat.testing.telegram_models import ApiCall, ChatMessage, UpdateRecord
-from milpa_chat.testing.telegram_updates import UpdateFeed
+from milpa_chat.testing.telegram.models import ApiCall, ChatMessage, UpdateRecord
+from milpa_chat.testing.telegram.updates import UpdateFeed
+from milpa_chat.testing.waiting import Activity
+
+T = TypeVar("T")
 
 __all__ = ["WaitingMixin"]
 
@@ -21,7 +22,7 @@ class WaitingMixin:
     """``mark``, ``wait_for``, ``wait_until`` and ``wait_for_message``."""
 
     calls: list[ApiCall]
-    _activity: asyncio.Event
+    activity: Activity
 
     if TYPE_CHECKING:  # provided by BotApiServer
 
@@ -31,9 +32,8 @@ class WaitingMixin:
         def message(self, chat_id: int, message_id: int) -> ChatMessage: ...
 
     def _touch(self) -> None:
-        """Wake the waiting helpers (after every call, answer and delivery)."""
-        self._activity.set()
-        self._activity = asyncio.Event()
+        """Wake the waiting helpers (after every call and answer)."""
+        self.activity.notify()
 
     def mark(self) -> int:
         """A cursor into :attr:`calls` for ``wait_for(..., since=server.mark())``."""
@@ -58,22 +58,31 @@ class WaitingMixin:
         await self.wait_until(check, timeout, what="an API call matching the predicate")
         return found[0]
 
+    async def wait_for_call(self, method: str, *, count: int = 1, timeout: float = 5.0) -> ApiCall:  # noqa: ASYNC109
+        """The ``count``-th answered call of ``method`` (case-insensitive), waiting up to ``timeout`` seconds."""
+        wanted = method.lower()
+
+        def nth() -> ApiCall | None:
+            answered = [c for c in self.calls if c.status and c.method.lower() == wanted]
+            return answered[count - 1] if len(answered) >= count else None
+
+        found = await self.wait_until(nth, timeout, what=f"call {count} of {method}")
+        assert found is not None
+        return found
+
     async def wait_until(
         self,
-        condition: Callable[[], object],
+        condition: Callable[[], T],
         timeout: float = 5.0,  # noqa: ASYNC109
         *,
         what: str = "",
-    ) -> None:
-        """Wait until ``condition()`` is true, re-checking after every API call and delivery."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"timed out after {timeout} s waiting for {what or 'the condition'}")
-            activity = self._activity
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(activity.wait(), remaining)
+    ) -> T:
+        """Wait until ``condition()`` is true, re-checking after every API call; returns its result."""
+        return await self.activity.wait_until(condition, timeout, what=what, describe=self._recent_calls)
+
+    def _recent_calls(self) -> str:
+        recent = ", ".join(f"{c.method} ({c.status or 'pending'})" for c in self.calls[-8:])
+        return f"last calls: {recent or '(none)'}"
 
     async def wait_for_message(
         self,
