@@ -143,9 +143,15 @@ class GrantChanges:
             return None
         return self.offers.get(operation.id.canonical)
 
-    def draft_of(self, approval: Approval, grant_id: str | None = None) -> StandingGrant:
+    def draft_of(
+        self, approval: Approval, grant_id: str | None = None, *, replaces: Mapping[str, str] | None = None,
+    ) -> StandingGrant:
         """The grant "Always allow…" drafts from ``approval``: the requester's seat, this operation with the
-        offer's fixed arguments as the call carried them, the offer's ceiling, conditions and falsifier."""
+        offer's fixed arguments as the call carried them, the offer's ceiling, conditions and falsifier.
+
+        ``replaces`` (grant id -> state): the grants it supersedes once signed; when one is suspended, the
+        draft says which suspension it lifts (so the signer sees that signing it grows a stopped grant back).
+        """
         offer = self.offer_for(approval)
         if offer is None:
             raise ApprovalRefused("This request's operation offers no standing grant.", code="VALIDATION_ERROR")
@@ -160,6 +166,8 @@ class GrantChanges:
             ceiling=offer.ceiling if offer.ceiling is not None else operation.effect_ceiling(),
             conditions=offer.conditions, falsifier=offer.falsifier, undo=offer.undo,
             expires_at=None if lasts is None else when(float(int(self.store.clock() + lasts))),
+            supersedes=tuple(replaces) if replaces else None,
+            lifts=_lifts(replaces or {}),
         )
 
     async def draft_from(
@@ -176,11 +184,23 @@ class GrantChanges:
         if not may:
             raise ApprovalRefused("Only a person who may decide this request can draft a standing grant from it.")
         try:
-            grant = self.draft_of(approval)
+            grant = self.draft_of(approval, replaces=await self._replaced(approval))
         except InvalidGrant as exc:
             raise ApprovalRefused(f"This request cannot be drafted into a standing grant: {exc}",
                                   code="VALIDATION_ERROR") from None
         return await self.draft(grant, ctx, via=via, note=note)
+
+    async def _replaced(self, approval: Approval) -> dict[str, str]:
+        """The grants in force or suspended that lend to this request's seat and cover its operation."""
+        operation = self.operation_of(approval.tool or "")
+        found: dict[str, str] = {}
+        if operation is None:
+            return found
+        for record in await self.listing():
+            grant = record.readable() if record.state in ("in_force", "suspended") else None
+            if grant is not None and grant.lends_to(approval.requester_principal) and grant.covers(operation.name):
+                found[record.id] = record.state
+        return found
 
     # ------------------------------------------------------------------ stops and lifts
     async def request(
@@ -308,6 +328,13 @@ class GrantChanges:
             rec = await self.store.update(COLLECTION, grant_id, value, expected_version=record.version)
             if rec is not None:
                 return GrantRecord(grant_id, value, rec.version)
+
+
+def _lifts(replaces: Mapping[str, str]) -> str | None:
+    suspended = [gid for gid, state in replaces.items() if state == "suspended"]
+    if not suspended:
+        return None
+    return "the suspension of " + ", ".join(Canonical.shown(gid) for gid in suspended) + ", replaced by this grant"
 
 
 def _who(ctx: ToolContext, via: str) -> dict[str, Any]:

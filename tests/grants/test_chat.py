@@ -126,3 +126,21 @@ def test_a_grant_whose_id_is_too_long_for_a_button_says_how_to_manage_it() -> No
     card = grant_card(record)
     assert card.buttons == () and any(f"milpa-chat grants suspend|revoke {long_id}" in getattr(b, "text", "")
                                       for b in card.blocks)
+
+
+async def test_always_allow_under_a_suspended_grant_drafts_its_replacement_which_says_what_it_lifts() -> None:
+    from tests.grants.house import SIGNER, signed
+
+    assistant, chat, tg = setup()
+    await measured(assistant.registry, "clean.tgz")
+    old = await signed(chat.desk)
+    await chat.desk.request("suspend", old, SIGNER, via="telegram", note="checking")
+    await tg.say(assistant, RITA, "/release_publish clean.tgz beta")  # not the stopped grant's call: a card
+    await tg.tap(assistant, ABEL, tg.last(APPROVERS), "Always allow…")
+    [draft] = [r for r in await chat.desk.listing() if r.state == "draft"]
+    document = draft.document()
+    assert document.supersedes == (old,) and document.lifts is not None and old in document.lifts
+    assert '"lifts":' in tg.last(APPROVERS).text and '"supersedes":["release-stable"]' in tg.last(APPROVERS).text
+    await tg.tap(assistant, SARA, tg.last(APPROVERS), "Approve")
+    assert (await chat.desk.get(old)).state == "superseded"  # type: ignore[union-attr]
+    assert (await chat.desk.get(draft.id)).state == "in_force"  # type: ignore[union-attr]
