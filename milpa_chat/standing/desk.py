@@ -12,7 +12,7 @@ lends to the caller's seat (the caller's principal) and covers the operation:
   sentence, which names the way out;
 * any other refusal, or nobody's call: the call goes on to its approval, as if no grant existed.
 
-Grants are written only by decisions of people (:mod:`milpa_chat.runtime.grant_changes`): no tool,
+Grants are written only by decisions of people (:mod:`milpa_chat.standing.changes`): no tool,
 and no argument of one, creates, widens, lifts or signs a grant.
 
 Measurements are taken from the calls themselves: a run of a known operation that changes nothing
