@@ -117,3 +117,37 @@ async def test_the_store_fails_fast_while_the_database_is_away_and_is_back_withi
         assert recovered < 1.0
         record = await store.get("notes", "n")
         assert record is not None and record.value == {"text": "after"}
+
+
+@pytest.mark.slow
+async def test_a_run_keeps_its_lease_when_a_renewal_meets_the_database_away() -> None:
+    from milpa_chat import ToolContext
+    from milpa_chat.runtime.approvals import ApprovalDesk, Change
+
+    async with store_behind_proxy() as (store, proxy):
+        runner, sweeper = ApprovalDesk(store, lease=1.5), ApprovalDesk(store, lease=1.5)
+
+        async def follow(change: Change) -> None:  # a worker that can run what it claims
+            return None
+
+        runner.follower = sweeper.follower = follow
+        alice = ToolContext(principal="telegram:1001", channel="telegram", scopes=("items:write",))
+        opened = await runner.open("confirm", alice, tool="slow_archive", args={"item": 1}, summary="archive 1",
+                                   expires_in=60)
+        claimed = await runner.decide(opened.id, "confirm", alice, follow=False)
+        assert claimed.claimed
+        async with runner.holding(claimed.approval):  # a run of 4 s, far longer than its 1.5 s lease
+            await asyncio.sleep(0.3)
+            await proxy.cut()  # the renewals at 0.5 s and after find the database away for a second and a half
+            await asyncio.sleep(1.5)
+            await proxy.restore()
+            for _ in range(6):
+                await asyncio.sleep(0.5)
+                try:
+                    for due in await sweeper.due():  # another worker's sweep looks for lost leases
+                        await sweeper.recover(due)
+                except StoreError:
+                    continue
+        record = await runner.get(opened.id)
+        assert record is not None and record.state == "executing" and record.attempt == claimed.approval.attempt, \
+            record and record.data.get("outcome")
