@@ -67,10 +67,17 @@ from milpa_chat.bots.telegram import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import MemoryStore, Store
 from milpa_chat.store.sqlite import SqliteStore
-from milpa_chat.testing import BotApiServer, CallbackQueryRecord, ChatMessage, MessageVersion, UpdateRecord, User
+from milpa_chat.testing import (
+    BotApiServer,
+    TelegramCallbackQuery,
+    TelegramMessage,
+    TelegramMessageVersion,
+    TelegramUpdate,
+    TelegramUser,
+)
 
-ALICE = User(1001, "Alice", "alice")
-BOB = User(1002, "Bob", "bob")
+ALICE = TelegramUser(1001, "Alice", "alice")
+BOB = TelegramUser(1002, "Bob", "bob")
 IDENTITIES = {"users": {"telegram:1001": ["notes:read", "notes:write"], "telegram:1002": ["notes:read"]}}
 WARMUP = 100
 WINDOW = [8]  # taps in flight at most; --window
@@ -99,8 +106,8 @@ class Row:
 class Sample:
     """Cards and calls of the assistant, recorded from one tap of each kind."""
 
-    pending: MessageVersion
-    decided: MessageVersion
+    pending: TelegramMessageVersion
+    decided: TelegramMessageVersion
     data: str
     calls: dict[str, list[Call]] = field(default_factory=dict)  # refused, confirm, decided
 
@@ -120,15 +127,15 @@ class DoneCounter:
 
 
 async def push_and_wait(
-    server: BotApiServer, taps: list[Callable[[], Awaitable[UpdateRecord]]], per_tap: int = 1
+    server: BotApiServer, taps: list[Callable[[], Awaitable[TelegramUpdate]]], per_tap: int = 1
 ) -> Row:
     """Tap with at most ``WINDOW[0]`` taps unanswered at a time (that many users tapping as fast as the bot
     answers them), until the last one is answered and the server has answered ``per_tap`` calls a tap."""
     window = WINDOW[0]
     mark = server.mark()
     waiting = deque(taps)
-    outstanding: dict[str, CallbackQueryRecord] = {}
-    answered: list[CallbackQueryRecord] = []
+    outstanding: dict[str, TelegramCallbackQuery] = {}
+    answered: list[TelegramCallbackQuery] = []
 
     def progressed() -> bool:
         done = [q for q in outstanding.values() if q.answered]
@@ -159,7 +166,7 @@ async def push_and_wait(
     return Row("", len(answered), answered_seconds, seconds, cpu_seconds, latencies, len(work) / len(answered))
 
 
-def taps_on(server: BotApiServer, card: ChatMessage, data: str, user: User, n: int) -> list[Any]:
+def taps_on(server: BotApiServer, card: TelegramMessage, data: str, user: TelegramUser, n: int) -> list[Any]:
     return [lambda: server.tap(card.chat.id, card.message_id, user, data) for _ in range(n)]
 
 
@@ -217,7 +224,7 @@ class Replay:
         raise ValueError(f"the assistant now calls {method} for a tap; teach Replay to make that call too")
 
 
-async def bare(server: BotApiServer, n: int, like: MessageVersion, data: str, calls: list[Call], *,
+async def bare(server: BotApiServer, n: int, like: TelegramMessageVersion, data: str, calls: list[Call], *,
                own_cards: bool = False) -> Row:
     """A handler that replays ``calls`` for every tap on a copy of ``like`` (same HTML and keyboard, so PTB and
     the server parse and serialize updates of the same size as in the assistant's rows). ``own_cards``: every
@@ -234,7 +241,7 @@ async def bare(server: BotApiServer, n: int, like: MessageVersion, data: str, ca
     replay.append(Replay(app.bot, calls))
     keyboard = InlineKeyboardMarkup.de_json(like.reply_markup, app.bot) if like.reply_markup else None
 
-    async def copy() -> ChatMessage:
+    async def copy() -> TelegramMessage:
         message = await app.bot.send_message(ALICE.id, like.source or "", parse_mode=like.parse_mode,
                                              reply_markup=keyboard)
         return server.message(ALICE.id, message.message_id)
@@ -262,7 +269,7 @@ def assistant_over(store: Store) -> Assistant:
     return Assistant(registry, Identities.from_dict(IDENTITIES))
 
 
-async def card_for(server: BotApiServer, note: int) -> tuple[ChatMessage, str]:
+async def card_for(server: BotApiServer, note: int) -> tuple[TelegramMessage, str]:
     update = await server.send_message(ALICE.id, ALICE, f"/delete_note {note}")
     card = await server.wait_for_message(ALICE.id, since=update)
     data = next(b["callback_data"] for row in card.buttons for b in row if b["callback_data"].startswith("confirm:"))
@@ -303,7 +310,7 @@ async def decided(server: BotApiServer, store: Store, n: int) -> Row:
     return await with_bot(server, store, scenario)
 
 
-async def decided_and_reported(server: BotApiServer, card: ChatMessage, outcome: str) -> None:
+async def decided_and_reported(server: BotApiServer, card: TelegramMessage, outcome: str) -> None:
     """Until the confirmed tool has run, the card shows the outcome and the result was sent (so that its
     requests do not overlap the measurement)."""
     def done() -> bool:
@@ -346,7 +353,7 @@ async def confirm_and_run(server: BotApiServer, store: Store, n: int, per_tap: i
 
     async def scenario() -> Row:
         cards = [await card_for(server, number) for number in range(100, 100 + n)]
-        taps: list[Callable[[], Awaitable[UpdateRecord]]] = [
+        taps: list[Callable[[], Awaitable[TelegramUpdate]]] = [
             (lambda c=c, d=d: server.tap(ALICE.id, c.message_id, ALICE, d)) for c, d in cards]  # type: ignore[misc]
         row = await push_and_wait(server, taps, per_tap)
         assert len(server.messages(ALICE.id)) >= 2 * n  # a card and a result for every note

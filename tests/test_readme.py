@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from milpa_chat.testing import BotApiServer, User
+from milpa_chat.testing import BotApiServer, TelegramUser
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -50,12 +50,12 @@ async def _drive(folder: Path, python: list[str]) -> None:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             await server.wait_for(lambda call: call.method == "getUpdates", timeout=60)
-            writer = User(42, "Ana", "ana")
+            writer = TelegramUser(42, "Ana", "ana")
             asked = await server.send_message(42, writer, "/delete_note 2")
             card = await server.wait_for_message(42, since=asked, timeout=30)
             buttons = [b["text"] for row in (card.reply_markup or {}).get("inline_keyboard", []) for b in row]
             assert "delete_note" in (card.text or "") and any("Confirm" in b for b in buttons), (card.text, buttons)
-            guest = User(5, "Gus", "gus")
+            guest = TelegramUser(5, "Gus", "gus")
             refused = await server.send_message(5, guest, "/delete_note 2")
             denial = await server.wait_for_message(5, since=refused, timeout=30)
             assert "notes:write" in (denial.text or ""), denial.text

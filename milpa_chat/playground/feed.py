@@ -14,14 +14,14 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from milpa_chat.testing import BotApiServer, ChatMessage, SlackApiServer, SlackMessage
+    from milpa_chat.testing import BotApiServer, SlackApiServer, SlackMessage, TelegramMessage
 
 __all__ = ["Feed", "slack_event", "telegram_event"]
 
 POLL_SECONDS = 0.05
 
 
-def telegram_event(message: ChatMessage) -> dict[str, Any]:
+def telegram_event(message: TelegramMessage) -> dict[str, Any]:
     """A Telegram message as the server holds it now."""
     current = message.current
     html = current.source if current.parse_mode and current.parse_mode.upper() == "HTML" else None

@@ -202,9 +202,9 @@ class World:
         return persona
 
     def _tg_user(self, persona: Persona) -> Any:
-        from milpa_chat.testing import User
+        from milpa_chat.testing import TelegramUser
 
-        return User(persona.telegram_id, persona.name, persona.key)
+        return TelegramUser(persona.telegram_id, persona.name, persona.key)
 
     def telegram_chat(self, persona: Persona, chat_id: int) -> int:
         """The chat ``persona`` may write in: their private chat with the bot, or a group they are in."""

@@ -3,8 +3,8 @@
 Everything here is imported on first use, so ``import milpa_chat.testing`` costs nothing and
 each server's dependencies are only needed when it is used.
 
-* ``BotApiServer`` — a local Telegram Bot API server (needs ``aiohttp``); with ``User`` and
-  ``Chat`` to simulate people, and the records it keeps (``ChatMessage``, ``ApiCall``, ...).
+* ``BotApiServer`` — a local Telegram Bot API server (needs ``aiohttp``); with ``TelegramUser`` and
+  ``TelegramChat`` to simulate people, and the records it keeps (``TelegramMessage``, ``TelegramApiCall``, ...).
 * ``SlackApiServer`` / ``SlackEvents`` — a local Slack Web API and correctly signed Slack requests.
 * ``FakeOpenAIServer`` / ``FakeAnthropicServer`` — local LLM servers with scripted replies.
 * ``RecordingTransport`` — a chat surface in memory, to test an ``Assistant`` without a platform.
@@ -46,15 +46,15 @@ if TYPE_CHECKING:
     )
     from milpa_chat.testing.telegram import BotApiServer
     from milpa_chat.testing.telegram.models import (
-        ApiCall,
-        CallbackQueryRecord,
-        Chat,
-        ChatAction,
-        ChatMessage,
-        MessageVersion,
-        UpdateRecord,
-        User,
-        WebhookDelivery,
+        TelegramApiCall,
+        TelegramCallbackQuery,
+        TelegramChat,
+        TelegramChatAction,
+        TelegramMessage,
+        TelegramMessageVersion,
+        TelegramUpdate,
+        TelegramUser,
+        TelegramWebhookDelivery,
     )
     from milpa_chat.testing.transport import Answer, RecordedMessage, RecordingTransport
     from milpa_chat.testing.waiting import Activity, ManualClock, eventually
@@ -62,15 +62,15 @@ if TYPE_CHECKING:
 # name -> module that defines it; add new test doubles here.
 _EXPORTS = {
     "BotApiServer": "milpa_chat.testing.telegram",
-    "ApiCall": "milpa_chat.testing.telegram.models",
-    "CallbackQueryRecord": "milpa_chat.testing.telegram.models",
-    "Chat": "milpa_chat.testing.telegram.models",
-    "ChatAction": "milpa_chat.testing.telegram.models",
-    "ChatMessage": "milpa_chat.testing.telegram.models",
-    "MessageVersion": "milpa_chat.testing.telegram.models",
-    "UpdateRecord": "milpa_chat.testing.telegram.models",
-    "User": "milpa_chat.testing.telegram.models",
-    "WebhookDelivery": "milpa_chat.testing.telegram.models",
+    "TelegramApiCall": "milpa_chat.testing.telegram.models",
+    "TelegramCallbackQuery": "milpa_chat.testing.telegram.models",
+    "TelegramChat": "milpa_chat.testing.telegram.models",
+    "TelegramChatAction": "milpa_chat.testing.telegram.models",
+    "TelegramMessage": "milpa_chat.testing.telegram.models",
+    "TelegramMessageVersion": "milpa_chat.testing.telegram.models",
+    "TelegramUpdate": "milpa_chat.testing.telegram.models",
+    "TelegramUser": "milpa_chat.testing.telegram.models",
+    "TelegramWebhookDelivery": "milpa_chat.testing.telegram.models",
     "SlackApiServer": "milpa_chat.testing.slack",
     "SlackEvents": "milpa_chat.testing.slack",
     "SlackRequestSigner": "milpa_chat.testing.slack",
@@ -101,16 +101,10 @@ _EXPORTS = {
 __all__ = [
     "Activity",
     "Answer",
-    "ApiCall",
     "BotApiServer",
-    "CallbackQueryRecord",
-    "Chat",
-    "ChatAction",
-    "ChatMessage",
     "FakeAnthropicServer",
     "FakeOpenAIServer",
     "ManualClock",
-    "MessageVersion",
     "RecordedMessage",
     "RecordedRequest",
     "RecordingTransport",
@@ -129,9 +123,15 @@ __all__ = [
     "SlackRequestSigner",
     "SlackSignedRequest",
     "SlackView",
-    "UpdateRecord",
-    "User",
-    "WebhookDelivery",
+    "TelegramApiCall",
+    "TelegramCallbackQuery",
+    "TelegramChat",
+    "TelegramChatAction",
+    "TelegramMessage",
+    "TelegramMessageVersion",
+    "TelegramUpdate",
+    "TelegramUser",
+    "TelegramWebhookDelivery",
     "eventually",
     "serve_bolt_app",
 ]

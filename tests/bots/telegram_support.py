@@ -13,12 +13,12 @@ from milpa_chat import ToolRegistry
 from milpa_chat.bots import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import MemoryStore, Store
-from milpa_chat.testing import BotApiServer, ChatMessage, UpdateRecord, User
+from milpa_chat.testing import BotApiServer, TelegramMessage, TelegramUpdate, TelegramUser
 
-ALICE = User(1001, "Alice", "alice")
-BOB = User(1002, "Bob", "bob")
-MARIA = User(2001, "Maria", "maria")
-EVE = User(9999, "Eve", "eve")
+ALICE = TelegramUser(1001, "Alice", "alice")
+BOB = TelegramUser(1002, "Bob", "bob")
+MARIA = TelegramUser(2001, "Maria", "maria")
+EVE = TelegramUser(9999, "Eve", "eve")
 APPROVERS = -500
 WAIT = 15.0  # seconds; generous for a loaded machine, the helpers return as soon as the bot has acted
 IDENTITIES: dict[str, Any] = {
@@ -58,22 +58,22 @@ class Harness:
     clock: Clock
     runs: list[str] = field(default_factory=list)
 
-    async def say(self, user: User, text: str, chat: int | None = None) -> ChatMessage:
+    async def say(self, user: TelegramUser, text: str, chat: int | None = None) -> TelegramMessage:
         """``user`` writes ``text``; returns the bot's first message in reply."""
         where = user.id if chat is None else chat
         update = await self.server.send_message(where, user, text)
         return await self.server.wait_for_message(where, since=update, timeout=WAIT)
 
-    async def tap(self, message: ChatMessage, word: str, user: User) -> UpdateRecord:
+    async def tap(self, message: TelegramMessage, word: str, user: TelegramUser) -> TelegramUpdate:
         """``user`` taps the button whose label contains ``word``; returns once the tap is answered."""
         update = await self.server.tap_button(message, label(message, word), user)
         await self.server.wait_until(lambda: self.server.callback_query(update).answered, WAIT, what="the tap's answer")
         return update
 
-    def answer(self, update: UpdateRecord) -> str:
+    def answer(self, update: TelegramUpdate) -> str:
         return self.server.callback_query(update).answer_text or ""
 
-    async def tap_data(self, message: ChatMessage, data: str, user: User) -> str:
+    async def tap_data(self, message: TelegramMessage, data: str, user: TelegramUser) -> str:
         """``user`` sends a tap with exactly ``data`` on ``message`` (as a stale or modified client can);
         returns the answer once it is there."""
         update = await self.server.tap(message.chat.id, message.message_id, user, data)
@@ -81,7 +81,7 @@ class Harness:
         await self.server.wait_until(lambda: query.answered, WAIT, what="the tap's answer")
         return query.answer_text or ""
 
-    def current(self, message: ChatMessage) -> ChatMessage:
+    def current(self, message: TelegramMessage) -> TelegramMessage:
         return self.server.message(message.chat.id, message.message_id)
 
     def assert_every_tap_answered_once(self) -> None:
@@ -91,7 +91,7 @@ class Harness:
         ]
 
 
-def label(message: ChatMessage, word: str) -> str:
+def label(message: TelegramMessage, word: str) -> str:
     """The full label ("✅ Confirm") of the button whose label contains ``word``."""
     for text in message.button_labels:
         if word.lower() in text.lower():

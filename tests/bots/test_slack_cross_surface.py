@@ -15,13 +15,13 @@ from milpa_chat.bots.slack import SlackBot
 from milpa_chat.bots.telegram import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import MemoryStore
-from milpa_chat.testing import BotApiServer, ChatMessage, User
+from milpa_chat.testing import BotApiServer, TelegramMessage, TelegramUser
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, serve_bolt_app
 
 from .conftest_slack import ALICE, APPROVERS, MARIA, SECRET, TEAM, TOKEN, WORK, Clock, button
 
-TG_ALICE = User(1001, "Alice", "alice")
-TG_MARIA = User(2001, "Maria", "maria")
+TG_ALICE = TelegramUser(1001, "Alice", "alice")
+TG_MARIA = TelegramUser(2001, "Maria", "maria")
 TG_APPROVERS = -500
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["notes:read", "notes:write", "payments:send"], "manager": ["notes:read", "payments:approve"]},
@@ -39,10 +39,10 @@ class Surfaces:
     slack_bot: SlackBot
     runs: list[str]
 
-    def tg_current(self, message: ChatMessage) -> ChatMessage:
+    def tg_current(self, message: TelegramMessage) -> TelegramMessage:
         return self.tg.message(message.chat.id, message.message_id)
 
-    def tg_label(self, message: ChatMessage, word: str) -> str:
+    def tg_label(self, message: TelegramMessage, word: str) -> str:
         return next(text for text in self.tg_current(message).button_labels if word.lower() in text.lower())
 
 

@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.telegram_assistant import EXAMPLE_IDENTITIES
 from milpa_chat.bots.slack import SlackBot
-from milpa_chat.testing import BotApiServer, User
+from milpa_chat.testing import BotApiServer, TelegramUser
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents
 
 from .conftest_slack import ALICE, APPROVERS, SECRET, TEAM, TOKEN, WORK, Clock, Tools, memory_assistant
@@ -28,7 +28,7 @@ from .test_slack_modes import APP_TOKEN, SocketModeEndpoint
 
 REPO = Path(__file__).resolve().parents[2]
 EVE_ID = 5
-USER = User(EVE_ID, "Eve", "eve")  # no identity of her own: the example's default scopes (notes:read)
+USER = TelegramUser(EVE_ID, "Eve", "eve")  # no identity of her own: the example's default scopes (notes:read)
 
 
 def closed_port() -> int:

@@ -18,7 +18,7 @@ from telegram.ext import (
 
 from milpa_chat.bots import TelegramBot
 from milpa_chat.store import MemoryStore
-from milpa_chat.testing import BotApiServer, UpdateRecord
+from milpa_chat.testing import BotApiServer, TelegramUpdate
 
 from .telegram_support import ALICE, WAIT, Harness, make_assistant, running_bot
 
@@ -28,7 +28,7 @@ async def ping(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await update.effective_message.reply_text("pong")
 
 
-async def texts_after(h: Harness, chat: int, update: UpdateRecord, count: int) -> list[str]:
+async def texts_after(h: Harness, chat: int, update: TelegramUpdate, count: int) -> list[str]:
     """The bot's first ``count`` messages in ``chat`` after ``update``."""
     await h.server.wait_until(lambda: len(h.server.messages(chat)) >= count, WAIT, what=f"{count} messages")
     return [m.text or "" for m in h.server.messages(chat)]
@@ -130,7 +130,7 @@ async def test_allowed_updates_include_what_the_users_handlers_need() -> None:
             sent = await server.send_message(ALICE.id, ALICE, "first words")
             update_id = server.feed.new_update_id()
             edit = {**sent.payload["message"], "text": "better words", "edit_date": int(time.time())}
-            await server.feed.push(UpdateRecord(update_id, {"update_id": update_id, "edited_message": edit},
+            await server.feed.push(TelegramUpdate(update_id, {"update_id": update_id, "edited_message": edit},
                                                 time.monotonic(), len(server.calls)))
             await server.wait_until(lambda: edits, WAIT, what="the user's edited-message handler")
             assert edits == ["better words"]

@@ -18,7 +18,7 @@ import pytest
 
 from milpa_chat.runtime.approval import FINAL
 from milpa_chat.store.sqlite import SqliteStore
-from milpa_chat.testing import BotApiServer, ChatMessage
+from milpa_chat.testing import BotApiServer, TelegramMessage
 
 from .telegram_support import ALICE, APPROVERS, IDENTITIES_TOML, MARIA, label
 from .test_telegram_restart import bot_process, wait_for_cards
@@ -36,7 +36,7 @@ async def stored(db: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return approvals, payments
 
 
-def live_card(server: BotApiServer, with_label: str) -> ChatMessage | None:
+def live_card(server: BotApiServer, with_label: str) -> TelegramMessage | None:
     """The newest approvers' card that offers ``with_label``."""
     for message in reversed(server.messages(APPROVERS)):
         if any(with_label in b for b in message.button_labels):
@@ -44,7 +44,7 @@ def live_card(server: BotApiServer, with_label: str) -> ChatMessage | None:
     return None
 
 
-async def wait_for_card(server: BotApiServer, with_label: str) -> ChatMessage:
+async def wait_for_card(server: BotApiServer, with_label: str) -> TelegramMessage:
     await server.wait_until(lambda: live_card(server, with_label) is not None, timeout=WAIT)
     card = live_card(server, with_label)
     assert card is not None

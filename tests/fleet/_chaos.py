@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from milpa_chat.renderers.model import parse_callback_data
-from milpa_chat.testing import ChatMessage, User
+from milpa_chat.testing import TelegramMessage, TelegramUser
 from milpa_chat.testing.slack import SlackAckTimeout, SlackMessage, SlackRequest
 
 from ._fleet import (
@@ -53,7 +53,7 @@ class Card:
     message_id: str
     approval_id: str
     actions: dict[str, str]  # action -> the button's action_id (Slack) or callback data (Telegram)
-    raw: ChatMessage | SlackMessage
+    raw: TelegramMessage | SlackMessage
 
 
 @dataclass
@@ -147,7 +147,7 @@ class People:
                 self.later(self.slack_say(self.rng.choice(SLACK_WRITERS), text[command]))
             await asyncio.sleep(self.rng.uniform(0.25, 0.6))
 
-    async def telegram_say(self, user: User, text: str) -> None:
+    async def telegram_say(self, user: TelegramUser, text: str) -> None:
         self.tally.requests += 1
         update = await self.fleet.tg.send_message(user.id, user, text)
         if self.rng.random() < 0.2:
@@ -216,7 +216,7 @@ class People:
             message = self.fleet.tg.message(int(chat), int(message_id)) if surface == "telegram" else \
                 self.fleet.api.message(chat, message_id)
             data = [str(b.get("callback_data", "")) for row in message.buttons for b in row] \
-                if isinstance(message, ChatMessage) else [str(b.get("value", "")) for b in message.buttons()]
+                if isinstance(message, TelegramMessage) else [str(b.get("value", "")) for b in message.buttons()]
             if not DECIDING & set(_actions([(d, d) for d in data])[0]):
                 self.tally.decided_seen[aid] = now
 
@@ -254,8 +254,8 @@ class People:
         self.tally.last_tap[f"rescue:{card.approval_id}"] = now
         await self.send_tap(card, who, action)
 
-    async def send_tap(self, card: Card, who: User | str, action: str) -> None:
-        if isinstance(who, User):
+    async def send_tap(self, card: Card, who: TelegramUser | str, action: str) -> None:
+        if isinstance(who, TelegramUser):
             self.later(self.telegram_tap(card, who, card.actions[action]))
         else:
             assert isinstance(card.raw, SlackMessage)
@@ -272,7 +272,7 @@ class People:
         self.tally.stale_copies_tapped += 1
         await self.send_tap(card, who, action)
 
-    async def who(self, card: Card, rng: random.Random) -> User | str | None:
+    async def who(self, card: Card, rng: random.Random) -> TelegramUser | str | None:
         """Who taps this copy: a manager in an approvers' chat, else the requester (in their own chat)."""
         if card.chat in (str(TG_APPROVERS), SLACK_APPROVERS):
             return rng.choice(TG_MANAGERS) if card.surface == "telegram" else rng.choice(SLACK_MANAGERS)
@@ -283,7 +283,7 @@ class People:
         prefix = f"slack:{TEAM}:"
         return principal[len(prefix):] if principal and principal.startswith(prefix) else None
 
-    async def telegram_tap(self, card: Card, user: User, data: str) -> None:
+    async def telegram_tap(self, card: Card, user: TelegramUser, data: str) -> None:
         update = await self.fleet.tg.tap(int(card.chat), int(card.message_id), user, data)
         if self.rng.random() < 0.25:
             await asyncio.sleep(0.2)

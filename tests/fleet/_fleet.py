@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from milpa_chat.fleet import haproxy_config
-from milpa_chat.testing import BotApiServer, User
+from milpa_chat.testing import BotApiServer, TelegramUser
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents
 from tests.conftest import POSTGRES_DSN, REQUIRE_POSTGRES
 
@@ -31,8 +31,8 @@ HAPROXY = "/usr/sbin/haproxy"
 TEAM, SLACK_TOKEN, SLACK_SECRET = "T1", "xoxb-fleet-test", "fleet-signing-secret"
 TG_TOKEN, TG_SECRET = "123456:FLEET-token", "fleet-webhook-secret_1"
 TG_APPROVERS, SLACK_APPROVERS, SLACK_WORK = -500, "C0APPROVE", "C0WORK"
-TG_WRITERS = [User(1001 + i, f"Writer{i}", f"writer{i}") for i in range(3)]
-TG_MANAGERS = [User(2001 + i, f"Manager{i}", f"manager{i}") for i in range(2)]
+TG_WRITERS = [TelegramUser(1001 + i, f"Writer{i}", f"writer{i}") for i in range(3)]
+TG_MANAGERS = [TelegramUser(2001 + i, f"Manager{i}", f"manager{i}") for i in range(2)]
 SLACK_WRITERS = [f"U100{i}" for i in range(3)]
 SLACK_MANAGERS = [f"U200{i}" for i in range(2)]
 

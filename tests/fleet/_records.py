@@ -10,7 +10,7 @@ from milpa_chat.renderers.slack import SlackRenderer
 from milpa_chat.renderers.telegram import TelegramRenderer
 from milpa_chat.runtime.approval import FINAL, Approval
 from milpa_chat.store import Store
-from milpa_chat.testing import ChatMessage
+from milpa_chat.testing import TelegramMessage
 from milpa_chat.testing.slack import SlackMessage
 
 from ._chaos import Card, slack_cards, telegram_cards
@@ -20,7 +20,7 @@ from ._fleet import Fleet
 def difference(card: Card, approval: Approval, role: str) -> str:
     """How the platform's copy differs from what the record renders to for this copy's role ("" when it does not)."""
     message = chat_cards.approval_message(approval, role)
-    if isinstance(card.raw, ChatMessage):
+    if isinstance(card.raw, TelegramMessage):
         sent = TelegramRenderer(max_messages=1).render_message(message).messages[0]
         got: Any = (card.raw.current.source, card.raw.reply_markup)
         want: Any = (sent["text"], sent.get("reply_markup"))
@@ -69,7 +69,7 @@ def unconverged(fleet: Fleet, approvals: dict[str, Approval]) -> tuple[list[str]
 def copy_without_buttons(fleet: Fleet, key: tuple[str, str, str], approval_id: str) -> Card | None:
     surface, chat, message_id = key
     try:
-        raw: ChatMessage | SlackMessage = (fleet.tg.message(int(chat), int(message_id)) if surface == "telegram"
+        raw: TelegramMessage | SlackMessage = (fleet.tg.message(int(chat), int(message_id)) if surface == "telegram"
                                            else fleet.api.message(chat, message_id))
     except (LookupError, KeyError, ValueError):
         return None

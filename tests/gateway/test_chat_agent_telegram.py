@@ -7,12 +7,12 @@ from milpa_chat.bots import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.gateway import ChatAgent, LlmService
 from milpa_chat.store import MemoryStore
-from milpa_chat.testing import BotApiServer, User
+from milpa_chat.testing import BotApiServer, TelegramUser
 from milpa_chat.testing.llm import FakeOpenAIServer
 
 from .agent_tools import Notes, registry_with, tool_messages
 
-ALICE = User(1001, "Alice", "alice")
+ALICE = TelegramUser(1001, "Alice", "alice")
 IDENTITIES = {"roles": {"writer": ["notes:read", "notes:write"]}, "users": {"telegram:1001": ["writer"]}}
 
 

@@ -20,15 +20,15 @@ from milpa_chat.bots.telegram import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.standing import GrantChat, GrantDesk
 from milpa_chat.store.sqlite import SqliteStore
-from milpa_chat.testing import BotApiServer, User
+from milpa_chat.testing import BotApiServer, TelegramUser
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, serve_bolt_app
 from tests.grants.house import PUBLISHED, house
 
 TOKEN, SECRET, TEAM = "xoxb-grants", "grants-signing-secret", "T1"
 WORK, APPROVERS = "C0WORK", "C0APPROVE"
 ABEL = "U2001"  # the release approver, on Slack
-RITA = User(100, "Rita", "rita")  # the developer, on Telegram
-SARA = User(300, "Sara", "sara")  # who signs grants, on Telegram
+RITA = TelegramUser(100, "Rita", "rita")  # the developer, on Telegram
+SARA = TelegramUser(300, "Sara", "sara")  # who signs grants, on Telegram
 TG_APPROVERS = -900
 IDENTITIES: dict[str, Any] = {
     "roles": {"dev": ["release:publish"], "lead": ["release:approve", "grants:sign"], "signer": ["grants:sign"]},
@@ -143,7 +143,7 @@ def _signature_card(w: World) -> Any:
     return next((m for m in w.tg.messages(TG_APPROVERS) if "standing:sign" in (m.text or "")), None)
 
 
-def _user(user: User) -> Any:
+def _user(user: TelegramUser) -> Any:
     from milpa_chat.chat import ChatUser
 
     return ChatUser(str(user.id), user.first_name, user.username)

@@ -8,11 +8,11 @@ from typing import Any
 from mcp import ClientSession
 
 from milpa_chat.store import Store
-from milpa_chat.testing import BotApiServer, ChatMessage, User
+from milpa_chat.testing import BotApiServer, TelegramMessage, TelegramUser
 from tests.mcp.app import APPROVERS
 
-MARIA = User(2001, "Maria", "maria")
-BOB = User(1002, "Bob", "bob")
+MARIA = TelegramUser(2001, "Maria", "maria")
+BOB = TelegramUser(1002, "Bob", "bob")
 WAIT = 15.0
 
 
@@ -55,7 +55,7 @@ async def calls_and_validates(session: ClientSession) -> None:
     assert missing["isError"] is True and "amount" in missing["content"][0]["text"]
 
 
-async def asks_for_a_payment(session: ClientSession, server: BotApiServer) -> tuple[str, ChatMessage]:
+async def asks_for_a_payment(session: ClientSession, server: BotApiServer) -> tuple[str, TelegramMessage]:
     """``send_payment`` over MCP: a pending approval, and its card in the approvers' Telegram group."""
     asked = wire(await session.call_tool("send_payment", {"to": "ACME", "amount": 42}))
     assert asked["isError"] is False
@@ -70,7 +70,7 @@ async def asks_for_a_payment(session: ClientSession, server: BotApiServer) -> tu
     return str(approval["approval_id"]), card
 
 
-async def tap(server: BotApiServer, card: ChatMessage, word: str, user: User) -> str:
+async def tap(server: BotApiServer, card: TelegramMessage, word: str, user: TelegramUser) -> str:
     label = next(t for t in card.button_labels if word.lower() in t.lower())
     update = await server.tap_button(card, label, user)
     query = server.callback_query(update)
@@ -78,7 +78,7 @@ async def tap(server: BotApiServer, card: ChatMessage, word: str, user: User) ->
     return query.answer_text or ""
 
 
-async def learns_the_outcome(session: ClientSession, server: BotApiServer, approval_id: str, card: ChatMessage,
+async def learns_the_outcome(session: ClientSession, server: BotApiServer, approval_id: str, card: TelegramMessage,
                              store: Store) -> None:
     """Maria approves on Telegram; the MCP client waits for it, runs it once, and reads the result."""
     waiting = asyncio.ensure_future(session.call_tool("approval_status", {"approval_id": approval_id,

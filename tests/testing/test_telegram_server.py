@@ -23,14 +23,14 @@ from telegram.ext import (
 )
 from telegram.request import HTTPXRequest
 
-from milpa_chat.testing import BotApiServer, Chat, User
+from milpa_chat.testing import BotApiServer, TelegramChat, TelegramUser
 from milpa_chat.testing.telegram.html import EntityParseError, parse_html
 from milpa_chat.testing.telegram.markdown import parse_markdown, parse_markdown_v2
 
 TOKEN = "123456:TEST-token"
 PARSE = "Can't parse entities:"
-ALICE = User(42, "Alice", "alice")
-BOB = User(7, "Bob", "bob")
+ALICE = TelegramUser(42, "Alice", "alice")
+BOB = TelegramUser(7, "Bob", "bob")
 KEYBOARD = InlineKeyboardMarkup(
     [[InlineKeyboardButton("Approve", callback_data="approve:1"), InlineKeyboardButton("Deny", callback_data="deny:1")]]
 )
@@ -216,7 +216,7 @@ async def test_fifty_concurrent_taps_are_all_answered(server: BotApiServer, bot:
     server.private_chat(ALICE)
     card = await bot.send_message(ALICE.id, "Pick", reply_markup=KEYBOARD)
     message = server.message(ALICE.id, card.message_id)
-    users = [User(1000 + n, f"User {n}") for n in range(50)]
+    users = [TelegramUser(1000 + n, f"User {n}") for n in range(50)]
     async with app:
         await app.start()
         assert app.updater is not None
@@ -522,6 +522,8 @@ def test_parse_legacy_markdown() -> None:
 
 
 def test_chat_factories() -> None:
-    assert Chat.private(ALICE).to_dict() == {"id": 42, "type": "private", "username": "alice", "first_name": "Alice"}
+    assert TelegramChat.private(ALICE).to_dict() == {
+        "id": 42, "type": "private", "username": "alice", "first_name": "Alice"
+    }
     with pytest.raises(ValueError, match="negative"):
-        Chat.group(5, "Ops")
+        TelegramChat.group(5, "Ops")

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from milpa_chat.testing.telegram.models import (
-        ApiCall,
-        CallbackQueryRecord,
-        Chat,
-        ChatAction,
-        ChatMessage,
-        MessageVersion,
-        UpdateRecord,
-        UploadedFile,
-        User,
-        WebhookDelivery,
+        TelegramApiCall,
+        TelegramCallbackQuery,
+        TelegramChat,
+        TelegramChatAction,
+        TelegramFile,
+        TelegramMessage,
+        TelegramMessageVersion,
+        TelegramUpdate,
+        TelegramUser,
+        TelegramWebhookDelivery,
     )
     from milpa_chat.testing.telegram.server import BotApiServer
 
@@ -33,23 +33,33 @@ _EXPORTS = {
     "BotApiServer": "milpa_chat.testing.telegram.server",
     **{
         name: _MODELS
-        for name in ("ApiCall", "CallbackQueryRecord", "Chat", "ChatAction", "ChatMessage", "MessageVersion",
-                     "UpdateRecord", "UploadedFile", "User", "WebhookDelivery")
+        for name in (
+            "TelegramApiCall",
+            "TelegramCallbackQuery",
+            "TelegramChat",
+            "TelegramChatAction",
+            "TelegramFile",
+            "TelegramMessage",
+            "TelegramMessageVersion",
+            "TelegramUpdate",
+            "TelegramUser",
+            "TelegramWebhookDelivery",
+        )
     },
 }
 
 __all__ = [
-    "ApiCall",
     "BotApiServer",
-    "CallbackQueryRecord",
-    "Chat",
-    "ChatAction",
-    "ChatMessage",
-    "MessageVersion",
-    "UpdateRecord",
-    "UploadedFile",
-    "User",
-    "WebhookDelivery",
+    "TelegramApiCall",
+    "TelegramCallbackQuery",
+    "TelegramChat",
+    "TelegramChatAction",
+    "TelegramFile",
+    "TelegramMessage",
+    "TelegramMessageVersion",
+    "TelegramUpdate",
+    "TelegramUser",
+    "TelegramWebhookDelivery",
 ]
 
 

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from milpa_chat.testing.telegram.models import (
-    CallbackQueryRecord,
-    Chat,
-    ChatAction,
-    ChatMessage,
-    MessageVersion,
-    UploadedFile,
-    User,
+    TelegramCallbackQuery,
+    TelegramChat,
+    TelegramChatAction,
+    TelegramFile,
+    TelegramMessage,
+    TelegramMessageVersion,
+    TelegramUser,
 )
 from milpa_chat.testing.telegram.validate import (
     ApiError,
@@ -56,23 +56,25 @@ _ADMIN_RIGHTS = (
 class BotState:
     """Chats, messages, files, button taps and commands of one bot."""
 
-    def __init__(self, bot: User, *, callback_query_timeout: float) -> None:
+    def __init__(self, bot: TelegramUser, *, callback_query_timeout: float) -> None:
         self.bot = bot
         self.callback_query_timeout = callback_query_timeout
-        self.chats: dict[int, Chat] = {}
+        self.chats: dict[int, TelegramChat] = {}
         self.members: dict[int, dict[int, str]] = {}  # chat id -> user id -> status
-        self.users: dict[int, User] = {bot.id: bot}
-        self.messages: dict[tuple[int, int], ChatMessage] = {}
-        self.callback_queries: dict[str, CallbackQueryRecord] = {}
-        self.chat_actions: list[ChatAction] = []
-        self.files: dict[str, UploadedFile] = {}
+        self.users: dict[int, TelegramUser] = {bot.id: bot}
+        self.messages: dict[tuple[int, int], TelegramMessage] = {}
+        self.callback_queries: dict[str, TelegramCallbackQuery] = {}
+        self.chat_actions: list[TelegramChatAction] = []
+        self.files: dict[str, TelegramFile] = {}
         self.commands: dict[tuple[str, str], list[dict[str, str]]] = {}
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._file_ids = itertools.count(1)
 
     # -- chats and messages -------------------------------------------------------------------
 
-    def add_chat(self, chat: Chat, members: Iterable[User] = (), admins: Iterable[User] = ()) -> Chat:
+    def add_chat(
+        self, chat: TelegramChat, members: Iterable[TelegramUser] = (), admins: Iterable[TelegramUser] = ()
+    ) -> TelegramChat:
         known = self.chats.setdefault(chat.id, chat)
         roles = self.members.setdefault(chat.id, {self.bot.id: "administrator" if chat.type != "private" else "member"})
         for user, status in [*((u, "member") for u in members), *((u, "administrator") for u in admins)]:
@@ -80,7 +82,7 @@ class BotState:
             roles[user.id] = status
         return known
 
-    def chat(self, chat_id: int) -> Chat:
+    def chat(self, chat_id: int) -> TelegramChat:
         try:
             return self.chats[chat_id]
         except KeyError:
@@ -88,25 +90,25 @@ class BotState:
 
     def add_message(
         self,
-        chat: Chat,
-        sender: User,
-        version: MessageVersion,
+        chat: TelegramChat,
+        sender: TelegramUser,
+        version: TelegramMessageVersion,
         *,
-        document: UploadedFile | None = None,
+        document: TelegramFile | None = None,
         reply_to: int | None = None,
-    ) -> ChatMessage:
+    ) -> TelegramMessage:
         counter = self._message_ids.setdefault(chat.id, itertools.count(1))
-        message = ChatMessage(chat, next(counter), sender, int(time.time()), [version], document, reply_to)
+        message = TelegramMessage(chat, next(counter), sender, int(time.time()), [version], document, reply_to)
         self.messages[(chat.id, message.message_id)] = message
         return message
 
-    def message(self, chat_id: int, message_id: int, what: str) -> ChatMessage:
+    def message(self, chat_id: int, message_id: int, what: str) -> TelegramMessage:
         message = self.messages.get((chat_id, message_id))
         if message is None or message.deleted:
             raise ApiError.bad_request(f"{what} not found")
         return message
 
-    def chat_messages(self, chat_id: int) -> list[ChatMessage]:
+    def chat_messages(self, chat_id: int) -> list[TelegramMessage]:
         return [m for (cid, _), m in sorted(self.messages.items()) if cid == chat_id and not m.deleted]
 
     # -- sending ----------------------------------------------------------------------------------
@@ -133,7 +135,7 @@ class BotState:
             return int(reply["message_id"])
         return params.integer("reply_to_message_id") or None
 
-    def _document(self, params: Params) -> UploadedFile:
+    def _document(self, params: Params) -> TelegramFile:
         part = params.files.get("document")
         reference = params.text("document")
         if part is None and reference.startswith("attach://"):
@@ -142,7 +144,7 @@ class BotState:
             filename, content_type, content = part
             number = next(self._file_ids)
             file_id = "BQACAgIAAxk" + hashlib.sha256(f"{self.bot.id}:{number}".encode()).hexdigest()[:40]
-            uploaded = UploadedFile(file_id, f"AgAD{number:08d}", filename, content_type, content,
+            uploaded = TelegramFile(file_id, f"AgAD{number:08d}", filename, content_type, content,
                                     f"documents/file_{number}{_suffix(filename)}")  # fmt: skip
             self.files[file_id] = uploaded
             return uploaded
@@ -156,7 +158,7 @@ class BotState:
 
     # -- editing ----------------------------------------------------------------------------------
 
-    def _editable(self, params: Params) -> ChatMessage:
+    def _editable(self, params: Params) -> TelegramMessage:
         if not params.text("chat_id") and not params.integer("message_id"):
             if params.text("inline_message_id"):
                 raise ApiError.bad_request("MESSAGE_ID_INVALID")  # no inline messages exist here
@@ -180,11 +182,11 @@ class BotState:
         markup = parse_reply_markup(params)
         message = self._editable(params)
         current = message.current
-        version = MessageVersion(current.text, current.entities, markup, current.source, current.parse_mode,
+        version = TelegramMessageVersion(current.text, current.entities, markup, current.source, current.parse_mode,
                                  time.monotonic())  # fmt: skip
         return self._apply_edit(message, version)
 
-    def _apply_edit(self, message: ChatMessage, version: MessageVersion) -> dict[str, Any]:
+    def _apply_edit(self, message: TelegramMessage, version: TelegramMessageVersion) -> dict[str, Any]:
         if version.content_key() == message.current.content_key():
             raise ApiError.bad_request(_NOT_MODIFIED)
         message.versions.append(version)
@@ -229,7 +231,7 @@ class BotState:
         action = params.text("action").lower()
         if action not in CHAT_ACTIONS:
             raise ApiError.bad_request("Wrong parameter action in request")
-        self.chat_actions.append(ChatAction(chat.id, action, time.monotonic()))
+        self.chat_actions.append(TelegramChatAction(chat.id, action, time.monotonic()))
         return True
 
     # -- chats, members, commands, files ---------------------------------------------------------
@@ -302,9 +304,9 @@ class BotState:
         }  # fmt: skip
 
 
-def _version(text: FormattedText | None, markup: dict[str, Any] | None, params: Params) -> MessageVersion:
+def _version(text: FormattedText | None, markup: dict[str, Any] | None, params: Params) -> TelegramMessageVersion:
     source_key = "caption" if "caption" in params.values else "text"
-    return MessageVersion(
+    return TelegramMessageVersion(
         None if text is None else text.text,
         () if text is None else text.entities,
         markup,

@@ -12,24 +12,24 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
-    "ApiCall",
-    "CallbackQueryRecord",
-    "Chat",
-    "ChatAction",
-    "ChatMessage",
-    "MessageVersion",
-    "UpdateRecord",
-    "UploadedFile",
-    "User",
-    "WebhookDelivery",
+    "TelegramApiCall",
+    "TelegramCallbackQuery",
+    "TelegramChat",
+    "TelegramChatAction",
+    "TelegramFile",
+    "TelegramMessage",
+    "TelegramMessageVersion",
+    "TelegramUpdate",
+    "TelegramUser",
+    "TelegramWebhookDelivery",
 ]
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
 
 
 @dataclass(frozen=True)
-class User:
-    """A Telegram user (or bot). ``User(42, "Alice", "alice")``."""
+class TelegramUser:
+    """A Telegram user (or bot). ``TelegramUser(42, "Alice", "alice")``."""
 
     id: int
     first_name: str
@@ -47,7 +47,7 @@ class User:
 
 
 @dataclass(frozen=True)
-class Chat:
+class TelegramChat:
     """A chat. Build one with :meth:`private` or :meth:`group`."""
 
     id: int
@@ -58,12 +58,12 @@ class Chat:
     last_name: str | None = None
 
     @classmethod
-    def private(cls, user: User) -> Chat:
+    def private(cls, user: TelegramUser) -> TelegramChat:
         """The private chat between ``user`` and the bot (its id is the user's id)."""
         return cls(user.id, "private", None, user.username, user.first_name, user.last_name)
 
     @classmethod
-    def group(cls, chat_id: int, title: str, *, supergroup: bool = False, username: str | None = None) -> Chat:
+    def group(cls, chat_id: int, title: str, *, supergroup: bool = False, username: str | None = None) -> TelegramChat:
         """A group (negative id, e.g. ``-1001``); ``supergroup=True`` for a supergroup."""
         if chat_id >= 0:
             raise ValueError(f"group chat ids are negative in Telegram, got {chat_id}")
@@ -78,7 +78,7 @@ class Chat:
 
 
 @dataclass(frozen=True)
-class MessageVersion:
+class TelegramMessageVersion:
     """One state of a message: the text as shown, its entities, its inline keyboard."""
 
     text: str | None
@@ -94,7 +94,7 @@ class MessageVersion:
 
 
 @dataclass
-class UploadedFile:
+class TelegramFile:
     """A file the bot uploaded (``sendDocument``); downloadable under ``server.base_file_url``."""
 
     file_id: str
@@ -118,21 +118,21 @@ class UploadedFile:
 
 
 @dataclass
-class ChatMessage:
+class TelegramMessage:
     """A message in a chat, sent by the bot or by a simulated user, with its edit history."""
 
-    chat: Chat
+    chat: TelegramChat
     message_id: int
-    sender: User
+    sender: TelegramUser
     date: int
-    versions: list[MessageVersion]
-    document: UploadedFile | None = None
+    versions: list[TelegramMessageVersion]
+    document: TelegramFile | None = None
     reply_to_message_id: int | None = None
     deleted: bool = False
     edit_date: int | None = None
 
     @property
-    def current(self) -> MessageVersion:
+    def current(self) -> TelegramMessageVersion:
         return self.versions[-1]
 
     @property
@@ -153,7 +153,7 @@ class ChatMessage:
         return self.sender.is_bot
 
     @property
-    def edits(self) -> list[MessageVersion]:
+    def edits(self) -> list[TelegramMessageVersion]:
         """Every version after the first, oldest first."""
         return self.versions[1:]
 
@@ -198,12 +198,12 @@ class ChatMessage:
 
 
 @dataclass
-class CallbackQueryRecord:
+class TelegramCallbackQuery:
     """A button tap and how (and how fast) the bot answered it."""
 
     id: str
     update_id: int
-    user: User
+    user: TelegramUser
     chat_id: int
     message_id: int
     data: str
@@ -225,7 +225,7 @@ class CallbackQueryRecord:
 
 
 @dataclass(frozen=True)
-class ChatAction:
+class TelegramChatAction:
     """A ``sendChatAction`` call ("typing"...)."""
 
     chat_id: int
@@ -234,7 +234,7 @@ class ChatAction:
 
 
 @dataclass
-class ApiCall:
+class TelegramApiCall:
     """One request the bot made: method, parameters as sent (strings), files, and the outcome."""
 
     method: str
@@ -256,7 +256,7 @@ class ApiCall:
 
 
 @dataclass
-class WebhookDelivery:
+class TelegramWebhookDelivery:
     """One POST of an update to the bot's webhook."""
 
     update_id: int
@@ -268,14 +268,14 @@ class WebhookDelivery:
 
 
 @dataclass
-class UpdateRecord:
+class TelegramUpdate:
     """An update the server created; ``payload`` is the JSON the bot receives."""
 
     update_id: int
     payload: dict[str, Any]
     created_at: float
     call_index: int  # len(server.calls) when it was created: ``wait_for(..., since=update)``
-    deliveries: list[WebhookDelivery] = field(default_factory=list)
+    deliveries: list[TelegramWebhookDelivery] = field(default_factory=list)
     redelivery: bool = False
     handed_out: bool = False
 

@@ -6,7 +6,7 @@
         app = (Application.builder().token(server.token).base_url(server.base_url)
                .base_file_url(server.base_file_url).build())
         ...
-        alice = User(42, "Alice", "alice")
+        alice = TelegramUser(42, "Alice", "alice")
         await server.send_message(alice.id, alice, "/start")
         reply = await server.wait_for_message(alice.id)
         await server.tap_button(reply, "Approve", alice)
@@ -29,15 +29,15 @@ from aiohttp import web
 from milpa_chat.testing._server import LocalServer
 from milpa_chat.testing.telegram.methods import BotState
 from milpa_chat.testing.telegram.models import (
-    ApiCall,
-    CallbackQueryRecord,
-    Chat,
-    ChatAction,
-    ChatMessage,
-    MessageVersion,
-    UpdateRecord,
-    User,
-    WebhookDelivery,
+    TelegramApiCall,
+    TelegramCallbackQuery,
+    TelegramChat,
+    TelegramChatAction,
+    TelegramMessage,
+    TelegramMessageVersion,
+    TelegramUpdate,
+    TelegramUser,
+    TelegramWebhookDelivery,
 )
 from milpa_chat.testing.telegram.updates import Answer, UpdateFeed, WebhookConfig
 from milpa_chat.testing.telegram.validate import ApiError, Params
@@ -72,9 +72,9 @@ class BotApiServer(WaitingMixin, LocalServer):
             raise ValueError(f"{token!r} is not shaped like a bot token ('<bot id>:<secret>')")
         super().__init__(host=host, port=port)
         self.token = token
-        self.bot = User(int(token.split(":")[0]), bot_first_name, bot_username, is_bot=True)
+        self.bot = TelegramUser(int(token.split(":")[0]), bot_first_name, bot_username, is_bot=True)
         self.state = BotState(self.bot, callback_query_timeout=callback_query_timeout)
-        self.calls: list[ApiCall] = []
+        self.calls: list[TelegramApiCall] = []
         self._handlers = self.state.handlers()
         self._webhook_timeout = webhook_timeout
         self._feed: UpdateFeed | None = None
@@ -115,7 +115,7 @@ class BotApiServer(WaitingMixin, LocalServer):
     async def _handle_api(self, request: web.Request) -> web.Response:
         params = await _read_params(request)
         method = request.match_info["method"]
-        call = ApiCall(method, dict(params.values), {k: (v[0], v[2]) for k, v in params.files.items()},
+        call = TelegramApiCall(method, dict(params.values), {k: (v[0], v[2]) for k, v in params.files.items()},
                        time.monotonic())  # fmt: skip
         self.calls.append(call)
         self._touch()
@@ -188,28 +188,30 @@ class BotApiServer(WaitingMixin, LocalServer):
 
     # -- chats and users --------------------------------------------------------------------------
 
-    def add_chat(self, chat: Chat, *, members: Iterable[User] = (), admins: Iterable[User] = ()) -> Chat:
+    def add_chat(
+        self, chat: TelegramChat, *, members: Iterable[TelegramUser] = (), admins: Iterable[TelegramUser] = ()
+    ) -> TelegramChat:
         """Make a chat known to the server (the bot can only write to known chats)."""
         return self.state.add_chat(chat, members, admins)
 
-    def private_chat(self, user: User) -> Chat:
+    def private_chat(self, user: TelegramUser) -> TelegramChat:
         """The private chat of ``user`` with the bot, registered."""
-        return self.state.add_chat(Chat.private(user), [user])
+        return self.state.add_chat(TelegramChat.private(user), [user])
 
     def group(
         self,
         chat_id: int,
         title: str,
         *,
-        members: Iterable[User] = (),
-        admins: Iterable[User] = (),
+        members: Iterable[TelegramUser] = (),
+        admins: Iterable[TelegramUser] = (),
         supergroup: bool = False,
-    ) -> Chat:
+    ) -> TelegramChat:
         """A group (negative ``chat_id``) the bot is in, with these members, registered."""
-        return self.state.add_chat(Chat.group(chat_id, title, supergroup=supergroup), members, admins)
+        return self.state.add_chat(TelegramChat.group(chat_id, title, supergroup=supergroup), members, admins)
 
-    def _resolve_chat(self, chat: int | Chat, user: User) -> Chat:
-        if isinstance(chat, Chat):
+    def _resolve_chat(self, chat: int | TelegramChat, user: TelegramUser) -> TelegramChat:
+        if isinstance(chat, TelegramChat):
             resolved = self.state.add_chat(chat, [user])
         elif chat in self.state.chats:
             resolved = self.state.chats[chat]
@@ -224,7 +226,7 @@ class BotApiServer(WaitingMixin, LocalServer):
     # -- what the bot did ------------------------------------------------------------------------
 
     @property
-    def updates(self) -> list[UpdateRecord]:
+    def updates(self) -> list[TelegramUpdate]:
         """Every update created so far, in order."""
         return list(self.feed.history)
 
@@ -233,29 +235,29 @@ class BotApiServer(WaitingMixin, LocalServer):
         return self.feed.webhook
 
     @property
-    def callback_queries(self) -> list[CallbackQueryRecord]:
+    def callback_queries(self) -> list[TelegramCallbackQuery]:
         return list(self.state.callback_queries.values())
 
-    def callback_query(self, update: UpdateRecord) -> CallbackQueryRecord:
+    def callback_query(self, update: TelegramUpdate) -> TelegramCallbackQuery:
         """The button tap created by ``update`` (from :meth:`tap`)."""
         return self.state.callback_queries[update.payload["callback_query"]["id"]]
 
-    def chat_actions(self, chat_id: int | None = None) -> list[ChatAction]:
+    def chat_actions(self, chat_id: int | None = None) -> list[TelegramChatAction]:
         return [a for a in self.state.chat_actions if chat_id is None or a.chat_id == chat_id]
 
-    def messages(self, chat_id: int, *, include_user_messages: bool = False) -> list[ChatMessage]:
+    def messages(self, chat_id: int, *, include_user_messages: bool = False) -> list[TelegramMessage]:
         """The chat's messages that were not deleted, oldest first: the bot's, and the users'
         ones too with ``include_user_messages=True``."""
         return [m for m in self.state.chat_messages(chat_id) if include_user_messages or m.from_bot]
 
-    def last_message(self, chat_id: int) -> ChatMessage:
+    def last_message(self, chat_id: int) -> TelegramMessage:
         """The bot's latest message in the chat; ``LookupError`` if it sent none."""
         messages = self.messages(chat_id)
         if not messages:
             raise LookupError(f"the bot has sent no message to chat {chat_id}")
         return messages[-1]
 
-    def message(self, chat_id: int, message_id: int) -> ChatMessage:
+    def message(self, chat_id: int, message_id: int) -> TelegramMessage:
         """Any message by id, deleted ones included (``.deleted`` tells)."""
         return self.state.messages[(chat_id, message_id)]
 
@@ -268,18 +270,18 @@ class BotApiServer(WaitingMixin, LocalServer):
 
     async def send_message(
         self,
-        chat: int | Chat,
-        user: User,
+        chat: int | TelegramChat,
+        user: TelegramUser,
         text: str,
         *,
         entities: list[dict[str, Any]] | None = None,
-        reply_to: ChatMessage | None = None,
-    ) -> UpdateRecord:
+        reply_to: TelegramMessage | None = None,
+    ) -> TelegramUpdate:
         """``user`` writes ``text`` in ``chat``; the bot receives a ``message`` update. Commands
         (``/start``, ``/help@bot``) get ``bot_command`` entities, offsets in UTF-16 units."""
         resolved = self._resolve_chat(chat, user)
         found = _command_entities(text) if entities is None else entities
-        version = MessageVersion(text, tuple(found), None, text, None, time.monotonic())
+        version = TelegramMessageVersion(text, tuple(found), None, text, None, time.monotonic())
         reply_id = reply_to.message_id if reply_to is not None else None
         message = self.state.add_message(resolved, user, version, reply_to=reply_id)
         payload = message.to_dict()
@@ -287,7 +289,7 @@ class BotApiServer(WaitingMixin, LocalServer):
             payload["reply_to_message"] = reply_to.to_dict()
         return await self._push({"message": payload})
 
-    async def tap(self, chat_id: int, message_id: int, user: User, callback_data: str) -> UpdateRecord:
+    async def tap(self, chat_id: int, message_id: int, user: TelegramUser, callback_data: str) -> TelegramUpdate:
         """``user`` taps a button on the message; the bot receives a ``callback_query`` whose
         ``from`` is ``user`` and whose ``data`` is ``callback_data`` exactly as given (a modified
         client can send any data; use :meth:`tap_button` for what the button carries)."""
@@ -305,12 +307,12 @@ class BotApiServer(WaitingMixin, LocalServer):
             "chat_instance": str(-(abs(chat_id) * 7919 + 1) % 10**19),
             "data": callback_data,
         }
-        record = CallbackQueryRecord(query_id, update_id, user, chat_id, message_id, callback_data,
+        record = TelegramCallbackQuery(query_id, update_id, user, chat_id, message_id, callback_data,
                                      time.monotonic())  # fmt: skip
         self.state.callback_queries[query_id] = record
         return await self._push({"callback_query": payload}, update_id=update_id)
 
-    async def tap_button(self, message: ChatMessage, label: str, user: User) -> UpdateRecord:
+    async def tap_button(self, message: TelegramMessage, label: str, user: TelegramUser) -> TelegramUpdate:
         """``user`` taps the button labelled ``label`` on ``message`` (its current keyboard)."""
         current = self.message(message.chat.id, message.message_id)
         button = current.button(label)
@@ -318,15 +320,15 @@ class BotApiServer(WaitingMixin, LocalServer):
             raise LookupError(f"button {label!r} is not a callback button: {button}")
         return await self.tap(current.chat.id, current.message_id, user, str(button["callback_data"]))
 
-    async def redeliver(self, update: UpdateRecord) -> UpdateRecord:
+    async def redeliver(self, update: TelegramUpdate) -> TelegramUpdate:
         """Hand the same update (same ``update_id``) to the bot once more, as Telegram does after a
         failed webhook answer or when polling restarts before confirming: for deduplication tests."""
-        again = UpdateRecord(update.update_id, update.payload, time.monotonic(), len(self.calls), redelivery=True)
+        again = TelegramUpdate(update.update_id, update.payload, time.monotonic(), len(self.calls), redelivery=True)
         return await self.feed.push(again)
 
     async def post_to_webhook(
-        self, update: UpdateRecord, *, secret_token: str | bool | None = True
-    ) -> WebhookDelivery:
+        self, update: TelegramUpdate, *, secret_token: str | bool | None = True
+    ) -> TelegramWebhookDelivery:
         """POST ``update`` to the webhook once, with the configured secret token, another token
         (a string) or none (``None``): to check that the bot refuses forged deliveries."""
         return await self.feed.post(update, secret_token=secret_token)
@@ -335,9 +337,9 @@ class BotApiServer(WaitingMixin, LocalServer):
         """Retry pending updates on the webhook (the server does not retry on its own)."""
         await self.feed.deliver_pending()
 
-    async def _push(self, payload: dict[str, Any], *, update_id: int | None = None) -> UpdateRecord:
+    async def _push(self, payload: dict[str, Any], *, update_id: int | None = None) -> TelegramUpdate:
         update_id = self.feed.new_update_id() if update_id is None else update_id
-        record = UpdateRecord(update_id, {"update_id": update_id, **payload}, time.monotonic(), len(self.calls))
+        record = TelegramUpdate(update_id, {"update_id": update_id, **payload}, time.monotonic(), len(self.calls))
         return await self.feed.push(record)
 
 def _command_entities(text: str) -> list[dict[str, Any]]:

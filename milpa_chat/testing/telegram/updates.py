@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from milpa_chat.testing.telegram.models import UpdateRecord, WebhookDelivery
+from milpa_chat.testing.telegram.models import TelegramUpdate, TelegramWebhookDelivery
 from milpa_chat.testing.telegram.validate import ApiError, Params
 
 __all__ = ["Answer", "UpdateFeed", "WebhookConfig"]
@@ -64,8 +64,8 @@ class UpdateFeed:
 
     webhook_timeout: float
     first_update_id: int = 1
-    pending: list[UpdateRecord] = field(default_factory=list)
-    history: list[UpdateRecord] = field(default_factory=list)
+    pending: list[TelegramUpdate] = field(default_factory=list)
+    history: list[TelegramUpdate] = field(default_factory=list)
     webhook: WebhookConfig | None = None
     allowed_updates: tuple[str, ...] | None = None
     last_error_date: int | None = None
@@ -85,7 +85,7 @@ class UpdateFeed:
     def new_update_id(self) -> int:
         return next(self._ids)
 
-    async def push(self, update: UpdateRecord) -> UpdateRecord:
+    async def push(self, update: TelegramUpdate) -> TelegramUpdate:
         """Queue an update (unless the bot's ``allowed_updates`` exclude its kind) and, with a
         webhook set, deliver what is pending."""
         self.history.append(update)
@@ -221,7 +221,7 @@ class UpdateFeed:
                     return
                 self.pending.remove(update)
 
-    async def post(self, update: UpdateRecord, *, secret_token: str | bool | None = True) -> WebhookDelivery:
+    async def post(self, update: TelegramUpdate, *, secret_token: str | bool | None = True) -> TelegramWebhookDelivery:
         """One POST of ``update`` to the webhook. ``secret_token=True`` sends the configured token;
         a string sends that one instead, ``None`` sends no header (to test the bot's check)."""
         if self.webhook is None:
@@ -241,8 +241,8 @@ class UpdateFeed:
                     error = f"Wrong response from the webhook: {status} {response.reason}"
         except (aiohttp.ClientError, TimeoutError) as exc:
             error = f"Connection error: {exc!r}" if str(exc) else f"Connection error: {type(exc).__name__}"
-        delivery = WebhookDelivery(update.update_id, self.webhook.url, token if isinstance(token, str) else None,
-                                   status, error)  # fmt: skip
+        delivery = TelegramWebhookDelivery(update.update_id, self.webhook.url,
+                                           token if isinstance(token, str) else None, status, error)  # fmt: skip
         update.deliveries.append(delivery)
         if error is not None:
             self.last_error_date, self.last_error_message = int(time.time()), error

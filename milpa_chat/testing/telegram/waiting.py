@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from milpa_chat.testing.telegram.models import ApiCall, ChatMessage, UpdateRecord
+from milpa_chat.testing.telegram.models import TelegramApiCall, TelegramMessage, TelegramUpdate
 from milpa_chat.testing.telegram.updates import UpdateFeed
 from milpa_chat.testing.waiting import Activity
 
@@ -21,7 +21,7 @@ __all__ = ["WaitingMixin"]
 class WaitingMixin:
     """``mark``, ``wait_for``, ``wait_until`` and ``wait_for_message``."""
 
-    calls: list[ApiCall]
+    calls: list[TelegramApiCall]
     activity: Activity
 
     if TYPE_CHECKING:  # provided by BotApiServer
@@ -29,7 +29,7 @@ class WaitingMixin:
         @property
         def feed(self) -> UpdateFeed: ...
 
-        def message(self, chat_id: int, message_id: int) -> ChatMessage: ...
+        def message(self, chat_id: int, message_id: int) -> TelegramMessage: ...
 
     def _touch(self) -> None:
         """Wake the waiting helpers (after every call and answer)."""
@@ -41,15 +41,15 @@ class WaitingMixin:
 
     async def wait_for(
         self,
-        predicate: Callable[[ApiCall], bool],
+        predicate: Callable[[TelegramApiCall], bool],
         timeout: float = 5.0,  # noqa: ASYNC109 - the waiting helpers' documented signature
         *,
-        since: int | UpdateRecord | None = None,
-    ) -> ApiCall:
+        since: int | TelegramUpdate | None = None,
+    ) -> TelegramApiCall:
         """The first call (after ``since``: a :meth:`mark` or an update) matching ``predicate``
         that has been answered; waits up to ``timeout`` seconds, then ``TimeoutError``."""
-        start = since.call_index if isinstance(since, UpdateRecord) else since or 0
-        found: list[ApiCall] = []
+        start = since.call_index if isinstance(since, TelegramUpdate) else since or 0
+        found: list[TelegramApiCall] = []
 
         def check() -> bool:
             found[:] = [c for c in self.calls[start:] if c.status and predicate(c)][:1]
@@ -58,11 +58,11 @@ class WaitingMixin:
         await self.wait_until(check, timeout, what="an API call matching the predicate")
         return found[0]
 
-    async def wait_for_call(self, method: str, *, count: int = 1, timeout: float = 5.0) -> ApiCall:  # noqa: ASYNC109
+    async def wait_for_call(self, method: str, *, count: int = 1, timeout: float = 5.0) -> TelegramApiCall:  # noqa: ASYNC109
         """The ``count``-th answered call of ``method`` (case-insensitive), waiting up to ``timeout`` seconds."""
         wanted = method.lower()
 
-        def nth() -> ApiCall | None:
+        def nth() -> TelegramApiCall | None:
             answered = [c for c in self.calls if c.status and c.method.lower() == wanted]
             return answered[count - 1] if len(answered) >= count else None
 
@@ -88,15 +88,15 @@ class WaitingMixin:
         self,
         chat_id: int,
         *,
-        since: int | UpdateRecord | None = None,
+        since: int | TelegramUpdate | None = None,
         timeout: float = 5.0,  # noqa: ASYNC109
-    ) -> ChatMessage:
+    ) -> TelegramMessage:
         """The first message the bot sends to ``chat_id`` after ``since`` (by default: after the
         latest update the server created, i.e. the bot's answer to what a user just did)."""
         if since is None and self.feed.history:
             since = self.feed.history[-1]
 
-        def sent_there(call: ApiCall) -> bool:
+        def sent_there(call: TelegramApiCall) -> bool:
             sent = call.method.lower() in ("sendmessage", "senddocument") and call.ok
             return sent and call.result["chat"]["id"] == chat_id
 
