@@ -18,6 +18,10 @@ ALLOWED = {
     "renderers": {"runtime", "store"},
     "chat": {"runtime", "store", "renderers", "gateway"},
     "gateway": {"runtime", "store", "renderers"},
+    "command": {"runtime", "store"},
+    # standing grants on the host: the judge of `command`, kept in the store, lent before the runtime's approval
+    # gate, drafted and signed through the chat's cards
+    "standing": {"runtime", "store", "renderers", "chat", "command"},
 }
 TOP_LEVEL_HELPERS = {"milpa_chat.errors", "milpa_chat._extras", "milpa_chat._failpoints", "milpa_chat"}
 

@@ -400,6 +400,8 @@ class Assistant:
         while True:
             try:
                 await self.sweep()
+                if self.grants is not None:  # grant changes another process made (the CLI) reach the cards
+                    await self.grants.sweep()
                 if self.store.clock() - purged_at >= purge_every:
                     purged_at = self.store.clock()
                     removed = await self.store.purge_expired()

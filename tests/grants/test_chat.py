@@ -144,3 +144,27 @@ async def test_always_allow_under_a_suspended_grant_drafts_its_replacement_which
     await tg.tap(assistant, SARA, tg.last(APPROVERS), "Approve")
     assert (await chat.desk.get(old)).state == "superseded"  # type: ignore[union-attr]
     assert (await chat.desk.get(draft.id)).state == "in_force"  # type: ignore[union-attr]
+
+
+async def test_the_assistants_sweeper_edits_the_copies_a_change_elsewhere_left_behind() -> None:
+    import asyncio
+
+    from milpa_chat.runtime import ToolRegistry
+    from milpa_chat.standing import GrantDesk
+    from tests.grants.house import SIGNER, signed
+
+    assistant, chat, tg = setup()
+    grant_id = await signed(chat.desk)
+    await tg.say(assistant, ABEL, "/grants", APPROVERS)
+    copy = tg.last(APPROVERS)
+    elsewhere = GrantDesk(ToolRegistry(store=assistant.store))
+    await elsewhere.request("suspend", grant_id, SIGNER, via="cli", note="from the shell")
+    sweeper = asyncio.ensure_future(assistant.run_sweeper(interval=0.01))
+    try:
+        for _ in range(200):
+            if "suspended" in copy.text:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        sweeper.cancel()
+    assert "suspended" in copy.text and "from the shell" in copy.text
