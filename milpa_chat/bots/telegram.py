@@ -301,9 +301,10 @@ class TelegramBot(TelegramHandlers):
         if self.command_menu is False:
             return None
         if self.command_menu is True:
-            from milpa_chat.command.projectors import TelegramCommandProjector
+            from milpa_chat.command.projectors import BUILTIN_COMMANDS, TelegramCommandProjector
 
-            self.command_menu = TelegramCommandProjector()
+            grants = (("grants", "Standing grants: what is allowed without asking"),) if self.assistant.grants else ()
+            self.command_menu = TelegramCommandProjector(builtins=(*BUILTIN_COMMANDS, *grants))
         return self.command_menu
 
     def menu_plan(self) -> MenuPlan:
