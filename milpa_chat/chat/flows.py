@@ -102,10 +102,8 @@ class ApprovalFlows:
                 if not done:  # a run that takes a while: the cards say so meanwhile (a recorded delivery)
                     await self._meanwhile(change.approval)
                 await running
-            if not done:  # the run's delivery raced the "Running" one: whatever that left owing is delivered now
-                current = await self.desk.get(change.approval.id)
-                if current is not None and current.effects():
-                    await self.outbox.deliver(current)
+            if not done:
+                await self._catch_up(change.approval)
         else:
             await self.outbox.deliver(change.approval)
 
@@ -116,6 +114,16 @@ class ApprovalFlows:
             await self.outbox.deliver(claimed)
         except Exception as exc:
             log.warning("approval %s: the running cards are not delivered yet (%s)", claimed.id, exc)
+
+    async def _catch_up(self, claimed: Approval) -> None:
+        """After a run that showed "Running": deliver now whatever its race with the run's own delivery
+        left owing (else a sweep does, after the hand-off time)."""
+        try:
+            current = await self.desk.get(claimed.id)
+            if current is not None and current.effects():
+                await self.outbox.deliver(current)
+        except Exception as exc:
+            log.warning("approval %s: its cards are caught up later (%s)", claimed.id, exc)
 
     async def sweep(self, limit: int = 200) -> int:
         """Recover what is due: expiries, lost leases, approved runs to start, undelivered effects.

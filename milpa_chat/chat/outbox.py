@@ -71,19 +71,6 @@ class ApprovalOutbox:
         #: (e.g. "Always allow…" on an approver's copy, from :class:`milpa_chat.standing.GrantChat`).
         self.extras: list[Callable[[Approval, str], Button | None]] = []
 
-    async def show(self, approval: Approval) -> None:
-        """Bring the sent cards to the record's state now, best effort, recording nothing (the
-        next recorded delivery edits them again): used while a claimed run is about to start."""
-        for card in approval.data.get("cards", []):
-            transport = self.transports.get(card["surface"])
-            if transport is None or not card.get("message_id"):
-                continue
-            try:
-                await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
-                                     self.card(approval, card.get("role", "approver")))
-            except Exception as exc:
-                log.info("approval %s: card on %s not updated yet (%s)", approval.id, card["surface"], exc)
-
     def card(self, approval: Approval, role: str, *, failing: Mapping[str, str] | None = None) -> Message:
         """This copy of the card (:func:`cards.approval_message`), with the buttons :attr:`extras` add."""
         message = cards.approval_message(approval, role, failing=failing)
@@ -115,9 +102,10 @@ class ApprovalOutbox:
         except Exception as exc:
             log.info("approval %s: could not update an unrecorded copy of its card (%s)", approval.id, exc)
 
-    async def deliver(self, approval: Approval) -> Approval:
+    async def deliver(self, approval: Approval, *, again: bool = True) -> Approval:
         """Deliver every effect that is due here, then record the outcomes (one write). Never raises
-        for a platform error."""
+        for a platform error. A card whose edit raced another worker's recorded edit of it is edited
+        once more at once (``again``), from the record as it is then."""
         now = self.desk.store.clock()
         outcomes: dict[str, Delivery] = {}
         failing: dict[str, str] = {}  # this pass's errors, for the requester's card sent after them
@@ -138,23 +126,34 @@ class ApprovalOutbox:
             return approval
         before = bool(cards.unreached(approval))
         delivered = await self.desk.delivered(approval.id, outcomes, current=approval)
-        await self._retell(delivered, before, sent={e for e, d in outcomes.items() if d.message_id})
+        delivered = await self._retell(delivered, before, sent={e for e, d in outcomes.items() if d.message_id})
+        raced = [e for e, d in outcomes.items() if e.startswith("card:") and d.ok and not d.message_id
+                 and e in delivered.effects()]
+        if again and raced and delivered.state == approval.state:
+            return await self.deliver(delivered, again=False)
         return delivered
 
-    async def _retell(self, approval: Approval, before: bool, sent: set[str]) -> None:
-        """When whether an approver has the card changed, the requester's copy says so (best effort, not
-        recorded, like :meth:`show`): "No approver could be reached yet", then "Waiting for an approver"."""
+    async def _retell(self, approval: Approval, before: bool, sent: set[str]) -> Approval:
+        """When whether an approver has the card changed, the requester's copy says so: "No approver
+        could be reached yet", then "Waiting for an approver". Recorded like any edit of the card (so an
+        edit by another worker at the same time is detected and the card edited again)."""
         if approval.kind != "verification" or approval.state != "pending" or bool(cards.unreached(approval)) == before:
-            return
+            return approval
+        outcomes: dict[str, Delivery] = {}
         for i, card in enumerate(approval.data.get("cards", [])):
             transport = self.transports.get(card["surface"])
             if card.get("role") != "requester" or not card.get("message_id") or f"card:{i}" in sent or not transport:
                 continue
             try:
                 await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
-                                     cards.approval_message(approval, "requester"))
+                                     self.card(approval, "requester"))
             except Exception as exc:
                 log.info("approval %s: the requester's card not updated yet (%s)", approval.id, exc)
+                continue
+            outcomes[f"card:{i}"] = Delivery(key=card_key(approval.data))
+        if not outcomes:
+            return approval
+        return await self.desk.delivered(approval.id, outcomes, current=approval)
 
     async def _shown(self, approval: Approval, card: dict[str, Any]) -> None:
         trail = self.desk.trail
