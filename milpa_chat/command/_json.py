@@ -1,4 +1,4 @@
-"""JSON as the seed's PHP code writes and compares it: strict identity, ``json_encode`` spellings, digests."""
+"""JSON written and compared one way everywhere: strict identity, compact spellings, digests."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["identical", "php_json", "sha256_text"]
+__all__ = ["compact_json", "identical", "sha256_text"]
 
 
 def identical(a: Any, b: Any) -> bool:
-    """Same JSON type and same value, recursively (PHP ``===``): ``True`` is not ``1``, ``1`` is not ``1.0``."""
+    """Same JSON type and same value, recursively: ``True`` is not ``1``, ``1`` is not ``1.0``."""
     kind_a, kind_b = _json_kind(a), _json_kind(b)
     if kind_a != kind_b:
         return False
@@ -35,8 +35,8 @@ def _json_kind(value: Any) -> str:
     return type(value).__name__
 
 
-def php_json(value: Any, *, escape: bool) -> str:
-    """``json_encode`` as PHP writes it: compact; an empty map is ``[]``; with ``escape``, ``\\/`` and ``\\uXXXX``."""
+def compact_json(value: Any, *, escape: bool) -> str:
+    """The compact spelling: an empty map is ``[]``; with ``escape``, ``\\/`` and ``\\uXXXX``."""
 
     def plain(v: Any) -> Any:
         if isinstance(v, Mapping):

@@ -1,4 +1,4 @@
-"""``Operation``: the atom — one operation, written once, that every surface projects (seed 003, spec §1).
+"""``Operation``: the atom — one operation, written once, that every surface projects.
 
 An operation is an immutable value: a name, a description, a handler, and what a projector needs to
 decide how — and whether — to expose it. Every constructor argument is a public field of the same
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidOperation
-from milpa_chat.command.ids import OperationId, php_trim
+from milpa_chat.command.ids import OperationId, trim_ascii
 from milpa_chat.command.levels import Mutation
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class DeclaredCondition:
     def __post_init__(self) -> None:
         for what in ("name", "description"):
             value = getattr(self, what)
-            if not isinstance(value, str) or php_trim(value) == "":
+            if not isinstance(value, str) or trim_ascii(value) == "":
                 raise InvalidOperation(f"A declared condition needs a non-blank {what}, got {value!r}")
 
     def to_dict(self) -> dict[str, str]:
@@ -107,7 +107,7 @@ class Operation:
         self._check_contradictions()
 
     def _check_kinds(self) -> None:
-        if not isinstance(self.name, str) or php_trim(self.name) == "":
+        if not isinstance(self.name, str) or trim_ascii(self.name) == "":
             raise InvalidOperation(f"An operation needs a name such as 'posts:publish', got {self.name!r}")
         op = self.name
         if not isinstance(self.description, str) or not self.description.strip():
@@ -275,9 +275,9 @@ class Operation:
         if self.continues is None:
             return None
         found = self.continues(arguments)
-        if not isinstance(found, str) or php_trim(found) == "":
+        if not isinstance(found, str) or trim_ascii(found) == "":
             return None
-        return php_trim(found)
+        return trim_ascii(found)
 
     # -------------------------------------------------------------------- calling
     def invoke(self, arguments: Mapping[str, Any], context: InvocationContext | None = None) -> Any:

@@ -1,4 +1,4 @@
-"""``RollbackContracts``: the half of the rollback guard one profile cannot see (spec §3.12).
+"""``RollbackContracts``: the half of the rollback guard one profile cannot see.
 
 An :class:`~milpa_chat.command.EffectProfile` refuses prose as a rollback contract, but a well-formed
 name such as ``nothing-to-roll-back`` names an operation only if the table offers one. This audit reads

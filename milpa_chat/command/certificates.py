@@ -1,4 +1,4 @@
-"""``DescentCertificate``: a verifier's signed observation that a descent holds (spec §3.11).
+"""``DescentCertificate``: a verifier's signed observation that a descent holds.
 
 A certificate is bound to one operation (exact name), one predicate (``{"dry_run": True}``), the
 digest of the handler it watched, the profile it vouches for and the axes it covers; it is signed
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.command import _ed25519
-from milpa_chat.command._json import identical, php_json
+from milpa_chat.command._json import compact_json, identical
 from milpa_chat.command.effects import EffectProfile
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class DescentCertificate:
 
     def canonical_payload(self) -> str:
         """The signed text: compact JSON, slashes and Unicode unescaped, keys in a fixed order."""
-        return php_json(
+        return compact_json(
             {
                 "certificate_subject": {
                     "handler_digest": self.handler_sha256,

@@ -1,4 +1,4 @@
-"""Per-call composition: how one call's arguments and circumstances may lower a ceiling (spec §3.10–§3.12).
+"""Per-call composition: how one call's arguments and circumstances may lower a ceiling.
 
 Only producers lower an axis, and each says so in an :class:`AxisReduction`:
 
@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-from milpa_chat.command._json import identical, php_json, sha256_text
+from milpa_chat.command._json import compact_json, identical, sha256_text
 from milpa_chat.command.certificates import DescentCertificate
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile
-from milpa_chat.command.ids import php_trim
+from milpa_chat.command.ids import trim_ascii
 from milpa_chat.command.levels import AXES, Authority, Mutation, Subject, level_of
 
 __all__ = [
@@ -84,10 +84,10 @@ class ContextFacts:
         object.__setattr__(self, "scopes", tuple(self.scopes))
 
     def fingerprint(self) -> str:
-        """``sha256:<hex>`` of the facts (scopes sorted), in PHP's default JSON spelling."""
+        """``sha256:<hex>`` of the facts (scopes sorted), in the compact JSON spelling."""
         data = {"channel": self.channel, "principal": self.principal, "scopes": sorted(self.scopes),
                 "verified": self.verified}  # fmt: skip
-        return sha256_text(php_json(data, escape=True))
+        return sha256_text(compact_json(data, escape=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +157,7 @@ class DeclaredAuthorityPolicy:
             name: {"authority": self.rules[name].authority.value, "scopes": sorted(self.rules[name].scopes)}
             for name in sorted(self.rules)
         }
-        return sha256_text(php_json({"id": self.id, "rules": rules}, escape=True))
+        return sha256_text(compact_json({"id": self.id, "rules": rules}, escape=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +170,7 @@ class TrialConfinement:
     because: str
 
     def __post_init__(self) -> None:
-        if any(php_trim(v) == "" for v in (self.workspace_id, self.arguments_digest, self.because)):
+        if any(trim_ascii(v) == "" for v in (self.workspace_id, self.arguments_digest, self.because)):
             raise InvalidEffectProfile(
                 "a trial confinement names its workspace, the exact call (arguments_digest) and why (because); "
                 "a confinement without them is a claim nobody can check"
@@ -191,7 +191,7 @@ class SubjectAttestation:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "subject", level_of(Subject, self.subject, what="subject"))
-        if php_trim(self.producer) == "" or php_trim(self.provenance) == "":
+        if trim_ascii(self.producer) == "" or trim_ascii(self.provenance) == "":
             raise InvalidEffectProfile("a subject attestation names its producer and its provenance")
 
 
@@ -227,7 +227,7 @@ class Descent:
 
     def holds(self, original: EffectProfile, subject: CallSubject | None = None) -> bool:
         """Whether this descent may lower ``original`` for this call (reason, certificate, judgment, direction)."""
-        if php_trim(self.because) == "":
+        if trim_ascii(self.because) == "":
             return False
         lowered = self.lowered_axes(original)
         observed = [a for a in lowered if a != "authority"]

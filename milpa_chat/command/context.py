@@ -1,4 +1,4 @@
-"""``InvocationContext``: who a call is attributed to, passed per call, never an argument (spec §3.15).
+"""``InvocationContext``: who a call is attributed to, passed per call, never an argument.
 
 A surface attributes each call it runs: the verified actor behind a signature or a platform identity,
 the channel, the process that executed it, the decision that authorised it. A declared operation's

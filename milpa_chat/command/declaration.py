@@ -1,4 +1,4 @@
-"""The markers of a declared operation: intent is declared, the mechanics are derived (seed 003, spec §4.1).
+"""The markers of a declared operation: intent is declared, the mechanics are derived.
 
 On the class: ``@operation(name, description)``, then exactly one of ``@Mutates(...)`` or ``@Reads``,
 and optionally ``@Needs(scopes=[...])``, ``@Confirms`` and ``@Because("why")``. On a constructor
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
 from milpa_chat.command.errors import OperationDeclarationError
-from milpa_chat.command.ids import php_trim
+from milpa_chat.command.ids import trim_ascii
 from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def _attach(cls: Any, key: str, value: Any) -> Any:
 
 
 def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str) or php_trim(value) == "":
+    if not isinstance(value, str) or trim_ascii(value) == "":
         raise OperationDeclarationError(f"{what} must be a non-empty string, got {value!r}")
     return value
 

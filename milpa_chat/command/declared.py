@@ -1,7 +1,7 @@
 """Declared operations: a class whose constructor is the input contract and whose ``run()`` is the handler.
 
 ``declared_operation(PublishPost, resolve=container.get)`` reads the markers once and returns the same
-:class:`~milpa_chat.command.Operation` the hand-written form builds. Every refusal of spec §4.3
+:class:`~milpa_chat.command.Operation` the hand-written form builds. Every refusal
 happens here, once, in that order, saying what to declare — above all a class that declares neither
 ``@Mutates`` nor ``@Reads``: silence would ship as "does not mutate", and every consumer would
 believe it. The handler it returns closes over plain data: an invocation pays for no reflection.

@@ -1,4 +1,4 @@
-"""``EffectProfile``: what an operation can do at worst, on five axes (seed 003, spec §3).
+"""``EffectProfile``: what an operation can do at worst, on five axes.
 
 A profile is a ceiling, declared by the operation: arguments may only bring it down for one call
 (:meth:`EffectProfile.compose_for_call`), never up. Profiles form a lattice: :meth:`~EffectProfile.join`
@@ -18,7 +18,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from milpa_chat.command.errors import InvalidEffectProfile
-from milpa_chat.command.ids import OperationId, names_an_operation, php_trim
+from milpa_chat.command.ids import OperationId, names_an_operation, trim_ascii
 from milpa_chat.command.levels import AXES, Authority, Externality, Level, Mutation, Reversibility, Subject, level_of
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class EffectProfile:
             )
         if self.reversibility is Reversibility.GUARANTEED:
             contract = self.rollback_contract
-            if contract is None or php_trim(contract) == "":
+            if contract is None or trim_ascii(contract) == "":
                 raise InvalidEffectProfile(
                     "Reversibility 'guaranteed' requires a rollback contract: name the operation that undoes "
                     "this one, e.g. rollback_contract='posts.unpublish' (or declare 'compensatable')"
@@ -244,7 +244,7 @@ class EffectProfile:
     __and__ = meet
 
     def compose_for_call(self, arguments: Mapping[str, Any], subject: CallSubject | None = None) -> ProfileComposition:
-        """The ceiling this call carries and a receipt of who lowered each axis (spec §3.10)."""
+        """The ceiling this call carries and a receipt of who lowered each axis."""
         from milpa_chat.command.composition import compose
 
         return compose(self, arguments, subject)

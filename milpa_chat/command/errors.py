@@ -9,7 +9,7 @@
 * :class:`InvalidInput` — a declared operation's handler was called with input its constructor
   cannot take (a required input missing, a value that is not one of an enum's members).
 
-Each is also a :class:`ValueError`, as the seed's exceptions are, so ``except ValueError`` keeps
+Each is also a :class:`ValueError`, so ``except ValueError`` keeps
 working for code ported from it. The declaration errors are also
 :class:`~milpa_chat.errors.DeclarationError` (a developer mistake, with the fix in the message).
 """

@@ -1,4 +1,4 @@
-"""Type hints of a declared operation -> JSON schema fragments and input converters (spec §4.4).
+"""Type hints of a declared operation -> JSON schema fragments and input converters.
 
 A wire input is an identifier: ``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``, an
 ``Enum`` or a ``Literal`` (``X | None`` is the nullable ``X``). Anything else is a collaborator and

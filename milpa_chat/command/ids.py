@@ -1,4 +1,4 @@
-"""``OperationId``: an operation's identity apart from its spelling (seed 003, spec §1.4).
+"""``OperationId``: an operation's identity apart from its spelling.
 
 Every surface writes an act its own way — ``plugins:disable`` on a terminal, ``plugins_disable`` in
 a tool catalogue, ``Plugins.Disable`` in a config file — and they all mean one act. The canonical
@@ -10,17 +10,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["OperationId", "names_an_operation", "php_trim"]
+__all__ = ["OperationId", "names_an_operation", "trim_ascii"]
 
-#: What PHP's ``trim()`` strips with no second argument (not every Unicode space, as ``str.strip()``).
-PHP_WHITESPACE: Final = " \t\n\r\0\x0b"
+#: The ASCII whitespace an identity is trimmed of (not every Unicode space, as ``str.strip()``).
+ASCII_WHITESPACE: Final = " \t\n\r\0\x0b"
 _NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*")
 _ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def php_trim(text: str) -> str:
-    """``text`` without leading/trailing space, tab, LF, CR, NUL and VT (PHP ``trim``)."""
-    return text.strip(PHP_WHITESPACE)
+def trim_ascii(text: str) -> str:
+    """``text`` without leading/trailing space, tab, LF, CR, NUL and VT."""
+    return text.strip(ASCII_WHITESPACE)
 
 
 class OperationId:
@@ -45,14 +45,14 @@ class OperationId:
 
     @staticmethod
     def canonize(name: str) -> str:
-        """Trim (PHP set), ASCII-lowercase, turn every ``:`` and ``_`` into ``.``, strip outer dots.
+        """Trim (ASCII whitespace), ASCII-lowercase, turn every ``:`` and ``_`` into ``.``, strip outer dots.
 
         The hyphen is not a separator and doubled separators survive: ``a::b`` is ``a..b``. Outer
         dots and outer whitespace are stripped together, so canonizing twice changes nothing
-        (the PHP original left ``" a"`` from ``". a"``).
+        (``". a"`` is ``"a"``, never ``" a"``).
         """
-        text = php_trim(name).translate(_ASCII_UPPER).replace(":", ".").replace("_", ".")
-        return text.strip(PHP_WHITESPACE + ".")
+        text = trim_ascii(name).translate(_ASCII_UPPER).replace(":", ".").replace("_", ".")
+        return text.strip(ASCII_WHITESPACE + ".")
 
     def same_as(self, other: str | OperationId) -> bool:
         """Whether ``other`` (an id or any spelling) names the same act."""

@@ -1,4 +1,4 @@
-"""The five effect axes and their levels (seed 003, spec §3.1).
+"""The five effect axes and their levels.
 
 Each level has a ``weight``: how much scrutiny it demands, higher is wider. ``UNKNOWN`` is at the
 top of every axis (level with ``IRREVERSIBLE`` on reversibility): not knowing is never cheaper than
@@ -22,11 +22,11 @@ AXES: tuple[str, ...] = ("mutation", "externality", "reversibility", "authority"
 
 
 class Level(StrEnum):
-    """A level of one effect axis; its value is the seed's backing string (``"write_as_user"``)."""
+    """A level of one effect axis; its value is the string it is stored as (``"write_as_user"``)."""
 
     @property
     def weight(self) -> int:
-        """How much scrutiny this level demands (the seed's ``weight()``)."""
+        """How much scrutiny this level demands."""
         return _WEIGHTS[(type(self), self.value)]
 
     @property

@@ -1,4 +1,4 @@
-"""``VerifiedPrincipal``: who a caller is, and whether anyone checked (spec §3.14).
+"""``VerifiedPrincipal``: who a caller is, and whether anyone checked.
 
 Only :meth:`VerifiedPrincipal.admit` — called by the code that checked a signature, a passkey or a
 session — produces a verified principal. Everything read back from data (:meth:`~VerifiedPrincipal.from_dict`),
@@ -15,7 +15,7 @@ from milpa_chat.command.composition import ContextFacts
 
 __all__ = ["VerifiedPrincipal"]
 
-_UNKNOWN = "desconocido"  # the seed's spelling of an unknown terminal user or host
+_UNKNOWN = "desconocido"  # how an unknown terminal user or host is spelled
 
 
 class VerifiedPrincipal:

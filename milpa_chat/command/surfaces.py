@@ -1,4 +1,4 @@
-"""The two contracts every surface binds to, and the inert models projectors return (spec §2).
+"""The two contracts every surface binds to, and the inert models projectors return.
 
 * :class:`CommandProvider` — what a plugin implements to contribute operations.
 * :class:`SurfaceProjector` — one per surface (``tools``, ``cli``, ``mcp``, ``http`` ...): it says

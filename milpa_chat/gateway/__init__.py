@@ -1,4 +1,4 @@
-"""The LLM gateway (seed 004): one message shape for OpenAI and Anthropic models, and the agent loop.
+"""The LLM gateway: one message shape for OpenAI and Anthropic models, and the agent loop.
 
 ``LlmService`` asks a model through the official async SDKs (``pip install "milpa-chat[openai]"``
 and/or ``"milpa-chat[anthropic]"``); they are imported on first use, never by this package.

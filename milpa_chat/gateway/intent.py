@@ -1,4 +1,4 @@
-"""``NamedTargetCheck``: the intent contract of seed 003 (``namedTarget``), enforced where the session is held.
+"""``NamedTargetCheck``: the intent contract (``namedTarget``), enforced where the session is held.
 
 An operation may declare that the value of one of its arguments (its *named target*) must have been
 named by the person who asked. An agent that calls it with a value the person's request never

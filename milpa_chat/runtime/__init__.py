@@ -1,4 +1,4 @@
-"""The tool runtime (seed 000): declare tools, then run every call through one pipeline.
+"""The tool runtime: declare tools, then run every call through one pipeline.
 
 resolve -> limits -> validate -> authorize -> rate limit -> plan -> verify / confirm -> execute -> audit,
 as the ordered steps of :mod:`milpa_chat.runtime.pipeline`.

@@ -1,6 +1,6 @@
 """Audit: one log line per call outcome, through stdlib ``logging``, with secrets redacted.
 
-Redaction (DESIGN Decision 8) is :mod:`milpa_chat.runtime.redaction`, the rule every card and
+Redaction is :mod:`milpa_chat.runtime.redaction`, the rule every card and
 renderer uses too: secret keys matched by their words at any depth (``apiKey``, ``api-key``,
 ``API_KEY``, ``Authorization``, ``client_secret``, ``aws_secret_access_key``, ``passwords``...)
 and secrets inside text (``Bearer …``, ``sk-…``, ``password=…``, URL passwords...). A redacted

@@ -1,4 +1,4 @@
-"""``ConfirmationTokenStore``: the seed's one-time confirm tokens, as a view over the one ``Approval``.
+"""``ConfirmationTokenStore``: one-time confirm tokens, as a view over the one ``Approval``.
 
 A token *is* the id of a ``confirm`` approval: the arguments it snapshots, the tool and the
 principal it is bound to, its expiry and its state live in that record and nowhere else. Redeeming

@@ -3,7 +3,7 @@
 Every step is ``step(call: Call) -> Outcome``: ``None`` hands the call to the next step, a
 :class:`ToolResult` ends it (a denial, a confirmation request, the tool's own result), and a step
 that must wait (the store, a rule provider, the tool) returns an awaitable of either.
-The order lives in one place, :data:`STEPS`, and is the order of seed 000::
+The order lives in one place, :data:`STEPS`::
 
     resolve -> limits -> replay lookup -> validate -> authorize -> rate limit -> plan
             -> replay run | verify gate -> confirm gate -> execute

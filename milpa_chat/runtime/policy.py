@@ -31,7 +31,7 @@ class ChannelPolicy:
     require_confirmation_for_mutating: bool = False
 
 
-#: Defaults (DESIGN Decision 11). Unknown channels get ``UNKNOWN_CHANNEL_POLICY``.
+#: Defaults. Unknown channels get ``UNKNOWN_CHANNEL_POLICY``.
 DEFAULT_POLICIES: Mapping[str, ChannelPolicy] = {
     "cli": ChannelPolicy(allow_all=True),
     "jupyter": ChannelPolicy(allow_all=True),
@@ -171,7 +171,7 @@ class PolicyGate:
         try:
             found = provider.find_matching_rule(ctx.channel, ctx.principal, tool.name, tool.mutating)
             rule = await found if inspect.isawaitable(found) else found
-        except Exception as exc:  # fail closed (DESIGN Decision 4)
+        except Exception as exc:  # fail closed
             log.exception("Policy rule provider %s failed for tool %r", type(provider).__name__, tool.name)
             return Verdict.deny("rule_provider", f"Policy rule provider {type(provider).__name__} failed "
                                                  f"({type(exc).__name__}) — tool '{tool.name}' denied (fail-closed).")

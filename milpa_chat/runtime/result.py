@@ -1,6 +1,6 @@
 """``ToolResult``: the one shape every tool call returns.
 
-The wire form is the 5-key envelope ``{success, data, message, error, meta}`` (seed 000).
+The wire form is the 5-key envelope ``{success, data, message, error, meta}``.
 ``meta["type"]`` tells renderers which shape they hold (``list``, ``detail``,
 ``confirmation``, ``blocked``, ``error`` or absent for a generic result) and
 ``meta["code"]`` carries the :class:`ErrorCode` of a failed call.

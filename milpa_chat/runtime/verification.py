@@ -1,4 +1,4 @@
-"""``HumanVerifier``: the seed's verification requests, as a view over the one ``Approval``.
+"""``HumanVerifier``: verification requests, as a view over the one ``Approval``.
 
 * The decider is the authenticated caller (a ``ToolContext``), never an argument.
 * The requester cannot decide their own request unless the policy allows it (``four_eyes=False``).

@@ -1,4 +1,4 @@
-"""The seams of seed 000 as protocols: ``Verifier`` (with its result states) and ``ToolProvider``.
+"""The runtime's seams as protocols: ``Verifier`` (with its result states) and ``ToolProvider``.
 
 ``Verifier.verify(request, ctx)`` answers a call of a ``verify=`` tool with a
 :class:`VerificationResult`: ``pending`` (someone decides later; the call stops with the request
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ToolProvider", "VerificationRequest", "VerificationResult", "VerificationStatus", "Verifier"]
 
-#: The seed's states (``waived``: a verifier that decided the call needs no verification).
+#: The states (``waived``: a verifier that decided the call needs no verification).
 VerificationStatus = Literal["pending", "passed", "failed", "waived"]
 
 
@@ -71,7 +71,7 @@ class VerificationResult:
         return cls("failed", verifier, reason=reason, principal=principal, **extra)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{status, reason, verifier, principal, missing, metadata}`` as in the seed, plus the request id."""
+        """``{status, reason, verifier, principal, missing, metadata}``, plus the request id."""
         return {"status": self.status, "reason": self.reason, "verifier": self.verifier,
                 "principal": self.principal, "missing": [], "metadata": dict(self.metadata),
                 "request_id": self.request_id}

@@ -1,4 +1,4 @@
-"""Declared operations used by the tests: ports of the seed package's PHP fixtures (tests/Declaration/Fixtures).
+"""Declared operations used by the tests: one per declaration rule.
 
 Defined at module level (as a user would), without ``from __future__ import annotations`` on purpose:
 the derivation must read real annotations too.

@@ -1,7 +1,7 @@
 """Per-call composition: ports of DescentTest, CeilingForCallTest, ProfileCompositionTest, AuthorityIsJudgedTest,
 SignedCertificateTest, TrialConfinementTest, SubjectAttestationTest and VerifiedFactsTest.
 
-The PHP destinations promised ``guaranteed`` for a read (refused by the newest profile); here a rehearsal's
+Older destinations promised ``guaranteed`` for a read (refused by the newest profile); here a rehearsal's
 destination is the canonical read, :meth:`EffectProfile.read_only`.
 """
 
@@ -337,14 +337,14 @@ def test_a_mixed_descent_needs_both_producers() -> None:
     assert install().for_call({"dry_run": True}, subject()).subject is S.NONE
 
 
-def test_facts_fingerprints_ignore_scope_order_and_escape_like_php() -> None:
+def test_facts_fingerprints_ignore_scope_order_and_escape_slashes() -> None:
     a = ContextFacts("rod/ops", True, "cli", ("b", "a"))
     assert a.fingerprint() == ContextFacts("rod/ops", True, "cli", ("a", "b")).fingerprint()
     assert a.fingerprint() != ContextFacts("rod/ops", False, "cli", ("a", "b")).fingerprint()
     import hashlib
 
-    php = '{"channel":"cli","principal":"rod\\/ops","scopes":["a","b"],"verified":true}'
-    assert a.fingerprint() == "sha256:" + hashlib.sha256(php.encode()).hexdigest()
+    spelled = '{"channel":"cli","principal":"rod\\/ops","scopes":["a","b"],"verified":true}'
+    assert a.fingerprint() == "sha256:" + hashlib.sha256(spelled.encode()).hexdigest()
 
 
 # --------------------------------------------------------------------- receipts

@@ -1,4 +1,4 @@
-"""Declared operations: the declaration is the contract (port of DeclaredOperationTest.php and its fixtures)."""
+"""Declared operations: the declaration is the contract."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """``EffectProfile``: ports of EffectProfileTest, SubjectTest, EffectProfileEnvelopeTest, EffectProfileMeetTest,
 NothingToUndoIsNotAPromiseTest, ARollbackNamesAnOperationTest and AJoinDoesNotDependOnItsOrderTest.
 
-Fixtures of the older PHP tests that the newest profile refuses (a read claiming ``guaranteed``, a prose
-rollback contract) are adapted to what the newest rules accept, as spec §0 recommends.
+Fixtures that the newest profile refuses (a read claiming ``guaranteed``, a prose
+rollback contract) are adapted to what the newest rules accept, as the newest rules ask.
 """
 
 from __future__ import annotations

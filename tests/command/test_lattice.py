@@ -18,7 +18,7 @@ NOTES = [None, "somebody edits the file back", "undo.a"]
 
 @st.composite
 def profiles(draw: st.DrawFn) -> EffectProfile:
-    """Any profile the constructor accepts (every invariant of spec §3.3 respected)."""
+    """Any profile the constructor accepts (every constructor invariant respected)."""
     mutation = draw(st.sampled_from(list(Mutation)))
     if mutation is Mutation.NONE:
         subject = draw(st.sampled_from([Subject.NONE, Subject.UNKNOWN]))

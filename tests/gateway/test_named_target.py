@@ -1,4 +1,4 @@
-"""The intent contract (seed 003 ``namedTarget``) where the session is held: an agent call whose target the
+"""The intent contract (``namedTarget``) where the session is held: an agent call whose target the
 person never named becomes a question card, not an execution; answering it runs exactly the named value."""
 
 from __future__ import annotations

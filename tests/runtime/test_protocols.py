@@ -1,4 +1,4 @@
-"""The seams of seed 000 as protocols, each with a second implementation plugged in."""
+"""The runtime's seams as protocols, each with a second implementation plugged in."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ async def test_a_verdict_says_whether_and_which_check_decided() -> None:
     assert await by_rule.judge(agent, definition) == Verdict(False, "no wiping", "rule")
     allowed = await PolicyGate(rule_provider=Rules(PolicyRule(8, "allow"))).judge(agent, definition)
     assert allowed.allowed and allowed.check == "rule"
-    assert await by_rule.authorize(agent, definition) == "no wiping"  # the seed's str | None form stays
+    assert await by_rule.authorize(agent, definition) == "no wiping"  # the str | None form stays
 
 
 def _definitions(obj: Any) -> list[Any]:
