@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from milpa_chat.store._sql import prefilters
 from milpa_chat.store.base import (
     KEEP,
     Clock,
@@ -208,11 +209,12 @@ class MemoryStore:
             out: list[Record] = []
             if limit is not None and limit <= 0:
                 return out
+            needles = prefilters(where)  # decode only the records whose text can match
             for key in sorted(self._records.get(collection, {})):
                 if not key.startswith(prefix):
                     continue
                 rec = self._live(collection, key, now)
-                if rec is None:
+                if rec is None or (needles and not all(n in rec.text for n in needles)):
                     continue
                 copied = rec.record()
                 if where and any(copied.value.get(k, _MISSING) != v for k, v in where.items()):
