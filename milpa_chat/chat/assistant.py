@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.chat import cards
 from milpa_chat.chat.approvals import requester_user
 from milpa_chat.chat.commands import CommandError, parse_arguments, parse_command
+from milpa_chat.chat.editing import EDIT_ACTIONS, ApprovalEditor
 from milpa_chat.chat.flows import ACTIONS, ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
@@ -55,7 +56,10 @@ def _prefix(transport: Transport) -> str:
 
 
 class Assistant:
-    """The chat brain: commands, tool calls, approval cards and their buttons, pagination."""
+    """The chat brain: commands, tool calls, approval cards and their buttons, pagination.
+
+    ``edits``: cards carry "✏️ Edit" (the requester of a confirm, approvers of a verification change the
+    arguments before deciding; see :class:`~milpa_chat.chat.editing.ApprovalEditor`)."""
 
     def __init__(
         self,
@@ -65,6 +69,7 @@ class Assistant:
         agent: Agent | None = None,
         approval_ttl: float = 900.0,
         name: str = "Assistant",
+        edits: bool = False,
     ) -> None:
         self.registry = registry
         self.identities = identities or Identities()
@@ -91,6 +96,14 @@ class Assistant:
         self.approvals.openers.append(self._route)
         self.approvals.reminders.append(self._nudge_cards)
         self.approvals.follower = self.flows.follow
+        if self.approvals.checker is None:  # edits are re-checked as a new call by the requester would be
+            from milpa_chat.runtime.approval_rules import registry_check
+
+            self.approvals.checker = registry_check(registry, self.requester_context)
+        #: Edit before approve: the Edit button, reply prompts per field, form submissions.
+        self.editor = ApprovalEditor(self.approvals, registry, context_for=self.context_for)
+        if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
+            self.outbox.extras.append(cards.edit_button)
         bind = getattr(agent, "bind", None)
         if callable(bind):  # an agent that pauses for approvals (milpa_chat.gateway.ChatAgent) needs the assistant
             bind(self)
@@ -111,7 +124,8 @@ class Assistant:
     def knows_action(self, action: str) -> bool:
         """Whether a button's action is the assistant's: a decision, a page, or a tool's detail action."""
         grants = self.grants is not None and self.grants.knows_action(action)
-        return grants or action in APPROVAL_ACTIONS or action == "page" or action in self.registry
+        return (grants or action in APPROVAL_ACTIONS or action in EDIT_ACTIONS or action == "page"
+                or action in self.registry)
 
     # ------------------------------------------------------------------ events
     async def handle(self, inbound: Inbound, transport: Transport | None = None) -> None:
@@ -134,6 +148,8 @@ class Assistant:
             return
         if inbound.kind == "action":
             await self._on_action(inbound, transport)
+        elif self.editor.waiting(inbound):  # the value a prompt of an edit asked this person for
+            await self.editor.on_reply(inbound, transport)
         elif inbound.kind == "command":
             await self._on_command(inbound, transport)
         else:
@@ -224,6 +240,8 @@ class Assistant:
         action, ref = inbound.action or "", inbound.ref or ""
         if action in APPROVAL_ACTIONS:
             await self.flows.on_tap(inbound, transport, action, ref)
+        elif action in EDIT_ACTIONS:
+            await self.editor.on_tap(inbound, transport, action, ref)
         elif action == "page":
             await self._on_page(inbound, transport, ref)
         elif self.grants is not None and self.grants.knows_action(action):

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.renderers.model import Heading, ItemList, Message, Note, Paragraph
+from milpa_chat.renderers.model import Actions, Block, Button, Heading, ItemList, Message, Note, Paragraph
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
@@ -68,7 +68,7 @@ def approval_message(
     from milpa_chat.chat.approvals import view
     from milpa_chat.renderers.approval import compose_approval
 
-    message = compose_approval(view(approval, role))  # type: ignore[arg-type]
+    message = versioned(approval, role, compose_approval(view(approval, role)))  # type: ignore[arg-type]
     if role != "requester" or approval.kind != "verification" or approval.state != "pending":
         return message
     errors = unreached(approval, failing)
@@ -79,3 +79,75 @@ def approval_message(
     else:
         note = Note("Waiting for an approver — you will be told here when it is decided.")
     return Message((*message.blocks, note), message.summary, message.tone, message.truncated, message.full)
+
+
+#: Decisions whose buttons carry the revision of the arguments the card shows (a tap on an older one is refused).
+VERSIONED = frozenset({"confirm", "approve", "reject", "edit"})
+#: Revisions shown on a card (the latest ones).
+SHOWN_REVISIONS = 3
+
+
+def button_ref(approval: Approval) -> str:
+    """The ref of a decision button: the id, with ``.<revision>`` once the arguments were edited."""
+    return f"{approval.id}.{approval.revision}" if approval.revision else approval.id
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """``(approval id, revision the card showed)`` from a button's ref (a bad revision reads as -1: stale)."""
+    aid, dot, rev = ref.partition(".")
+    if not dot:
+        return aid, 0
+    return aid, int(rev) if rev.isdigit() else -1
+
+
+def may_edit(approval: Approval, role: str) -> bool:
+    """Whether this copy of a pending card offers Edit: the requester's confirm, an approver's verification."""
+    if approval.state != "pending" or approval.tool is None or role == "viewer":
+        return False
+    return approval.kind == "confirm" or role == "approver"
+
+
+def edit_button(approval: Approval, role: str) -> Button | None:
+    """"✏️ Edit" on the copies of a pending card whose holder may edit it (an outbox extra, see
+    ``Assistant(edits=True)``); who really may edit is checked on the tap."""
+    return Button("✏️ Edit", "edit", button_ref(approval)) if may_edit(approval, role) else None
+
+
+def edit_lines(approval: Approval) -> list[str]:
+    """``amount: 120 → 80`` per changed field of the latest revisions (values redacted like the card's)."""
+    from milpa_chat.renderers._redact import redacted_plain
+    from milpa_chat.renderers._text import json_text
+
+    lines = []
+    for rev in approval.revisions[-SHOWN_REVISIONS:]:
+        shown = redacted_plain({k: {"old": old, "new": new} for k, (old, new) in rev["changes"].items()})
+        fields = "; ".join(f"{k}: {_short(json_text(d['old'], None))} → {_short(json_text(d['new'], None))}"
+                           for k, d in shown.items())
+        lines.append(f"Edited by {rev.get('by_name') or rev.get('by')} via {rev.get('via')}: {fields}")
+    return lines
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def versioned(approval: Approval, role: str, message: Message) -> Message:
+    """The card with old → new for every edit, and decision buttons that name the revision they were drawn at."""
+    if not approval.revision:
+        return message
+    ref = button_ref(approval)
+    blocks: list[Block] = []
+    for block in message.blocks:
+        if isinstance(block, Actions):
+            block = Actions(tuple(tuple(Button(b.label, b.action, ref, b.style)
+                                        if b.action in VERSIONED and b.ref == approval.id else b for b in row)
+                                  for row in block.rows))
+        elif isinstance(block, Paragraph) and approval.revision and _is_arguments_heading(block):
+            blocks += [Note(line) for line in edit_lines(approval)]
+        blocks.append(block)
+    return Message(tuple(blocks), message.summary, message.tone, message.truncated, message.full)
+
+
+def _is_arguments_heading(block: Paragraph) -> bool:
+    return block.text == "Arguments:"

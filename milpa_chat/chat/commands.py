@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CommandError", "ParsedCommand", "parse_arguments", "parse_command"]
+__all__ = ["CommandError", "ParsedCommand", "convert_value", "parse_arguments", "parse_command"]
 
 _TRUE = {"true", "yes", "y", "on", "1"}
 _FALSE = {"false", "no", "n", "off", "0"}
@@ -84,6 +84,12 @@ def _convert(raw: str, prop: dict[str, Any]) -> Any:
             items = prop.get("items") if isinstance(prop.get("items"), dict) else {}
             return [_convert(p, items or {}) for p in text.split(",") if p.strip()]
     return raw
+
+
+def convert_value(raw: str, prop: dict[str, Any]) -> Any:
+    """One typed value read by its parameter's schema (``"120"`` for a number is 120); text that does
+    not parse stays text, so the validator names the field."""
+    return _convert(raw, prop)
 
 
 def _order(schema: dict[str, Any]) -> list[str]:

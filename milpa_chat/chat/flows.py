@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from milpa_chat._failpoints import failpoint
+from milpa_chat.chat.cards import VERSIONED, parse_ref
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
@@ -74,9 +75,11 @@ class ApprovalFlows:
     async def on_tap(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
         """A tap on an approval button: decide as the person who tapped, answer, then follow up."""
         decision = ACTIONS[action]
+        aid, revision = parse_ref(ref)  # the version of the arguments the tapped card showed
         try:
-            change = await self.desk.decide(ref, decision, self.context_for(inbound), via=inbound.surface,
-                                            note=inbound.note, follow=False)
+            change = await self.desk.decide(aid, decision, self.context_for(inbound), via=inbound.surface,
+                                            note=inbound.note, follow=False,
+                                            revision=revision if action in VERSIONED else None)
         except ApprovalRefused as exc:
             await _answer(transport, inbound, _refusal(exc), alert=True)
             if exc.approval is not None:

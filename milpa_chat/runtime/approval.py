@@ -68,11 +68,16 @@ MAX_RESULT_CHARS = 64_000
 class ApprovalRefused(MilpaError):
     """A decision, replay or run that is not allowed; the message says why, for the person who asked."""
 
-    def __init__(self, message: str, *, code: str = "FORBIDDEN", approval: Approval | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: str = "FORBIDDEN", approval: Approval | None = None,
+        errors: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         #: The approval as it was when the decision was refused, when there is one.
         self.approval = approval
+        #: An edit whose arguments did not validate: what is wrong with each field (``""``: the whole object).
+        self.errors: dict[str, str] = dict(errors or {})
 
 
 def digest(args: Mapping[str, Any]) -> str:
@@ -153,6 +158,17 @@ class Approval:
         return list(self.data.get("votes", []))
 
     @property
+    def revision(self) -> int:
+        """How many times the arguments were edited (0: as asked); a card shows the revision it was drawn at."""
+        return int(self.data.get("revision", 0))
+
+    @property
+    def revisions(self) -> list[dict[str, Any]]:
+        """Every edit, oldest first: ``revision``, ``by``, ``by_name``, ``at``, ``via``, ``digest`` and
+        ``changes`` (``{field: [old, new]}``; a field missing on one side is ``None`` there)."""
+        return list(self.data.get("revisions", []))
+
+    @property
     def attempt(self) -> int:
         return int(self.data.get("attempt", 0))
 
@@ -180,7 +196,8 @@ class Approval:
 
 def card_key(v: Mapping[str, Any]) -> str:
     """What a card shows, as a key: a card whose ``shown`` differs needs an edit."""
-    return f"{v['state']}:{len(v.get('votes', []))}:{v.get('attempt', 0)}"
+    key = f"{v['state']}:{len(v.get('votes', []))}:{v.get('attempt', 0)}"
+    return f"{key}:r{v['revision']}" if v.get("revision") else key
 
 
 def report_key(v: Mapping[str, Any]) -> str | None:

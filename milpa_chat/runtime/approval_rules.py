@@ -4,17 +4,22 @@ compare-and-set loop, or raises :class:`ApprovalRefused` with a sentence for the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.runtime.approval import Approval, ApprovalRefused, state_message
+from milpa_chat.runtime.approval import Approval, ApprovalRefused, digest, state_message
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["RULES", "Actor", "Outcome", "Rule", "expire"]
+__all__ = ["RULES", "Actor", "Check", "Outcome", "Rule", "amend", "expire", "may_edit", "registry_check", "stale"]
+
+#: Re-validates and re-authorizes edited arguments of an approval as a new call would be; returns the
+#: arguments after validation and clamping, or raises :class:`ApprovalRefused` (``errors`` per field).
+Check = Callable[[Approval, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 #: ``(event, claimed, message)``: what a rule did, for :class:`~milpa_chat.runtime.approvals.Change`.
 Outcome = tuple[str, bool, str]
@@ -68,6 +73,9 @@ def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
         raise ApprovalRefused(f"You cannot {verb} this request: it needs one of these scopes: {', '.join(scopes)}.")
     if a.data["policy"]["four_eyes"] and a.requester_principal == ctx.principal:
         raise ApprovalRefused(f"You cannot {verb} your own request (four-eyes rule): another approver must decide.")
+    if verb == "approve" and a.data["policy"]["four_eyes"] and a.data.get("author") == ctx.principal:
+        raise ApprovalRefused("You edited this version of the request, so you cannot approve it (four-eyes rule): "
+                              "an approver other than the requester and you must approve it.")
 
 
 def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
@@ -148,3 +156,89 @@ def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor,
 
 RULES: dict[str, Rule] = {"confirm": _confirm, "cancel": _cancel, "approve": _approve, "reject": _reject,
                            "run_again": _run_again, "mark_done": _mark_done}
+
+
+# ------------------------------------------------------------------------------ edit before approve
+def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolContext] | None = None) -> Check:
+    """A :data:`Check` through ``registry``: its payload limits, the tool's validator (schema, then clamps)
+    and its authorization for the requester (``requester(approval)``, else the context they asked with)."""
+
+    async def check(a: Approval, args: dict[str, Any]) -> dict[str, Any]:
+        from milpa_chat.runtime.definition import InvalidArguments
+        from milpa_chat.runtime.limits import check_payload
+
+        tool = registry.get(a.tool or "")
+        if tool is None:
+            raise ApprovalRefused(f"'{a.label}' is no longer a registered tool, so this request cannot be edited; "
+                                  "reject it instead.", code="NOT_FOUND")
+        try:
+            check_payload(args, registry.limits)
+            wire = tool.validator(args).wire
+        except InvalidArguments as exc:
+            errors: dict[str, str] = {}
+            for e in exc.errors:
+                errors.setdefault(e.path.split(".", 1)[0], e.message)
+            raise ApprovalRefused(f"The edited arguments are not valid: {exc}. Correct them and save again.",
+                                  code="VALIDATION_ERROR", errors=errors) from None
+        ctx = requester(a) if requester is not None else a.requester_context()
+        verdict = await registry.policy.judge(ctx, tool)
+        if not verdict.allowed:
+            raise ApprovalRefused(f"With this edit the request is not allowed for {a.requester_name}: "
+                                  f"{verdict.reason}", code="FORBIDDEN")
+        return dict(wire)
+
+    return check
+
+
+def _check_editor(a: Approval, actor: Actor) -> None:
+    if a.tool is None:
+        raise ApprovalRefused("This request runs no tool, so it has no arguments to edit.", code="WRONG_KIND")
+    if a.kind == "confirm":
+        if actor.principal != a.requester_principal:
+            raise ApprovalRefused(f"Only {a.requester_name} can edit this request before confirming it.")
+        return
+    _check_decider(a, actor.ctx, "edit")
+
+
+def may_edit(a: Approval, actor: Actor) -> None:
+    """Refuse (with why) an edit ``actor`` may not make of ``a`` in its current state."""
+    _open(a)
+    _check_editor(a, actor)
+
+
+def changes_of(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """``{field: [old, new]}`` for every field that differs (``None`` where a side lacks it)."""
+    return {k: [old.get(k), new.get(k)] for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+
+
+def amend(a: Approval, v: dict[str, Any], actor: Actor, wire: dict[str, Any], base: str) -> Outcome:
+    """Write ``wire`` (validated from the arguments whose digest is ``base``) as the next revision of ``a``."""
+    may_edit(a, actor)
+    if a.data.get("digest") != base:
+        raise ApprovalRefused("Someone else edited this request while you were editing it; edit the updated "
+                              "card again.", code="CONFLICT", approval=a)
+    changes = changes_of(a.args, wire)
+    if not changes:
+        raise ApprovalRefused("Nothing changed: after validation the arguments are the same as before.",
+                              code="VALIDATION_ERROR")
+    revision = a.revision + 1
+    v.update(args=wire, digest=digest(wire), revision=revision, votes=[])
+    v["revisions"] = [*a.revisions, {"revision": revision, "by": actor.principal, "by_name": actor.name,
+                                     "at": actor.now, "via": actor.via, "digest": v["digest"], "changes": changes}]
+    if a.kind == "verification":
+        v.update(author=actor.principal, author_name=actor.name)
+    reset = " Approvals so far were reset." if a.votes else ""
+    who = "You" if a.kind == "confirm" else "Another approver"
+    return "amended", False, (f"Edited {', '.join(changes)}; every copy of the card shows the change.{reset} "
+                              + ("Confirm it to run it." if a.kind == "confirm" else f"{who} must approve it."))
+
+
+def stale(a: Approval, revision: int) -> None:
+    """Refuse a decision taken on a card drawn at an older ``revision`` than the record's."""
+    if a.state != "pending" or revision == a.revision:
+        return
+    last = a.revisions[-1] if a.revisions else {}
+    fields = ", ".join(last.get("changes", {})) or "its arguments"
+    raise ApprovalRefused(f"This card showed an older version of the request: {last.get('by_name') or 'someone'} "
+                          f"edited {fields} since. Nothing was decided; decide on the updated card.",
+                          code="STALE", approval=a)

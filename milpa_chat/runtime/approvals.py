@@ -47,7 +47,7 @@ from milpa_chat.runtime.approval import (
     result_record,
     state_message,
 )
-from milpa_chat.runtime.approval_rules import RULES, Actor, Outcome, expire
+from milpa_chat.runtime.approval_rules import RULES, Actor, Check, Outcome, amend, expire, may_edit, stale
 from milpa_chat.runtime.events import EventDispatcher
 
 if TYPE_CHECKING:
@@ -125,6 +125,9 @@ class ApprovalDesk:
         #: add the cards it posts (a chat layer knows where approvers are).
         self.reminders: list[Callable[[dict[str, Any], str], None]] = []
         self.follower: Follower | None = None
+        #: How :meth:`amend` re-validates and re-authorizes edited arguments (the registry sets
+        #: :func:`~milpa_chat.runtime.approval_rules.registry_check`; a chat layer may pass its requester).
+        self.checker: Check | None = None
         #: Where every change is audited (the registry sets its ``AuditLogger``).
         self.audit: AuditLogger | None = None
         #: The hash-chained trail in the store, when one is attached (``AuditTrail(store).attach(registry)``).
@@ -212,13 +215,14 @@ class ApprovalDesk:
     # ---------------------------------------------------------------- decide
     async def decide(
         self, approval_id: str, decision: str, ctx: ToolContext, *, via: str | None = None,
-        note: str | None = None, follow: bool = True,
+        note: str | None = None, follow: bool = True, revision: int | None = None,
     ) -> Change:
         """The one decision function. ``ctx`` is the authenticated decider (never button data or arguments).
 
         Raises :class:`ApprovalRefused` (with a message for the person) when the decision is not
         allowed; nothing changes then, except that an overdue request is expired on the way.
         ``follow=False``: the caller runs what was claimed and delivers the effects itself.
+        ``revision``: the version of the arguments the decider saw (a card's); an older one is refused.
         """
         if decision not in DECISIONS:
             raise ApprovalRefused(f"Unknown decision {decision!r}; use one of: {', '.join(DECISIONS)}.",
@@ -234,11 +238,53 @@ class ApprovalDesk:
                 raise ApprovalRefused(
                     f"{a.data.get('summary') or 'This request'}: a person decides it on its card, in the notebook "
                     "inbox or with the milpa-chat command; no tool decides it.", code="FORBIDDEN", approval=a)
+            if revision is not None:
+                stale(a, revision)
             actor = Actor(ctx, via or ctx.channel, note, now)
             return rule(self, a, v, actor, can_run)
 
         done = await self._change(approval_id, change)
         if done.event == "expired":  # nobody else will deliver what the expiry owes
+            await self._follow(done, True)
+            raise ApprovalRefused(done.message, code="EXPIRED", approval=done.approval)
+        await self._follow(done, follow)
+        return done
+
+    async def amend(
+        self, approval_id: str, arguments: Mapping[str, Any], ctx: ToolContext, *, via: str | None = None,
+        follow: bool = True, check: Check | None = None,
+    ) -> Change:
+        """Edit a pending approval's arguments before it is decided: the requester of a confirm, or an
+        approver of a verification (``ctx``, authenticated). ``arguments`` are the fields to change.
+
+        The new arguments are re-validated and re-authorized as a new call would be (``check``, else
+        :attr:`checker`), get a new digest and a new revision (the record keeps every revision, old ->
+        new per field); votes so far are reset and an approver who edited becomes the version's author,
+        whom four-eyes keeps from approving it. Raises :class:`ApprovalRefused` (``errors`` per field
+        when the arguments do not validate) and changes nothing then."""
+        check = check or self.checker
+        if check is None:
+            raise ApprovalRefused("Edits cannot be checked here (no registry is attached to these approvals), so "
+                                  "the request cannot be edited.", code="UNAVAILABLE")
+        if not isinstance(arguments, Mapping):
+            raise ApprovalRefused(f"The edited arguments must be an object of fields, got {type(arguments).__name__}.",
+                                  code="VALIDATION_ERROR")
+        current = await self.get(approval_id)
+        if current is None:
+            raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
+        if current.state == "pending" and current.expires_at > self.store.clock():
+            may_edit(current, Actor(ctx, via or ctx.channel, None, self.store.clock()))  # who, before what
+        base = str(current.data.get("digest"))
+        wire = await check(current, {**current.args, **arguments}) if current.state == "pending" else {}
+
+        def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
+            if a.state == "pending" and a.expires_at <= now:
+                expire(v)
+                return "expired", False, state_message(Approval(a.id, v, a.version))
+            return amend(a, v, Actor(ctx, via or ctx.channel, None, now), wire, base)
+
+        done = await self._change(approval_id, change, current=current)
+        if done.event == "expired":
             await self._follow(done, True)
             raise ApprovalRefused(done.message, code="EXPIRED", approval=done.approval)
         await self._follow(done, follow)

@@ -1,0 +1,219 @@
+"""Edit before approve, in chat: the Edit button of a card, per-field reply prompts, and form submissions.
+
+Every edit is :meth:`ApprovalDesk.amend` (re-validated and re-authorized as a new call would be), so
+the rules live in one place; this module only turns what a person did on a surface into field values:
+
+* a surface with forms (Slack: ``open_edit_form``) gets one form with an input per field;
+* any other surface gets a reply prompt per field: "New value for amount (now 120)?" (Telegram sends
+  it with ForceReply through ``prompt`` when the transport has one); the person's next message in that
+  chat is the value, ``/cancel`` stops.
+
+Who edits is always the platform identity of the tap, the reply or the submission, never button data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat.chat import cards
+from milpa_chat.chat.cards import parse_ref
+from milpa_chat.chat.commands import convert_value
+from milpa_chat.renderers.model import Actions, Button, Message, Paragraph
+from milpa_chat.runtime.approval import ApprovalRefused
+from milpa_chat.runtime.approval_rules import Actor, may_edit, stale
+
+if TYPE_CHECKING:
+    from milpa_chat.chat.inbound import Inbound, Transport
+    from milpa_chat.runtime.approval import Approval
+    from milpa_chat.runtime.approvals import ApprovalDesk, Change
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.registry import ToolRegistry
+
+__all__ = ["EDIT_ACTIONS", "ApprovalEditor", "EditField", "edit_fields", "read_values", "value_text"]
+
+log = logging.getLogger("milpa_chat.chat")
+
+EDIT_ACTIONS = frozenset({"edit", "edit_field"})
+CANCEL = "/cancel"
+#: Prompts waiting for a reply, kept per person and chat (the oldest are dropped beyond this).
+MAX_PROMPTS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class EditField:
+    """One argument a person may change: its name, label, help, whether it may be left empty, its
+    current value as text (what a form is prefilled with) and its schema."""
+
+    name: str
+    label: str
+    hint: str
+    optional: bool
+    now: str
+    schema: Mapping[str, Any]
+
+
+def value_text(value: Any) -> str:
+    """A value as a person types it: text as is, anything else as JSON (``120``, ``true``, ``["a"]``)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def edit_fields(approval: Approval, schema: Mapping[str, Any]) -> list[EditField]:
+    """The fields of ``schema`` with the approval's current values, in the schema's order."""
+    props: Mapping[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    args = approval.args
+    out = []
+    for name, prop in props.items():
+        prop = prop if isinstance(prop, Mapping) else {}
+        label = str(prop.get("title") or name)[:75]
+        out.append(EditField(name, label, str(prop.get("description") or "")[:150], name not in required,
+                             value_text(args.get(name)), prop))
+    return out
+
+
+def read_values(texts: Mapping[str, str], fields: list[EditField]) -> dict[str, Any]:
+    """Typed values from what a person typed per field (by the field's schema type); an empty optional
+    field is left out, so the current value stays only when it was empty too."""
+    by_name = {f.name: f for f in fields}
+    values: dict[str, Any] = {}
+    for name, text in texts.items():
+        field = by_name.get(name)
+        if field is None:
+            continue
+        if not text.strip() and field.optional:
+            values[name] = None
+            continue
+        values[name] = convert_value(text, dict(field.schema))
+    return {k: v for k, v in values.items() if not (v is None and by_name[k].now == "")}
+
+
+@dataclass(frozen=True, slots=True)
+class _Prompt:
+    approval_id: str
+    revision: int
+    field: str
+
+
+class ApprovalEditor:
+    """The Edit button, reply prompts and form submissions, each ending in :meth:`ApprovalDesk.amend`."""
+
+    def __init__(
+        self, desk: ApprovalDesk, registry: ToolRegistry, *, context_for: Callable[[Inbound], ToolContext]
+    ) -> None:
+        self.desk = desk
+        self.registry = registry
+        self.context_for = context_for
+        self._prompts: OrderedDict[tuple[str, str, str], _Prompt] = OrderedDict()
+
+    def fields(self, approval: Approval) -> list[EditField]:
+        definition = self.registry.get(approval.tool or "")
+        return [] if definition is None else edit_fields(approval, definition.input_schema)
+
+    async def check(self, ref: str, ctx: ToolContext, via: str) -> Approval:
+        """The approval behind a button's ref, if ``ctx`` may edit it now (else :class:`ApprovalRefused`)."""
+        aid, revision = parse_ref(ref)
+        approval = await self.desk.get(aid)
+        if approval is None:
+            raise ApprovalRefused("This button is not valid (unknown or removed request).", code="NOT_FOUND")
+        if approval.state == "pending" and approval.expires_at <= self.desk.store.clock():
+            raise ApprovalRefused("This request expired; nothing was done.", code="EXPIRED", approval=approval)
+        stale(approval, revision)
+        may_edit(approval, Actor(ctx, via, None, self.desk.store.clock()))
+        return approval
+
+    # ---------------------------------------------------------------- taps
+    async def on_tap(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
+        """``edit`` (the card's button) or ``edit_field`` (a field chosen): open a form or prompt for a value."""
+        ctx = self.context_for(inbound)
+        head, _, index = ref.rpartition(".") if action == "edit_field" else (ref, "", "")
+        try:
+            approval = await self.check(head, ctx, inbound.surface)
+        except ApprovalRefused as exc:
+            await transport.answer(inbound, str(exc), alert=True)
+            return
+        fields = self.fields(approval)
+        if not fields:
+            await transport.answer(inbound, f"{approval.label} has no arguments to edit.", alert=True)
+            return
+        open_form = getattr(transport, "open_edit_form", None)
+        if action == "edit" and callable(open_form):
+            await open_form(inbound, approval, fields)
+            return
+        if action == "edit" and len(fields) > 1:
+            await transport.answer(inbound, "Choose the field to change.")
+            await transport.send(inbound.chat_id, _chooser(approval, fields))
+            return
+        field = fields[int(index)] if index.isdigit() and int(index) < len(fields) else fields[0]
+        await transport.answer(inbound, f"Reply with the new value for {field.label}.")
+        await self._prompt(inbound, transport, approval, field)
+
+    async def _prompt(self, inbound: Inbound, transport: Transport, approval: Approval, field: EditField) -> None:
+        key = (inbound.surface, inbound.chat_id, inbound.user.id)
+        self._prompts[key] = _Prompt(approval.id, approval.revision, field.name)
+        self._prompts.move_to_end(key)
+        while len(self._prompts) > MAX_PROMPTS:
+            self._prompts.popitem(last=False)
+        now = f" (now {cards._short(field.now, 60)})" if field.now else " (now empty)"
+        text = f"New value for {field.label}{now}? Reply to this message; {CANCEL} stops."
+        prompt = getattr(transport, "prompt", None)
+        if callable(prompt):
+            await prompt(inbound, text)
+        else:
+            await transport.send(inbound.chat_id, cards.text(text))
+
+    # --------------------------------------------------------------- replies
+    def waiting(self, inbound: Inbound) -> bool:
+        """Whether this person's message in this chat answers a prompt of theirs."""
+        return (inbound.surface, inbound.chat_id, inbound.user.id) in self._prompts
+
+    async def on_reply(self, inbound: Inbound, transport: Transport) -> None:
+        """The value for the prompted field (or ``/cancel``), from the person the prompt was for."""
+        key = (inbound.surface, inbound.chat_id, inbound.user.id)
+        prompt = self._prompts.pop(key)
+        text = (inbound.text or "").strip()
+        if text.split("@", 1)[0] == CANCEL:
+            await transport.send(inbound.chat_id, cards.text("Editing stopped; nothing was changed."))
+            return
+        ctx = self.context_for(inbound)
+        try:
+            change = await self.submit(ctx, f"{prompt.approval_id}.{prompt.revision}", {prompt.field: text},
+                                       via=inbound.surface)
+        except ApprovalRefused as exc:
+            retry = exc.code == "VALIDATION_ERROR" and bool(exc.errors)
+            if retry:
+                self._prompts[key] = prompt
+            tail = f" Reply with another value, or {CANCEL}." if retry else ""
+            await transport.send(inbound.chat_id, cards.text(f"{exc}{tail}", tone="error"))
+            return
+        await transport.send(inbound.chat_id, cards.text(change.message))
+
+    # ------------------------------------------------------------- submissions
+    async def submit(
+        self, ctx: ToolContext, ref: str, texts: Mapping[str, str], *, via: str, follow: bool = True
+    ) -> Change:
+        """Amend the approval behind ``ref`` (``<id>.<revision>`` the person edited) with the typed values.
+
+        Raises :class:`ApprovalRefused`; ``errors`` names each field whose value is not valid."""
+        approval = await self.check(ref, ctx, via)
+        values = read_values(texts, self.fields(approval))
+        return await self.desk.amend(approval.id, values, ctx, via=via, follow=follow)
+
+
+def _chooser(approval: Approval, fields: list[EditField]) -> Message:
+    ref = cards.button_ref(approval)
+    buttons = [Button(_label(f), "edit_field", f"{ref}.{i}") for i, f in enumerate(fields[:20])]
+    rows = tuple(tuple(buttons[i:i + 2]) for i in range(0, len(buttons), 2))
+    body = f"Edit {approval.label}: which value do you want to change?"
+    return Message((Paragraph.of(body), Actions(rows)), body)
+
+
+def _label(field: EditField) -> str:
+    now = cards._short(field.now, 30) if field.now else "empty"
+    return f"{field.label} ({now})"[:75]
