@@ -7,7 +7,7 @@ Imported explicitly by the ``test_slack_*`` modules (``tests/bots/conftest.py`` 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +19,7 @@ from milpa_chat.chat import Assistant, Identities
 from milpa_chat.chat.assistant import Agent
 from milpa_chat.store import MemoryStore
 from milpa_chat.store.base import Store
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.slack import SlackApiServer, SlackAppResponse, SlackEvents, SlackMessage, serve_bolt_app
 
 TOKEN = "xoxb-milpa-test"
@@ -43,14 +44,6 @@ IDENTITIES: dict[str, Any] = {
 }
 
 
-class Clock:
-    """The store's clock, moved by tests (approval expiry)."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Tools:
@@ -98,7 +91,7 @@ def make_assistant(tools: Tools, store: Store, *, agent: Agent | None = None,
     return Assistant(registry, Identities.from_dict(identities or IDENTITIES), agent=agent, approval_ttl=600)
 
 
-def sqlite_store(path: Path, clock: Clock) -> Store:
+def sqlite_store(path: Path, clock: ManualClock) -> Store:
     from milpa_chat.store.sqlite import SqliteStore
 
     return SqliteStore(str(path), clock=clock)
@@ -186,19 +179,8 @@ async def _api(api: SlackApiServer | None) -> AsyncIterator[SlackApiServer]:
         yield server
 
 
-async def eventually(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:  # noqa: ASYNC109
-    """Poll ``predicate`` until it is truthy (for work that outlives ``drain``: sweeper, other processes)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.02)
 
-
-def memory_assistant(tools: Tools, clock: Clock, **options: Any) -> Assistant:
+def memory_assistant(tools: Tools, clock: ManualClock, **options: Any) -> Assistant:
     return make_assistant(tools, MemoryStore(clock=clock), **options)
 
 

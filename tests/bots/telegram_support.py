@@ -13,7 +13,7 @@ from milpa_chat import ToolRegistry
 from milpa_chat.bots import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import MemoryStore, Store
-from milpa_chat.testing import BotApiServer, TelegramMessage, TelegramUpdate, TelegramUser
+from milpa_chat.testing import BotApiServer, ManualClock, TelegramMessage, TelegramUpdate, TelegramUser
 
 ALICE = TelegramUser(1001, "Alice", "alice")
 BOB = TelegramUser(1002, "Bob", "bob")
@@ -39,14 +39,6 @@ telegram = ["-500"]
 """
 
 
-class Clock:
-    """The store's clock, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclass
@@ -55,7 +47,7 @@ class Harness:
     bot: TelegramBot
     assistant: Assistant
     store: Store
-    clock: Clock
+    clock: ManualClock
     runs: list[str] = field(default_factory=list)
 
     async def say(self, user: TelegramUser, text: str, chat: int | None = None) -> TelegramMessage:
@@ -121,11 +113,11 @@ def make_assistant(store: Store, *, slow_seconds: float = 0.3) -> tuple[Assistan
 
 @asynccontextmanager
 async def running_bot(
-    *, store: Store | None = None, clock: Clock | None = None, webhook_secret: str | None = None,
+    *, store: Store | None = None, clock: ManualClock | None = None, webhook_secret: str | None = None,
     webhook: bool = False, sweep_interval: float | None = None, answer_within: float = 1.0,
 ) -> AsyncIterator[Harness]:
     """A started bot (polling, or webhook on a free port) with the approvers group registered."""
-    clock = clock or Clock()
+    clock = clock or ManualClock()
     store = store or MemoryStore(clock=clock)
     async with BotApiServer() as server:
         server.group(APPROVERS, "Approvers", members=[ALICE, MARIA, BOB])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from milpa_chat.testing import ManualClock, eventually
 from milpa_chat.testing.slack import SlackApiServer
 
 from .conftest_slack import (
@@ -21,11 +22,9 @@ from .conftest_slack import (
     TEAM,
     TOKEN,
     WORK,
-    Clock,
     SlackWorld,
     Tools,
     button,
-    eventually,
     make_assistant,
     memory_assistant,
     slack_world,
@@ -39,12 +38,12 @@ def tools() -> Tools:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-async def world(tools: Tools, clock: Clock) -> AsyncIterator[SlackWorld]:
+async def world(tools: Tools, clock: ManualClock) -> AsyncIterator[SlackWorld]:
     async with slack_world(memory_assistant(tools, clock), sweep_interval=0.05) as w:
         yield w
 
@@ -123,7 +122,7 @@ async def test_reject_tells_the_requester_and_runs_nothing(world: SlackWorld, to
 
 
 async def test_expiry_edits_every_card_and_late_taps_are_refused(
-    world: SlackWorld, tools: Tools, clock: Clock
+    world: SlackWorld, tools: Tools, clock: ManualClock
 ) -> None:
     await world.command("pay ACME 3", user=ALICE)
     mine, group = world.last(WORK), world.last(APPROVERS)
@@ -136,7 +135,7 @@ async def test_expiry_edits_every_card_and_late_taps_are_refused(
     assert tools.paid == [] and "expired" in world.ephemeral(MARIA)[-1]
 
 
-async def test_a_restart_between_request_and_decision(tools: Tools, clock: Clock, tmp_path: Path) -> None:
+async def test_a_restart_between_request_and_decision(tools: Tools, clock: ManualClock, tmp_path: Path) -> None:
     db = tmp_path / "assistant.db"
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}) as api:
         first = make_assistant(tools, sqlite_store(db, clock))

@@ -13,13 +13,13 @@ import pytest
 
 from milpa_chat.chat.inbound import Inbound
 from milpa_chat.runtime.context import ToolContext
+from milpa_chat.testing import ManualClock
 
 from .conftest_slack import (
     ALICE,
     BOB,
     EVE,
     WORK,
-    Clock,
     SlackWorld,
     Tools,
     button,
@@ -35,7 +35,7 @@ def tools() -> Tools:
 
 @pytest.fixture
 async def world(tools: Tools) -> AsyncIterator[SlackWorld]:
-    async with slack_world(memory_assistant(tools, Clock())) as w:
+    async with slack_world(memory_assistant(tools, ManualClock())) as w:
         yield w
 
 
@@ -162,7 +162,7 @@ async def test_free_text_goes_to_the_agent_as_the_slack_user(tools: Tools) -> No
         seen.append((inbound.text, ctx.principal))
         return f"You said: {inbound.text} (in <#C0WORK>)"
 
-    async with slack_world(memory_assistant(tools, Clock(), agent=agent)) as world:
+    async with slack_world(memory_assistant(tools, ManualClock(), agent=agent)) as world:
         await world.slack.app_mention("summarise <#C0WORK> please", user=ALICE, channel=WORK)
         await world.slack.direct_message("and now?", user=BOB)
         await world.bot.drain()
@@ -237,7 +237,7 @@ async def test_retried_and_repeated_deliveries_run_nothing_twice(world: SlackWor
 
 
 async def test_progress_notices_are_ephemeral_messages_when_switched_on(tools: Tools) -> None:
-    async with slack_world(memory_assistant(tools, Clock()), notices=True) as world:
+    async with slack_world(memory_assistant(tools, ManualClock()), notices=True) as world:
         await world.command("delete_note 3", user=ALICE)
         await world.tap(world.last(WORK), "Confirm", user=ALICE)
         await world.command("list_notes", user=ALICE)

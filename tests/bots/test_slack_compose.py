@@ -10,9 +10,10 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from milpa_chat.bots.slack import SlackBot
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, serve_bolt_app
 
-from .conftest_slack import ALICE, APPROVERS, SECRET, TEAM, TOKEN, WORK, Clock, Tools, memory_assistant, slack_world
+from .conftest_slack import ALICE, APPROVERS, SECRET, TEAM, TOKEN, WORK, Tools, memory_assistant, slack_world
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ async def api() -> Any:
 
 
 async def test_a_users_message_listener_runs_and_the_kit_stays_silent() -> None:
-    async with slack_world(memory_assistant(Tools(), Clock())) as world:
+    async with slack_world(memory_assistant(Tools(), ManualClock())) as world:
         @world.bot.app.message("hello")
         async def hello(message: dict[str, Any], say: Any) -> None:
             await say(f"Hi <@{message['user']}>, from your own listener")
@@ -43,7 +44,7 @@ async def test_a_users_message_listener_runs_and_the_kit_stays_silent() -> None:
 
 
 async def test_a_users_mention_listener_takes_mentions() -> None:
-    async with slack_world(memory_assistant(Tools(), Clock())) as world:
+    async with slack_world(memory_assistant(Tools(), ManualClock())) as world:
         @world.bot.app.event("app_mention")
         async def mentioned(event: dict[str, Any], say: Any) -> None:
             await say("mentions are mine")
@@ -64,7 +65,7 @@ async def test_install_adds_the_kit_to_the_users_own_app(api: SlackApiServer) ->
         await respond("pong")
 
     tools = Tools()
-    bot = SlackBot.install(app, memory_assistant(tools, Clock()))
+    bot = SlackBot.install(app, memory_assistant(tools, ManualClock()))
     assert bot.app is app and bot.client is app.client and not bot.owns_app
     async with serve_bolt_app(app) as url, SlackEvents(url, SECRET, api=api) as slack:
         pong = await slack.command("/ping", "", user=ALICE, channel=WORK)
@@ -86,7 +87,7 @@ async def test_configure_receives_the_app_before_it_serves(api: SlackApiServer) 
             await ack("pong")
             seen.append(command["user_id"])
 
-    async with slack_world(memory_assistant(Tools(), Clock()), api=api, configure=configure) as world:
+    async with slack_world(memory_assistant(Tools(), ManualClock()), api=api, configure=configure) as world:
         answer = await world.slack.command("/ping", "", user=ALICE, channel=WORK)
         assert answer.status == 200 and seen == [ALICE]
         await world.command("tools", user=ALICE)
@@ -96,5 +97,5 @@ async def test_configure_receives_the_app_before_it_serves(api: SlackApiServer) 
 def test_the_kits_wiring_logs_no_warning(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)  # as the runnable bot's users have it; bolt reads it itself
     with caplog.at_level(logging.WARNING):
-        SlackBot(memory_assistant(Tools(), Clock()), TOKEN, SECRET)
+        SlackBot(memory_assistant(Tools(), ManualClock()), TOKEN, SECRET)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -7,6 +7,7 @@ from typing import Any
 
 from milpa_chat.chat import Inbound
 from milpa_chat.runtime.context import ToolContext
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.slack import SlackApiServer
 
 from .conftest_slack import (
@@ -18,7 +19,6 @@ from .conftest_slack import (
     TEAM,
     TOKEN,
     WORK,
-    Clock,
     Tools,
     memory_assistant,
     slack_world,
@@ -27,7 +27,7 @@ from .conftest_slack import (
 
 async def test_text_as_slack_sends_it_reaches_the_tool_decoded() -> None:
     tools = Tools()
-    async with slack_world(memory_assistant(tools, Clock())) as world:
+    async with slack_world(memory_assistant(tools, ManualClock())) as world:
         await world.command("pay \"Smith &amp; Sons &lt;UK&gt;\" 12", user=ALICE)
         [approval] = await world.assistant.approvals.listing()
         assert approval.args == {"to": "Smith & Sons <UK>", "amount": 12.0}  # asks approval for what was meant
@@ -42,7 +42,7 @@ async def test_mentions_channels_and_links_become_values() -> None:
         seen.append(inbound.text)
         return "noted"
 
-    async with slack_world(memory_assistant(Tools(), Clock(), agent=agent)) as world:
+    async with slack_world(memory_assistant(Tools(), ManualClock(), agent=agent)) as world:
         await world.slack.app_mention(
             "ask <@U2001|maria> in <#C0WORK|work> about <https://example.org/a?b=1&amp;c=2|the page> "
             "or <mailto:ops@example.org|ops@example.org>, <!here>", user=ALICE, channel=WORK)
@@ -52,7 +52,7 @@ async def test_mentions_channels_and_links_become_values() -> None:
 
 async def test_a_refused_forged_detail_action_tap_is_shown_to_the_actor_alone() -> None:
     tools = Tools()
-    async with slack_world(memory_assistant(tools, Clock())) as world:
+    async with slack_world(memory_assistant(tools, ManualClock())) as world:
         await world.command("list_notes", user=ALICE)
         card = world.last(WORK)
         forged = {"type": "button", "action_id": "milpa:delete_note:0", "value": "delete_note:5",
@@ -64,7 +64,7 @@ async def test_a_refused_forged_detail_action_tap_is_shown_to_the_actor_alone() 
 
 
 async def test_help_and_start_are_for_the_actor_and_built_from_their_tools() -> None:
-    async with slack_world(memory_assistant(Tools(), Clock())) as world:
+    async with slack_world(memory_assistant(Tools(), ManualClock())) as world:
         await world.command("start", user=ALICE)
         start = world.private(ALICE).all_text()
         assert f"You are slack:{TEAM}:{ALICE}, with the scopes notes:read, notes:write, payments:send." in start
@@ -80,7 +80,7 @@ async def test_people_are_named_on_cards_through_cached_users_info() -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}) as api:
         api.add_user(ALICE, "u1001", real_name="Alice Archer", display_name="Alice")
         api.add_user(MARIA, "u2001", real_name="María Moreno")
-        async with slack_world(memory_assistant(Tools(), Clock()), api=api) as world:
+        async with slack_world(memory_assistant(Tools(), ManualClock()), api=api) as world:
             await world.slack.app_mention("/pay ACME 5", user=ALICE, channel=WORK)  # events carry only an id
             await world.bot.drain()
             group = world.last(APPROVERS)
@@ -95,7 +95,7 @@ async def test_people_are_named_on_cards_through_cached_users_info() -> None:
 
 async def test_no_reachable_approver_chat_is_said_to_the_requester() -> None:
     identities: dict[str, Any] = {**IDENTITIES, "approvers": {"slack": ["C0GONE"]}}  # no such channel
-    async with slack_world(memory_assistant(Tools(), Clock(), identities=identities)) as world:
+    async with slack_world(memory_assistant(Tools(), ManualClock(), identities=identities)) as world:
         await world.command("pay ACME 5", user=ALICE)
         mine = world.last(WORK)
         await world.api.wait_for(
@@ -105,7 +105,7 @@ async def test_no_reachable_approver_chat_is_said_to_the_requester() -> None:
 
 
 async def test_where_the_app_may_not_post_the_private_answer_goes_through_the_response_url() -> None:
-    async with slack_world(memory_assistant(Tools(), Clock())) as world:
+    async with slack_world(memory_assistant(Tools(), ManualClock())) as world:
         world.api.fail_next("chat.postEphemeral", "not_in_channel")
         await world.command("tools", user=ALICE)
         shown = world.private(ALICE)

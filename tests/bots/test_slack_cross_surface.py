@@ -15,10 +15,10 @@ from milpa_chat.bots.slack import SlackBot
 from milpa_chat.bots.telegram import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import MemoryStore
-from milpa_chat.testing import BotApiServer, TelegramMessage, TelegramUser
+from milpa_chat.testing import BotApiServer, ManualClock, TelegramMessage, TelegramUser
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, serve_bolt_app
 
-from .conftest_slack import ALICE, APPROVERS, MARIA, SECRET, TEAM, TOKEN, WORK, Clock, button
+from .conftest_slack import ALICE, APPROVERS, MARIA, SECRET, TEAM, TOKEN, WORK, button
 
 TG_ALICE = TelegramUser(1001, "Alice", "alice")
 TG_MARIA = TelegramUser(2001, "Maria", "maria")
@@ -48,7 +48,7 @@ class Surfaces:
 
 @asynccontextmanager
 async def both_surfaces() -> AsyncIterator[Surfaces]:
-    store = MemoryStore(clock=Clock())
+    store = MemoryStore(clock=ManualClock())
     registry = ToolRegistry(store=store)
     registry.scan(ExampleTools(store))
     runs: list[str] = []

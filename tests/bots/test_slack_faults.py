@@ -3,11 +3,13 @@ the state moves on at once, the tool runs once, the cards converge when the API 
 
 from __future__ import annotations
 
-from .conftest_slack import ALICE, APPROVERS, MARIA, WORK, Clock, Tools, memory_assistant, slack_world
+from milpa_chat.testing import ManualClock
+
+from .conftest_slack import ALICE, APPROVERS, MARIA, WORK, Tools, memory_assistant, slack_world
 
 
 async def test_cards_converge_after_chat_update_failed_for_a_while() -> None:
-    tools, clock = Tools(), Clock()
+    tools, clock = Tools(), ManualClock()
     async with slack_world(memory_assistant(tools, clock)) as world:
         await world.command("pay ACME 25", user=ALICE)
         mine, group = world.last(WORK), world.last(APPROVERS)

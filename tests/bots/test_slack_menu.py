@@ -11,8 +11,9 @@ from typing import Annotated
 import pytest
 
 from milpa_chat.command import Because, Needs, Operation, Reads, RegistryProjector, operation
+from milpa_chat.testing import ManualClock
 
-from .conftest_slack import ALICE, EVE, MARIA, WORK, Clock, SlackWorld, Tools, memory_assistant, slack_world
+from .conftest_slack import ALICE, EVE, MARIA, WORK, SlackWorld, Tools, memory_assistant, slack_world
 
 
 class Order(Enum):
@@ -41,7 +42,7 @@ VACUUM = Operation("notes:vacuum", "Compact the notes file.", lambda: {"ok": Tru
 
 @pytest.fixture
 async def world() -> AsyncIterator[SlackWorld]:
-    assistant = memory_assistant(Tools(slow_seconds=0.1), Clock())
+    assistant = memory_assistant(Tools(slow_seconds=0.1), ManualClock())
     RegistryProjector(assistant.registry).register(FindNotes, VACUUM)
     async with slack_world(assistant) as w:
         yield w

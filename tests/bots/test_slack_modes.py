@@ -20,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from milpa_chat.bots.slack import SlackBot
 from milpa_chat.errors import MissingExtraError
+from milpa_chat.testing import ManualClock, eventually
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, SlackPayloads
 
 from .conftest_slack import (
@@ -30,10 +31,8 @@ from .conftest_slack import (
     TEAM,
     TOKEN,
     WORK,
-    Clock,
     Tools,
     button,
-    eventually,
     memory_assistant,
 )
 
@@ -66,7 +65,7 @@ async def uvicorn_serving(asgi: Any) -> AsyncIterator[str]:
 
 
 async def test_behind_uvicorn_the_asgi_app_serves_the_flows_and_runs_the_sweeper(api: SlackApiServer) -> None:
-    tools, clock = Tools(), Clock()
+    tools, clock = Tools(), ManualClock()
     bot = SlackBot(memory_assistant(tools, clock), TOKEN, SECRET, api.base_url, sweep_interval=0.05)
     async with uvicorn_serving(bot.asgi) as url, SlackEvents(url, SECRET, api=api) as slack:
         resp = await slack.command("/milpa", "delete_note 3", user=ALICE, channel=WORK)
@@ -150,7 +149,7 @@ class SocketModeEndpoint:
 
 async def test_socket_mode_needs_no_signing_secret_and_runs_every_flow(api: SlackApiServer) -> None:
     tools = Tools()
-    bot = SlackBot(memory_assistant(tools, Clock()), TOKEN, base_url=api.base_url, app_token=APP_TOKEN)
+    bot = SlackBot(memory_assistant(tools, ManualClock()), TOKEN, base_url=api.base_url, app_token=APP_TOKEN)
     payloads = SlackPayloads(api=api)
     async with SocketModeEndpoint(APP_TOKEN) as slack:
         handler = bot.socket_mode_handler(AsyncWebClient(base_url=slack.base_url))
@@ -180,7 +179,7 @@ async def test_socket_mode_needs_no_signing_secret_and_runs_every_flow(api: Slac
 
 
 def test_missing_credentials_are_named_with_where_to_find_them() -> None:
-    assistant = memory_assistant(Tools(), Clock())
+    assistant = memory_assistant(Tools(), ManualClock())
     with pytest.raises(ValueError, match="bot_token: the Bot User OAuth Token"):
         SlackBot(assistant, "", SECRET)
     with pytest.raises(ValueError, match=r"needs signing_secret .* or app_token"):
@@ -197,7 +196,7 @@ def test_missing_credentials_are_named_with_where_to_find_them() -> None:
 def test_without_the_slack_extra_the_error_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "slack_bolt", None)  # as if slack-bolt were not installed
     with pytest.raises(MissingExtraError, match=r'pip install "milpa-chat\[slack\]"'):
-        SlackBot(memory_assistant(Tools(), Clock()), TOKEN, SECRET)
+        SlackBot(memory_assistant(Tools(), ManualClock()), TOKEN, SECRET)
 
 
 def test_importing_the_adapters_imports_no_slack_sdk() -> None:

@@ -19,10 +19,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.telegram_assistant import EXAMPLE_IDENTITIES
 from milpa_chat.bots.slack import SlackBot
-from milpa_chat.testing import BotApiServer, TelegramUser
+from milpa_chat.testing import BotApiServer, ManualClock, TelegramUser
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents
 
-from .conftest_slack import ALICE, APPROVERS, SECRET, TEAM, TOKEN, WORK, Clock, Tools, memory_assistant
+from .conftest_slack import ALICE, APPROVERS, SECRET, TEAM, TOKEN, WORK, Tools, memory_assistant
 from .test_slack_assistant import run_env
 from .test_slack_modes import APP_TOKEN, SocketModeEndpoint
 
@@ -131,7 +131,7 @@ async def test_sigterm_drains_the_slack_http_mode_work_in_flight_and_exits_0(tmp
 async def test_serve_returns_the_bound_port_and_stop_drains(caplog: pytest.LogCaptureFixture) -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work"}) as api:
         tools = Tools(slow_seconds=0.5)
-        bot = SlackBot(memory_assistant(tools, Clock()), TOKEN, SECRET, api.base_url)
+        bot = SlackBot(memory_assistant(tools, ManualClock()), TOKEN, SECRET, api.base_url)
         with caplog.at_level(logging.INFO, "milpa_chat.bots.slack"):
             port = await bot.serve(port=0, host="127.0.0.1")
         assert port > 0 and bot.listening == f"http://127.0.0.1:{port}/slack/events"
@@ -145,7 +145,7 @@ async def test_serve_returns_the_bound_port_and_stop_drains(caplog: pytest.LogCa
 async def test_socket_mode_stops_without_an_unclosed_session(caplog: pytest.LogCaptureFixture) -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work"}) as api, \
             SocketModeEndpoint(APP_TOKEN) as endpoint:
-        bot = SlackBot(memory_assistant(Tools(), Clock()), TOKEN, base_url=api.base_url, app_token=APP_TOKEN)
+        bot = SlackBot(memory_assistant(Tools(), ManualClock()), TOKEN, base_url=api.base_url, app_token=APP_TOKEN)
         with caplog.at_level(logging.INFO):
             await bot.connect_socket_mode(AsyncWebClient(base_url=endpoint.base_url))
             assert bot.listening == "Socket Mode"

@@ -9,8 +9,9 @@ import pytest
 
 from milpa_chat.chat import Approval, Assistant
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 
-from .telegram_support import ALICE, APPROVERS, MARIA, Clock, label, running_bot
+from .telegram_support import ALICE, APPROVERS, MARIA, label, running_bot
 
 
 async def settled(assistant: Assistant) -> Approval:
@@ -40,7 +41,7 @@ async def test_a_failed_tap_answer_never_blocks_the_confirmed_run(failure: str) 
 
 
 async def test_cards_converge_after_edits_failed_for_a_while() -> None:
-    clock = Clock()
+    clock = ManualClock()
     async with running_bot(store=MemoryStore(clock=clock), clock=clock) as h:
         await h.say(ALICE, "/send_payment ACME 30")
         group = await h.server.wait_for_message(APPROVERS)

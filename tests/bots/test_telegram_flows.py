@@ -9,8 +9,9 @@ import pytest
 
 from milpa_chat.chat import cards
 from milpa_chat.store.sqlite import SqliteStore
+from milpa_chat.testing import ManualClock
 
-from .telegram_support import ALICE, APPROVERS, BOB, EVE, MARIA, Clock, label, running_bot
+from .telegram_support import ALICE, APPROVERS, BOB, EVE, MARIA, label, running_bot
 
 
 async def test_commands_with_bad_arguments_get_a_clear_error() -> None:
@@ -123,7 +124,7 @@ async def test_reject_tells_the_requester() -> None:
 
 
 async def test_expired_requests_are_edited_and_late_taps_refused() -> None:
-    clock = Clock()
+    clock = ManualClock()
     async with running_bot(clock=clock, sweep_interval=0.05) as h:
         mine = await h.say(ALICE, "/send_payment ACME 3")
         group = await h.server.wait_for_message(APPROVERS)

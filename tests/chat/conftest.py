@@ -8,6 +8,7 @@ import pytest
 from milpa_chat import Param, ToolRegistry, ToolResult, VerifyPolicy, tool
 from milpa_chat.chat import Assistant, ChatUser, Identities
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.transport import RecordingTransport
 
 ALICE = ChatUser("1001", "Alice", "alice")
@@ -18,12 +19,6 @@ STRANGER = ChatUser("9999", "Eve", "eve")
 APPROVERS_CHAT = "-500"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Tools:
@@ -70,8 +65,8 @@ IDENTITIES = {
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
@@ -86,7 +81,7 @@ def make_assistant(tools: Tools, store: Any, identities: dict[str, Any] | None =
 
 
 @pytest.fixture
-def assistant(tools: Tools, clock: Clock) -> Assistant:
+def assistant(tools: Tools, clock: ManualClock) -> Assistant:
     return make_assistant(tools, MemoryStore(clock=clock))
 
 
@@ -97,7 +92,7 @@ def tg(assistant: Assistant) -> RecordingTransport:
     return surface
 
 
-def sqlite_store(path: Path, clock: Clock) -> Any:
+def sqlite_store(path: Path, clock: ManualClock) -> Any:
     from milpa_chat.store.sqlite import SqliteStore
 
     return SqliteStore(str(path), clock=clock)

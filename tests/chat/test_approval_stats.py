@@ -9,12 +9,13 @@ import pytest
 
 from milpa_chat.chat import Assistant
 from milpa_chat.runtime.approval_stats import approver_stats
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.transport import RecordingTransport
 
-from .conftest import ALICE, APPROVERS_CHAT, MANAGER, MANAGER2, Clock, Tools, make_assistant, sqlite_store
+from .conftest import ALICE, APPROVERS_CHAT, MANAGER, MANAGER2, Tools, make_assistant, sqlite_store
 
 
-async def decide_some(assistant: Assistant, tg: RecordingTransport, clock: Clock) -> None:
+async def decide_some(assistant: Assistant, tg: RecordingTransport, clock: ManualClock) -> None:
     for amount, who, word, after in [(1, MANAGER, "Approve", 1.0), (2, MANAGER, "Approve", 2.0),
                                      (3, MANAGER, "Approve", 40.0), (4, MANAGER2, "Reject", 90.0),
                                      (5, MANAGER2, "Approve", 120.0)]:
@@ -23,7 +24,7 @@ async def decide_some(assistant: Assistant, tg: RecordingTransport, clock: Clock
         await tg.tap(assistant, who, tg.last(APPROVERS_CHAT), word)
 
 
-async def test_each_approver_is_shown_how_they_decide(tools: Tools, clock: Clock, tmp_path: Path,
+async def test_each_approver_is_shown_how_they_decide(tools: Tools, clock: ManualClock, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "bot.db"
     assistant = make_assistant(tools, sqlite_store(db, clock))

@@ -8,9 +8,10 @@ from typing import Any
 from milpa_chat import ToolRegistry, VerifyPolicy, tool
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.transport import RecordingTransport
 
-from .conftest import ALICE, APPROVERS_CHAT, BOB, IDENTITIES, MANAGER, MANAGER2, Clock
+from .conftest import ALICE, APPROVERS_CHAT, BOB, IDENTITIES, MANAGER, MANAGER2
 
 
 class Payments:
@@ -32,7 +33,7 @@ class Payments:
 
 def make(identities: dict[str, Any]) -> tuple[Assistant, RecordingTransport, Payments]:
     payments = Payments()
-    registry = ToolRegistry(store=MemoryStore(clock=Clock()))
+    registry = ToolRegistry(store=MemoryStore(clock=ManualClock()))
     registry.scan(payments)
     assistant = Assistant(registry, Identities.from_dict(identities))
     tg = RecordingTransport("telegram")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.transport import RecordingTransport
 
 from .conftest import (
@@ -17,7 +18,6 @@ from .conftest import (
     MANAGER,
     MANAGER2,
     STRANGER,
-    Clock,
     Tools,
     make_assistant,
     sqlite_store,
@@ -166,7 +166,7 @@ async def test_two_approvers_at_the_same_moment_run_it_once(
 
 
 async def test_expiry_edits_the_cards_and_refuses_late_taps(
-    assistant: Assistant, tg: RecordingTransport, tools: Tools, clock: Clock
+    assistant: Assistant, tg: RecordingTransport, tools: Tools, clock: ManualClock
 ) -> None:
     await tg.say(assistant, ALICE, "/pay ACME 3")
     group = tg.last(APPROVERS_CHAT)
@@ -189,7 +189,7 @@ async def test_pagination_buttons_edit_in_place(assistant: Assistant, tg: Record
     assert "Only the person who ran this" in tg.answers_to(BOB)[-1]
 
 
-async def test_restart_between_request_and_decision(tools: Tools, clock: Clock, tmp_path: Path) -> None:
+async def test_restart_between_request_and_decision(tools: Tools, clock: ManualClock, tmp_path: Path) -> None:
     db = tmp_path / "bot.db"
     first = make_assistant(tools, sqlite_store(db, clock))
     tg1 = RecordingTransport("telegram")
@@ -206,7 +206,7 @@ async def test_restart_between_request_and_decision(tools: Tools, clock: Clock, 
     await second.store.close()
 
 
-async def test_cross_surface_approval(tools: Tools, clock: Clock) -> None:
+async def test_cross_surface_approval(tools: Tools, clock: ManualClock) -> None:
     identities = {**IDENTITIES, "approvers": {"telegram": [APPROVERS_CHAT], "slack": ["C-APPROVE"]}}
     assistant = make_assistant(tools, MemoryStore(clock=clock), identities)
     tg, slack = RecordingTransport("telegram"), RecordingTransport("slack")
@@ -295,7 +295,7 @@ class FlakySurface(RecordingTransport):
         return await super().send(chat_id, message)
 
 
-async def test_a_card_whose_send_failed_gets_the_outcome_once_decided(tools: Tools, clock: Clock) -> None:
+async def test_a_card_whose_send_failed_gets_the_outcome_once_decided(tools: Tools, clock: ManualClock) -> None:
     identities = {**IDENTITIES, "approvers": {"telegram": [APPROVERS_CHAT], "slack": ["C-APPROVE"]}}
     assistant = make_assistant(tools, MemoryStore(clock=clock), identities)
     tg, slack = RecordingTransport("telegram"), FlakySurface("slack")

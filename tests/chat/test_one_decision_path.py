@@ -9,9 +9,10 @@ from milpa_chat.chat import Assistant
 from milpa_chat.chat.inbound import Inbound
 from milpa_chat.renderers.model import Message
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.transport import RecordingTransport
 
-from .conftest import ALICE, APPROVERS_CHAT, BOB, MANAGER, MANAGER2, Clock, Tools, make_assistant
+from .conftest import ALICE, APPROVERS_CHAT, BOB, MANAGER, MANAGER2, Tools, make_assistant
 
 
 class PagingTools(Tools):
@@ -73,7 +74,7 @@ async def test_resolve_through_the_registry_is_the_same_decision(
     assert "rejected by Maria" in tg.last(ALICE.id).text and tools.paid == []
 
 
-async def test_request_verification_from_chat_reaches_the_approvers(tools: Tools, clock: Clock) -> None:
+async def test_request_verification_from_chat_reaches_the_approvers(tools: Tools, clock: ManualClock) -> None:
     identities = {"roles": {}, "users": {"telegram:1001": ["verification:request"],
                                          "telegram:2001": ["verification:approve"]},
                   "defaults": {"scopes": []}, "approvers": {"telegram": [APPROVERS_CHAT]}}
@@ -89,7 +90,7 @@ async def test_request_verification_from_chat_reaches_the_approvers(tools: Tools
     assert "was approved by Maria" in tg.last(ALICE.id).text
 
 
-async def test_a_failing_tap_answer_never_blocks_an_approved_action(tools: Tools, clock: Clock) -> None:
+async def test_a_failing_tap_answer_never_blocks_an_approved_action(tools: Tools, clock: ManualClock) -> None:
     assistant = make_assistant(tools, MemoryStore(clock=clock))
     tg = FlakyAnswers("telegram")
     assistant.attach(tg)
@@ -101,7 +102,7 @@ async def test_a_failing_tap_answer_never_blocks_an_approved_action(tools: Tools
     assert approval.state == "executed" and approval.effects() == []
 
 
-async def test_paging_works_after_a_confirmation(tools: Tools, clock: Clock) -> None:
+async def test_paging_works_after_a_confirmation(tools: Tools, clock: ManualClock) -> None:
     tools = PagingTools()
     assistant = make_assistant(tools, MemoryStore(clock=clock))
     tg = RecordingTransport("telegram")
@@ -145,7 +146,7 @@ async def test_cancelling_a_card_kills_its_token(assistant: Assistant, tg: Recor
     assert "Cancelled" in card.text
 
 
-async def test_cards_converge_after_the_platform_recovers(tools: Tools, clock: Clock) -> None:
+async def test_cards_converge_after_the_platform_recovers(tools: Tools, clock: ManualClock) -> None:
     assistant = make_assistant(tools, MemoryStore(clock=clock))
     tg = FlakyEdits("telegram", failures=4)
     assistant.attach(tg)
@@ -166,7 +167,7 @@ async def test_cards_converge_after_the_platform_recovers(tools: Tools, clock: C
     assert group.buttons == () and "Done" in group.text and mine.buttons == () and "Done" in mine.text
 
 
-async def test_a_card_never_sent_is_sent_by_the_sweep(tools: Tools, clock: Clock) -> None:
+async def test_a_card_never_sent_is_sent_by_the_sweep(tools: Tools, clock: ManualClock) -> None:
     store = MemoryStore(clock=clock)
     crashed = make_assistant(tools, store)
     crashed.attach(RecordingTransport("telegram"))
@@ -186,7 +187,7 @@ async def test_a_card_never_sent_is_sent_by_the_sweep(tools: Tools, clock: Clock
     assert tools.paid == [("ACME", 14.0)] and "Paid" not in group.text and "Done" in group.text
 
 
-async def test_a_lost_run_becomes_effect_uncertain_and_a_person_decides(tools: Tools, clock: Clock) -> None:
+async def test_a_lost_run_becomes_effect_uncertain_and_a_person_decides(tools: Tools, clock: ManualClock) -> None:
     store = MemoryStore(clock=clock)
     assistant = make_assistant(tools, store)
     tg = RecordingTransport("telegram")
@@ -209,7 +210,7 @@ async def test_a_lost_run_becomes_effect_uncertain_and_a_person_decides(tools: T
     assert approval.state == "executed" and approval.attempt == 2
 
 
-async def test_mark_as_done_settles_without_running(tools: Tools, clock: Clock) -> None:
+async def test_mark_as_done_settles_without_running(tools: Tools, clock: ManualClock) -> None:
     assistant = make_assistant(tools, MemoryStore(clock=clock))
     tg = RecordingTransport("telegram")
     assistant.attach(tg)
@@ -225,7 +226,7 @@ async def test_mark_as_done_settles_without_running(tools: Tools, clock: Clock) 
 
 
 async def test_a_decision_from_the_command_line_is_carried_out_by_the_assistant(
-    tools: Tools, clock: Clock, tmp_path: Any, capsys: Any
+    tools: Tools, clock: ManualClock, tmp_path: Any, capsys: Any
 ) -> None:
     from milpa_chat.cli import main
     from milpa_chat.store.sqlite import SqliteStore
@@ -266,7 +267,7 @@ async def test_the_card_shows_what_will_run_and_its_digest(
     assert tools.paid == [("ACME", 17.5)] and "On Approve" not in group.text
 
 
-async def test_the_card_says_what_the_tool_can_do_from_what_it_declares(tools: Tools, clock: Clock) -> None:
+async def test_the_card_says_what_the_tool_can_do_from_what_it_declares(tools: Tools, clock: ManualClock) -> None:
     from milpa_chat.command import Externality, Mutates, Mutation, RegistryProjector, Reversibility, operation
 
     @operation("accounts:close", "Close a customer account.")

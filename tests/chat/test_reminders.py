@@ -11,9 +11,10 @@ import pytest
 from milpa_chat import ToolRegistry, VerifyPolicy, tool
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.errors import DeclarationError
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.transport import RecordingTransport
 
-from .conftest import ALICE, APPROVERS_CHAT, IDENTITIES, MANAGER2, Clock, sqlite_store
+from .conftest import ALICE, APPROVERS_CHAT, IDENTITIES, MANAGER2, sqlite_store
 
 ESCALATION_CHAT = "-700"
 
@@ -41,7 +42,7 @@ def make(store: Any, payments: Payments) -> tuple[Assistant, RecordingTransport]
 
 
 async def test_reminders_then_escalation_once_each_across_a_restart(tmp_path: Path) -> None:
-    clock, payments, db = Clock(), Payments(), tmp_path / "bot.db"
+    clock, payments, db = ManualClock(), Payments(), tmp_path / "bot.db"
     first, tg = make(sqlite_store(db, clock), payments)
     await tg.say(first, ALICE, "/pay ACME 20")
     assert len(tg.in_chat(APPROVERS_CHAT)) == 1
@@ -77,7 +78,7 @@ async def test_reminders_then_escalation_once_each_across_a_restart(tmp_path: Pa
 
 
 async def test_a_late_sweep_reminds_once_and_expiry_still_ends_it(tmp_path: Path) -> None:
-    clock, payments = Clock(), Payments()
+    clock, payments = ManualClock(), Payments()
     assistant, tg = make(sqlite_store(tmp_path / "bot.db", clock), payments)
     await tg.say(assistant, ALICE, "/pay ACME 5")
     clock.now += 200  # both reminder times passed while no worker ran
@@ -104,7 +105,7 @@ async def test_the_sweeper_purges_what_has_expired(tmp_path: Path) -> None:
     import asyncio
     import sqlite3
 
-    clock, payments, db = Clock(), Payments(), tmp_path / "bot.db"
+    clock, payments, db = ManualClock(), Payments(), tmp_path / "bot.db"
     assistant, _ = make(sqlite_store(db, clock), payments)
     for i in range(5):
         await assistant.store.insert("deliveries", f"telegram:{i}", {"chat": "1"}, ttl=60)

@@ -12,6 +12,7 @@ from milpa_chat.chat import Assistant, ChatUser, Identities
 from milpa_chat.gateway import ChatAgent, LlmService
 from milpa_chat.store import MemoryStore
 from milpa_chat.store.sqlite import SqliteStore
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.llm import FakeOpenAIServer, ScriptedToolCall
 from milpa_chat.testing.transport import RecordingTransport
 
@@ -29,12 +30,6 @@ IDENTITIES = {
 MakeLlm = Callable[..., LlmService]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make_bot(llm: LlmService, notes: Notes, store: Any, **options: Any) -> tuple[Assistant, ChatAgent]:
@@ -49,8 +44,8 @@ def notes() -> Notes:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
@@ -67,7 +62,7 @@ async def oa_llm(oa: FakeOpenAIServer) -> AsyncIterator[LlmService]:
 
 
 @pytest.fixture
-def bot(oa_llm: LlmService, notes: Notes, clock: Clock) -> tuple[Assistant, ChatAgent, RecordingTransport]:
+def bot(oa_llm: LlmService, notes: Notes, clock: ManualClock) -> tuple[Assistant, ChatAgent, RecordingTransport]:
     assistant, agent = make_bot(oa_llm, notes, MemoryStore(clock=clock))
     tg = RecordingTransport("telegram")
     assistant.attach(tg)
@@ -77,7 +72,9 @@ def bot(oa_llm: LlmService, notes: Notes, clock: Clock) -> tuple[Assistant, Chat
 Bot = tuple[Assistant, ChatAgent, RecordingTransport]
 
 
-async def test_confirm_pause_button_resume(server: FakeServer, make_llm: MakeLlm, notes: Notes, clock: Clock) -> None:
+async def test_confirm_pause_button_resume(
+    server: FakeServer, make_llm: MakeLlm, notes: Notes, clock: ManualClock
+) -> None:
     assistant, agent = make_bot(make_llm(), notes, MemoryStore(clock=clock))
     tg = RecordingTransport("telegram")
     assistant.attach(tg)
@@ -128,7 +125,7 @@ async def test_verification_rejected_and_approved(bot: Bot, oa: FakeOpenAIServer
     assert "resolve_verification" not in tool_names(oa.bodies[0])  # approving is for people
 
 
-async def test_expiry_goes_back_to_the_model(bot: Bot, oa: FakeOpenAIServer, notes: Notes, clock: Clock) -> None:
+async def test_expiry_goes_back_to_the_model(bot: Bot, oa: FakeOpenAIServer, notes: Notes, clock: ManualClock) -> None:
     assistant, _, tg = bot
     oa.reply_tool_call("delete_note", {"note_id": 3}, id="d").reply_text("The request expired; nothing changed.")
     await tg.say(assistant, ALICE, "delete note 3")
@@ -159,7 +156,7 @@ async def test_two_confirmations_in_one_step_are_asked_one_after_the_other(
 
 
 async def test_restart_between_pause_and_decision(
-    oa: FakeOpenAIServer, notes: Notes, clock: Clock, tmp_path: Path
+    oa: FakeOpenAIServer, notes: Notes, clock: ManualClock, tmp_path: Path
 ) -> None:
     db = str(tmp_path / "bot.db")
     oa.reply_tool_call("delete_note", {"note_id": 2}, id="d").reply_text("Done: note 2 is gone.")

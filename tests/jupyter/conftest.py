@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from milpa_chat import Param, ToolRegistry, ToolResult, VerifyPolicy, tool
 from milpa_chat.chat import Assistant, ChatUser, Identities
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 from milpa_chat.testing.transport import RecordingTransport
 
 ANA = ChatUser("1001", "Ana", "ana")
@@ -17,12 +18,6 @@ BOB = ChatUser("2002", "Bob", "bob")
 APPROVERS_CHAT = "-500"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Filters(BaseModel):
@@ -105,12 +100,12 @@ def registry(tools: Tools) -> ToolRegistry:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def assistant(tools: Tools, clock: Clock) -> Assistant:
+def assistant(tools: Tools, clock: ManualClock) -> Assistant:
     registry = ToolRegistry(store=MemoryStore(clock=clock))
     registry.scan(tools)
     return Assistant(registry, Identities.from_dict(IDENTITIES), approval_ttl=600)
@@ -122,14 +117,6 @@ def telegram(assistant: Assistant) -> RecordingTransport:
     assistant.attach(surface)
     return surface
 
-
-async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    """Wait (without blocking the loop) until ``condition()`` holds."""
-    for _ in range(int(seconds / 0.02)):
-        if condition():
-            return
-        await asyncio.sleep(0.02)
-    raise TimeoutError(f"condition not met within {seconds} s")
 
 
 @pytest.fixture

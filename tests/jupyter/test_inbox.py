@@ -10,9 +10,10 @@ import pytest
 from milpa_chat.chat import Assistant, Inbound
 from milpa_chat.jupyter import ApprovalInbox
 from milpa_chat.renderers import CliRenderer
+from milpa_chat.testing import ManualClock, eventually
 from milpa_chat.testing.transport import RecordedMessage, RecordingTransport
 
-from .conftest import ANA, APPROVERS_CHAT, BOB, Clock, Tools, until
+from .conftest import ANA, APPROVERS_CHAT, BOB, Tools
 
 
 async def ask_to_pay(assistant: Assistant, telegram: RecordingTransport, amount: int = 120) -> RecordedMessage:
@@ -85,9 +86,9 @@ async def test_a_decision_made_in_telegram_shows_up_by_itself(
 ) -> None:
     inbox = open_inbox(assistant, closing, refresh_every=0.05)
     card = await ask_to_pay(assistant, telegram)
-    await until(lambda: bool(inbox.pending))     # no refresh() call: the inbox polls the store
+    await eventually(lambda: bool(inbox.pending))     # no refresh() call: the inbox polls the store
     await telegram.tap(assistant, BOB, telegram.find(APPROVERS_CHAT, card.message_id), "Approve")
-    await until(lambda: not inbox.pending)
+    await eventually(lambda: not inbox.pending)
     assert "Approved by Bob via Telegram" in inbox.decided[0].text
     assert tools.paid == [("Luis", 120.0)]
 
@@ -141,7 +142,7 @@ async def test_losing_the_scope_takes_requests_out_of_the_inbox(
 
 
 async def test_overdue_requests_expire_and_their_cards_say_so(
-    assistant: Assistant, telegram: RecordingTransport, clock: Clock, closing: list[Any]
+    assistant: Assistant, telegram: RecordingTransport, clock: ManualClock, closing: list[Any]
 ) -> None:
     inbox = open_inbox(assistant, closing)
     card = await ask_to_pay(assistant, telegram)
@@ -185,7 +186,7 @@ async def test_a_notebook_users_own_confirm_request_is_confirmed_in_their_inbox(
 
 
 async def test_a_run_that_did_not_report_back_waits_in_the_inbox_with_its_choice(
-    assistant: Assistant, telegram: RecordingTransport, tools: Tools, clock: Clock, closing: list[Any]
+    assistant: Assistant, telegram: RecordingTransport, tools: Tools, clock: ManualClock, closing: list[Any]
 ) -> None:
     from milpa_chat.runtime import ToolContext
 

@@ -4,7 +4,6 @@ endpoints, so a test can act through the page's HTTP API and then read the local
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ import uvicorn
 
 from milpa_chat.playground.app import Playground, create_app
 from milpa_chat.playground.world import World
+from milpa_chat.testing import eventually
 
 WAIT = 15.0
 
@@ -42,13 +42,9 @@ class Served:
             return await resp.json()
 
     async def until(self, check: Callable[[], Any], what: str) -> Any:
-        deadline = time.monotonic() + WAIT
-        while True:
-            found = check()
-            if found:
-                return found
-            assert time.monotonic() < deadline, f"no {what} within {WAIT} s"
-            await asyncio.sleep(0.05)
+        """``check()``'s first truthy result, re-checked after each call the playground's servers record."""
+        world = self.play.world
+        return await eventually(check, WAIT, what=what, on=[world.telegram, world.slack_api])
 
 
 @asynccontextmanager

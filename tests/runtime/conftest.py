@@ -7,19 +7,7 @@ import pytest
 
 from milpa_chat import Param, ToolContext, ToolRegistry, ToolResult, tool
 from milpa_chat.store import MemoryStore
-
-
-class Clock:
-    """A controllable clock for expiry tests."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from milpa_chat.testing import ManualClock
 
 
 class NoteTools:
@@ -49,8 +37,8 @@ class NoteTools:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
@@ -59,7 +47,7 @@ def notes() -> NoteTools:
 
 
 @pytest.fixture
-def registry(notes: NoteTools, clock: Clock) -> ToolRegistry:
+def registry(notes: NoteTools, clock: ManualClock) -> ToolRegistry:
     reg = ToolRegistry(store=MemoryStore(clock=clock))
     reg.scan(notes)
     return reg

@@ -11,8 +11,7 @@ import pytest
 from milpa_chat import ErrorCode, ToolContext, ToolRegistry, VerifyPolicy, tool
 from milpa_chat.runtime import ApprovalRefused, HumanVerifier
 from milpa_chat.store import MemoryStore, SqliteStore
-
-from .conftest import Clock
+from milpa_chat.testing import ManualClock
 
 CLERK = ToolContext.telegram(1, 100, ["payments:send", "notes:write"])
 MANAGER = ToolContext.telegram(1, 200, ["payments:approve"])
@@ -66,7 +65,7 @@ async def test_concurrent_replays_after_one_grant_run_once_on_sqlite(tmp_path: P
     await store.close()
 
 
-async def test_a_cancelled_or_expired_token_is_dead_even_when_the_clock_steps_back(clock: Clock) -> None:
+async def test_a_cancelled_or_expired_token_is_dead_even_when_the_clock_steps_back(clock: ManualClock) -> None:
     registry, tools = make(MemoryStore(clock=clock))
     asked = await registry.call("delete_note", {"note_id": 1}, CLERK)
     assert await registry.confirmations.cancel(asked.confirm_token or "", CLERK)
@@ -81,7 +80,7 @@ async def test_a_cancelled_or_expired_token_is_dead_even_when_the_clock_steps_ba
     assert replay.error == "Invalid or expired confirmation token" and tools.keys == []
 
 
-async def test_a_token_is_redeemed_by_its_owner_for_its_tool_only(clock: Clock) -> None:
+async def test_a_token_is_redeemed_by_its_owner_for_its_tool_only(clock: ManualClock) -> None:
     registry, tools = make(MemoryStore(clock=clock))
     asked = await registry.call("delete_note", {"note_id": 3}, CLERK)
     token = asked.confirm_token
@@ -94,7 +93,7 @@ async def test_a_token_is_redeemed_by_its_owner_for_its_tool_only(clock: Clock) 
     assert approval is not None and approval.state == "executed" and approval.data["decided_via"] == "telegram"
 
 
-async def test_a_lease_that_ends_without_a_result_becomes_effect_uncertain(clock: Clock) -> None:
+async def test_a_lease_that_ends_without_a_result_becomes_effect_uncertain(clock: ManualClock) -> None:
     registry, tools = make(MemoryStore(clock=clock))
     rid = (await registry.call("pay", {"to": "ACME", "amount": 7}, CLERK)).data["request_id"]
     await registry.verifier.grant(rid, MANAGER)
@@ -112,7 +111,7 @@ async def test_a_lease_that_ends_without_a_result_becomes_effect_uncertain(clock
     assert settled.state == "executed" and tools.paid == []
 
 
-async def test_an_idempotent_tool_is_retried_after_its_lease_ends(clock: Clock) -> None:
+async def test_an_idempotent_tool_is_retried_after_its_lease_ends(clock: ManualClock) -> None:
     registry = ToolRegistry(store=MemoryStore(clock=clock), approval_lease=60)
     runs: list[str | None] = []
 
@@ -160,7 +159,7 @@ async def test_quorum_votes_under_contention_are_each_recorded_once(tmp_path: Pa
     (MANAGER, "launch", "Unknown decision"),
 ])
 async def test_the_decision_function_refuses_with_a_reason_and_changes_nothing(
-    clock: Clock, who: ToolContext, decision: str, message: str
+    clock: ManualClock, who: ToolContext, decision: str, message: str
 ) -> None:
     registry, tools = make(MemoryStore(clock=clock))
     rid = (await registry.call("pay", {"to": "ACME", "amount": 1}, CLERK)).data["request_id"]
@@ -171,7 +170,7 @@ async def test_the_decision_function_refuses_with_a_reason_and_changes_nothing(
     assert before is not None and after is not None and after.version == before.version and tools.paid == []
 
 
-async def test_unknown_and_overdue_requests_are_refused(clock: Clock) -> None:
+async def test_unknown_and_overdue_requests_are_refused(clock: ManualClock) -> None:
     registry, tools = make(MemoryStore(clock=clock))
     with pytest.raises(ApprovalRefused, match="Unknown request") as unknown:
         await registry.approvals.decide("0" * 32, "approve", MANAGER)
@@ -185,7 +184,7 @@ async def test_unknown_and_overdue_requests_are_refused(clock: Clock) -> None:
     assert stored is not None and stored.state == "expired" and stored.due is None and tools.paid == []
 
 
-async def test_the_sweep_reads_only_what_is_due(clock: Clock) -> None:
+async def test_the_sweep_reads_only_what_is_due(clock: ManualClock) -> None:
     class Counting(MemoryStore):
         scans = 0
 
@@ -212,7 +211,7 @@ def test_a_verifier_without_a_store_keeps_requests_in_memory() -> None:
     assert asyncio.run(run()) == "approved"
 
 
-async def test_every_change_of_an_approval_is_audited(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_every_change_of_an_approval_is_audited(clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
     registry, _ = make(MemoryStore(clock=clock))

@@ -8,8 +8,9 @@ from typing import Any
 from milpa_chat import ErrorCode, ToolContext, ToolRegistry, ToolResult
 from milpa_chat.runtime import EventDispatcher, PolicyGate, PolicyRule
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 
-from .conftest import Clock, NoteTools
+from .conftest import NoteTools
 
 
 async def test_confirm_round_trip_runs_the_snapshotted_arguments_once(
@@ -29,7 +30,7 @@ async def test_confirm_round_trip_runs_the_snapshotted_arguments_once(
     assert notes.deleted == [1]
 
 
-async def test_token_expires(registry: ToolRegistry, notes: NoteTools, writer: ToolContext, clock: Clock) -> None:
+async def test_token_expires(registry: ToolRegistry, notes: NoteTools, writer: ToolContext, clock: ManualClock) -> None:
     token = (await registry.call("delete_note", {"note_id": 1}, writer)).confirm_token
     clock.advance(61)
     r = await registry.call("delete_note", {"confirm_token": token}, writer)
@@ -150,7 +151,7 @@ class Rules:
         return self.rule
 
 
-async def test_rule_provider_deny_allow_scopes_and_failure(notes: NoteTools, clock: Clock) -> None:
+async def test_rule_provider_deny_allow_scopes_and_failure(notes: NoteTools, clock: ManualClock) -> None:
     gate = PolicyGate()
     reg = ToolRegistry(store=MemoryStore(clock=clock), policy=gate)
     reg.scan(notes)

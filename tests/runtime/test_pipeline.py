@@ -12,8 +12,9 @@ import pytest
 from milpa_chat import ErrorCode, ToolContext, ToolError, ToolRegistry, ToolResult, tool
 from milpa_chat.runtime import RateLimiter
 from milpa_chat.store import MemoryStore
+from milpa_chat.testing import ManualClock
 
-from .conftest import Clock, NoteTools
+from .conftest import NoteTools
 
 
 async def test_unknown_tool_is_a_typed_error_with_suggestions(registry: ToolRegistry) -> None:
@@ -130,7 +131,7 @@ async def test_plan_mode_validates_and_authorizes_but_never_runs(
     assert denied.code == ErrorCode.FORBIDDEN
 
 
-async def test_rate_limit_per_channel_principal_tool(clock: Clock) -> None:
+async def test_rate_limit_per_channel_principal_tool(clock: ManualClock) -> None:
     store = MemoryStore(clock=clock)
     reg = ToolRegistry(store=store, rate_limiter=RateLimiter(store, limit=3, window=10))
     reg.scan(NoteTools())
@@ -147,7 +148,7 @@ async def test_rate_limit_per_channel_principal_tool(clock: Clock) -> None:
     assert (await reg.call("list_notes", {}, a)).success
 
 
-async def test_mutating_calls_cost_more(clock: Clock) -> None:
+async def test_mutating_calls_cost_more(clock: ManualClock) -> None:
     store = MemoryStore(clock=clock)
     reg = ToolRegistry(store=store, rate_limiter=RateLimiter(store, limit=10, window=60))
     reg.scan(NoteTools())

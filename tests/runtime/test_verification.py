@@ -10,8 +10,7 @@ import pytest
 from milpa_chat import ErrorCode, ToolContext, ToolRegistry, VerifyPolicy, tool
 from milpa_chat.runtime import HumanVerifier, VerificationRefused, VerificationTool
 from milpa_chat.store import MemoryStore
-
-from .conftest import Clock
+from milpa_chat.testing import ManualClock
 
 WORKER = ToolContext.mcp("r", "agent:worker", ["tasks:write"])
 REVIEWER = ToolContext.mcp("r", "agent:reviewer", ["tasks:write", "verification:resolve"])
@@ -19,7 +18,7 @@ REVIEWER2 = ToolContext.mcp("r", "agent:reviewer2", ["verification:resolve"])
 
 
 @pytest.fixture
-def vreg(clock: Clock) -> ToolRegistry:
+def vreg(clock: ManualClock) -> ToolRegistry:
     reg = ToolRegistry(store=MemoryStore(clock=clock))
     VerificationTool(reg.verifier, resolve_scopes=["verification:resolve"]).register(reg)
     return reg
@@ -88,7 +87,7 @@ async def test_dual_policy_needs_two_distinct_approvers(vreg: ToolRegistry) -> N
     assert two.data["status"] == "passed"
 
 
-async def test_fifty_approvers_at_once_decide_once(clock: Clock) -> None:
+async def test_fifty_approvers_at_once_decide_once(clock: ManualClock) -> None:
     store = MemoryStore(clock=clock)
     verifier = HumanVerifier(store)
     req = await verifier.request("s", WORKER)
@@ -109,7 +108,7 @@ async def test_fifty_approvers_at_once_decide_once(clock: Clock) -> None:
     assert len(granted) == (1 if final.state == "approved" else 0)
 
 
-async def test_expiry(clock: Clock) -> None:
+async def test_expiry(clock: ManualClock) -> None:
     verifier = HumanVerifier(MemoryStore(clock=clock))
     req = await verifier.request("s", WORKER, policy=VerifyPolicy(expires_in=60))
     clock.advance(61)
@@ -133,7 +132,7 @@ class Payments:
         return {"paid": amount, "to": to}
 
 
-async def test_verify_tool_opens_a_request_and_runs_the_approved_arguments_once(clock: Clock) -> None:
+async def test_verify_tool_opens_a_request_and_runs_the_approved_arguments_once(clock: ManualClock) -> None:
     payments = Payments()
     reg = ToolRegistry(store=MemoryStore(clock=clock))
     reg.scan(payments)
