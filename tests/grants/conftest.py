@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from milpa_chat.store import MemoryStore, Store
+from milpa_chat.testing import ManualClock
 from tests.grants import house
-from tests.store.conftest import FakeClock, pg_schema, postgres_dsn
+from tests.store.conftest import pg_schema, postgres_dsn
 
 __all__ = ["pg_schema", "postgres_dsn"]
 
@@ -21,12 +22,12 @@ def _fresh_house() -> None:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> ManualClock:
+    return ManualClock(1_700_000_000.0)
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def opener(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Callable[[], Store]:
+def opener(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -> Callable[[], Store]:
     """``opener()`` opens the backend's store on the test clock; durable ones give new objects on the same data."""
     if request.param == "memory":
         shared: dict[str, MemoryStore] = {}

@@ -10,6 +10,7 @@ import pytest
 from milpa_chat.runtime import ApprovalRefused, ToolContext
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import Store
+from milpa_chat.testing import ManualClock
 from tests.grants.house import (
     APPROVER,
     NOBODY,
@@ -21,7 +22,6 @@ from tests.grants.house import (
     measured,
     signed,
 )
-from tests.store.conftest import FakeClock
 
 CLEAN = {"archive": "clean.tgz", "channel": "stable"}
 
@@ -129,7 +129,7 @@ async def test_superseding_a_suspended_grant_must_say_what_it_lifts(store: Store
     assert (await desk.get(first)).state == "superseded"  # type: ignore[union-attr]
 
 
-async def test_an_expired_grant_lends_nothing(store: Store, clock: FakeClock) -> None:
+async def test_an_expired_grant_lends_nothing(store: Store, clock: ManualClock) -> None:
     from datetime import timedelta
 
     from milpa_chat.standing.records import when
@@ -141,7 +141,7 @@ async def test_an_expired_grant_lends_nothing(store: Store, clock: FakeClock) ->
     assert (await registry.call("release_publish", CLEAN, REQUESTER)).meta.get("requires_verification") is True
 
 
-async def test_a_silent_falsifier_watcher_lends_nothing(store: Store, clock: FakeClock) -> None:
+async def test_a_silent_falsifier_watcher_lends_nothing(store: Store, clock: ManualClock) -> None:
     registry, desk = house(store)
     await measured(registry, "clean.tgz")
     await signed(desk)

@@ -14,28 +14,18 @@ from typing import Any
 import pytest
 
 from milpa_chat.store import MemoryStore, Store
+from milpa_chat.testing import ManualClock
 from tests.conftest import POSTGRES_DSN, REQUIRE_POSTGRES
 
 BACKENDS = ["memory", "sqlite", "postgres"]
 DURABLE = ["sqlite", "postgres"]
 
 
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> ManualClock:
+    return ManualClock(1_700_000_000.0)
 
 
 @pytest.fixture(scope="session")
@@ -105,7 +95,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., Stor
 
 
 @pytest.fixture
-async def store(opener: Callable[..., Store], clock: FakeClock) -> AsyncIterator[Store]:
+async def store(opener: Callable[..., Store], clock: ManualClock) -> AsyncIterator[Store]:
     """A store of the test's backend, on the controllable clock."""
     instance = opener(clock=clock)
     yield instance

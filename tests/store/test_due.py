@@ -9,13 +9,14 @@ import pytest
 
 from milpa_chat.errors import StoreError
 from milpa_chat.store import KEEP, Store
-from tests.store.conftest import BACKENDS, FakeClock, admin_sql
+from milpa_chat.testing import ManualClock
+from tests.store.conftest import BACKENDS, admin_sql
 
 every_backend = pytest.mark.parametrize("opener", BACKENDS, indirect=True)
 
 
 @every_backend
-async def test_due_returns_what_has_come_earliest_first(store: Store, clock: FakeClock) -> None:
+async def test_due_returns_what_has_come_earliest_first(store: Store, clock: ManualClock) -> None:
     now = clock.now
     await store.insert("jobs", "late", {"n": 1}, due=now + 50)
     await store.insert("jobs", "soon", {"n": 2}, due=now + 5)
@@ -30,7 +31,7 @@ async def test_due_returns_what_has_come_earliest_first(store: Store, clock: Fak
 
 
 @every_backend
-async def test_update_moves_keeps_or_clears_the_due_time(store: Store, clock: FakeClock) -> None:
+async def test_update_moves_keeps_or_clears_the_due_time(store: Store, clock: ManualClock) -> None:
     now = clock.now
     rec = await store.insert("jobs", "a", {"n": 1}, due=now + 5)
     assert rec is not None and rec.due == now + 5
@@ -49,7 +50,7 @@ async def test_update_moves_keeps_or_clears_the_due_time(store: Store, clock: Fa
 
 
 @every_backend
-async def test_deleted_taken_and_expired_records_are_not_due(store: Store, clock: FakeClock) -> None:
+async def test_deleted_taken_and_expired_records_are_not_due(store: Store, clock: ManualClock) -> None:
     now = clock.now
     await store.insert("jobs", "deleted", {"n": 1}, due=now)
     await store.insert("jobs", "taken", {"n": 2}, due=now)

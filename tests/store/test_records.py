@@ -9,7 +9,8 @@ import pytest
 
 from milpa_chat.errors import StoreError
 from milpa_chat.store import Store
-from tests.store.conftest import BACKENDS, FakeClock
+from milpa_chat.testing import ManualClock
+from tests.store.conftest import BACKENDS
 
 pytestmark = pytest.mark.parametrize("opener", BACKENDS, indirect=True)
 
@@ -31,7 +32,7 @@ async def test_store_satisfies_the_protocol(store: Store) -> None:
     assert isinstance(store, Store)
 
 
-async def test_insert_creates_version_one_at_clock_time(store: Store, clock: FakeClock) -> None:
+async def test_insert_creates_version_one_at_clock_time(store: Store, clock: ManualClock) -> None:
     rec = await store.insert("approvals", "a1", VALUE)
     assert rec is not None
     assert (rec.collection, rec.key, rec.version) == ("approvals", "a1", 1)
@@ -72,7 +73,7 @@ async def test_insert_refuses_a_live_key_and_keeps_the_first(store: Store) -> No
     assert got is not None and got.value == {"n": 1} and got.version == 1
 
 
-async def test_records_expire_exactly_at_expires_at(store: Store, clock: FakeClock) -> None:
+async def test_records_expire_exactly_at_expires_at(store: Store, clock: ManualClock) -> None:
     rec = await store.insert("tokens", "t", {"x": 1}, ttl=10)
     assert rec is not None and rec.expires_at == clock.now + 10
     clock.advance(9.5)
@@ -81,7 +82,7 @@ async def test_records_expire_exactly_at_expires_at(store: Store, clock: FakeClo
     assert await store.get("tokens", "t") is None
 
 
-async def test_insert_reuses_the_key_of_an_expired_record(store: Store, clock: FakeClock) -> None:
+async def test_insert_reuses_the_key_of_an_expired_record(store: Store, clock: ManualClock) -> None:
     await store.insert("tokens", "t", {"gen": 1}, ttl=5)
     clock.advance(5)
     rec = await store.insert("tokens", "t", {"gen": 2})
@@ -89,7 +90,7 @@ async def test_insert_reuses_the_key_of_an_expired_record(store: Store, clock: F
     assert (rec.version, rec.value, rec.created_at, rec.expires_at) == (1, {"gen": 2}, clock.now, None)
 
 
-async def test_put_creates_then_replaces_growing_the_version(store: Store, clock: FakeClock) -> None:
+async def test_put_creates_then_replaces_growing_the_version(store: Store, clock: ManualClock) -> None:
     first = await store.put("c", "k", {"v": 1}, ttl=100)
     created = clock.now
     clock.advance(3)
@@ -102,7 +103,7 @@ async def test_put_creates_then_replaces_growing_the_version(store: Store, clock
     assert got is not None and got.value == {"v": 2}
 
 
-async def test_put_over_an_expired_record_starts_again(store: Store, clock: FakeClock) -> None:
+async def test_put_over_an_expired_record_starts_again(store: Store, clock: ManualClock) -> None:
     await store.put("c", "k", {"v": 1}, ttl=1)
     await store.put("c", "k", {"v": 2}, ttl=1)
     clock.advance(1)
@@ -110,7 +111,7 @@ async def test_put_over_an_expired_record_starts_again(store: Store, clock: Fake
     assert (rec.version, rec.created_at) == (1, clock.now)
 
 
-async def test_update_is_a_compare_and_set_on_version(store: Store, clock: FakeClock) -> None:
+async def test_update_is_a_compare_and_set_on_version(store: Store, clock: ManualClock) -> None:
     await store.insert("approvals", "a", {"status": "pending"})
     clock.advance(2)
     assert await store.update("approvals", "a", {"status": "denied"}, expected_version=2) is None
@@ -123,7 +124,7 @@ async def test_update_is_a_compare_and_set_on_version(store: Store, clock: FakeC
     assert got is not None and got.value == {"status": "approved"}
 
 
-async def test_update_keeps_expiry_unless_ttl_given(store: Store, clock: FakeClock) -> None:
+async def test_update_keeps_expiry_unless_ttl_given(store: Store, clock: ManualClock) -> None:
     rec = await store.insert("c", "k", {"v": 1}, ttl=10)
     assert rec is not None
     kept = await store.update("c", "k", {"v": 2}, expected_version=1)
@@ -133,7 +134,7 @@ async def test_update_keeps_expiry_unless_ttl_given(store: Store, clock: FakeClo
     assert moved is not None and moved.expires_at == clock.now + 30
 
 
-async def test_update_of_missing_or_expired_record_is_none(store: Store, clock: FakeClock) -> None:
+async def test_update_of_missing_or_expired_record_is_none(store: Store, clock: ManualClock) -> None:
     assert await store.update("c", "nope", {"v": 1}, expected_version=1) is None
     await store.insert("c", "k", {"v": 1}, ttl=1)
     clock.advance(1)
@@ -158,13 +159,13 @@ async def test_take_with_expected_version(store: Store) -> None:
     assert taken is not None and taken.value == {"n": 2}
 
 
-async def test_take_of_expired_record_is_none(store: Store, clock: FakeClock) -> None:
+async def test_take_of_expired_record_is_none(store: Store, clock: ManualClock) -> None:
     await store.insert("tokens", "t", {"n": 1}, ttl=2)
     clock.advance(2)
     assert await store.take("tokens", "t") is None
 
 
-async def test_delete_reports_whether_something_live_went(store: Store, clock: FakeClock) -> None:
+async def test_delete_reports_whether_something_live_went(store: Store, clock: ManualClock) -> None:
     await store.put("c", "k", {"v": 1})
     assert await store.delete("c", "k") is True
     assert await store.delete("c", "k") is False
@@ -183,7 +184,7 @@ async def test_collections_are_separate(store: Store) -> None:
     assert await store.get("b", "k") is not None
 
 
-async def test_purge_expired_deletes_only_expired_records(store: Store, clock: FakeClock) -> None:
+async def test_purge_expired_deletes_only_expired_records(store: Store, clock: ManualClock) -> None:
     await store.put("c", "short-1", {}, ttl=1)
     await store.put("other", "short-2", {}, ttl=2)
     await store.put("c", "long", {}, ttl=100)

@@ -8,7 +8,8 @@ import pytest
 
 from milpa_chat.errors import StoreError
 from milpa_chat.store import Store
-from tests.store.conftest import BACKENDS, FakeClock
+from milpa_chat.testing import ManualClock
+from tests.store.conftest import BACKENDS
 
 pytestmark = pytest.mark.parametrize("opener", BACKENDS, indirect=True)
 
@@ -31,7 +32,7 @@ async def test_scan_prefix(store: Store, prefix: str) -> None:
     assert [r.key for r in await store.scan("c", prefix=prefix)] == expected
 
 
-async def test_scan_skips_expired_and_other_collections(store: Store, clock: FakeClock) -> None:
+async def test_scan_skips_expired_and_other_collections(store: Store, clock: ManualClock) -> None:
     await store.put("c", "live", {})
     await store.put("c", "dying", {}, ttl=1)
     await store.put("d", "elsewhere", {})
@@ -78,7 +79,7 @@ async def test_scan_limit_finds_matches_after_many_non_matching_records(store: S
 
 
 # --------------------------------------------------------------- streams
-async def test_append_numbers_entries_from_one_in_order(store: Store, clock: FakeClock) -> None:
+async def test_append_numbers_entries_from_one_in_order(store: Store, clock: ManualClock) -> None:
     entries = []
     for i in range(3):
         entries.append(await store.append("history:1", {"i": i}))
@@ -125,7 +126,7 @@ async def test_bad_stream_value_names_the_stream(store: Store) -> None:
 
 
 # ----------------------------------------------------------------- rates
-async def test_hit_counts_down_and_denies_without_recording(store: Store, clock: FakeClock) -> None:
+async def test_hit_counts_down_and_denies_without_recording(store: Store, clock: ManualClock) -> None:
     decisions = [await store.hit("user:1", cost=1, limit=3, window=60) for _ in range(3)]
     assert [(d.allowed, d.remaining, d.retry_after) for d in decisions] == [
         (True, 2, 0.0), (True, 1, 0.0), (True, 0, 0.0)
@@ -138,7 +139,7 @@ async def test_hit_counts_down_and_denies_without_recording(store: Store, clock:
     assert (again.allowed, again.remaining) == (True, 0)
 
 
-async def test_window_slides_one_hit_at_a_time(store: Store, clock: FakeClock) -> None:
+async def test_window_slides_one_hit_at_a_time(store: Store, clock: ManualClock) -> None:
     for _ in range(3):
         assert (await store.hit("k", cost=1, limit=3, window=10)).allowed
         clock.advance(1)
@@ -172,7 +173,7 @@ async def test_rate_keys_are_separate(store: Store) -> None:
     assert (await store.hit("b", cost=1, limit=1, window=60)).allowed
 
 
-async def test_purge_keeps_rate_windows_working(store: Store, clock: FakeClock) -> None:
+async def test_purge_keeps_rate_windows_working(store: Store, clock: ManualClock) -> None:
     assert (await store.hit("k", cost=2, limit=2, window=5)).allowed
     clock.advance(3)
     await store.purge_expired()

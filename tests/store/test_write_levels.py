@@ -18,8 +18,9 @@ from milpa_chat import ToolRegistry
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import Store
 from milpa_chat.store.sqlite import SqliteStore
+from milpa_chat.testing import ManualClock
 from tests.store._workers import open_spec
-from tests.store.conftest import FakeClock, admin_sql
+from tests.store.conftest import admin_sql
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,7 +124,7 @@ def _deliveries_left(spec: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize("spec", ["sqlite", "postgres"], indirect=True)
 async def test_the_sweeper_deletes_expired_delivery_keys(spec: dict[str, Any]) -> None:
-    clock = FakeClock()
+    clock = ManualClock(1_700_000_000.0)
     store = open_spec(spec, clock=clock)
     assistant = Assistant(ToolRegistry(store=store), Identities.from_dict({}))
     try:
