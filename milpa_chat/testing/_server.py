@@ -143,7 +143,7 @@ class LocalServer(ABC):
             return self._bound_port
         if self._requested_port:
             return self._requested_port
-        raise RuntimeError(f"{type(self).__name__} is not running; use 'async with' or 'with' first")
+        raise RuntimeError(f"{type(self).__name__} is not started; use 'async with' or 'with' first")
 
     @property
     def url(self) -> str:

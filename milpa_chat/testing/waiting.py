@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dis
 import inspect
 import threading
 import time
@@ -141,13 +142,14 @@ async def eventually(
 ) -> Any:
     """Re-run ``check`` until it holds and return its result.
 
-    ``check`` is an assertion (done when it returns without ``AssertionError``; its ``None`` result
-    counts as done) or a predicate (done when its result is truthy; ``False``, ``0``, ``""`` or an
-    empty collection mean "not yet"). It may be a coroutine function. With ``on=server`` (or several)
-    it is re-checked after each call those servers record; otherwise every few milliseconds.
-    After ``timeout`` seconds: ``TimeoutError`` with the last assertion's message.
+    ``check`` is a predicate (done when its result is truthy: ``None``, ``False``, ``0``, ``""`` or an
+    empty collection mean "not yet") or an assertion function (one with an ``assert`` in its body:
+    done when it returns without ``AssertionError``). It may be a coroutine function. With
+    ``on=server`` (or several) it is re-checked after each call those servers record; otherwise every
+    few milliseconds. After ``timeout`` seconds: ``TimeoutError`` with the last assertion's message.
     """
     sources = _activities(on)
+    asserting = _asserts(check)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     pause = _POLL_FIRST
@@ -158,7 +160,7 @@ async def eventually(
     try:
         while True:
             event.clear()
-            done, value, failure = await _attempt(check)
+            done, value, failure = await _attempt(check, asserting)
             if done:
                 return value
             remaining = deadline - loop.time()
@@ -174,16 +176,28 @@ async def eventually(
             activity._remove_waiter(entry)
 
 
-async def _attempt(check: Callable[[], Any]) -> tuple[bool, Any, str]:
+async def _attempt(check: Callable[[], Any], asserting: bool) -> tuple[bool, Any, str]:
     try:
         value = check()
         if inspect.isawaitable(value):
             value = await value
     except AssertionError as exc:
         return False, None, str(exc) or "AssertionError"
-    if value is None or value:
+    if value or (asserting and value is None):
         return True, value, ""
-    return False, value, f"the last result was {value!r}"
+    hint = " (an assertion function needs an assert of its own, or return True)" if value is None else ""
+    return False, value, f"the last result was {value!r}{hint}"
+
+
+def _asserts(check: Callable[[], Any]) -> bool:
+    """Whether ``check``'s own code raises AssertionError (an ``assert``, rewritten by pytest or not)."""
+    code = getattr(inspect.unwrap(check), "__code__", None)
+    if code is None:
+        return False
+    return any(
+        op.opname == "LOAD_ASSERTION_ERROR" or op.argval is AssertionError or op.argval == "AssertionError"
+        for op in dis.get_instructions(code)
+    )
 
 
 def _activities(on: HasActivity | Activity | Iterable[HasActivity | Activity]) -> list[Activity]:
