@@ -27,7 +27,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._extras import require
-from milpa_chat.bots.slack_inbound import SURFACE, action_inbound, command_inbound, event_inbound
+from milpa_chat.bots.slack_edit import CALLBACK_ID, field_errors, submitted
+from milpa_chat.bots.slack_inbound import SURFACE, _team, action_inbound, command_inbound, event_inbound
 from milpa_chat.bots.slack_menu import MENU_COMMANDS, menu_message, subcommands
 from milpa_chat.bots.slack_people import SlackPeople
 from milpa_chat.bots.slack_serving import SlackServing
@@ -123,6 +124,7 @@ class SlackBot(SlackServing):
         # bolt tries listeners in order; button taps come in bursts, so their listener is checked first
         app.action(ACTION_IDS)(self._listener(self._action_inbound))
         app.command(self.command)(self._listener(lambda body, _: command_inbound(body)))
+        app.view(CALLBACK_ID)(self._edit_submitted)
         listeners = _listeners(app)
         before = len(listeners)
         app.event("app_mention")(self._listener(lambda body, _: event_inbound(body)))
@@ -148,6 +150,29 @@ class SlackBot(SlackServing):
                 self.spawn(self._handle(inbound))
 
         return listener
+
+    async def _edit_submitted(
+        self, ack: Callable[..., Awaitable[None]], body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        """The Edit modal submitted: amend as the submitting user, then ack (errors per field keep it open);
+        every copy of the card is edited after the ack."""
+        from milpa_chat.runtime.approval import ApprovalRefused
+
+        self._keep_alive()
+        ref, chat, texts = submitted(view)
+        raw = body.get("user") or {}
+        user = ChatUser(str(raw.get("id") or ""), str(raw.get("name") or ""), raw.get("username") or None, _team(body))
+        inbound = await self._named(Inbound(SURFACE, chat, user, raw=body))
+        try:
+            change = await self.assistant.editor.submit(self.assistant.context_for(inbound), ref, texts, via=SURFACE,
+                                                        follow=False)
+        except ApprovalRefused as exc:
+            await ack(response_action="errors", errors=field_errors(exc, texts))
+            return
+        await ack()
+        follower = self.assistant.approvals.follower
+        if follower is not None:
+            self.spawn(follower(change))
 
     def _action_inbound(self, body: dict[str, Any], action: dict[str, Any] | None) -> Inbound | None:
         inbound = action_inbound(body, action or {})

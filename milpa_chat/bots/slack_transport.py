@@ -22,7 +22,9 @@ from milpa_chat.renderers.slack import SlackRenderer
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from milpa_chat.chat.editing import EditField
     from milpa_chat.renderers.model import Message
+    from milpa_chat.runtime.approval import Approval
 
 __all__ = ["SlackTransport", "mrkdwn_escape"]
 
@@ -105,6 +107,17 @@ class SlackTransport:
 
     async def typing(self, chat_id: str) -> None:
         """Slack offers apps no typing indicator; nothing is sent."""
+
+    async def open_edit_form(self, inbound: Inbound, approval: Approval, fields: list[EditField]) -> None:
+        """The Edit modal for ``approval`` (``views.open`` with the tap's ``trigger_id``; see ``slack_edit``)."""
+        from milpa_chat.bots.slack_edit import edit_view
+
+        raw = inbound.raw if isinstance(inbound.raw, Mapping) else {}
+        trigger = raw.get("trigger_id")
+        if not trigger:
+            await self.answer(inbound, "Slack sent no way to open a form with this tap; tap Edit again.", alert=True)
+            return
+        await self.client.views_open(trigger_id=str(trigger), view=edit_view(approval, fields, inbound.chat_id))
 
     async def respond(self, response_url: str, text: str) -> None:
         """An ephemeral reply through an interaction's ``response_url`` (works where the app is no member)."""

@@ -181,3 +181,4 @@ class SlackEvents:
     url_verification = _sends(SlackPayloads.url_verification)
     click = _sends(SlackPayloads.click)
     block_action = _sends(SlackPayloads.block_action)
+    view_submission = _sends(SlackPayloads.view_submission)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from milpa_chat.testing.slack.models import SlackMessage
+from milpa_chat.testing.slack.models import SlackMessage, SlackView
 from milpa_chat.testing.slack.server import SlackApiServer
 from milpa_chat.testing.slack.signing import SlackRequest
 
@@ -222,6 +222,33 @@ class SlackPayloads:
         url = response_url or self._response_url(channel, user=user, message_ts=message_ts, ephemeral=ephemeral)
         if url is not None:
             payload["response_url"] = url
+        return SlackRequest.interactive(payload)
+
+    def view_submission(
+        self, view: SlackView, values: Mapping[str, str] | None = None, *, user: str = "U1"
+    ) -> SlackRequest:
+        """``view_submission`` for ``user`` pressing Submit on the modal ``view`` (as ``views.open`` stored it):
+        each input block's plain-text element holds ``values[block_id]``, else its ``initial_value``."""
+        state: dict[str, Any] = {}
+        for block in view.view.get("blocks", []):
+            element = block.get("element") or {}
+            if block.get("type") != "input" or "action_id" not in element:
+                continue
+            text = (values or {}).get(str(block.get("block_id")), element.get("initial_value"))
+            state[str(block["block_id"])] = {element["action_id"]: {"type": element.get("type", "plain_text_input"),
+                                                                    "value": text}}
+        payload: dict[str, Any] = {
+            "type": "view_submission",
+            "team": {"id": self.team_id, "domain": self.team_domain},
+            "user": self._user(user),
+            "api_app_id": self.api_app_id,
+            "token": LEGACY_TOKEN,
+            "trigger_id": self._trigger_id(),
+            "view": {**view.view, "id": view.id, "hash": view.hash, "team_id": self.team_id,
+                     "state": {"values": state}},
+            "response_urls": [],
+            "is_enterprise_install": False,
+        }
         return SlackRequest.interactive(payload)
 
     # --- helpers -----------------------------------------------------------------------------------------------
