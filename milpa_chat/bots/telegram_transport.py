@@ -30,6 +30,7 @@ require("telegram", extra="telegram", feature="TelegramBot")
 from telegram import (
     Bot,
     CallbackQuery,
+    ForceReply,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     LinkPreviewOptions,
@@ -119,6 +120,15 @@ class TelegramTransport:
 
     async def typing(self, chat_id: str) -> None:
         await self.bot.send_chat_action(chat_id, ChatAction.TYPING)
+
+    async def prompt(self, inbound: Inbound, text: str) -> MessageRef:
+        """Ask ``inbound``'s person for a value: a message with ForceReply (their app opens a reply to it;
+        in a group, addressed to them by name, ``selective``), answered by their next message."""
+        who = inbound.user.display if inbound.chat_type != "private" else ""
+        body = f"{who}: {text}" if who else text
+        sent = await self._retrying(lambda: self.bot.send_message(
+            inbound.chat_id, body[:4096], reply_markup=ForceReply(selective=True, input_field_placeholder="New value")))
+        return MessageRef(self.surface, inbound.chat_id, str(sent.message_id))
 
     # --------------------------------------------------------------- queries
     def answered(self, query_id: str) -> bool:
