@@ -102,6 +102,7 @@ class Assistant:
             self.approvals.checker = registry_check(registry, self.requester_context)
         #: Edit before approve: the Edit button, reply prompts per field, form submissions.
         self.editor = ApprovalEditor(self.approvals, registry, context_for=self.context_for)
+        self.edits = edits
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
         bind = getattr(agent, "bind", None)

@@ -65,12 +65,17 @@ def value_text(value: Any) -> str:
 
 
 def edit_fields(approval: Approval, schema: Mapping[str, Any]) -> list[EditField]:
-    """The fields of ``schema`` with the approval's current values, in the schema's order."""
+    """The fields of ``schema`` with the approval's current values, in the schema's order (secret fields,
+    such as ``api_key``, are left out: nobody sees or changes them through an edit)."""
     props: Mapping[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
     args = approval.args
     out = []
+    from milpa_chat.renderers import is_secret_key
+
     for name, prop in props.items():
+        if is_secret_key(name):  # never shown, never changed here: it keeps the value it was asked with
+            continue
         prop = prop if isinstance(prop, Mapping) else {}
         label = str(prop.get("title") or name)[:75]
         out.append(EditField(name, label, str(prop.get("description") or "")[:150], name not in required,

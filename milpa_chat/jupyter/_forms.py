@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ import ipywidgets as widgets
 from milpa_chat.errors import MilpaError
 from milpa_chat.renderers import is_secret_key
 
-__all__ = ["FieldError", "FormField", "SchemaForm"]
+__all__ = ["EditPanel", "FieldError", "FormField", "SchemaForm"]
 
 NOT_SET = "(not set)"
 _MISSING = object()
@@ -343,3 +343,36 @@ class SchemaForm:
         if general:
             text = html.escape("; ".join(general))
             self.general_error.value = f"<span style='color:#d32f2f'>⚠ {text}</span>"
+
+
+class EditPanel:
+    """The form for editing a pending approval's arguments: ``schema``'s fields prefilled with ``values``
+    (what would run), "Save edit" and "Cancel". ``on_save(arguments)`` gets what the form reads.
+    Secret fields (``api_key``, ``password``, ...) are neither shown nor changed: they keep their value."""
+
+    def __init__(
+        self, schema: Mapping[str, Any], values: Mapping[str, Any], *,
+        on_save: Callable[[dict[str, Any]], None], on_cancel: Callable[[], None],
+    ) -> None:
+        props = schema.get("properties")
+        shown = {k: v for k, v in (props if isinstance(props, dict) else {}).items() if not is_secret_key(k)}
+        self.form = SchemaForm({**schema, "properties": shown,
+                                "required": [r for r in schema.get("required", ()) if r in shown]})
+        self.form.fill({k: v for k, v in values.items() if k in self.form.fields})
+        self.save_button = widgets.Button(description="Save edit", button_style="primary",
+                                          tooltip="checked as a new call; the approvals so far are reset")
+        self.cancel_button = widgets.Button(description="Cancel")
+        self.save_button.on_click(lambda _b: self._save(on_save))
+        self.cancel_button.on_click(lambda _b: on_cancel())
+        note = widgets.HTML(value="<small>Edit the arguments; another approver then decides the edited "
+                                  "version.</small>")
+        self.widget = widgets.VBox([note, self.form.widget, widgets.HBox([self.save_button, self.cancel_button])])
+
+    def _save(self, on_save: Callable[[dict[str, Any]], None]) -> None:
+        values = self.form.values()
+        if values is not None:
+            on_save(values)
+
+    def show_refusal(self, errors: Mapping[str, str], message: str) -> None:
+        """A refused edit: each field's error beside it, or the reason under the form."""
+        self.form.show_errors([{"path": k, "message": v} for k, v in errors.items()] or [{"message": message}])

@@ -25,6 +25,7 @@ import ipywidgets as widgets
 from milpa_chat.chat.approvals import Approval, requester_chat, requester_surface, view
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.jupyter._async import Background, SafeButton
+from milpa_chat.jupyter._forms import EditPanel
 from milpa_chat.jupyter._results import ResultView
 from milpa_chat.jupyter._transport import NotebookTransport
 from milpa_chat.renderers import JupyterRenderer
@@ -65,6 +66,10 @@ class InboxItem:
         #: and its operation offers one); the grant lends nothing until a person signs it.
         self.always_button = SafeButton(description="Always allow…", tooltip="draft a standing grant to sign")
         self.always_button.on_click(lambda _b: inbox._bg.spawn(inbox._always(self.id)))
+        #: "Edit": the explorer's form, prefilled with what would run (while this user may decide it).
+        self.edit_button = SafeButton(description="Edit", tooltip="change the arguments before deciding")
+        self.edit_button.on_click(lambda _b: inbox.open_edit(self.id))
+        self.editor: EditPanel | None = None
 
     @property
     def id(self) -> str:
@@ -111,10 +116,24 @@ class InboxItem:
             self.view.show(payload, self._inbox._press_for(self) if live else None)
             row = self.widget.children[1]
             always = (self.always_button,) if live and self._inbox.offers_grant(approval) else ()
-            row.children = (*self.view.actions.children, *always, self.reason) if live else ()
+            edit = (self.edit_button,) if live and self._inbox.offers_edit(approval) else ()
+            row.children = (*self.view.actions.children, *always, *edit, self.reason) if live else ()
+            if not live:
+                self.close_edit()
             self.reason.disabled = not live
         if not self.deciding:
             self.status.value = self._facts()
+
+    def open_edit(self, panel: EditPanel) -> None:
+        self.close_edit()
+        self.editor = panel
+        self.widget.children = (*self.widget.children, panel.widget)
+
+    def close_edit(self) -> None:
+        if self.editor is not None:
+            self.widget.children = tuple(w for w in self.widget.children if w is not self.editor.widget)
+            self.editor.form.close()
+            self.editor = None
 
     def _facts(self) -> str:
         a = self.approval
@@ -125,7 +144,10 @@ class InboxItem:
         if not self.decided:
             left = a.expires_at - self._inbox.store.clock()
             parts.append(f"expires in {_duration(left)}" if left > 0 else "overdue")
-        answer = self._inbox.transport.answers.get(a.id)
+        from milpa_chat.chat.cards import button_ref
+
+        answers = self._inbox.transport.answers
+        answer = answers.get(button_ref(a)) or answers.get(a.id)  # a decision names the version it saw
         if answer and (not self.decided or a.data.get("decided_by") != self._inbox.principal):
             parts.append(f"<b>{html.escape(answer)}</b>")
         return f"<small>{' · '.join(parts)}</small>"
@@ -277,6 +299,50 @@ class ApprovalInbox:
     async def _always(self, approval_id: str) -> None:
         await self.always_allow(approval_id)
 
+    # ---------------------------------------------------------------- editing
+    def offers_edit(self, approval: Approval) -> bool:
+        """Whether "Edit" is offered: a pending request that runs a tool, with an assistant that allows edits
+        (``Assistant(edits=True)``) to check it."""
+        return (self.assistant is not None and self.assistant.edits and approval.state == "pending"
+                and approval.tool is not None
+                and self.assistant.registry.get(approval.tool) is not None)
+
+    def open_edit(self, approval_id: str) -> EditPanel:
+        """Open the edit form of ``approval_id``'s item, prefilled with the arguments that would run."""
+        item = self.item(approval_id)
+        definition = self.assistant.registry.get(item.approval.tool or "") if self.assistant else None
+        if definition is None:
+            raise LookupError(f"approval {approval_id} runs no registered tool; it has no arguments to edit")
+
+        def save(values: dict[str, Any]) -> None:
+            self._bg.spawn(self._save_edit(item, values))
+
+        panel = EditPanel(definition.input_schema, item.approval.args, on_save=save, on_cancel=item.close_edit)
+        item.open_edit(panel)
+        return panel
+
+    async def edit(self, approval_id: str, arguments: dict[str, Any]) -> Approval:
+        """Change the arguments of a pending approval as this user (what "Save edit" does): checked as a new
+        call would be; raises :class:`~milpa_chat.runtime.ApprovalRefused` (``errors`` per field) when refused."""
+        if self.assistant is None:
+            raise PermissionError("this inbox watches a store read-only; create it with the Assistant to edit")
+        ctx = self.assistant.identities.context_for("jupyter", self.user, self.user.id)
+        change = await self.desk.amend(approval_id, arguments, ctx, via="jupyter")
+        await self.refresh()
+        return change.approval
+
+    async def _save_edit(self, item: InboxItem, values: dict[str, Any]) -> None:
+        from milpa_chat.runtime.approval import ApprovalRefused
+
+        panel = item.editor
+        try:
+            await self.edit(item.id, values)
+        except ApprovalRefused as exc:
+            if panel is not None:
+                panel.show_refusal(exc.errors, str(exc))
+            return
+        item.close_edit()
+
     # --------------------------------------------------------------- deciding
     async def approve(self, approval_id: str, reason: str | None = None) -> Approval | None:
         """Approve (or confirm) as this user, as the Approve button does; returns the approval after it."""
@@ -299,7 +365,12 @@ class ApprovalInbox:
         if self.assistant is None:
             raise PermissionError("this inbox watches a store read-only; create it with the Assistant "
                                   "(ApprovalInbox(assistant, ...)) to decide from the notebook")
-        inbound = Inbound("jupyter", self.user.id, self.user, action=action, ref=approval_id, note=reason or None)
+        from milpa_chat.chat.cards import VERSIONED, button_ref
+
+        item = self.items.get(approval_id)
+        seen = item is not None and action in VERSIONED
+        ref = button_ref(item.approval) if seen and item is not None else approval_id  # the version this user saw
+        inbound = Inbound("jupyter", self.user.id, self.user, action=action, ref=ref, note=reason or None)
         await self.assistant.handle(inbound, self.transport)
         item = self.items.get(approval_id)
         if item is not None:
