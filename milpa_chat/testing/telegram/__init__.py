@@ -64,9 +64,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    from milpa_chat.testing._old_names import OLD_TELEGRAM_NAMES  # temporary, with the old module paths
-
-    name = OLD_TELEGRAM_NAMES.get(name, name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
