@@ -59,7 +59,10 @@ class Assistant:
     """The chat brain: commands, tool calls, approval cards and their buttons, pagination.
 
     ``edits``: cards carry "✏️ Edit" (the requester of a confirm, approvers of a verification change the
-    arguments before deciding; see :class:`~milpa_chat.chat.editing.ApprovalEditor`)."""
+    arguments before deciding; see :class:`~milpa_chat.chat.editing.ApprovalEditor`). ``risk_tiers``: what
+    approving asks for follows the tool's declared effect (low: a tap; high: a typed reason, and a second
+    approver when someone approves it faster than ``fast_approval`` seconds, by default faster than the
+    card can be read)."""
 
     def __init__(
         self,
@@ -70,6 +73,8 @@ class Assistant:
         approval_ttl: float = 900.0,
         name: str = "Assistant",
         edits: bool = False,
+        risk_tiers: bool = False,
+        fast_approval: float | None = None,
     ) -> None:
         self.registry = registry
         self.identities = identities or Identities()
@@ -103,6 +108,7 @@ class Assistant:
         #: Edit before approve: the Edit button, reply prompts per field, form submissions.
         self.editor = ApprovalEditor(self.approvals, registry, context_for=self.context_for)
         self.edits = edits
+        self.risk_tiers: dict[str, Any] | None = {"fast_seconds": fast_approval} if risk_tiers else None
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
         bind = getattr(agent, "bind", None)
@@ -239,6 +245,11 @@ class Assistant:
 
     async def _on_action(self, inbound: Inbound, transport: Transport) -> None:
         action, ref = inbound.action or "", inbound.ref or ""
+        if action == "approve" and not inbound.note:  # a high-risk request: the surface asks why first
+            needs = await self.editor.wants_reason(ref, self.context_for(inbound), transport)
+            if needs is not None:
+                await self.editor.ask_reason(inbound, transport, needs)
+                return
         if action in APPROVAL_ACTIONS:
             await self.flows.on_tap(inbound, transport, action, ref)
         elif action in EDIT_ACTIONS:
@@ -295,7 +306,7 @@ class Assistant:
 
     def _route(self, value: dict[str, Any], ctx: ToolContext) -> None:
         """Opener: where a new approval is shown and where its requester is told (chat users only)."""
-        route(value, ctx, self.identities, self.transports, self.registry)
+        route(value, ctx, self.identities, self.transports, self.registry, tiers=self.risk_tiers)
 
     async def _approval_stats(self, ctx: ToolContext, days: float = 30.0) -> Message:
         """``/approvals``: how each approver decided lately (for people who approve here)."""

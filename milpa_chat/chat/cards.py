@@ -68,7 +68,7 @@ def approval_message(
     from milpa_chat.chat.approvals import view
     from milpa_chat.renderers.approval import compose_approval
 
-    message = versioned(approval, role, compose_approval(view(approval, role)))  # type: ignore[arg-type]
+    message = risk_noted(approval, versioned(approval, role, compose_approval(view(approval, role))))  # type: ignore[arg-type]
     if role != "requester" or approval.kind != "verification" or approval.state != "pending":
         return message
     errors = unreached(approval, failing)
@@ -151,3 +151,20 @@ def versioned(approval: Approval, role: str, message: Message) -> Message:
 
 def _is_arguments_heading(block: Paragraph) -> bool:
     return block.text == "Arguments:"
+
+
+def risk_noted(approval: Approval, message: Message) -> Message:
+    """A pending high-risk card says, above its buttons, that approving needs a typed reason (and when a
+    fast approval asked for a second approver)."""
+    tier = approval.data.get("risk") or {}
+    if approval.state != "pending" or tier.get("level") != "high":
+        return message
+    notes = [Note(f"High risk ({tier.get('why')}): approving needs a typed reason.")]
+    fast = approval.data.get("second_approver")
+    if fast:
+        notes.append(Note(f"Approved after {fast['seconds']:.0f} s, faster than the card can be read "
+                          f"({fast['limit']:.0f} s): a second approver must also approve."))
+    blocks = list(message.blocks)
+    at = next((i for i, b in enumerate(blocks) if isinstance(b, Actions)), len(blocks))
+    blocks[at:at] = notes
+    return Message(tuple(blocks), message.summary, message.tone, message.truncated, message.full)

@@ -25,7 +25,7 @@ from milpa_chat.chat.cards import parse_ref
 from milpa_chat.chat.commands import convert_value
 from milpa_chat.renderers.model import Actions, Button, Message, Paragraph
 from milpa_chat.runtime.approval import ApprovalRefused
-from milpa_chat.runtime.approval_rules import Actor, may_edit, stale
+from milpa_chat.runtime.approval_rules import Actor, check_approver, may_edit, stale
 
 if TYPE_CHECKING:
     from milpa_chat.chat.inbound import Inbound, Transport
@@ -103,7 +103,7 @@ def read_values(texts: Mapping[str, str], fields: list[EditField]) -> dict[str, 
 class _Prompt:
     approval_id: str
     revision: int
-    field: str
+    field: str  # "" : the reason to approve a high-risk request
 
 
 class ApprovalEditor:
@@ -160,11 +160,8 @@ class ApprovalEditor:
         await self._prompt(inbound, transport, approval, field)
 
     async def _prompt(self, inbound: Inbound, transport: Transport, approval: Approval, field: EditField) -> None:
-        key = (inbound.surface, inbound.chat_id, inbound.user.id)
-        self._prompts[key] = _Prompt(approval.id, approval.revision, field.name)
-        self._prompts.move_to_end(key)
-        while len(self._prompts) > MAX_PROMPTS:
-            self._prompts.popitem(last=False)
+        self._remember((inbound.surface, inbound.chat_id, inbound.user.id),
+                       _Prompt(approval.id, approval.revision, field.name))
         now = f" (now {cards._short(field.now, 60)})" if field.now else " (now empty)"
         text = f"New value for {field.label}{now}? Reply to this message; {CANCEL} stops."
         prompt = getattr(transport, "prompt", None)
@@ -172,6 +169,51 @@ class ApprovalEditor:
             await prompt(inbound, text)
         else:
             await transport.send(inbound.chat_id, cards.text(text))
+
+    # ---------------------------------------------------------- typed reasons
+    async def wants_reason(self, ref: str, ctx: ToolContext, transport: Transport) -> Approval | None:
+        """The approval behind an Approve tap without a reason when it is high-risk, this person may approve
+        it, and the surface can ask for a reason (a reply prompt or a form); else ``None`` (decide as usual)."""
+        if not (callable(getattr(transport, "prompt", None)) or callable(getattr(transport, "open_reason_form", None))):
+            return None
+        aid, revision = parse_ref(ref)
+        approval = await self.desk.get(aid)
+        if (approval is None or approval.state != "pending" or revision != approval.revision
+                or (approval.data.get("risk") or {}).get("level") != "high"):
+            return None
+        try:
+            check_approver(approval, ctx)
+        except ApprovalRefused:
+            return None
+        return approval
+
+    async def ask_reason(self, inbound: Inbound, transport: Transport, approval: Approval) -> None:
+        """Ask the approver why (a form where the surface has one, else a reply prompt)."""
+        why = (approval.data.get("risk") or {}).get("why") or "high risk"
+        form = getattr(transport, "open_reason_form", None)
+        if callable(form):
+            await form(inbound, approval, why)
+            return
+        await transport.answer(inbound, "This request is high-risk: reply with your reason to approve it.")
+        key = (inbound.surface, inbound.chat_id, inbound.user.id)
+        self._remember(key, _Prompt(approval.id, approval.revision, ""))
+        text = (f"Why do you approve {approval.label}? It is high-risk ({why}). Reply to this message with "
+                f"your reason; {CANCEL} stops.")
+        await transport.prompt(inbound, text)  # type: ignore[attr-defined]
+
+    async def approve_with_reason(
+        self, ctx: ToolContext, ref: str, reason: str, *, via: str, follow: bool = True
+    ) -> Change:
+        """Approve the version ``ref`` names, as ``ctx``, with the typed ``reason`` (the one decision path)."""
+        aid, revision = parse_ref(ref)
+        return await self.desk.decide(aid, "approve", ctx, via=via, note=reason.strip() or None, follow=follow,
+                                      revision=revision)
+
+    def _remember(self, key: tuple[str, str, str], prompt: _Prompt) -> None:
+        self._prompts[key] = prompt
+        self._prompts.move_to_end(key)
+        while len(self._prompts) > MAX_PROMPTS:
+            self._prompts.popitem(last=False)
 
     # --------------------------------------------------------------- replies
     def waiting(self, inbound: Inbound) -> bool:
@@ -187,9 +229,12 @@ class ApprovalEditor:
             await transport.send(inbound.chat_id, cards.text("Editing stopped; nothing was changed."))
             return
         ctx = self.context_for(inbound)
+        ref = f"{prompt.approval_id}.{prompt.revision}"
         try:
-            change = await self.submit(ctx, f"{prompt.approval_id}.{prompt.revision}", {prompt.field: text},
-                                       via=inbound.surface)
+            if prompt.field:
+                change = await self.submit(ctx, ref, {prompt.field: text}, via=inbound.surface)
+            else:
+                change = await self.approve_with_reason(ctx, ref, text, via=inbound.surface)
         except ApprovalRefused as exc:
             retry = exc.code == "VALIDATION_ERROR" and bool(exc.errors)
             if retry:

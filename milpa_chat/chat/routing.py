@@ -19,8 +19,11 @@ Targets = list[tuple[str, str, str]]
 
 
 def route(value: dict[str, Any], ctx: ToolContext, identities: Identities, transports: Mapping[str, object],
-          registry: ToolRegistry) -> None:
-    """Opener: where a new approval is shown and where its requester is told (chat users only)."""
+          registry: ToolRegistry, *, tiers: Mapping[str, Any] | None = None) -> None:
+    """Opener: where a new approval is shown and where its requester is told (chat users only).
+
+    ``tiers`` (risk tiers on): a verification records its tool's tier (``risk``: ``level``, ``why`` and
+    ``fast_seconds``), which decides what approving it asks for."""
     surface, chat = ctx.channel, ctx.extra.get("chat_id")
     where = {"surface": surface, "chat_id": str(chat)} if surface in transports and chat is not None else None
     targets: Targets = []
@@ -40,6 +43,11 @@ def route(value: dict[str, Any], ctx: ToolContext, identities: Identities, trans
         from milpa_chat.runtime.catalogue import effect_words
 
         value["effect"] = effect_words(definition)
+        if tiers is not None and value["kind"] == "verification":
+            from milpa_chat.runtime.approval_rules import risk_tier
+
+            override = getattr(definition.verify, "risk", None)  # VerifyPolicy(risk="low" | "high")
+            value["risk"] = {**risk_tier(definition, override), "fast_seconds": tiers.get("fast_seconds")}
     if where is not None:
         value["requester"]["user"] = requester_fields(ctx)
 

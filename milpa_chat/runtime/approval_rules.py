@@ -9,13 +9,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.runtime.approval import Approval, ApprovalRefused, digest, state_message
+from milpa_chat.runtime.approval_stats import reading_seconds
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import ToolDefinition
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["RULES", "Actor", "Check", "Outcome", "Rule", "amend", "expire", "may_edit", "registry_check", "stale"]
+__all__ = ["RULES", "Actor", "Check", "Outcome", "Rule", "amend", "check_approver", "expire", "may_edit",
+           "registry_check", "risk_tier", "stale"]
 
 #: Re-validates and re-authorizes edited arguments of an approval as a new call would be; returns the
 #: arguments after validation and clamping, or raises :class:`ApprovalRefused` (``errors`` per field).
@@ -78,6 +81,11 @@ def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
                               "an approver other than the requester and you must approve it.")
 
 
+def check_approver(a: Approval, ctx: ToolContext) -> None:
+    """Refuse (with why) ``ctx`` approving ``a``: the kind, the approver scopes and four-eyes."""
+    _check_decider(a, ctx, "approve")
+
+
 def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     if a.kind != "confirm":
         raise ApprovalRefused("This request is decided by an approver (Approve or Reject), not confirmed.",
@@ -107,14 +115,35 @@ def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, c
     if any(vote["principal"] == actor.principal for vote in a.votes):
         raise ApprovalRefused(f"You already approved this request; waiting for {a.quorum - len(a.votes)} more "
                               "approver(s).", code="DUPLICATE", approval=a)
+    tier = a.data.get("risk") or {}
+    if tier.get("level") == "high" and not (actor.note or "").strip():
+        raise ApprovalRefused(f"This request is high-risk ({tier.get('why')}): approving it needs a typed reason. "
+                              "Approve again with your reason.", code="REASON_REQUIRED", approval=a)
     v["votes"] = [*a.votes, {"principal": actor.principal, "name": actor.name, "at": actor.now, "via": actor.via,
                              "note": actor.note}]
+    if len(v["votes"]) >= a.quorum and tier.get("level") == "high" and not a.data.get("second_approver"):
+        fast = _too_fast(a, v, tier, actor)
+        if fast is not None:
+            return "voted", False, fast
     if len(v["votes"]) < a.quorum:
         return "voted", False, f"Approval recorded: {len(v['votes'])} of {a.quorum} approvers so far."
     v["state"] = "approved"
     _decided(v, actor)
     claimed = desk._maybe_claim(v, actor.now, can_run)
     return "approved", claimed, "Approved — running it now." if claimed else "Approved."
+
+
+def _too_fast(a: Approval, v: dict[str, Any], tier: dict[str, Any], actor: Actor) -> str | None:
+    """A high-risk request approved faster than its card can be read (or than the tier's ``fast_seconds``)
+    needs one more approver: the quorum grows by one, once (written into ``v``). Returns the answer then."""
+    took = max(0.0, actor.now - float(a.data.get("created_at") or actor.now))
+    limit = float(tier.get("fast_seconds") or reading_seconds(a))
+    if took >= limit:
+        return None
+    v["policy"]["quorum"] = a.quorum + 1
+    v["second_approver"] = {"after": actor.principal, "seconds": round(took, 1), "limit": round(limit, 1)}
+    return (f"Approval recorded, {took:.0f} s after the request: faster than this high-risk card can be read "
+            f"({limit:.0f} s), so a second approver must also approve.")
 
 
 def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
@@ -242,3 +271,33 @@ def stale(a: Approval, revision: int) -> None:
     raise ApprovalRefused(f"This card showed an older version of the request: {last.get('by_name') or 'someone'} "
                           f"edited {fields} since. Nothing was decided; decide on the updated card.",
                           code="STALE", approval=a)
+
+
+# ------------------------------------------------------------------------------------ risk tiers
+#: Reversibility an operation may declare that makes a change low-risk (it can be taken back).
+_UNDOABLE = frozenset({"reversible", "guaranteed", "compensatable"})
+
+
+def risk_tier(tool: ToolDefinition, override: str | None = None) -> dict[str, Any]:
+    """The risk tier from what ``tool`` declares: ``low`` (reads only, or a change that can be undone and
+    reaches nothing outside) is decided with a tap; ``high`` (cannot be undone, reaches outside, or an
+    effect not declared) needs a typed reason to approve. ``override`` (``"low"``/``"high"``) wins.
+
+    Returns ``{"level", "why"}``, as the record keeps it."""
+    from milpa_chat.runtime.catalogue import effect_words
+
+    why = effect_words(tool)
+    if override is not None:
+        if override not in ("low", "high"):
+            raise ValueError(f"risk is 'low' or 'high', got {override!r}")
+        return {"level": override, "why": f"{why}; set to {override} by its policy"}
+    effects = tool.extra.get("effects")
+    if isinstance(effects, Mapping) and effects.get("mutation"):
+        if str(effects["mutation"]) == "none":
+            return {"level": "low", "why": why}
+        external = str(effects.get("externality") or "none") != "none"
+        undoable = str(effects.get("reversibility") or "") in _UNDOABLE
+        return {"level": "low" if undoable and not external else "high", "why": why}
+    if not tool.effect_declared:
+        return {"level": "high", "why": why}
+    return {"level": "high" if tool.mutating else "low", "why": why}
