@@ -1,5 +1,7 @@
-"""Example tools for the assistants in ``bots/``: notes (list, search, read, delete) and payments that
-need a manager's approval.
+"""Example tools: notes (list, search, read, delete) and payments that need a manager's approval.
+
+They ship with the package, so the playground (``milpa-chat playground``), the fleet workers and the
+runnable assistants in the repository's ``bots/`` folder serve them without a checkout.
 
 Notes and payments live in the assistant's store (collections ``notes`` and ``payments``), so they
 survive restarts like the approvals do. A fresh store is seeded with a few notes.

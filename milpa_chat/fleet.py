@@ -21,7 +21,7 @@ Configuration, all from the environment (see ``docs/deploy.md``):
 ``MILPA_PG_SCHEMA``           the schema of the tables (``public``)
 ``MILPA_PG_POOL``             connections per worker (10); ``MILPA_PG_WAIT`` seconds a call waits for one (5)
 ``MILPA_TOOLS``               ``module:factory``; ``factory(store)`` returns an object whose ``@tool`` methods
-                              are registered (``bots.tools:ExampleTools``)
+                              are registered (``milpa_chat.examples:ExampleTools``)
 ``MILPA_IDENTITIES``          the identities TOML (required)
 ``MILPA_LISTEN`` / ``MILPA_PORT``  where this worker listens (127.0.0.1 / 8081)
 ``MILPA_AUDIT_TRAIL``         ``1`` (default) keeps the hash-chained audit trail in the store, ``0`` does not
@@ -116,7 +116,7 @@ class FleetConfig:
 
     store: str
     identities: Path
-    tools: str = "bots.tools:ExampleTools"
+    tools: str = "milpa_chat.examples:ExampleTools"
     schema: str = "public"
     pool: int = 10
     wait: float = 5.0

@@ -41,7 +41,7 @@ __all__ = [
     "World",
 ]
 
-DEFAULT_TOOLS = "bots.tools:ExampleTools"
+DEFAULT_TOOLS = "milpa_chat.examples:ExampleTools"
 TEAM = "T0PLAY"
 SLACK_TOKEN = "xoxb-playground"
 SLACK_SECRET = "playground-signing-secret"
@@ -330,14 +330,12 @@ def _import(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise PlaygroundError(f"--tools {spec!r}: write it as package.module:object, e.g. {DEFAULT_TOOLS}")
-    if str(Path.cwd()) not in sys.path:  # as `python -m` does: the checkout's bots/, or the user's own module
+    if str(Path.cwd()) not in sys.path:  # as `python -m` does: the user's own module in the current directory
         sys.path.insert(0, str(Path.cwd()))
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = (" (run it from the repository's checkout, where bots/ is, or pass tools of your own, e.g. "
-                "--tools milpa_chat.demo:DemoTools)") if spec == DEFAULT_TOOLS else ""
-        raise PlaygroundError(f"--tools {spec}: cannot import {module_name!r}: {exc}{hint}") from None
+        raise PlaygroundError(f"--tools {spec}: cannot import {module_name!r}: {exc}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise PlaygroundError(f"--tools {spec}: {module_name!r} has no attribute {part!r}")
