@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._extras import require
-from milpa_chat.bots.slack_edit import CALLBACK_ID, field_errors, submitted
+from milpa_chat.bots.slack_edit import CALLBACK_ID, REASON_ID, field_errors, submitted
 from milpa_chat.bots.slack_inbound import SURFACE, _team, action_inbound, command_inbound, event_inbound
 from milpa_chat.bots.slack_menu import MENU_COMMANDS, menu_message, subcommands
 from milpa_chat.bots.slack_people import SlackPeople
@@ -125,6 +125,7 @@ class SlackBot(SlackServing):
         app.action(ACTION_IDS)(self._listener(self._action_inbound))
         app.command(self.command)(self._listener(lambda body, _: command_inbound(body)))
         app.view(CALLBACK_ID)(self._edit_submitted)
+        app.view(REASON_ID)(self._edit_submitted)
         listeners = _listeners(app)
         before = len(listeners)
         app.event("app_mention")(self._listener(lambda body, _: event_inbound(body)))
@@ -154,8 +155,9 @@ class SlackBot(SlackServing):
     async def _edit_submitted(
         self, ack: Callable[..., Awaitable[None]], body: dict[str, Any], view: dict[str, Any]
     ) -> None:
-        """The Edit modal submitted: amend as the submitting user, then ack (errors per field keep it open);
-        every copy of the card is edited after the ack."""
+        """The Edit modal (or the reason to approve a high-risk request) submitted: amend (or approve) as the
+        submitting user, then ack (errors per field keep it open); every copy of the card is edited, and an
+        approved run runs, after the ack."""
         from milpa_chat.runtime.approval import ApprovalRefused
 
         self._keep_alive()
@@ -163,9 +165,12 @@ class SlackBot(SlackServing):
         raw = body.get("user") or {}
         user = ChatUser(str(raw.get("id") or ""), str(raw.get("name") or ""), raw.get("username") or None, _team(body))
         inbound = await self._named(Inbound(SURFACE, chat, user, raw=body))
+        ctx, editor = self.assistant.context_for(inbound), self.assistant.editor
         try:
-            change = await self.assistant.editor.submit(self.assistant.context_for(inbound), ref, texts, via=SURFACE,
-                                                        follow=False)
+            if view.get("callback_id") == REASON_ID:
+                change = await editor.approve_with_reason(ctx, ref, texts.get("reason", ""), via=SURFACE, follow=False)
+            else:
+                change = await editor.submit(ctx, ref, texts, via=SURFACE, follow=False)
         except ApprovalRefused as exc:
             await ack(response_action="errors", errors=field_errors(exc, texts))
             return

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
     from milpa_chat.chat.editing import EditField
     from milpa_chat.runtime.approval import Approval, ApprovalRefused
 
-__all__ = ["CALLBACK_ID", "edit_view", "field_errors", "submitted"]
+__all__ = ["CALLBACK_ID", "REASON_ID", "edit_view", "field_errors", "reason_view", "submitted"]
 
 CALLBACK_ID: Final = "milpa_edit"
+#: The modal that asks why a high-risk request is approved.
+REASON_ID: Final = "milpa_reason"
 _PREFIX: Final = "f:"
 _MAX_TEXT: Final = 3000  # Slack's plain_text_input allows 3000 characters
 
@@ -50,6 +52,25 @@ def edit_view(approval: Approval, fields: list[EditField], chat_id: str) -> dict
         "type": "modal", "callback_id": CALLBACK_ID, "private_metadata": f"{button_ref(approval)}|{chat_id}",
         "title": {"type": "plain_text", "text": "Edit request"}, "submit": {"type": "plain_text", "text": "Save"},
         "close": {"type": "plain_text", "text": "Cancel"}, "blocks": blocks,
+    }
+
+
+def reason_view(approval: Approval, why: str, chat_id: str) -> dict[str, Any]:
+    """The modal asking the approver why they approve a high-risk request (the reason is kept as the note)."""
+    from milpa_chat.chat.cards import button_ref
+
+    text = (f"{approval.label} (asked by {approval.requester_name}) is high-risk: {why}. Say why you approve it; "
+            "the reason is shown on the card and kept with the decision.")
+    return {
+        "type": "modal", "callback_id": REASON_ID, "private_metadata": f"{button_ref(approval)}|{chat_id}",
+        "title": {"type": "plain_text", "text": "Approve with a reason"},
+        "submit": {"type": "plain_text", "text": "Approve"}, "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn_escape(text)[:3000]}},
+            {"type": "input", "block_id": f"{_PREFIX}reason", "label": {"type": "plain_text", "text": "Reason"},
+             "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "min_length": 3,
+                         "max_length": 500}},
+        ],
     }
 
 

@@ -119,6 +119,18 @@ class SlackTransport:
             return
         await self.client.views_open(trigger_id=str(trigger), view=edit_view(approval, fields, inbound.chat_id))
 
+    async def open_reason_form(self, inbound: Inbound, approval: Approval, why: str) -> None:
+        """The modal asking why a high-risk request is approved (``views.open``; see ``slack_edit``)."""
+        from milpa_chat.bots.slack_edit import reason_view
+
+        raw = inbound.raw if isinstance(inbound.raw, Mapping) else {}
+        trigger = raw.get("trigger_id")
+        if not trigger:
+            await self.answer(inbound, "This request is high-risk and needs a typed reason; tap Approve again.",
+                              alert=True)
+            return
+        await self.client.views_open(trigger_id=str(trigger), view=reason_view(approval, why, inbound.chat_id))
+
     async def respond(self, response_url: str, text: str) -> None:
         """An ephemeral reply through an interaction's ``response_url`` (works where the app is no member)."""
         await self._respond(response_url, {"text": mrkdwn_escape(text)})
