@@ -144,6 +144,9 @@ class InboxItem:
         if not self.decided:
             left = a.expires_at - self._inbox.store.clock()
             parts.append(f"expires in {_duration(left)}" if left > 0 else "overdue")
+        tier = a.data.get("risk") or {}
+        if a.state == "pending" and tier.get("level") == "high":
+            parts.append(html.escape(f"high risk ({tier.get('why')}): approving needs a typed reason in the box"))
         from milpa_chat.chat.cards import button_ref
 
         answers = self._inbox.transport.answers

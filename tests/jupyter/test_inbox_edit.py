@@ -71,3 +71,24 @@ async def test_an_edit_that_does_not_validate_is_shown_beside_its_field(
     assert "number" in panel.form["amount"].error_text
     a = await assistant.approvals.get(item.id)
     assert a is not None and a.revision == 0
+
+
+async def test_a_high_risk_request_needs_the_reason_box(
+    tools: Tools, clock: ManualClock, closing: list[Any]
+) -> None:
+    registry = ToolRegistry(store=MemoryStore(clock=clock))
+    registry.scan(tools)
+    assistant = Assistant(registry, Identities.from_dict(IDENTITIES), approval_ttl=600, risk_tiers=True)
+    telegram = RecordingTransport("telegram")
+    assistant.attach(telegram)
+    inbox = ApprovalInbox(assistant, principal="maria", name="Maria", scopes=["payments:approve"])
+    closing.append(inbox)
+    await telegram.say(assistant, ANA, "/pay to=Luis amount=120")
+    clock.advance(60)
+    await inbox.refresh()
+    [item] = inbox.pending
+    assert "approving needs a typed reason" in item.text
+    refused = await inbox.approve(item.id)
+    assert refused is not None and refused.state == "pending" and "needs a typed reason" in item.text
+    await inbox.approve(item.id, "invoice 7 checked")
+    assert tools.paid == [("Luis", 120.0)]
