@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from milpa_chat.bots.slack_transport import mrkdwn_escape
-
 if TYPE_CHECKING:
     from milpa_chat.chat.editing import EditField
     from milpa_chat.runtime.approval import Approval, ApprovalRefused
@@ -25,6 +23,11 @@ CALLBACK_ID: Final = "milpa_edit"
 REASON_ID: Final = "milpa_reason"
 _PREFIX: Final = "f:"
 _MAX_TEXT: Final = 3000  # Slack's plain_text_input allows 3000 characters
+
+
+def mrkdwn_escape(text: str) -> str:
+    """``& < >`` escaped, so text from a request never turns into mentions or links in the modal."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def edit_view(approval: Approval, fields: list[EditField], chat_id: str) -> dict[str, Any]:
