@@ -24,7 +24,7 @@ from ._chaos import People, chaos
 from ._fleet import Fleet, running_fleet
 from ._records import approvals_in, settled, unconverged
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 SEED = 16
 CHAOS_SECONDS = 30.0

@@ -15,7 +15,7 @@ from ._chaos import slack_cards, telegram_cards
 from ._fleet import SLACK_WORK, SLACK_WRITERS, TG_WRITERS, Fleet, running_fleet
 from ._records import approvals_in
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 RUN_SECONDS = 3.0
 
 

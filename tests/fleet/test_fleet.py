@@ -49,6 +49,7 @@ def test_a_worker_without_a_fleet_database_says_what_to_set(capsys: pytest.Captu
 
 
 @pytest.mark.slow
+@pytest.mark.postgres
 async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_path: Path) -> None:
     async with running_fleet(tmp_path, telegram=1, slack=1) as fleet:
         asked = await fleet.tg.send_message(TG_WRITERS[0].id, TG_WRITERS[0], "/pay ACME 12")

@@ -19,6 +19,8 @@ from tests.conftest import POSTGRES_DSN
 
 from ._fleet import admin, free_port, require_postgres
 
+pytestmark = pytest.mark.postgres
+
 
 class CuttableProxy:
     """Forwards 127.0.0.1:``port`` to the PostgreSQL server; ``cut()`` resets every connection and refuses new
