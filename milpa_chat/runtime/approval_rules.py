@@ -188,6 +188,10 @@ RULES: dict[str, Rule] = {"confirm": _confirm, "cancel": _cancel, "approve": _ap
 
 
 # ------------------------------------------------------------------------------ edit before approve
+#: Edits one request may take (its record keeps every revision).
+MAX_REVISIONS = 50
+
+
 def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolContext] | None = None) -> Check:
     """A :data:`Check` through ``registry``: its payload limits, the tool's validator (schema, then clamps)
     and its authorization for the requester (``requester(approval)``, else the context they asked with)."""
@@ -250,6 +254,9 @@ def amend(a: Approval, v: dict[str, Any], actor: Actor, wire: dict[str, Any], ba
     if not changes:
         raise ApprovalRefused("Nothing changed: after validation the arguments are the same as before.",
                               code="VALIDATION_ERROR")
+    if a.revision >= MAX_REVISIONS:
+        raise ApprovalRefused(f"This request was already edited {a.revision} times; reject it and ask for a new "
+                              "one with the right arguments.", code="CONFLICT", approval=a)
     revision = a.revision + 1
     v.update(args=wire, digest=digest(wire), revision=revision, votes=[])
     v["revisions"] = [*a.revisions, {"revision": revision, "by": actor.principal, "by_name": actor.name,

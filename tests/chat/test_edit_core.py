@@ -140,3 +140,14 @@ async def test_cards_offer_edit_only_when_the_assistant_allows_edits(tools: Tool
     plain.attach(tg)
     await tg.say(plain, ALICE, "/pay ACME 5")
     assert {b.action for b in tg.last(APPROVERS_CHAT).buttons} == {"approve", "reject"}
+
+
+async def test_a_request_takes_a_bounded_number_of_edits(assistant: Assistant, tg: RecordingTransport) -> None:
+    from milpa_chat.runtime.approval_rules import MAX_REVISIONS
+
+    aid = await open_pay(assistant, tg)
+    for i in range(MAX_REVISIONS):
+        await assistant.approvals.amend(aid, {"amount": 200 + i}, ctx(assistant, MANAGER), via="telegram",
+                                        follow=False)
+    with pytest.raises(ApprovalRefused, match="already edited 50 times; reject it"):
+        await assistant.approvals.amend(aid, {"amount": 1}, ctx(assistant, MANAGER), via="telegram")
