@@ -144,6 +144,10 @@ class InboxItem:
         if not self.decided:
             left = a.expires_at - self._inbox.store.clock()
             parts.append(f"expires in {_duration(left)}" if left > 0 else "overdue")
+        if a.revision:  # old -> new of the latest edits, as every chat copy of the card shows them
+            from milpa_chat.chat.cards import edit_lines
+
+            parts += [html.escape(line) for line in edit_lines(a)]
         tier = a.data.get("risk") or {}
         if a.state == "pending" and tier.get("level") == "high":
             parts.append(html.escape(f"high risk ({tier.get('why')}): approving needs a typed reason in the box"))

@@ -43,7 +43,7 @@ async def test_the_inbox_edit_form_amends_and_another_approver_approves(
     panel.form["amount"].value = 80
     panel.save_button.click()
     await inbox.idle()
-    assert item.editor is None
+    assert item.editor is None and "amount: 120.0 → 80.0" in item.text  # the inbox shows the diff too
     assert "amount: 120.0 → 80.0" in card.text and "Edited by Maria via jupyter" in card.text
     a = await assistant.approvals.get(item.id)
     assert a is not None and a.args == {"to": "Luis", "amount": 80.0, "api_key": "sk-live-123"}
