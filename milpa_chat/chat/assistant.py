@@ -101,7 +101,7 @@ class Assistant:
         self.approvals.openers.append(self._route)
         self.approvals.reminders.append(self._nudge_cards)
         self.approvals.follower = self.flows.follow
-        if self.approvals.checker is None:  # edits are re-checked as a new call by the requester would be
+        if self.approvals.checker in (None, registry.default_checker):  # edits: as a new call by the requester now
             from milpa_chat.runtime.approval_rules import registry_check
 
             self.approvals.checker = registry_check(registry, self.requester_context)
@@ -388,8 +388,9 @@ class Assistant:
         """Send (or edit in place) a result; paginated results get page buttons bound to a stored view."""
         if result.pagination is not None:
             view = secrets.token_urlsafe(9)
+            # a page view lost on a power cut only makes its page buttons say "no longer available"
             await self.store.put("views", view, {"tool": name, "args": args, "principal": ctx.principal},
-                                 ttl=7 * 86400)
+                                 ttl=7 * 86400, durable=False)
             result = result.with_meta(ref=view)
         message = cards.result_message(result)
         if edit is not None:

@@ -79,6 +79,8 @@ class VerifyPolicy:
     escalation approvers (a chat layer's configuration), and the requester is told. ``deliver``:
     where a chat layer shows the card: ``"channels"`` (the approver chats, the default), ``"direct"``
     (each approver's direct messages) or ``"both"``. Seeing a card never confers authority.
+    ``risk``: ``"low"`` or ``"high"`` overrides the risk tier read from the tool's declared effect
+    (high: approving needs a typed reason); ``None`` reads it from the effect.
     """
 
     approver_scopes: tuple[str, ...] = ()
@@ -88,6 +90,7 @@ class VerifyPolicy:
     remind_after: tuple[float, ...] = ()
     escalate_after: float | None = None
     deliver: str = "channels"
+    risk: str | None = None
 
     def __post_init__(self) -> None:
         scopes = self.approver_scopes
@@ -119,6 +122,9 @@ class VerifyPolicy:
         if self.deliver not in ("channels", "direct", "both"):
             raise InvalidOptionError(
                 f"VerifyPolicy(deliver=...) is 'channels', 'direct' or 'both', got {self.deliver!r}")
+        if self.risk not in (None, "low", "high"):
+            raise InvalidOptionError(
+                f"VerifyPolicy(risk=...) is 'low', 'high' or None (read from the tool's effect), got {self.risk!r}")
 
     def _check_times(self) -> None:
         reminders = self.remind_after

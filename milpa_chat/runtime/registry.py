@@ -88,6 +88,13 @@ class ToolRegistry:
             self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease,
                                           handoff=approval_handoff)
         self.approvals.audit = self.audit
+        if self.approvals.checker is None:  # an edit is re-validated and re-authorized as a new call would be
+            from milpa_chat.runtime.approval_rules import registry_check
+
+            self.approvals.checker = registry_check(self)
+        #: The registry's own edit check (the requester as they asked); a chat host replaces it with one
+        #: that reads the requester's scopes as they are now.
+        self.default_checker = self.approvals.checker
         self.confirmations = ConfirmationTokenStore(self.approvals, ttl=confirm_ttl)
         self._verifier: HumanVerifier | None = verifier if desk is not None else None  # type: ignore[assignment]
         self._tool_verifier = verifier

@@ -90,3 +90,30 @@ async def test_a_fast_high_risk_approval_asks_for_a_second_approver(clock: Manua
     assert "Approved after 2 s, faster than the card can be read (10 s)" in card.text and "1 of 2" in card.text
     await approve(assistant, tg, MANAGER2, note="checked the invoice")
     assert tools.paid == [("ACME", 120.0)]
+
+
+class Overridden(Tools):
+    @tool("wire_small", "Wire a small amount (undeclared effect, low risk by policy)", scopes=["payments:send"],
+          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600, risk="low"))
+    async def wire_small(self, to: str) -> dict[str, Any]:
+        return {"to": to}
+
+
+async def test_a_policy_can_say_the_risk_instead_of_the_effect(clock: ManualClock) -> None:
+    tools = Overridden()
+    registry = ToolRegistry(store=MemoryStore(clock=clock))
+    registry.scan(tools)
+    assistant = Assistant(registry, Identities.from_dict(IDENTITIES), approval_ttl=600, risk_tiers=True)
+    tg = RecordingTransport("telegram")
+    assistant.attach(tg)
+    await tg.say(assistant, ALICE, "/wire_small ACME")
+    assert "High risk" not in tg.last(APPROVERS_CHAT).text  # undeclared would be high; the policy says low
+    await approve(assistant, tg, MANAGER)
+    assert "Done" in tg.last(APPROVERS_CHAT).text
+
+
+def test_a_risk_that_is_not_low_or_high_is_refused_at_declaration() -> None:
+    from milpa_chat.errors import DeclarationError
+
+    with pytest.raises(DeclarationError, match=r"risk=.*'low', 'high' or None"):
+        VerifyPolicy(approver_scopes=("payments:approve",), risk="medium")
