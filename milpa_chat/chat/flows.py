@@ -1,6 +1,6 @@
 """Approval flows behind the buttons: taps become decisions, claimed runs run, effects are delivered.
 
-Rules (DESIGN section 5):
+Rules:
 
 * who acts is the platform identity of whoever tapped (``Inbound.user``), never the button data;
 * every decision is :meth:`ApprovalDesk.decide` — the same function the ``resolve_verification``

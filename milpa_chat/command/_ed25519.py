@@ -25,7 +25,7 @@ def public_key(secret: bytes) -> bytes:
 
 
 def sign(secret: bytes, message: bytes) -> bytes:
-    """The 64-byte signature of ``message`` with the seed ``secret``."""
+    """The 64-byte signature of ``message`` with the 32-byte ``secret``."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     return Ed25519PrivateKey.from_private_bytes(_seed(secret)).sign(bytes(message))

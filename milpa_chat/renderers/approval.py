@@ -1,4 +1,4 @@
-"""Approval cards (DESIGN section 5): the channel-neutral view and the message it becomes.
+"""Approval cards: the channel-neutral view and the message it becomes.
 
 The chat layer builds an :class:`ApprovalView` from its durable ``Approval`` record and hands
 it to any renderer's ``render_approval``. A *pending* card says who asks, which tool, with

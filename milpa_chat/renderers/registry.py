@@ -1,4 +1,4 @@
-"""``RendererRegistry``: picks the renderer for ``ToolContext.channel`` (seed 000, "Rendering").
+"""``RendererRegistry``: picks the renderer for ``ToolContext.channel``.
 
 The first added renderer whose ``supports(channel)`` is true renders; otherwise the default
 renderer, if one is set; otherwise the result's JSON envelope. Without a context the

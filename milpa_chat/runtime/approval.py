@@ -1,7 +1,7 @@
-"""The one durable ``Approval`` (DESIGN section 5): the record, its states and its effects, as data.
+"""The one durable ``Approval``: the record, its states and its effects, as data.
 
 One record per call a human must decide. It is at once the confirm token (its id *is* the token),
-the verification request of seed 000 and what every card on every surface shows. This module holds
+the verification request and what every card on every surface shows. This module holds
 the record's shape and the pure rules over it; :mod:`milpa_chat.runtime.approvals` holds the desk
 that stores it and the one decision function.
 
@@ -99,7 +99,7 @@ class Approval:
     version: int
     due: float | None = None
 
-    # the seed's verification request read its fields as attributes (req.decided_by, req.subject, ...)
+    # a verification request reads its fields as attributes (req.decided_by, req.subject, ...)
     def __getattr__(self, name: str) -> Any:
         try:
             return self.data[name]
@@ -108,7 +108,7 @@ class Approval:
 
     @property
     def value(self) -> dict[str, Any]:
-        """Every field, with ``id`` (the shape of the seed's verification request)."""
+        """Every field, with ``id`` (the shape of a verification request)."""
         return {"id": self.id, **self.data}
 
     @property

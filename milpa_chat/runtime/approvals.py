@@ -186,7 +186,7 @@ class ApprovalDesk:
         for opener in self.openers:
             opener(value, ctx)
         while True:
-            aid = secrets.token_hex(16)  # 128 bits, 32 characters (the seed's token): "run_again:<id>" fits 64 bytes
+            aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
             rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now))
             if rec is not None:
                 break

@@ -1,4 +1,4 @@
-"""RendererRegistry picks a renderer by channel, then the default, then JSON (seed 000)."""
+"""RendererRegistry picks a renderer by channel, then the default, then JSON."""
 
 from __future__ import annotations
 
