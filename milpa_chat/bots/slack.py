@@ -32,7 +32,7 @@ from milpa_chat.bots.slack_inbound import SURFACE, _team, action_inbound, comman
 from milpa_chat.bots.slack_menu import MENU_COMMANDS, menu_message, subcommands
 from milpa_chat.bots.slack_people import SlackPeople
 from milpa_chat.bots.slack_serving import SlackServing
-from milpa_chat.bots.slack_transport import NOT_POSTABLE, SlackTransport
+from milpa_chat.bots.slack_transport import SlackTransport
 from milpa_chat.chat.inbound import ChatUser, Inbound
 
 if TYPE_CHECKING:
@@ -252,28 +252,9 @@ class SlackBot(SlackServing):
             inbound = await self._named(inbound)
             if not await self._answer_menu(inbound):
                 await self.assistant.handle(inbound, self.transport)
-        except Exception as exc:
+        except Exception as exc:  # naming the actor or the menu failed (the assistant itself never raises)
             log.exception("handling Slack %s %s failed", inbound.kind, inbound.delivery_id)
-            await self._report_failure(inbound, exc)
-
-    async def _report_failure(self, inbound: Inbound, exc: Exception) -> None:
-        """Tell the actor (through the request's response_url) that their request could not be done."""
-        raw = inbound.raw if isinstance(inbound.raw, Mapping) else {}
-        url = raw.get("response_url")
-        if not url:
-            return
-        from slack_sdk.errors import SlackApiError
-
-        error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
-        if error in NOT_POSTABLE:
-            text = (f"I cannot post in this conversation ({error}). Invite me with /invite, "
-                    "or talk to me in a direct message.")
-        else:
-            text = "Something went wrong while handling that; nothing more was done. The error was logged."
-        try:
-            await self.transport.respond(str(url), text)
-        except Exception:
-            log.exception("could not report the failure through response_url")
+            await self.transport.report_failure(inbound, exc)
 
     async def _refuse(self, body: Mapping[str, Any], text: str) -> None:
         user = body.get("user") or {}

@@ -131,6 +131,28 @@ class SlackTransport:
             return
         await self.client.views_open(trigger_id=str(trigger), view=reason_view(approval, why, inbound.chat_id))
 
+    async def report_failure(self, inbound: Inbound, exc: BaseException) -> bool:
+        """The last way to tell the actor their request could not be done: the request's ``response_url``
+        (it works where the app may not post). False when the request has none or it failed too."""
+        raw = inbound.raw if isinstance(inbound.raw, Mapping) else {}
+        url = raw.get("response_url")
+        if not url:
+            return False
+        from slack_sdk.errors import SlackApiError
+
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
+        if error in NOT_POSTABLE:
+            text = (f"I cannot post in this conversation ({error}). Invite me with /invite, "
+                    "or talk to me in a direct message.")
+        else:
+            text = "Something went wrong while handling that; nothing more was done. The error was logged."
+        try:
+            await self.respond(str(url), text)
+        except Exception:
+            log.exception("could not report the failure through response_url")
+            return False
+        return True
+
     async def respond(self, response_url: str, text: str) -> None:
         """An ephemeral reply through an interaction's ``response_url`` (works where the app is no member)."""
         await self._respond(response_url, {"text": mrkdwn_escape(text)})

@@ -136,7 +136,11 @@ class Assistant:
 
     # ------------------------------------------------------------------ events
     async def handle(self, inbound: Inbound, transport: Transport | None = None) -> None:
-        """Process one inbound event. Redeliveries of a ``delivery_id`` already seen do nothing."""
+        """Process one inbound event. Redeliveries of a ``delivery_id`` already seen do nothing.
+
+        Never raises for what happens while handling: a failing store or plug-in is told to the person
+        in one sentence (or, when the surface cannot carry even that, through the transport's
+        ``report_failure(inbound, exc)`` if it has one) and logged once with its cause."""
         transport = transport or self.transports.get(inbound.surface)
         if transport is None:
             raise LookupError(f"no transport attached for surface {inbound.surface!r}; call assistant.attach(...)")
@@ -144,10 +148,10 @@ class Assistant:
         try:
             await self._dispatch(inbound, transport)
         except Exception as exc:  # a store or a plug-in failed: tell the person in the chat, log once
-            if not await self._tell_failure(inbound, transport):
-                raise  # the surface itself is failing: its adapter tells the person another way, and logs
-            log.error("Handling a %s %s on %s failed: %s: %s", inbound.kind, inbound.delivery_id or "-",
-                      inbound.surface, type(exc).__name__, exc, exc_info=exc)
+            told = await self._tell_failure(inbound, transport) or await _last_resort(transport, inbound, exc)
+            log.error("Handling a %s %s on %s failed (%s): %s: %s", inbound.kind, inbound.delivery_id or "-",
+                      inbound.surface, "the person was told" if told else "nobody could be told",
+                      type(exc).__name__, exc, exc_info=exc)
 
     async def _dispatch(self, inbound: Inbound, transport: Transport) -> None:
         if inbound.delivery_id is not None and not await self._first_delivery(inbound):
@@ -440,3 +444,15 @@ class Assistant:
             except Exception:
                 log.exception("approval sweep failed")
             await asyncio.sleep(interval)
+
+
+async def _last_resort(transport: Transport, inbound: Inbound, exc: BaseException) -> bool:
+    """A surface's own last way to tell the person (Slack: the request's ``response_url``), if it has one."""
+    report = getattr(transport, "report_failure", None)
+    if report is None:
+        return False
+    try:
+        return bool(await report(inbound, exc))
+    except Exception as failed:
+        log.debug("report_failure on %s failed too: %s", inbound.surface, type(failed).__name__)
+        return False
