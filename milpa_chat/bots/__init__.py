@@ -10,8 +10,9 @@ extra raises :class:`~milpa_chat.errors.MissingExtraError` naming the ``pip inst
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from milpa_chat._extras import lazy_exports
 
 if TYPE_CHECKING:
     from milpa_chat.bots.errors import BotStartupError
@@ -33,12 +34,4 @@ _EXPORTS = {
 __all__ = ["BotStartupError", "SlackBot", "SlackTransport", "TelegramBot", "TelegramTransport", "chat_user"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'milpa_chat.bots' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

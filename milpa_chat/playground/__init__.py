@@ -10,7 +10,9 @@ from __future__ import annotations
 
 __all__ = ["World", "create_app", "run_tour"]
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from milpa_chat._extras import lazy_exports
 
 if TYPE_CHECKING:
     from milpa_chat.playground.app import create_app
@@ -21,10 +23,4 @@ _EXPORTS = {"World": "milpa_chat.playground.world", "create_app": "milpa_chat.pl
             "run_tour": "milpa_chat.playground.tour"}
 
 
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'milpa_chat.playground' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -17,8 +17,10 @@ Subpackages: ``milpa_chat.testing.telegram``, ``milpa_chat.testing.slack``, ``mi
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from milpa_chat._extras import lazy_exports
+from milpa_chat.testing import telegram as _telegram  # its names load on first use too
 
 if TYPE_CHECKING:
     from milpa_chat.testing.llm import (
@@ -64,17 +66,7 @@ if TYPE_CHECKING:
 
 # name -> module that defines it; add new test doubles here.
 _EXPORTS = {
-    "BotApiServer": "milpa_chat.testing.telegram",
-    "TelegramApiCall": "milpa_chat.testing.telegram.models",
-    "TelegramCallbackQuery": "milpa_chat.testing.telegram.models",
-    "TelegramChat": "milpa_chat.testing.telegram.models",
-    "TelegramChatAction": "milpa_chat.testing.telegram.models",
-    "TelegramMessage": "milpa_chat.testing.telegram.models",
-    "TelegramMessageVersion": "milpa_chat.testing.telegram.models",
-    "TelegramUpdate": "milpa_chat.testing.telegram.models",
-    "TelegramUser": "milpa_chat.testing.telegram.models",
-    "TelegramFile": "milpa_chat.testing.telegram.models",
-    "TelegramWebhookDelivery": "milpa_chat.testing.telegram.models",
+    **{name: "milpa_chat.testing.telegram" for name in _telegram.__all__},
     "SlackApiServer": "milpa_chat.testing.slack",
     "SlackEvents": "milpa_chat.testing.slack",
     "SlackRequestSigner": "milpa_chat.testing.slack",
@@ -146,12 +138,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'milpa_chat.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
