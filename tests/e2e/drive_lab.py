@@ -125,9 +125,22 @@ def approve_in_the_browser(url: str, token: str, artifacts: Path) -> dict[str, A
             return run_notebook_and_approve(page, url, token, artifacts)
         except Exception:
             page.screenshot(path=str(artifacts / "02_approvals_failure.png"))
+            say_outputs(page)
             raise
         finally:
             browser.close()
+
+
+def say_outputs(page: Any) -> None:
+    """Print what every cell printed so far (errors included), so a failed run says which cell stopped."""
+    try:
+        texts = page.locator(".jp-OutputArea-output").all_inner_texts()
+    except Exception as exc:  # the page itself may be gone
+        say(f"could not read the cells' outputs: {exc}")
+        return
+    say(f"the notebook's outputs when it stopped ({len(texts)}):")
+    for number, text in enumerate(texts, 1):
+        say(f"  [{number}] " + text.strip().replace("\n", "\n      ")[:2000])
 
 
 def run_notebook_and_approve(page: Any, url: str, token: str, artifacts: Path) -> dict[str, Any]:
