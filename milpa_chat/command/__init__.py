@@ -13,7 +13,7 @@ this, within these limits"; :class:`StandingJudge` decides, purely, whether it l
 
 from __future__ import annotations
 
-from milpa_chat.command.atom import DeclaredCondition, Operation
+from milpa_chat.command.atom import DeclaredCondition, Operation, declared_operation
 from milpa_chat.command.audits import RollbackContracts
 from milpa_chat.command.catalogue import HIDDEN, CatalogueProjector, model_of, read_catalogue, usage_of
 from milpa_chat.command.certificates import generate_signing_key, public_key_of
@@ -33,7 +33,7 @@ from milpa_chat.command.composition import (
 )
 from milpa_chat.command.context import InvocationContext
 from milpa_chat.command.declaration import Because, Confirms, Mutates, Needs, Reads, Target, operation
-from milpa_chat.command.declared import Resolver, declared_operation, is_declared
+from milpa_chat.command.declared import Resolver, is_declared
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile, InvalidInput, InvalidOperation, OperationDeclarationError
 from milpa_chat.command.grants import (

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat.command.declared import SOURCE_ATTRIBUTE, Resolver, read_declared
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidOperation
 from milpa_chat.command.ids import OperationId, trim_ascii
@@ -22,12 +23,8 @@ from milpa_chat.command.levels import Mutation
 if TYPE_CHECKING:
     from milpa_chat.command.composition import AuthorityPolicy, ContextFacts
     from milpa_chat.command.context import InvocationContext
-    from milpa_chat.command.declared import Resolver
 
-__all__ = ["DeclaredCondition", "Operation", "handler_arity"]
-
-#: The attribute a generated handler carries to name the source its digest is taken from.
-SOURCE_ATTRIBUTE = "__milpa_source__"
+__all__ = ["SOURCE_ATTRIBUTE", "DeclaredCondition", "Operation", "declared_operation", "handler_arity"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,10 +283,17 @@ class Operation:
 
     @classmethod
     def from_class(cls, declared: type | str, resolve: Resolver | None = None) -> Operation:
-        """The operation a declared class describes (see :func:`milpa_chat.command.declared_operation`)."""
-        from milpa_chat.command.declared import declared_operation
+        """The operation a declared class describes; ``resolve(type)`` provides ``run()``'s collaborators.
 
-        return declared_operation(declared, resolve)
+        Raises :class:`~milpa_chat.command.OperationDeclarationError` saying what to declare.
+        """
+        parts = read_declared(declared, resolve)
+        return cls(parts.name, parts.description, parts.handler, **parts.options)
+
+
+def declared_operation(target: type | str, resolve: Resolver | None = None) -> Operation:
+    """The :class:`Operation` a declared class describes: :meth:`Operation.from_class` as a function."""
+    return Operation.from_class(target, resolve)
 
 
 def handler_arity(handler: Callable[..., Any]) -> int:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat.command import _ed25519
 from milpa_chat.command._json import compact_json, identical
-from milpa_chat.command.effects import EffectProfile
 
 if TYPE_CHECKING:
     from milpa_chat.command.composition import CallSubject, Descent
+    from milpa_chat.command.effects import EffectProfile
 
 __all__ = ["DescentCertificate", "generate_signing_key", "public_key_of"]
 

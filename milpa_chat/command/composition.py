@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from milpa_chat.command._json import compact_json, identical, sha256_text
 from milpa_chat.command.certificates import DescentCertificate
-from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile
 from milpa_chat.command.ids import trim_ascii
 from milpa_chat.command.levels import AXES, Authority, Mutation, Subject, level_of
+
+if TYPE_CHECKING:
+    # Only in annotations: the profile module calls into this one (compose_for_call), never the reverse.
+    from milpa_chat.command.effects import EffectProfile
 
 __all__ = [
     "AuthorityClaim",

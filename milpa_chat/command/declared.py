@@ -1,7 +1,9 @@
 """Declared operations: a class whose constructor is the input contract and whose ``run()`` is the handler.
 
 ``declared_operation(PublishPost, resolve=container.get)`` reads the markers once and returns the same
-:class:`~milpa_chat.command.Operation` the hand-written form builds. Every refusal
+:class:`~milpa_chat.command.Operation` the hand-written form builds: this module reads the class into
+:class:`DeclaredParts` (the constructor arguments of that operation), and
+:meth:`Operation.from_class <milpa_chat.command.Operation.from_class>` builds it. Every refusal
 happens here, once, in that order, saying what to declare — above all a class that declares neither
 ``@Mutates`` nor ``@Reads``: silence would ship as "does not mutate", and every consumer would
 believe it. The handler it returns closes over plain data: an invocation pays for no reflection.
@@ -17,7 +19,6 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from milpa_chat.command.atom import SOURCE_ATTRIBUTE, Operation
 from milpa_chat.command.context import InvocationContext
 from milpa_chat.command.declaration import (
     Because,
@@ -31,11 +32,24 @@ from milpa_chat.command.declaration import (
 from milpa_chat.command.errors import InvalidInput, OperationDeclarationError
 from milpa_chat.command.hints import Convert, describe, enum_to_wire, output_schema, split_annotated, strip_optional
 
-__all__ = ["Resolver", "declared_operation", "is_declared"]
+__all__ = ["SOURCE_ATTRIBUTE", "DeclaredParts", "Resolver", "is_declared", "read_declared"]
 
 #: Finds a collaborator of ``run()`` by its type: ``resolve(Posts) -> Posts instance``.
 Resolver = Callable[[type], object]
 _EMPTY = inspect.Parameter.empty
+
+#: The attribute a generated handler carries to name the source its digest is taken from.
+SOURCE_ATTRIBUTE = "__milpa_source__"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeclaredParts:
+    """What a declared class says, as the arguments of the :class:`~milpa_chat.command.Operation` it is."""
+
+    name: str
+    description: str
+    handler: Callable[..., Any]
+    options: Mapping[str, Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -206,8 +220,8 @@ def _run_of(cls: type) -> Any:
     return run
 
 
-def declared_operation(target: type | str, resolve: Resolver | None = None) -> Operation:
-    """The :class:`Operation` a declared class describes; ``resolve(type)`` provides ``run()``'s collaborators.
+def read_declared(target: type | str, resolve: Resolver | None = None) -> DeclaredParts:
+    """What the declared class ``target`` says; ``resolve(type)`` provides ``run()``'s collaborators.
 
     Raises :class:`~milpa_chat.command.OperationDeclarationError` saying what to declare.
     """
@@ -245,27 +259,29 @@ def _input_schema(inputs: list[_Input]) -> dict[str, Any] | None:
 def _build(
     cls: type, declared: OperationDeclaration, found: Mapping[str, Any], inputs: list[_Input], run: Any,
     run_params: list[_RunParam], resolve: Resolver | None,
-) -> Operation:  # fmt: skip
+) -> DeclaredParts:  # fmt: skip
     effect: MutatesDeclaration | ReadsDeclaration = found.get("Mutates") or found["Reads"]
     needs: NeedsDeclaration = found.get("Needs") or NeedsDeclaration()
     because: Because | None = found.get("Because")
     target = next((i.name for i in inputs if i.target), None)
     returns = _hints(cls, run, "run()").get("return")
-    return Operation(
+    return DeclaredParts(
         declared.name,
         declared.description + (" " + because.purpose if because is not None else ""),
         _handler(cls, inputs, run, run_params, resolve),
-        input_schema=_input_schema(inputs),
-        mutating="Mutates" in found,
-        requires_confirmation="Confirms" in found,
-        scopes=needs.scopes,
-        output_schema=None if returns is None else output_schema(returns),
-        version=declared.version,
-        path=declared.path,
-        surfaces=declared.surfaces,
-        permission=needs.permission,
-        named_target=target,
-        effects=effect.profile(),
+        dict(
+            input_schema=_input_schema(inputs),
+            mutating="Mutates" in found,
+            requires_confirmation="Confirms" in found,
+            scopes=needs.scopes,
+            output_schema=None if returns is None else output_schema(returns),
+            version=declared.version,
+            path=declared.path,
+            surfaces=declared.surfaces,
+            permission=needs.permission,
+            named_target=target,
+            effects=effect.profile(),
+        ),
     )
 
 

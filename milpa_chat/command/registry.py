@@ -20,9 +20,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from milpa_chat.command.atom import Operation, call_handler, handler_arity
+from milpa_chat.command.atom import Operation, call_handler, declared_operation, handler_arity
 from milpa_chat.command.context import InvocationContext
-from milpa_chat.command.declared import Resolver, declared_operation, is_declared
+from milpa_chat.command.declared import Resolver, is_declared
 from milpa_chat.command.errors import InvalidInput
 from milpa_chat.command.ids import OperationId
 from milpa_chat.command.surfaces import CommandProvider, SurfaceProjector
