@@ -8,6 +8,11 @@ the rules live in one place; this module only turns what a person did on a surfa
   it with ForceReply through ``prompt`` when the transport has one); the person's next message in that
   chat is the value, ``/cancel`` stops.
 
+A prompt waiting for its answer is kept in the assistant's store (collection ``edit_prompts``, keyed by
+surface, chat and person, expiring with the request), so a bot restarted, or another worker on the same
+store, takes the answer: a Telegram reply to a prompt names the prompt it answers. The answer is taken
+once (``take``); a prompt drawn at an older revision of the request is refused, nothing changed.
+
 Who edits is always the platform identity of the tap, the reply or the submission, never button data.
 """
 
@@ -34,14 +39,22 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["EDIT_ACTIONS", "ApprovalEditor", "EditField", "edit_fields", "read_values", "value_text"]
+__all__ = ["EDIT_ACTIONS", "PROMPTS", "ApprovalEditor", "EditField", "edit_fields", "read_values", "value_text"]
 
 log = logging.getLogger("milpa_chat.chat")
 
 EDIT_ACTIONS = frozenset({"edit", "edit_field"})
 CANCEL = "/cancel"
-#: Prompts waiting for a reply, kept per person and chat (the oldest are dropped beyond this).
+#: How every reply prompt ends: a reply to a message of the bot ending so is an answer to a prompt.
+PROMPT_TAIL = f"Reply to this message; {CANCEL} stops."
+#: The store's collection of prompts waiting for a reply (key ``surface:chat:user``).
+PROMPTS = "edit_prompts"
+#: Prompts this process remembers without asking the store (the oldest are dropped beyond this).
 MAX_PROMPTS = 1000
+#: A prompt waits at most this long (and never past its request's expiry).
+PROMPT_TTL = 86400.0
+NO_LONGER_OPEN = ("That question is no longer open (it was answered, stopped, or its request was decided or "
+                  "expired); nothing was changed. Tap Edit on the card to start again.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +117,45 @@ class _Prompt:
     approval_id: str
     revision: int
     field: str  # "" : the reason to approve a high-risk request
+    message_id: str = ""  # the prompt's message, when the surface said which
+    until: float = 0.0  # the store's clock: when it stops waiting
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"approval_id": self.approval_id, "revision": self.revision, "field": self.field,
+                "message_id": self.message_id, "until": self.until}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> _Prompt:
+        return cls(str(d["approval_id"]), int(d["revision"]), str(d.get("field") or ""),
+                   str(d.get("message_id") or ""), float(d.get("until") or 0.0))
+
+
+Key = tuple[str, str, str]
+
+
+def _store_key(key: Key) -> str:
+    return ":".join(key)
+
+
+def _replied_to(inbound: Inbound) -> tuple[str, bool, str] | None:
+    """``(message id, sent by a bot, text)`` of the message ``inbound`` replies to, if the platform said so
+    (a Telegram ``Update`` or its dict form); ``None`` for a message that replies to nothing."""
+    raw = inbound.raw
+    if raw is None:
+        return None
+    message = raw.get("message") if isinstance(raw, Mapping) else getattr(raw, "message", None)
+    if message is None:
+        return None
+    replied = (message.get("reply_to_message") if isinstance(message, Mapping)
+               else getattr(message, "reply_to_message", None))
+    if replied is None:
+        return None
+    if isinstance(replied, Mapping):
+        sender = replied.get("from") or {}
+        return (str(replied.get("message_id", "")), bool(sender.get("is_bot")), str(replied.get("text") or ""))
+    sender = getattr(replied, "from_user", None)
+    return (str(getattr(replied, "message_id", "")), bool(getattr(sender, "is_bot", False)),
+            str(getattr(replied, "text", None) or ""))
 
 
 class ApprovalEditor:
@@ -115,7 +167,8 @@ class ApprovalEditor:
         self.desk = desk
         self.registry = registry
         self.context_for = context_for
-        self._prompts: OrderedDict[tuple[str, str, str], _Prompt] = OrderedDict()
+        #: What this process asked and is waiting for (the store holds the same, for every process).
+        self._prompts: OrderedDict[Key, _Prompt] = OrderedDict()
 
     def fields(self, approval: Approval) -> list[EditField]:
         definition = self.registry.get(approval.tool or "")
@@ -160,15 +213,28 @@ class ApprovalEditor:
         await self._prompt(inbound, transport, approval, field)
 
     async def _prompt(self, inbound: Inbound, transport: Transport, approval: Approval, field: EditField) -> None:
-        self._remember((inbound.surface, inbound.chat_id, inbound.user.id),
-                       _Prompt(approval.id, approval.revision, field.name))
         now = f" (now {cards._short(field.now, 60)})" if field.now else " (now empty)"
-        text = f"New value for {field.label}{now}? Reply to this message; {CANCEL} stops."
+        text = f"New value for {field.label}{now}? {PROMPT_TAIL}"
+        await self._ask(inbound, transport, approval, field.name, text)
+
+    async def _ask(self, inbound: Inbound, transport: Transport, approval: Approval, field: str, text: str) -> None:
+        """Keep the prompt (in the store first: a crash after sending it loses nothing), send it, then note
+        the message it went out as (a reply to an older prompt is then told so)."""
+        key: Key = (inbound.surface, inbound.chat_id, inbound.user.id)
+        store = self.desk.store
+        now = store.clock()
+        ttl = max(1.0, min(PROMPT_TTL, approval.expires_at - now))
+        record = _Prompt(approval.id, approval.revision, field, "", now + ttl)
+        held = await store.put(PROMPTS, _store_key(key), record.to_dict(), ttl=ttl)
+        self._remember(key, record)
         prompt = getattr(transport, "prompt", None)
-        if callable(prompt):
-            await prompt(inbound, text)
-        else:
-            await transport.send(inbound.chat_id, cards.text(text))
+        sent = await prompt(inbound, text) if callable(prompt) else await transport.send(inbound.chat_id,
+                                                                                        cards.text(text))
+        message_id = str(getattr(sent, "message_id", "") or "")
+        if message_id:  # unless it was answered already (a compare-and-set on the version just written)
+            record = _Prompt(approval.id, approval.revision, field, message_id, now + ttl)
+            if await store.update(PROMPTS, _store_key(key), record.to_dict(), expected_version=held.version):
+                self._remember(key, record)
 
     # ---------------------------------------------------------- typed reasons
     async def wants_reason(self, ref: str, ctx: ToolContext, transport: Transport) -> Approval | None:
@@ -195,11 +261,8 @@ class ApprovalEditor:
             await form(inbound, approval, why)
             return
         await transport.answer(inbound, "This request is high-risk: reply with your reason to approve it.")
-        key = (inbound.surface, inbound.chat_id, inbound.user.id)
-        self._remember(key, _Prompt(approval.id, approval.revision, ""))
-        text = (f"Why do you approve {approval.label}? It is high-risk ({why}). Reply to this message with "
-                f"your reason; {CANCEL} stops.")
-        await transport.prompt(inbound, text)  # type: ignore[attr-defined]
+        text = f"Why do you approve {approval.label}? It is high-risk ({why}). Give your reason. {PROMPT_TAIL}"
+        await self._ask(inbound, transport, approval, "", text)
 
     async def approve_with_reason(
         self, ctx: ToolContext, ref: str, reason: str, *, via: str, follow: bool = True
@@ -209,7 +272,7 @@ class ApprovalEditor:
         return await self.desk.decide(aid, "approve", ctx, via=via, note=reason.strip() or None, follow=follow,
                                       revision=revision)
 
-    def _remember(self, key: tuple[str, str, str], prompt: _Prompt) -> None:
+    def _remember(self, key: Key, prompt: _Prompt) -> None:
         self._prompts[key] = prompt
         self._prompts.move_to_end(key)
         while len(self._prompts) > MAX_PROMPTS:
@@ -217,16 +280,58 @@ class ApprovalEditor:
 
     # --------------------------------------------------------------- replies
     def waiting(self, inbound: Inbound) -> bool:
-        """Whether this person's message in this chat answers a prompt of theirs."""
-        return (inbound.surface, inbound.chat_id, inbound.user.id) in self._prompts
+        """Whether this person's message in this chat answers a prompt of theirs: one this process asked
+        (and still waiting), or a reply to a prompt of the bot addressed to them (asked by this process
+        before a restart, or by another worker; the store has it, see :meth:`on_reply`)."""
+        key: Key = (inbound.surface, inbound.chat_id, inbound.user.id)
+        known = self._prompts.get(key)
+        if known is not None:
+            if known.until > self.desk.store.clock():
+                return True
+            self._prompts.pop(key, None)
+        replied = _replied_to(inbound)
+        if replied is None or not replied[1] or PROMPT_TAIL not in replied[2]:
+            return False
+        # in a group the prompt is addressed to its person by name; a reply to someone else's is not an answer
+        return inbound.chat_type == "private" or replied[2].startswith(f"{inbound.user.display}: ")
+
+    async def awaiting(self, inbound: Inbound) -> bool:
+        """:meth:`waiting`, and also any prompt the store holds for this person in this chat (a surface
+        whose answers do not say what they reply to, asked before a restart or by another worker)."""
+        if self.waiting(inbound):
+            return True
+        key: Key = (inbound.surface, inbound.chat_id, inbound.user.id)
+        return await self.desk.store.get(PROMPTS, _store_key(key)) is not None
 
     async def on_reply(self, inbound: Inbound, transport: Transport) -> None:
         """The value for the prompted field (or ``/cancel``), from the person the prompt was for."""
-        key = (inbound.surface, inbound.chat_id, inbound.user.id)
-        prompt = self._prompts.pop(key)
+        key: Key = (inbound.surface, inbound.chat_id, inbound.user.id)
+        self._prompts.pop(key, None)
+        store = self.desk.store
+        replied = _replied_to(inbound)
+        held = await store.get(PROMPTS, _store_key(key))
+        if held is not None and replied is not None and held.value.get("message_id") \
+                and replied[0] != str(held.value["message_id"]):
+            await transport.send(inbound.chat_id, cards.text(
+                "You replied to an earlier question; nothing was changed. Reply to the latest one, or "
+                f"{CANCEL}.", tone="error"))
+            return
+        taken = await store.take(PROMPTS, _store_key(key)) if held is not None else None
+        if taken is None:  # answered meanwhile (another worker, a double delivery), stopped, or expired
+            await transport.send(inbound.chat_id, cards.text(NO_LONGER_OPEN, tone="error"))
+            return
+        prompt = _Prompt.from_dict(taken.value)
         text = (inbound.text or "").strip()
         if text.split("@", 1)[0] == CANCEL:
             await transport.send(inbound.chat_id, cards.text("Editing stopped; nothing was changed."))
+            return
+        approval = await self.desk.get(prompt.approval_id)
+        if approval is not None and approval.state == "pending" and approval.revision != prompt.revision:
+            last = approval.revisions[-1] if approval.revisions else {}
+            who, what = last.get("by_name") or "someone", ", ".join(last.get("changes", {})) or "its arguments"
+            await transport.send(inbound.chat_id, cards.text(
+                f"The request changed since you were asked: {who} edited {what}. Nothing was changed; decide "
+                "on the updated card (tap Edit there to change it again).", tone="error"))
             return
         ctx = self.context_for(inbound)
         ref = f"{prompt.approval_id}.{prompt.revision}"
@@ -237,8 +342,10 @@ class ApprovalEditor:
                 change = await self.approve_with_reason(ctx, ref, text, via=inbound.surface)
         except ApprovalRefused as exc:
             retry = exc.code == "VALIDATION_ERROR" and bool(exc.errors)
-            if retry:
-                self._prompts[key] = prompt
+            if retry:  # the same question again, for the same person
+                ttl = max(1.0, prompt.until - store.clock())
+                await store.put(PROMPTS, _store_key(key), prompt.to_dict(), ttl=ttl)
+                self._remember(key, prompt)
             tail = f" Reply with another value, or {CANCEL}." if retry else ""
             await transport.send(inbound.chat_id, cards.text(f"{exc}{tail}", tone="error"))
             return
