@@ -48,7 +48,17 @@ from milpa_chat.command.grants import (
 )
 from milpa_chat.command.ids import OperationId
 from milpa_chat.standing.changes import GrantChanges
-from milpa_chat.standing.records import COLLECTION, RECEIPTS, WATCH, GrantRecord, standing_of, when
+from milpa_chat.standing.records import (
+    COLLECTION,
+    RECEIPTS,
+    WATCH,
+    GrantRecord,
+    kept_receipts,
+    receipt_key,
+    standing_of,
+    watch_key,
+    when,
+)
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation
@@ -105,7 +115,7 @@ class GrantDesk(GrantChanges):
 
     def __init__(
         self, registry: ToolRegistry, *, signer_scopes: Sequence[str] = ("grants:sign",), four_eyes: bool = True,
-        expires_in: float = 86400.0,
+        expires_in: float = 86400.0, watch_retention: float = 30 * 86400.0,
     ) -> None:
         if isinstance(signer_scopes, str) or not all(isinstance(s, str) and s for s in signer_scopes):
             raise TypeError(f"GrantDesk(signer_scopes=...) takes a list of scope names, got {signer_scopes!r}")
@@ -115,6 +125,9 @@ class GrantDesk(GrantChanges):
         self.signer_scopes = tuple(signer_scopes)
         self.four_eyes = bool(four_eyes)
         self.expires_in = float(expires_in)
+        if not watch_retention > 0:
+            raise ValueError(f"GrantDesk(watch_retention=...) is a number of seconds above 0, got {watch_retention!r}")
+        self.watch_retention = float(watch_retention)
         self.operations: dict[str, Operation] = {}
         self.offers: dict[str, GrantOffer] = {}
         self._digests: dict[str, str | None] = {}
@@ -180,8 +193,10 @@ class GrantDesk(GrantChanges):
         return applied
 
     async def receipts(self) -> list[ConditionReceipt | None]:
-        """Every receipt kept, in the order it was taken (``None`` for a row that does not read)."""
-        return [ConditionReceipt.from_dict(e.value) for e in await self.store.read(RECEIPTS)]
+        """The receipts kept, in the order they were taken (``None`` for a row that does not read): one per
+        content, operation and "no", and per content, operation, instrument and arguments for a green —
+        what the judge would read from every measurement ever taken (see :mod:`milpa_chat.standing.records`)."""
+        return kept_receipts([r.value for r in await self.store.scan(RECEIPTS)])
 
     async def _facts(self, call: StandingCall) -> _Facts:
         """The grants that lend to the call's seat and cover its operation, with their facts; a kept text
@@ -200,7 +215,7 @@ class GrantDesk(GrantChanges):
         if not documents:
             return _Facts([], records, fault)
         receipts = await self.receipts()
-        watch = [e.value for e in await self.store.read(WATCH)]
+        watch = [r.value for r in await self.store.scan(WATCH)]
         pairs = [(g, standing_of(records[k], g, receipts, watch, self._instruments(g))) for k, g in documents.items()]
         return _Facts(pairs, records, fault)
 
@@ -323,5 +338,10 @@ class GrantDesk(GrantChanges):
         content, instrument = operation.content_of(arguments), self._instrument(operation)
         if isinstance(holds, bool) and content is not None and instrument is not None:
             receipt = ConditionReceipt(operation.name, dict(arguments), content, instrument, holds, at=when(at))
-            await self.store.append(RECEIPTS, receipt.to_dict())
-        await self.store.append(WATCH, {"operation": operation.name, "arguments": dict(arguments), "at": at})
+            # A "no" lost on a power cut would let an older green speak again, so it is durable; a lost
+            # green or sign of life only leaves an older one (or none), which can only make grants refuse.
+            await self.store.put(RECEIPTS, receipt_key(receipt), {"receipt": receipt.to_dict(), "taken": at},
+                                 durable=not holds)
+        await self.store.put(WATCH, watch_key(operation.name, arguments),
+                             {"operation": operation.name, "arguments": dict(arguments), "at": at},
+                             ttl=self.watch_retention, durable=False)

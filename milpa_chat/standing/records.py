@@ -8,9 +8,18 @@ Three places, all through the store protocol (so memory, SQLite and PostgreSQL a
   and who signed it (the platform identity of an approval's decider), the digest that was signed,
   how often it lent (``uses``), the changes still waiting for a decision (``pending``: approval id
   -> action) and every change made (``history``);
-* stream ``grant_receipts``: every measurement, in the order it was taken
-  (:meth:`~milpa_chat.command.grants.ConditionReceipt.to_dict`);
-* stream ``grant_watch``: every run of an operation that watches a falsifier (its sign of life).
+* collection ``grant_receipts``: the measurements that can still speak
+  (:meth:`~milpa_chat.command.grants.ConditionReceipt.to_dict` under ``receipt``, with ``taken``, the
+  store time it was taken). The judge reads receipts from the last one back, and only those about the
+  call's content by the condition's operation speak: for one content and operation, the latest "no"
+  hides every older receipt, and a green hides the older greens of the same instrument and arguments.
+  So one record is kept per content, operation and "no" — and per content, operation, instrument and
+  arguments for greens (:func:`receipt_key`): a new measurement replaces the one it hides, and the
+  judge reads exactly what the whole history would have told it, from a table that stays as small as
+  the distinct things measured;
+* collection ``grant_watch``: the latest run of each operation with each arguments (:func:`watch_key`),
+  the only one a falsifier's sign of life is read from; kept ``watch_retention`` seconds (30 days by
+  default), so a watcher silent for longer reads as one that gave no sign of life (the judge refuses).
 
 This module is pure: it turns stored values into :class:`GrantRecord` views and
 :class:`~milpa_chat.command.grants.GrantStanding` facts, faulted wherever the record does not say.
@@ -18,6 +27,8 @@ This module is pure: it turns stored values into :class:`GrantRecord` views and
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +44,7 @@ from milpa_chat.command.grants import (
     NamedCall,
     StandingGrant,
 )
+from milpa_chat.command.ids import OperationId
 
 __all__ = [
     "ACTIONS",
@@ -41,7 +53,10 @@ __all__ = [
     "STATES",
     "WATCH",
     "GrantRecord",
+    "kept_receipts",
+    "receipt_key",
     "standing_of",
+    "watch_key",
     "when",
 ]
 
@@ -59,6 +74,43 @@ _JUDGED: Final = {"in_force": GrantState.IN_FORCE, "suspended": GrantState.SUSPE
 def when(ts: float) -> datetime:
     """A store timestamp as an aware UTC instant."""
     return datetime.fromtimestamp(ts, UTC)
+
+
+def _key(parts: list[Any]) -> str:
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _identity(operation: str) -> str:
+    try:
+        return OperationId(operation).canonical
+    except (TypeError, ValueError):
+        return operation
+
+
+def receipt_key(receipt: ConditionReceipt) -> str:
+    """Where ``receipt`` is kept: one key per content, operation (identity) and "no"; per content,
+    operation, instrument and arguments for a green — the receipts a newer one of the same key hides."""
+    base: list[Any] = [receipt.content, _identity(receipt.operation)]
+    if not receipt.holds:
+        return _key([*base, "no"])
+    return _key([*base, "yes", receipt.instrument, dict(receipt.arguments)])
+
+
+def watch_key(operation: str, arguments: Mapping[str, Any]) -> str:
+    """Where the latest run of ``operation`` with exactly ``arguments`` is kept."""
+    return _key([_identity(operation), dict(arguments)])
+
+
+def kept_receipts(rows: Sequence[Mapping[str, Any]]) -> list[ConditionReceipt | None]:
+    """The kept receipt records, in the order they were taken (``None`` for a row that does not read:
+    the judge refuses on it, so it is never dropped)."""
+
+    def taken(row: Mapping[str, Any]) -> float:
+        at = row.get("taken")
+        return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0
+
+    return [ConditionReceipt.from_dict(row.get("receipt")) for row in sorted(rows, key=taken)]
 
 
 @dataclass(frozen=True, slots=True)
