@@ -19,7 +19,7 @@ from milpa_chat.errors import ToolError
 from milpa_chat.runtime import ErrorCode
 from milpa_chat.store import Store
 
-__all__ = ["SAMPLE_NOTES", "ExampleTools"]
+__all__ = ["PAYMENT_POLICY", "SAMPLE_NOTES", "ExampleTools", "PlaygroundTools"]
 
 SAMPLE_NOTES = (
     "Buy milk and eggs",
@@ -36,6 +36,8 @@ SAMPLE_NOTES = (
     "Check the car tyres before the trip",
 )
 PAGE_SIZE = 5
+#: Who approves a payment: a manager, never the requester; undecided, it expires after an hour.
+PAYMENT_POLICY = VerifyPolicy(approver_scopes=("payments:approve",), four_eyes=True, expires_in=3600)
 
 
 class ExampleTools:
@@ -80,13 +82,16 @@ class ExampleTools:
         return ToolResult.success(taken.value, f"Deleted note {note_id}: {taken.value['text']}")
 
     @tool("send_payment", "Send a payment; a manager must approve it", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), four_eyes=True, expires_in=3600))
+          verify=PAYMENT_POLICY)
     async def send_payment(
         self,
         to: Annotated[str, Param("Who receives the money")],
         amount: Annotated[float, Field(gt=0, le=100_000, description="Amount in EUR")],
         ctx: ToolContext,
     ) -> ToolResult:
+        return await self._pay(to, amount, ctx)
+
+    async def _pay(self, to: str, amount: float, ctx: ToolContext) -> ToolResult:
         payment = {"to": to, "amount": amount, "requested_by": ctx.principal}
         entry = await self.store.append("payments", payment)
         return ToolResult.success({"payment": entry.seq, **payment}, f"Paid {amount:.2f} EUR to {to}.")
@@ -95,6 +100,22 @@ class ExampleTools:
     async def slow_report(self) -> str:
         await asyncio.sleep(self.slow_seconds)
         return f"Report: {len(await self._notes())} notes."
+
+
+class PlaygroundTools(ExampleTools):
+    """The example tools with a payment whose approvers are reminded after 15 minutes, and which goes to
+    the escalation approvers after 30 (the playground's default tools: its clock can skip ahead)."""
+
+    @tool("send_payment", "Send a payment; a manager must approve it", scopes=["payments:send"], mutating=True,
+          verify=VerifyPolicy(approver_scopes=("payments:approve",), four_eyes=True, expires_in=3600,
+                              remind_after=(900,), escalate_after=1800))
+    async def send_payment(
+        self,
+        to: Annotated[str, Param("Who receives the money")],
+        amount: Annotated[float, Field(gt=0, le=100_000, description="Amount in EUR")],
+        ctx: ToolContext,
+    ) -> ToolResult:
+        return await self._pay(to, amount, ctx)
 
 
 def _key(number: int) -> str:

@@ -1,8 +1,9 @@
 """The playground's web app (Starlette): the page, its live feed (server-sent events) and its actions.
 
 Every action is what a platform would deliver to the adapters: ``POST /api/telegram/send`` and
-``/api/telegram/tap`` put an update on the local Bot API server, ``/api/slack/send`` and ``/api/slack/click``
-send a signed slash command, DM event or ``block_actions`` request to the Slack app. ``GET /api/feed`` (JSON,
+``/api/telegram/tap`` put an update on the local Bot API server (a message may reply to another, as the answer
+to a ForceReply prompt does), ``/api/slack/send``, ``/api/slack/click`` and ``/api/slack/submit`` send a signed
+slash command, DM event, ``block_actions`` or ``view_submission`` request to the Slack app. ``GET /api/feed`` (JSON,
 long poll) and ``GET /api/stream`` (SSE) serve the feed of :mod:`milpa_chat.playground.feed`.
 """
 
@@ -41,7 +42,7 @@ class Playground:
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self.feed = Feed(world.telegram, world.slack_api)
+        self.feed = Feed(world.telegram, world.slack_api, world.modals)
         self.tour: asyncio.Task[Any] | None = None
 
     def state(self) -> dict[str, Any]:
@@ -124,6 +125,8 @@ def create_app(make_world: Callable[[], World] | World) -> Starlette:
         Route("/api/telegram/file/{file_id}", _guarded(lambda r: _tg_file(play(), r))),
         Route("/api/slack/send", _guarded(lambda r: _slack_send(play(), r)), methods=["POST"]),
         Route("/api/slack/click", _guarded(lambda r: _slack_click(play(), r)), methods=["POST"]),
+        Route("/api/slack/submit", _guarded(lambda r: _slack_submit(play(), r)), methods=["POST"]),
+        Route("/api/slack/close", _guarded(lambda r: _slack_close(play(), r)), methods=["POST"]),
         Route("/api/clock", _guarded(lambda r: _clock(play(), r)), methods=["POST"]),
         Route("/api/tour", _guarded(lambda r: _tour(play(), r)), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -189,7 +192,8 @@ async def _tg_send(play: Playground, request: Request) -> Response:
     text = _field(body, "text", str).strip()
     if not text:
         raise PlaygroundError("type something to send")
-    update_id = await world.telegram_say(persona, _field(body, "chat", int), text)
+    reply_to = _field(body, "reply_to", int) if body.get("reply_to") is not None else None
+    update_id = await world.telegram_say(persona, _field(body, "chat", int), text, reply_to)
     await play.feed.flush()
     return JSONResponse({"ok": True, "update_id": update_id})
 
@@ -236,6 +240,26 @@ async def _slack_click(play: Playground, request: Request) -> Response:
                                      _field(body, "action_id", str), value if isinstance(value, str) else None)
     await play.feed.flush()
     return JSONResponse({"ok": status == 200, "status": status})
+
+
+async def _slack_submit(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    world = play.world
+    persona = world.persona(body.get("persona"))
+    values = body.get("values") or {}
+    if not isinstance(values, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
+        raise PlaygroundError(f"the request needs 'values' (block id -> text), got {values!r}")
+    errors = await world.slack_submit(persona, _field(body, "view", str), values)
+    await play.feed.flush()
+    return JSONResponse({"ok": True, "closed": not errors, "errors": errors})
+
+
+async def _slack_close(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    world = play.world
+    world.slack_close(world.persona(body.get("persona")), _field(body, "view", str))
+    await play.feed.flush()
+    return JSONResponse({"ok": True})
 
 
 async def _clock(play: Playground, request: Request) -> Response:

@@ -3,26 +3,32 @@
 Nothing here renders a card. Every event is a record of :class:`~milpa_chat.testing.BotApiServer` (a message
 with its current version: the HTML exactly as the bot sent it, its inline keyboard, its document; an answered
 callback query; a chat action) or of :class:`~milpa_chat.testing.SlackApiServer` (a message with its blocks,
-ephemeral or not, edited by ``chat.update`` or a ``response_url``), emitted when it first appears and again
-each time it changes. The page draws those records the way each platform would.
+ephemeral or not, edited by ``chat.update`` or a ``response_url``; a modal as ``views.open`` received it),
+emitted when it first appears and again each time it changes. The page draws those records the way each
+platform would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from milpa_chat.playground.world import Modal, Modals
     from milpa_chat.testing import BotApiServer, SlackApiServer, SlackMessage, TelegramMessage
+    from milpa_chat.testing.slack import SlackView
 
-__all__ = ["Feed", "slack_event", "telegram_event"]
+__all__ = ["Feed", "slack_event", "telegram_event", "view_event"]
 
 POLL_SECONDS = 0.05
 
 
-def telegram_event(message: TelegramMessage) -> dict[str, Any]:
-    """A Telegram message as the server holds it now."""
+def telegram_event(message: TelegramMessage, force_reply: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A Telegram message as the server holds it now; ``force_reply``: the ``ForceReply`` markup it was sent
+    with (Telegram keeps no such markup in the message: the recipient's app opens a reply to it)."""
     current = message.current
     html = current.source if current.parse_mode and current.parse_mode.upper() == "HTML" else None
     document = None
@@ -30,11 +36,15 @@ def telegram_event(message: TelegramMessage) -> dict[str, Any]:
         doc = message.document
         document = {"file_id": doc.file_id, "file_name": doc.file_name, "mime_type": doc.mime_type,
                     "size": len(doc.content)}  # fmt: skip
+    force = bool(force_reply)
+    markup = force_reply or {}
     return {
         "type": "tg.message", "chat": message.chat.id, "id": message.message_id,
         "from": {"id": message.sender.id, "name": message.sender.first_name, "bot": message.sender.is_bot},
         "text": current.text, "html": html, "buttons": message.buttons, "document": document,
         "version": len(message.versions), "deleted": message.deleted, "date": message.date,
+        "force_reply": force, "placeholder": markup.get("input_field_placeholder") if force else None,
+        "reply_to": message.reply_to_message_id,
     }  # fmt: skip
 
 
@@ -48,18 +58,28 @@ def slack_event(message: SlackMessage) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def view_event(view: SlackView, modal: Modal) -> dict[str, Any]:
+    """A modal as the app opened it (``views.open``), whose it is, and whether it is still open."""
+    return {"type": "slack.view", "id": view.id, "user": modal.user, "view": view.view, "closed": modal.closed,
+            "errors": modal.errors or {}}
+
+
 class Feed:
     """Events in order (``events[n]["seq"] == n``); :meth:`poll` appends what changed since the last poll."""
 
-    def __init__(self, telegram: BotApiServer, slack: SlackApiServer) -> None:
+    def __init__(self, telegram: BotApiServer, slack: SlackApiServer, modals: Modals | None = None) -> None:
         self.telegram = telegram
         self.slack = slack
+        self.modals = modals
+        self._views_seen: dict[str, tuple[bool, str]] = {}
         self.events: list[dict[str, Any]] = []
-        self._tg_seen: dict[tuple[int, int], tuple[int, bool]] = {}
+        self._tg_seen: dict[tuple[int, int], tuple[int, bool, bool]] = {}
+        self._tg_calls = 0
+        self._force: dict[tuple[int, int], dict[str, Any]] = {}
         self._slack_seen: dict[tuple[str, str, str | None], tuple[int, bool]] = {}
         self._answered: set[str] = set()
         self._actions = 0
-        self._marks: tuple[int, int, int] = (-1, -1, -1)
+        self._marks: tuple[int, int, int, int] = (-1, -1, -1, -1)
         self._noted = False
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -67,7 +87,8 @@ class Feed:
     # -- reading the servers ----------------------------------------------------------------------
     def poll(self) -> int:
         """Append an event for every record that is new or changed; returns how many were appended."""
-        marks = (len(self.telegram.calls), len(self.telegram.feed.history), len(self.slack.calls()))
+        marks = (len(self.telegram.calls), len(self.telegram.feed.history), len(self.slack.calls()),
+                 self.modals.version if self.modals is not None else 0)
         if marks == self._marks:
             return 0
         self._marks = marks
@@ -78,11 +99,20 @@ class Feed:
 
     def _poll_telegram(self) -> None:
         state = self.telegram.state
+        calls = self.telegram.calls
+        for call in calls[self._tg_calls:]:  # which messages went out with ForceReply
+            if call.method.lower() == "sendmessage" and isinstance(call.result, Mapping):
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    markup = json.loads(call.params.get("reply_markup") or "null")
+                    if isinstance(markup, dict) and markup.get("force_reply"):
+                        self._force[(int(call.result["chat"]["id"]), int(call.result["message_id"]))] = markup
+        self._tg_calls = len(calls)
         for key, message in list(state.messages.items()):
-            signature = (len(message.versions), message.deleted)
+            force = self._force.get(key)
+            signature = (len(message.versions), message.deleted, force is not None)
             if self._tg_seen.get(key) != signature:
                 self._tg_seen[key] = signature
-                self._add(telegram_event(message))
+                self._add(telegram_event(message, force))
         for query in list(state.callback_queries.values()):
             if query.answered and query.id not in self._answered:
                 self._answered.add(query.id)
@@ -103,6 +133,16 @@ class Feed:
             if self._slack_seen.get(key) != signature:
                 self._slack_seen[key] = signature
                 self._add(slack_event(message))
+        if self.modals is None:
+            return
+        for view in self.slack.views():
+            modal = self.modals.items.get(view.id)
+            if modal is None:  # whose it is is known once the click that opened it was handled
+                continue
+            state = (modal.closed, repr(sorted((modal.errors or {}).items())))
+            if self._views_seen.get(view.id) != state:
+                self._views_seen[view.id] = state
+                self._add(view_event(view, modal))
 
     def note(self, event: dict[str, Any]) -> None:
         """Add an event that is no platform record (what a person typed as a slash command, the tour's steps)."""

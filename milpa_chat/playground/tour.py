@@ -1,10 +1,13 @@
 """The scripted tour: the story a newcomer should see, played through the page's own HTTP endpoints.
 
 A read, a validation error, a denial naming who you are and the missing scope, a confirm round trip, a payment
-a manager approves in Slack while the Telegram copies are edited, a forged tap refused, an expiry. Each step acts as a
-persona (``POST /api/telegram/send`` ...) and then waits for what the page would show (``GET /api/feed``):
-the tour checks the records of the local platform servers, never a second rendering. It runs against the
-example tools of ``bots/`` and the built-in personas.
+a manager approves in Slack with a typed reason (payments are high-risk) while the Telegram copies are edited,
+an edit before approve answered in a Telegram reply prompt (the editor may not approve their own version), an
+edit in the Slack modal then approved in Telegram with a typed reason, a forged tap refused, a reminder and an
+escalation as the clock skips ahead, the approvers' figures, an expiry. Each step acts as a persona
+(``POST /api/telegram/send`` ...) and then waits for what the page would show (``GET /api/feed``): the tour
+checks the records of the local platform servers, never a second rendering. It runs against the example
+tools of :mod:`milpa_chat.examples` and the built-in personas.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ __all__ = ["STEPS", "TourError", "run_tour"]
 
 T = TypeVar("T")
 Printer = Callable[[str], None]
-ALICE, GUS, MARIA = 1001, 1003, 2001
+ALICE, GUS, MARIA, MATEO = 1001, 1003, 2001, 2002
 GROUP = -500
 SLACK_APPROVERS = "C0APPROVALS"
+MARIA_SLACK, MATEO_SLACK = "U2001", "U2002"
 STEP_TIMEOUT = 20.0
 
 
@@ -38,6 +42,7 @@ class TourClient:
         self.tg: dict[tuple[int, int], dict[str, Any]] = {}
         self.slack: dict[tuple[str, str, str | None], dict[str, Any]] = {}
         self.answers: list[dict[str, Any]] = []
+        self.views: dict[str, dict[str, Any]] = {}
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         async with self.session.post(self.base + path, json=body) as resp:
@@ -57,6 +62,8 @@ class TourClient:
                 self.slack[(event["channel"], event["ts"], event["ephemeral_to"])] = event
             elif kind == "tg.answer":
                 self.answers.append(event)
+            elif kind == "slack.view":
+                self.views[event["id"]] = event
         self.seq = data["next"]
 
     async def until(self, check: Callable[[], T | None], what: str, timeout: float = STEP_TIMEOUT) -> T:  # noqa: ASYNC109
@@ -86,6 +93,19 @@ class TourClient:
     def slack_after(self, channel: str, after: str, *words: str) -> dict[str, Any] | None:
         for (ch, ts, _to), event in sorted(self.slack.items()):
             if ch == channel and ts > after and event["bot"] and all(w in _slack_text(event) for w in words):
+                return event
+        return None
+
+    def prompt_after(self, chat: int, after: int, *words: str) -> dict[str, Any] | None:
+        """A ForceReply prompt of the bot (the app opens a reply to it) showing ``words``."""
+        event = self.bot_after(chat, after, *words)
+        return event if event is not None and event["force_reply"] else None
+
+    def view_for(self, user: str, title: str, seen: set[str]) -> dict[str, Any] | None:
+        """An open modal of ``user``'s titled ``title``, other than those in ``seen``."""
+        for view_id, event in self.views.items():
+            if (view_id not in seen and event["user"] == user and not event["closed"]
+                    and event["view"]["title"]["text"] == title):
                 return event
         return None
 
@@ -124,6 +144,12 @@ def _slack_button(event: dict[str, Any], word: str) -> dict[str, Any]:
             if word.lower() in str(element.get("text", {}).get("text", "")).lower():
                 return dict(element)
     raise TourError(f"the Slack card {event['ts']} has no {word!r} button")
+
+
+def _inputs(view: dict[str, Any]) -> dict[str, str]:
+    """The modal's input blocks: block id -> the value it was opened with."""
+    return {b["block_id"]: (b.get("element") or {}).get("initial_value", "") for b in view["view"]["blocks"]
+            if b.get("type") == "input"}
 
 
 def _no_buttons(event: dict[str, Any]) -> bool:
@@ -187,8 +213,14 @@ async def step_payment(c: TourClient, memo: dict[str, Any]) -> str:
     mine = await c.until(lambda: c.bot_after(ALICE, mark_me, "ACME"), "Alice's copy of the card")
     slack = await c.until(lambda: c.slack_after(SLACK_APPROVERS, mark_slack, "ACME"), "approval card in Slack")
     approve = _slack_button(slack, "Approve")
+    seen = set(c.views)
     await c.post("/api/slack/click", {"persona": "maria", "channel": SLACK_APPROVERS, "ts": slack["ts"],
                                       "action_id": approve["action_id"]})
+    modal = await c.until(lambda: c.view_for(MARIA_SLACK, "Approve with a reason", seen),
+                          "Slack modal asking Maria why she approves (payments are high-risk)")
+    reason = "Invoice 4411, matches the order"
+    field = next(iter(_inputs(modal)))
+    await c.post("/api/slack/submit", {"persona": "maria", "view": modal["id"], "values": {field: reason}})
     decided = "via Slack"
 
     def agreed() -> bool:
@@ -202,7 +234,76 @@ async def step_payment(c: TourClient, memo: dict[str, Any]) -> str:
     paid = await c.until(lambda: c.bot_after(ALICE, mine["id"], "Paid 120.00 EUR"), "payment result for Alice")
     line = next(ln for ln in c.current(group)["text"].splitlines() if decided in ln)
     told = paid["text"].splitlines()[0]
-    return f"Maria approves in Slack; both Telegram copies and the Slack card say: {line} Alice is told: {told}"
+    return (f"Maria approves in Slack, giving her reason in the modal ({reason!r}); both Telegram copies and the "
+            f"Slack card say: {line} Alice is told: {told}")
+
+
+def _edited(c: TourClient, copies: list[dict[str, Any]], slack: dict[str, Any], diff: str) -> bool:
+    slack_now = c.slack[(slack["channel"], slack["ts"], None)]
+    return all(diff in (c.current(e)["text"] or "") for e in copies) and diff in _slack_text(slack_now)
+
+
+async def step_edit_telegram(c: TourClient, memo: dict[str, Any]) -> str:
+    mark_me, mark_group, mark_slack = c.last_tg(ALICE), c.last_tg(GROUP), c.last_slack(SLACK_APPROVERS)
+    await c.post("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/send_payment ACME 300"})
+    group = await c.until(lambda: c.bot_after(GROUP, mark_group, "ACME", "300"), "the card for 300 in the group")
+    mine = await c.until(lambda: c.bot_after(ALICE, mark_me, "ACME", "300"), "Alice's copy of the card for 300")
+    slack = await c.until(lambda: c.slack_after(SLACK_APPROVERS, mark_slack, "ACME", "300"), "the Slack card")
+    mark = c.last_tg(GROUP)
+    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": group["id"],
+                                       "data": _button(group, "Edit")["callback_data"]})
+    chooser = await c.until(lambda: c.bot_after(GROUP, mark, "which value"), "the fields to choose from")
+    mark = c.last_tg(GROUP)
+    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": chooser["id"],
+                                       "data": _button(chooser, "amount")["callback_data"]})
+    prompt = await c.until(lambda: c.prompt_after(GROUP, mark, "Maria: New value for amount"),
+                           "a ForceReply prompt asking Maria for the new amount")
+    await c.post("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250", "reply_to": prompt["id"]})
+    diff = "amount: 300.0 → 250.0"
+    await c.until(lambda: _edited(c, [group, mine], slack, diff), f"every copy of the card showing {diff}")
+    answers = len(c.answers)
+    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": group["id"],
+                                       "data": _button(c.current(group), "Approve")["callback_data"]})
+    told = await c.until(lambda: [a for a in c.answers[answers:] if a["user"] == MARIA], "answer to Maria's Approve")
+    if "You edited this version" not in (told[0]["text"] or ""):
+        raise TourError(f"the editor's own approval was not refused: {told[0]['text']!r}")
+    memo["edit"] = {"group": group, "mine": mine, "slack": slack}
+    return (f"Maria taps Edit, picks amount and answers the reply prompt {prompt['text'].split(': ', 1)[1]!r} "
+            f"with 250: all three copies show {diff!r}; her own Approve is refused: {told[0]['text']!r}")
+
+
+async def step_edit_slack(c: TourClient, memo: dict[str, Any]) -> str:
+    cards = memo.get("edit")
+    if cards is None:
+        raise TourError("no edited request to go on with (the Telegram edit step failed)")
+    group, mine, slack = cards["group"], cards["mine"], cards["slack"]
+    slack_now = c.slack[(slack["channel"], slack["ts"], None)]
+    seen = set(c.views)
+    await c.post("/api/slack/click", {"persona": "mateo", "channel": SLACK_APPROVERS, "ts": slack["ts"],
+                                      "action_id": _slack_button(slack_now, "Edit")["action_id"]})
+    modal = await c.until(lambda: c.view_for(MATEO_SLACK, "Edit request", seen), "Mateo's Slack Edit modal")
+    inputs = _inputs(modal)
+    amount = next(k for k in inputs if k.endswith("amount"))
+    if inputs[amount] != "250.0":
+        raise TourError(f"the modal is not prefilled with the current amount: {inputs}")
+    bad = await c.post("/api/slack/submit", {"persona": "mateo", "view": modal["id"], "values": {amount: "lots"}})
+    if bad["closed"] or amount not in bad["errors"]:
+        raise TourError(f"an amount of 'lots' was not refused beside the field: {bad}")
+    await c.post("/api/slack/submit", {"persona": "mateo", "view": modal["id"], "values": {amount: "200"}})
+    diff = "amount: 250.0 → 200.0"
+    await c.until(lambda: _edited(c, [group, mine], slack, diff), f"every copy of the card showing {diff}")
+    mark = c.last_tg(GROUP)
+    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": group["id"],
+                                       "data": _button(c.current(group), "Approve")["callback_data"]})
+    prompt = await c.until(lambda: c.prompt_after(GROUP, mark, "Maria: Why do you approve"),
+                           "a reply prompt asking Maria why she approves")
+    await c.post("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "Agreed with the vendor",
+                                        "reply_to": prompt["id"]})
+    paid = await c.until(lambda: c.bot_after(ALICE, mine["id"], "Paid 200.00 EUR"), "the payment of 200 for Alice")
+    await c.until(lambda: "Done" in (c.current(group)["text"] or "") and _no_buttons(c.current(group)),
+                  "the group's card edited to Done")
+    return (f"Mateo edits in the Slack modal ('lots' is refused beside the field, the modal stays; 200 is "
+            f"taken): {diff}; Maria approves in Telegram with a typed reason; Alice: {paid['text'].splitlines()[0]}")
 
 
 async def step_forged(c: TourClient, memo: dict[str, Any]) -> str:
@@ -221,11 +322,38 @@ async def step_forged(c: TourClient, memo: dict[str, Any]) -> str:
     return f"Alice sends the approvers' Approve from her own chat; refused as an {kind}: {told[0]['text']!r}"
 
 
+async def step_reminder(c: TourClient, memo: dict[str, Any]) -> str:
+    group = memo.get("pending")
+    if group is None:
+        raise TourError("no pending approval to be reminded of (the forged-tap step failed)")
+    mark_group, mark_mateo = c.last_tg(GROUP), c.last_tg(MATEO)
+    await c.post("/api/clock", {"advance": 900})
+    fresh = await c.until(lambda: c.bot_after(GROUP, mark_group, "Bob", "Approval needed"),
+                          "a fresh copy of the card in the group after 15 minutes")
+    await c.post("/api/clock", {"advance": 900})
+    escalated = await c.until(lambda: c.bot_after(MATEO, mark_mateo, "Bob", "Approval needed"),
+                              "the card in Mateo's chat after 30 minutes (escalation)")
+    told = await c.until(lambda: c.bot_after(ALICE, 0, "escalation"), "Alice told of the escalation")
+    line = next((ln for ln in told["text"].splitlines() if "escalation" in ln), "")
+    return (f"15 minutes pass: a fresh copy of the card in the group (message {fresh['id']}); 30 minutes: it goes "
+            f"to Mateo's own chat (message {escalated['id']}), and Alice is told: {line}")
+
+
+async def step_stats(c: TourClient, memo: dict[str, Any]) -> str:
+    mark = c.last_tg(MARIA)
+    await c.post("/api/telegram/send", {"persona": "maria", "chat": MARIA, "text": "/approvals"})
+    stats = await c.until(lambda: c.bot_after(MARIA, mark, "Approvals in the last"), "the approvers' figures")
+    lines = [ln.strip("• ") for ln in stats["text"].splitlines()[1:] if ln.strip()]
+    if not any("Maria" in ln for ln in lines):
+        raise TourError(f"/approvals does not show Maria's decisions: {stats['text']!r}")
+    return f"Maria sends /approvals: {' | '.join(lines)}"
+
+
 async def step_expiry(c: TourClient, memo: dict[str, Any]) -> str:
     group = memo.get("pending")
     if group is None:
         raise TourError("no pending approval to let expire (the forged-tap step failed)")
-    await c.post("/api/clock", {"advance": 3700})
+    await c.post("/api/clock", {"advance": 1900})
     def edited() -> dict[str, Any] | None:
         event = c.current(group)
         return event if "Expired" in (event["text"] or "") and _no_buttons(event) else None
@@ -234,7 +362,7 @@ async def step_expiry(c: TourClient, memo: dict[str, Any]) -> str:
     slack = await c.until(lambda: c.slack_after(SLACK_APPROVERS, "0", "Expired", "Bob"), "Slack card saying Expired")
     lines = expired["text"].splitlines()
     line = next((ln for ln in lines if "Nothing was done" in ln), lines[0])
-    return f"an hour passes (the clock moves forward): {line} (Slack: {slack['text']!r})"
+    return f"the hour runs out (the clock moves forward): {line} (Slack: {slack['text']!r})"
 
 
 Step = Callable[[TourClient, dict[str, Any]], Awaitable[str]]
@@ -243,8 +371,12 @@ STEPS: tuple[tuple[str, Step], ...] = (
     ("A validation error", step_validation),
     ("A denial names who you are and the missing scope", step_denial),
     ("A confirm round trip", step_confirm),
-    ("A payment approved in Slack, the Telegram copies edited", step_payment),
+    ("A payment approved in Slack with a typed reason, the Telegram copies edited", step_payment),
+    ("Edit before approve in a Telegram reply prompt; the editor may not approve", step_edit_telegram),
+    ("Edit in the Slack modal, approved in Telegram with a typed reason", step_edit_slack),
     ("A forged tap refused", step_forged),
+    ("A reminder, then an escalation", step_reminder),
+    ("The approvers' figures", step_stats),
     ("An expiry", step_expiry),
 )
 

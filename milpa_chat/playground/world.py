@@ -41,13 +41,16 @@ __all__ = [
     "World",
 ]
 
-DEFAULT_TOOLS = "milpa_chat.examples:ExampleTools"
+DEFAULT_TOOLS = "milpa_chat.examples:PlaygroundTools"
 TEAM = "T0PLAY"
 SLACK_TOKEN = "xoxb-playground"
 SLACK_SECRET = "playground-signing-secret"
 SLACK_WORK = "C0GENERAL"
 SLACK_APPROVERS = "C0APPROVALS"
 TELEGRAM_APPROVERS = -500
+#: People here, and the tour, approve at machine speed: the check that a high-risk card was on screen long
+#: enough to be read before it was approved (``Assistant(fast_approval=)``) is set below any such delay.
+FAST_APPROVAL = 0.001
 
 
 class PlaygroundError(ValueError):
@@ -90,6 +93,8 @@ IDENTITIES: dict[str, Any] = {
     },
     "defaults": {"scopes": ["notes:read"]},
     "approvers": {"telegram": [str(TELEGRAM_APPROVERS)], "slack": [SLACK_APPROVERS]},
+    # an undecided request past its policy's escalate_after also goes to Mateo, in his chats with the bot
+    "escalation": {"telegram": ["2002"], "slack": ["D2002"]},
 }
 
 
@@ -103,6 +108,27 @@ class Clock:
         return time.time() + self.offset
 
 
+@dataclass
+class Modal:
+    """A modal the Slack app opened (``views.open``) for the person whose click carried its ``trigger_id``."""
+
+    id: str
+    user: str
+    closed: bool = False
+    errors: dict[str, str] | None = None
+
+
+class Modals:
+    """The modals opened for the personas; ``version`` grows on every change (the feed reads it)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Modal] = {}
+        self.version = 0
+
+    def changed(self) -> None:
+        self.version += 1
+
+
 class World:
     """Start with ``async with World() as world:``; ``world.telegram`` / ``world.slack_api`` are the servers."""
 
@@ -114,6 +140,7 @@ class World:
         self.env = env
         self.clock = Clock()
         self.personas = {p.key: p for p in PERSONAS}
+        self.modals = Modals()
         self.agent_setup: AgentSetup = AgentSetup(None, "")
         self._tmp: Path | None = None
         self._stack = contextlib.AsyncExitStack()
@@ -151,6 +178,9 @@ class World:
                                                                               channels=channels))
         for persona in PERSONAS:  # users.info knows them, so cards name them as Slack shows them
             self.slack_api.add_user(persona.slack_id, persona.key, real_name=persona.name, display_name=persona.name)
+            # everyone has opened the bot's chat and the app's DM: an escalation can reach Mateo there
+            self.telegram.private_chat(self._tg_user(persona))
+            self.slack_api.workspace.open_im(persona.slack_id)
         await self._start_bots()
 
     async def _start_bots(self) -> None:
@@ -192,7 +222,7 @@ class World:
                       else Identities.from_dict(IDENTITIES))
         self.agent_setup = agent_from_env(self.env)
         return Assistant(registry, identities, agent=self.agent_setup.agent, name="Playground assistant",
-                         approval_ttl=900.0)
+                         approval_ttl=900.0, edits=True, risk_tiers=True, fast_approval=FAST_APPROVAL)
 
     # -- people ---------------------------------------------------------------------------------
     def persona(self, key: object) -> Persona:
@@ -214,10 +244,16 @@ class World:
             return chat_id
         raise PlaygroundError(f"{persona.name} is not in Telegram chat {chat_id}")
 
-    async def telegram_say(self, persona: Persona, chat_id: int, text: str) -> int:
-        """``persona`` writes ``text`` in the chat: the bot receives a ``message`` update. Returns its id."""
+    async def telegram_say(self, persona: Persona, chat_id: int, text: str, reply_to: int | None = None) -> int:
+        """``persona`` writes ``text`` in the chat (as a reply to message ``reply_to``, as Telegram sends the
+        answer to a ForceReply prompt): the bot receives a ``message`` update. Returns its id."""
         chat = self.telegram_chat(persona, chat_id)
-        update = await self.telegram.send_message(chat, self._tg_user(persona), text)
+        replied = None
+        if reply_to is not None:
+            replied = self.telegram.state.messages.get((chat, reply_to))
+            if replied is None or replied.deleted:
+                raise PlaygroundError(f"no message {reply_to} in Telegram chat {chat} to reply to")
+        update = await self.telegram.send_message(chat, self._tg_user(persona), text, reply_to=replied)
         return int(update.update_id)
 
     async def telegram_tap(self, persona: Persona, chat_id: int, message_id: int, data: str) -> str:
@@ -267,9 +303,56 @@ class World:
         payload["user"] = {**payload["user"], "name": persona.key, "username": persona.key}
         if value is not None:
             payload["actions"] = [{**payload["actions"][0], "value": value}]
+        opened = {v.id for v in self.slack_api.views()}
         resp = await self.slack.send(SlackRequest.interactive(payload))
         await self.slack_bot.drain()
+        self._own_new_views(opened, persona)
         return int(resp.status)
+
+    def _own_new_views(self, before: set[str], persona: Persona) -> None:
+        """A modal opened while handling ``persona``'s click was opened with its trigger_id: it is theirs."""
+        for view in self.slack_api.views():
+            if view.id not in before and view.id not in self.modals.items:
+                self.modals.items[view.id] = Modal(view.id, persona.slack_id)
+                self.modals.changed()
+
+    def modal(self, persona: Persona, view_id: str) -> tuple[Modal, Any]:
+        """``persona``'s open modal ``view_id`` and the view as ``views.open`` stored it."""
+        modal = self.modals.items.get(view_id)
+        if modal is None or modal.user != persona.slack_id:
+            raise PlaygroundError(f"{persona.name} has no Slack modal {view_id!r} open")
+        if modal.closed:
+            raise PlaygroundError(f"the Slack modal {view_id} was closed")
+        view = next(v for v in self.slack_api.views() if v.id == view_id)
+        return modal, view
+
+    async def slack_submit(self, persona: Persona, view_id: str, values: dict[str, str]) -> dict[str, str]:
+        """``persona`` presses Submit on their modal, each input holding ``values[block_id]`` (else what it
+        was opened with): a signed ``view_submission``. Returns the errors the app answered per input
+        (``response_action: errors``: the modal stays open), or ``{}`` when it closed."""
+        from milpa_chat.testing.slack import SlackRequest
+
+        modal, view = self.modal(persona, view_id)
+        request = self.slack.payloads.view_submission(view, values, user=persona.slack_id)
+        payload = dict(request.payload)
+        payload["user"] = {**payload["user"], "name": persona.key, "username": persona.key}
+        resp = await self.slack.send(SlackRequest.interactive(payload))
+        await self.slack_bot.drain()
+        if resp.status != 200:
+            raise PlaygroundError(f"the Slack app answered the submission with HTTP {resp.status}")
+        answer = resp.json() if resp.text.strip() else {}
+        refused = isinstance(answer, dict) and answer.get("response_action") == "errors"
+        errors = answer.get("errors") if refused else None
+        modal.errors = {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict) else None
+        modal.closed = modal.errors is None
+        self.modals.changed()
+        return modal.errors or {}
+
+    def slack_close(self, persona: Persona, view_id: str) -> None:
+        """``persona`` presses Cancel (Slack closes the modal; the app asked for no ``view_closed``)."""
+        modal, _view = self.modal(persona, view_id)
+        modal.closed = True
+        self.modals.changed()
 
     async def advance(self, seconds: float) -> int:
         """Move the store's clock forward and sweep: what is overdue expires now. Returns what was acted on."""
@@ -293,7 +376,8 @@ def _inbox_row(approval: Any) -> dict[str, Any]:
     return {"id": approval.id, "kind": approval.kind, "state": approval.state, "label": approval.label,
             "args": approval.args, "requester": approval.requester_name, "created": data.get("created_at") or 0,
             "expires_at": approval.expires_at_iso, "decided_by": decided, "decided_via": data.get("decided_via"),
-            "votes": votes, "quorum": approval.quorum}  # fmt: skip
+            "votes": votes, "quorum": approval.quorum, "revision": approval.revision,
+            "risk": (data.get("risk") or {}).get("level")}  # fmt: skip
 
 
 async def load_registry(spec: str, store: Store) -> Any:

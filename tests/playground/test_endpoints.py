@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from milpa_chat.playground.feed import slack_event, telegram_event
+from milpa_chat.playground.feed import slack_event, telegram_event, view_event
 from milpa_chat.testing import FakeOpenAIServer
 
 from .support import Served, served
@@ -76,6 +76,10 @@ async def test_feed_events_are_what_the_local_servers_recorded() -> None:
         approve = next(b for b in card[-1].buttons() if "Approve" in b["text"]["text"])
         await s.ok("/api/slack/click", {"persona": "maria", "channel": APPROVALS, "ts": card[-1].ts,
                                         "action_id": approve["action_id"]})
+        modal = next(iter(s.play.world.modals.items.values()))  # a payment is high-risk: why does she approve?
+        submitted = await s.ok("/api/slack/submit", {"persona": "maria", "view": modal.id,
+                                                     "values": {"f:reason": "Checked the invoice"}})
+        assert submitted["closed"] and submitted["errors"] == {}
         await s.until(lambda: bot_text(s, ALICE, "Paid 25.00 EUR to ACME"), "payment result in Telegram")
         await s.ok("/api/slack/send", {"persona": "alice", "channel": "D1001", "text": "list_notes"})
         await s.ok("/api/slack/send", {"persona": "gus", "channel": "C0GENERAL", "text": "delete_note 1"})
@@ -84,7 +88,7 @@ async def test_feed_events_are_what_the_local_servers_recorded() -> None:
         feed = (await s.get("/api/feed", since=0))["events"]
 
         messages = latest(feed, "tg.message", lambda e: (e["chat"], e["id"]))
-        recorded = {key: telegram_event(m) for key, m in tg.state.messages.items()}
+        recorded = {key: telegram_event(m) for key, m in tg.state.messages.items()}  # no ForceReply prompt here
         assert messages == recorded and len(recorded) >= 4
         edited = [m for m in recorded.values() if m["version"] > 1]
         assert edited and all("maria via slack" in (m["text"] or "").lower() for m in edited)  # both Telegram copies
@@ -94,6 +98,10 @@ async def test_feed_events_are_what_the_local_servers_recorded() -> None:
         everything = [m for channel in workspace.messages.values() for m in channel] + workspace.ephemeral
         assert slack == {(m.channel, m.ts, m.ephemeral_to): slack_event(m) for m in everything}
         assert slack[(APPROVALS, card[-1].ts, None)]["version"] == 2  # chat.update, in place
+
+        views = latest(feed, "slack.view", lambda e: e["id"])
+        assert views == {modal.id: view_event(api.views()[0], modal)}  # the modal views.open received, closed
+        assert views[modal.id]["closed"] and views[modal.id]["view"]["title"]["text"] == "Approve with a reason"
 
         answers = [e for e in feed if e["type"] == "tg.answer"]
         assert [(a["query"], a["text"]) for a in answers] == [
@@ -181,3 +189,50 @@ async def test_a_shortened_answer_comes_with_its_document(tmp_path: Path, monkey
             body = await resp.read()
         assert resp.status == 200 and b"line 399: lorem ipsum" in body
         assert len(body) == shown[0]["document"]["size"]
+
+
+async def test_an_edit_through_the_endpoints_a_reply_prompt_and_the_slack_modal() -> None:
+    async with served() as s:
+        tg, api, world = s.play.world.telegram, s.play.world.slack_api, s.play.world
+        await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/send_payment ACME 300"})
+        group = await s.until(lambda: bot_text(s, GROUP, "ACME"), "approval card in the group")
+        edit = group.button(next(b for b in group.button_labels if "Edit" in b))["callback_data"]
+        await s.ok("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": group.message_id, "data": edit})
+        chooser = await s.until(lambda: bot_text(s, GROUP, "which value"), "the fields to choose from")
+        amount = chooser.button(next(b for b in chooser.button_labels if "amount" in b))["callback_data"]
+        await s.ok("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": chooser.message_id, "data": amount})
+        prompt = await s.until(lambda: bot_text(s, GROUP, "Maria: New value for amount"), "the reply prompt")
+        await s.play.feed.flush()
+        shown = latest((await s.get("/api/feed", since=0))["events"], "tg.message", lambda e: (e["chat"], e["id"]))
+        assert shown[(GROUP, prompt.message_id)]["force_reply"] is True  # drawn as a reply prompt
+        assert shown[(GROUP, prompt.message_id)]["placeholder"] == "New value"
+        assert shown[(GROUP, group.message_id)]["force_reply"] is False
+
+        status, body = await s.post("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250",
+                                                           "reply_to": 9999})
+        assert status == 400 and "no message 9999 in Telegram chat -500" in body["error"]
+        await s.ok("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250",
+                                          "reply_to": prompt.message_id})
+        await s.until(lambda: "amount: 300.0 → 250.0" in (tg.message(GROUP, group.message_id).text or ""),
+                      "the group's card showing the edit")
+        reply = next(m for m in tg.messages(GROUP, include_user_messages=True) if m.text == "250")
+        assert reply.reply_to_message_id == prompt.message_id  # what the bot got was a reply, as Telegram sends it
+
+        card = await s.until(lambda: [m for m in api.messages(APPROVALS) if "250.0" in str(m.blocks)], "Slack card")
+        edit_id = next(b for b in card[-1].buttons() if "Edit" in b["text"]["text"])["action_id"]
+        await s.ok("/api/slack/click", {"persona": "mateo", "channel": APPROVALS, "ts": card[-1].ts,
+                                        "action_id": edit_id})
+        modal = next(m for m in world.modals.items.values() if m.user == "U2002")
+        status, body = await s.post("/api/slack/submit", {"persona": "maria", "view": modal.id, "values": {}})
+        assert status == 400 and "Maria has no Slack modal" in body["error"]  # only whose it is submits it
+        refused = await s.ok("/api/slack/submit", {"persona": "mateo", "view": modal.id,
+                                                   "values": {"f:amount": "lots"}})
+        assert not refused["closed"] and "f:amount" in refused["errors"]  # the app's response_action: errors
+        taken = await s.ok("/api/slack/submit", {"persona": "mateo", "view": modal.id, "values": {"f:amount": "200"}})
+        assert taken["closed"]
+        await s.until(lambda: "amount: 250.0 → 200.0" in (tg.message(GROUP, group.message_id).text or ""),
+                      "the group's card showing the Slack edit")
+        status, body = await s.post("/api/slack/submit", {"persona": "mateo", "view": modal.id, "values": {}})
+        assert status == 400 and "was closed" in body["error"]
+        sent = [c for c in api.calls() if c.method == "views.open"]
+        assert len(sent) == 1  # the modal the page drew is the one bolt sent
