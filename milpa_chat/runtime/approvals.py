@@ -461,7 +461,13 @@ class ApprovalDesk:
                         v.setdefault("troubles", []).append(f"{effect}: {(out.error or '')[:200]}")
             return "delivered", False, ""
 
-        return (await self._change(approval_id, change, handoff=False, current=current)).approval
+        # What a card already shows and that a report or notice went out are re-derived from the record:
+        # a mark lost to a power cut only has the sweeper edit the card again (the same content) or send the
+        # report once more, as after a crash between the send and this write. So the write waits for no disk,
+        # unless it records the id of a card just sent (losing that would leave a copy nobody edits) or that
+        # a paused agent run was resumed (it would be resumed twice).
+        durable = "resume" in outcomes or any(out.message_id for out in outcomes.values())
+        return (await self._change(approval_id, change, handoff=False, current=current, durable=durable)).approval
 
     # ---------------------------------------------------------------- helpers
     def _nudge(self, v: dict[str, Any], now: float) -> str | None:
@@ -499,12 +505,13 @@ class ApprovalDesk:
 
     async def _change(
         self, approval_id: str, fn: Callable[[Approval, dict[str, Any], float], Outcome | None],
-        *, handoff: bool = True, current: Approval | None = None,
+        *, handoff: bool = True, current: Approval | None = None, durable: bool = True,
     ) -> Change:
         """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
         lost race read again and re-apply (``fn`` re-checks everything). ``fn`` returning ``None``
         writes nothing. ``current``: a snapshot the caller just got from a write of its own, tried
-        first without reading (a stale one only costs the lost race)."""
+        first without reading (a stale one only costs the lost race). ``durable=False``: the write may be
+        lost on a power cut (:mod:`milpa_chat.store.base`), for bookkeeping the sweeper re-derives."""
         while True:
             if current is None or current.id != approval_id:
                 current = await self.get(approval_id)
@@ -520,7 +527,7 @@ class ApprovalDesk:
             settled = value["state"] in FINAL and current.state not in FINAL
             rec = await self.store.update(
                 COLLECTION, current.id, value, expected_version=current.version, due=due_of(value, now),
-                ttl=self.retention if settled else None,
+                ttl=self.retention if settled else None, durable=durable,
             )
             if rec is not None:
                 event, claimed, message = outcome

@@ -8,11 +8,12 @@ single atomic operation of the backend:
 * :meth:`Store.update` — compare-and-set on the record's ``version`` (decide an approval);
 * :meth:`Store.take` — delete and return, to exactly one caller (consume a token).
 
-Every write is durable once it returns (it survives a power cut), except an ``insert`` or ``put``
-made with ``durable=False``: such a write survives any crash of the process but may be lost,
-together with the other non-durable writes just before it, on a power cut or an OS crash — never a
-write that was made durably after it. It is for records whose loss only repeats harmless work
-(delivery de-duplication keys, page views), and lets a backend skip the wait for the disk.
+Every write is durable once it returns (it survives a power cut), except an ``insert``, ``put`` or
+``update`` made with ``durable=False``: such a write survives any crash of the process but may be
+lost, together with the other non-durable writes just before it, on a power cut or an OS crash —
+never a write that was made durably after it. It is for records whose loss only repeats harmless
+work (delivery de-duplication keys, page views, the marks of what a card already shows), and lets a
+backend skip the wait for the disk.
 
 A record may carry a ``due`` time (set with the same write that changes it); :meth:`Store.due`
 reads the records whose ``due`` has come, oldest first, through an index, so a sweeper over
@@ -122,11 +123,14 @@ class Store(Protocol):
         expected_version: int,
         ttl: float | None = None,
         due: Due = KEEP,
+        durable: bool = True,
     ) -> Record | None:
         """Replace the value only if the live record is at ``expected_version``.
 
         Returns the new record, or ``None`` when the record is gone or another writer won.
         ``ttl=None`` keeps the current expiry; ``due=KEEP`` keeps the due time (``None`` clears it).
+        ``durable=False``: the write may be lost on a power cut (see the module docstring); it is a
+        compare-and-set all the same.
         """
         ...
 

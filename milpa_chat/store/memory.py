@@ -157,6 +157,7 @@ class MemoryStore:
         expected_version: int,
         ttl: float | None = None,
         due: Due = KEEP,
+        durable: bool = True,
     ) -> Record | None:
         text = check_text(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state

@@ -337,7 +337,9 @@ class PostgresStore(ThreadedStore):
         expected_version: int,
         ttl: float | None = None,
         due: Due = KEEP,
+        durable: bool = True,
     ) -> Record | None:
+        # durable=False is accepted and the write made durably anyway, as for insert
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)

@@ -6,7 +6,8 @@ transaction and one sync for all of them, each write in a savepoint of its own (
 :mod:`milpa_chat.store._group_commit`): every caller still gets its answer only once its write is
 committed. Two kinds of short statement run on the event loop itself instead, where the hop to a
 thread would cost more than the statement: reading one record (``get``), and writing one record that waits for no disk
-(``insert``/``put`` with ``durable=False``, or any of them when the store is ``synchronous="NORMAL"``).
+(``insert``/``put``/``update`` with ``durable=False``, or any of them when the store is
+``synchronous="NORMAL"``).
 They run on a connection of their own that never waits for a lock: when another writer holds the
 file, the operation goes to the pool (or the writer) and waits there. That connection never checkpoints the WAL
 (which would write and sync the database file); the pool does, after every 200 such writes.
@@ -422,16 +423,22 @@ class SqliteStore(ThreadedStore):
         expected_version: int,
         ttl: float | None = None,
         due: Due = KEEP,
+        durable: bool = True,
     ) -> Record | None:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._queued(self._update, collection, key, text, expected_version, ttl, due)
+        if durable and self.synchronous == "FULL":
+            return await self._queued(lambda: self._update(self._conn(), True, collection, key, text,
+                                                           expected_version, ttl, due))
+        return await self._inline(self._update, False, collection, key, text, expected_version, ttl, due,
+                                  write=True)
 
     def _update(
-        self, collection: str, key: str, text: str, expected: int, ttl: float | None, due: Due
+        self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, expected: int,
+        ttl: float | None, due: Due,
     ) -> Record | None:
-        with self._write() as conn:
+        with self._write(conn, durable=durable):
             now = self.clock()
             rows = conn.execute(
                 f"UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "

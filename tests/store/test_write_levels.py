@@ -39,6 +39,11 @@ async def test_a_write_without_waiting_for_the_disk_behaves_like_any_other(store
     assert (await store.get("views", "v")).value == {"page": 2}  # type: ignore[union-attr]
     updated = await store.update("views", "v", {"page": 3}, expected_version=2)
     assert updated is not None and updated.version == 3
+    marked = await store.update("views", "v", {"page": 4}, expected_version=3, durable=False)
+    assert marked is not None and marked.version == 4
+    # still a compare-and-set: a writer holding an older version loses, and nothing changes
+    assert await store.update("views", "v", {"page": 5}, expected_version=3, durable=False) is None
+    assert (await store.get("views", "v")).value == {"page": 4}  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("spec", ["sqlite", "postgres"], indirect=True)
@@ -55,7 +60,8 @@ async def test_lax_writes_survive_the_writer_being_killed(spec: dict[str, Any]) 
         assert len(keys) == 300 and "telegram:299" in keys
         view = await store.get("views", "v1")
         assert view is not None and (view.version, view.value["page"]) == (2, 2)
-        assert await store.get("approvals", "ap-1") is not None
+        marked = await store.get("approvals", "ap-1")  # the lax update after the durable insert survived too
+        assert marked is not None and (marked.version, marked.value["shown"]) == (2, "pending:1")
     finally:
         await store.close()
 
