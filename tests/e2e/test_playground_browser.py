@@ -2,7 +2,8 @@
 milpa_chat.playground`` in a process of its own (the real TelegramBot and SlackBot on the local servers).
 
 The tour is played as the personas by typing and clicking in the page; what a person sees is asserted: cards,
-edits in place, toasts and alerts, the Slack and Telegram copies agreeing after a decision. Screenshots go to
+edits in place, toasts and alerts, the Slack and Telegram copies agreeing after a decision, an edit answered in
+a Telegram reply prompt and in the Slack modal, a typed reason for a high-risk payment. Screenshots go to
 tests/e2e/artifacts/; with MILPA_UPDATE_SCREENSHOTS=1 (or when missing) the best ones are copied to docs/images/.
 Without Chromium or Playwright the tests are skipped with the reason, unless MILPA_REQUIRE_BROWSER=1.
 """
@@ -93,9 +94,10 @@ def page(playground: str) -> Iterator[Any]:
         assert errors == [], errors
 
 
-def shot(page: Any, name: str, *, docs: str | None = None) -> None:
+def shot(page: Any, name: str, *, docs: str | None = None, of: Any = None) -> None:
+    """A PNG of the page (or of the element ``of``, a pane) in tests/e2e/artifacts/, copied to docs/images/."""
     path = ARTIFACTS / f"playground_{name}.png"
-    page.screenshot(path=str(path))
+    (of if of is not None else page).screenshot(path=str(path))
     assert path.stat().st_size > 10_000
     if docs is not None and (os.environ.get("MILPA_UPDATE_SCREENSHOTS") == "1" or not (IMAGES / docs).exists()):
         IMAGES.mkdir(parents=True, exist_ok=True)
@@ -173,12 +175,13 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
     shot(page, "1_confirm")
 
     payment_approved_in_slack(page)
+    edit_before_approve(page)
     forged_tap_and_expiry(page)
 
     page.click("#tour-button")  # the scripted tour, played by the playground itself, shown live
     page.locator("#tour-log li", has_text="steps passed").wait_for(timeout=90_000)
     log = page.locator("#tour-log li").all_inner_texts()
-    assert log[-1] == "7 of 7 steps passed", log
+    assert log[-1] == "11 of 11 steps passed", log
     assert "cannot approve" in page.locator("#alert-text").inner_text()  # the tour's forged tap, shown to Alice
     page.locator("#alert button").click()
 
@@ -207,6 +210,13 @@ def payment_approved_in_slack(page: Any) -> None:
     page.evaluate("() => document.getElementById('toasts').replaceChildren()")
     shot(page, "2_slack_card", docs="playground-slack-card.png")
     slack.locator(".sk-btn", has_text="Approve").click()
+    # a payment is high-risk: Slack opens the modal the app sent (views.open), asking why
+    modal = page.locator("#sk-modal")
+    modal.wait_for()
+    assert page.locator("#sk-modal-title").inner_text() == "Approve with a reason"
+    modal.locator("textarea").fill("Invoice 4411, matches the order")
+    page.locator("#sk-modal-submit").click()
+    modal.wait_for(state="hidden")
     expect_text(slack, "Done: send_payment")
     assert slack.locator(".sk-btn").count() == 0 and "(edited)" in slack.inner_text()
 
@@ -225,6 +235,81 @@ def payment_approved_in_slack(page: Any) -> None:
     assert DECIDED.search(mine.inner_text()).group() == slack_line.group()  # type: ignore[union-attr]
     assert mine.locator(".kb-btn").count() == 0
     tg_bot(page, 1001, "Paid 120.00 EUR to ACME")
+
+
+def clear_toasts(page: Any) -> None:
+    page.evaluate("() => document.getElementById('toasts').replaceChildren()")
+
+
+def edit_before_approve(page: Any) -> None:
+    """Maria edits in a Telegram reply prompt; her own Approve is refused; Mateo edits in the Slack modal;
+    Maria approves in Telegram with a typed reason. Every copy shows old -> new."""
+    be(page, "alice")
+    say(page, "tg", "/send_payment ACME 300")
+    mine = tg_bot(page, 1001, "300.0")
+    be(page, "maria")
+    page.locator("#tg-chats button", has_text="Approvers").click()
+    group = tg_bot(page, -500, "300.0")
+    expect_text(group, "Approval needed: send_payment")
+    clear_toasts(page)
+    group.evaluate("el => el.scrollIntoView({block: 'end'})")  # the whole card, its buttons at the bottom
+    shot(page, "8_telegram_card", docs="playground-telegram-card.png", of=page.locator("#telegram"))
+    group.locator(".kb-btn", has_text="Edit").click()
+    tg_bot(page, -500, "which value").locator(".kb-btn", has_text="amount").click()
+    prompt = tg_bot(page, -500, "Maria: New value for amount")
+    assert "prompt" in (prompt.get_attribute("class") or "")  # sent with ForceReply: drawn as a reply prompt
+    page.locator("#tg-replying").wait_for()  # the composer replies to it, as Telegram's app does
+    assert "New value for amount" in page.locator("#tg-replying-text").inner_text()
+    assert page.locator("#tg-input").get_attribute("placeholder") == "New value"
+    clear_toasts(page)
+    page.evaluate("() => { const s = document.getElementById('tg-scroll'); s.scrollTop = s.scrollHeight; }")
+    shot(page, "8b_telegram_reply_prompt", docs="playground-telegram-prompt.png", of=page.locator("#telegram"))
+    say(page, "tg", "250")
+    expect_text(group, "amount: 300.0 → 250.0")
+    page.locator("#tg-replying").wait_for(state="hidden")
+    assert page.locator('.room[data-room="-500"] .tg-msg.out .quote', has_text="New value for amount").count() == 1
+    group.locator(".kb-btn", has_text="Approve").click()  # the editor is the author of this version
+    page.locator("#alert[open]").wait_for()
+    assert "You edited this version" in page.locator("#alert-text").inner_text()
+    page.locator("#alert button").click()
+    clear_toasts(page)
+    group.evaluate("el => el.scrollIntoView({block: 'end'})")
+    shot(page, "9_telegram_edited", docs="playground-telegram-edited.png", of=page.locator("#telegram"))
+
+    be(page, "mateo")
+    page.locator("#sk-chats button", has_text="approvals").click()
+    slack = sk_card(page, "C0APPROVALS", "300.0")
+    expect_text(slack, "amount: 300.0 → 250.0")  # the Slack copy shows the edit too
+    slack.locator(".sk-btn", has_text="Edit").click()
+    modal = page.locator("#sk-modal")
+    modal.wait_for()
+    assert page.locator("#sk-modal-title").inner_text() == "Edit request"
+    amount = modal.locator('[data-block="f:amount"]')
+    assert amount.input_value() == "250.0"  # prefilled with what would run
+    clear_toasts(page)
+    shot(page, "10_slack_edit_modal", docs="playground-slack-edit-modal.png", of=page.locator("#slack"))
+    amount.fill("lots")
+    page.locator("#sk-modal-submit").click()
+    modal.locator(".error").wait_for()  # refused beside the field; the modal stays open
+    assert modal.is_visible()
+    amount.fill("200")
+    page.locator("#sk-modal-submit").click()
+    modal.wait_for(state="hidden")
+    expect_text(slack, "amount: 250.0 → 200.0")
+
+    be(page, "maria")
+    page.locator("#tg-chats button", has_text="Approvers").click()
+    expect_text(group, "amount: 250.0 → 200.0")
+    group.locator(".kb-btn", has_text="Approve").click()  # high-risk: a reply prompt asks why
+    tg_bot(page, -500, "Maria: Why do you approve")
+    page.locator("#tg-replying").wait_for()
+    say(page, "tg", "Agreed with the vendor")
+    expect_text(group, "Done: send_payment")
+    assert group.locator(".kb-btn").count() == 0
+    be(page, "alice")
+    expect_text(mine, "amount: 250.0 → 200.0")
+    tg_bot(page, 1001, "Paid 200.00 EUR to ACME")
+    page.locator("#inbox-list .approval.executed", has_text="edited ×2").wait_for()
 
 
 FORGE = """async () => {
@@ -293,11 +378,16 @@ def test_a_thousand_messages_in_a_chat_and_the_page_still_answers_a_click(page: 
     page.evaluate("""() => fetch('/api/telegram/send', {method: 'POST', headers: {'Content-Type': 'application/json'},
         body: JSON.stringify({persona: 'alice', chat: 1001, text: '/send_payment ACME 9'})})""")
     card = tg_bot(page, -500, "Approval needed")
-    tapped = time.monotonic()  # a click that goes round the bot: Approve, until the card is edited in the page
+    tapped = time.monotonic()  # a click that goes round the bot: Approve, until its reply prompt is shown
     card.locator(".kb-btn", has_text="Approve").click()
+    page.locator("#tg-replying").wait_for()  # a payment is high-risk: the bot asks why
+    asked = time.monotonic() - tapped
+    replied = time.monotonic()  # the reason typed as the reply, until the card is edited in the page
+    say(page, "tg", "Routine payment")
     expect_text(card, "Approved by Maria via Telegram")
-    decided = time.monotonic() - tapped
+    decided = time.monotonic() - replied
     shot(page, "7_thousand_messages")
     print(f"\n1,000 group messages sent through the bot in {sent:.1f} s, all shown after {rendered:.1f} s; "
-          f"switching chats twice took {switch * 1000:.0f} ms; Approve tap to edited card {decided * 1000:.0f} ms")
-    assert switch < 2.0 and decided < 5.0
+          f"switching chats twice took {switch * 1000:.0f} ms; Approve tap to reply prompt {asked * 1000:.0f} ms, "
+          f"reason to edited card {decided * 1000:.0f} ms")
+    assert switch < 2.0 and asked < 5.0 and decided < 5.0

@@ -7,6 +7,7 @@ const $ = (id) => document.getElementById(id);
 const view = {
   state: null, persona: null, tgChat: null, skChannel: null,
   tg: new Map(), sk: new Map(), tgRooms: new Map(), skRooms: new Map(), queue: [], typingUntil: new Map(),
+  tgText: new Map(), prompts: new Map(), answered: new Set(), dismissed: new Set(), modals: new Map(), modalShown: null,
 };
 
 function element(e, message) {
@@ -71,6 +72,7 @@ function switchPersona(key) {
   for (const el of document.querySelectorAll("[data-only]")) el.hidden = el.dataset.only !== p.slack_id;
   renderPersonas();
   renderChatTabs();
+  renderModal();
 }
 
 function renderChatTabs() {
@@ -87,6 +89,7 @@ function renderChatTabs() {
   room(view.tgRooms, String(view.tgChat), $("tg-scroll")).hidden = false;
   room(view.skRooms, view.skChannel, $("sk-scroll")).hidden = false;
   $("sk-input").placeholder = view.skChannel.startsWith("D") ? "Message the app — list_notes" : "/milpa list_notes";
+  renderReplying();
   showTyping();
   stickToBottom($("tg-scroll"), true);
   stickToBottom($("sk-scroll"), true);
@@ -114,6 +117,7 @@ function onEvent(ev) {
   else if (ev.type === "tg.action") { view.typingUntil.set(String(ev.chat), Date.now() + 5000); showTyping(); }
   else if (ev.type === "slack.message") skMessage(ev);
   else if (ev.type === "slack.command") skCommand(ev);
+  else if (ev.type === "slack.view") { view.modals.set(ev.id, ev); renderModal(); }
   else if (ev.type === "tour.step") tourStep(ev);
 }
 
@@ -129,6 +133,19 @@ function tgMessage(ev) {
   el.hidden = ev.deleted;
   el.replaceChildren();
   if (ev.chat < 0 && !ev.from.bot) { const who = document.createElement("div"); who.className = "who"; who.textContent = ev.from.name; el.append(who); }
+  view.tgText.set(key, ev.text || "");
+  if (ev.reply_to) {  // a reply: Telegram shows what it answers
+    const quote = document.createElement("div");
+    quote.className = "quote";
+    quote.textContent = view.tgText.get(`${ev.chat}:${ev.reply_to}`) || "…";
+    el.append(quote);
+    if (!ev.from.bot) { view.answered.add(`${ev.chat}:${ev.reply_to}:${ev.from.id}`); renderReplying(); }
+  }
+  if (ev.force_reply) {  // sent with ForceReply: the app of the person it asks opens a reply to it
+    el.classList.add("prompt");
+    view.prompts.set(key, ev);
+    el.onclick = () => { view.dismissed.delete(key); renderReplying(key); };
+  }
   const body = document.createElement("div");
   body.className = "body";
   if (ev.html !== null) tgHtml(ev.html, body); else body.textContent = ev.text || "";
@@ -139,7 +156,37 @@ function tgMessage(ev) {
   meta.textContent = (ev.version > 1 ? "edited " : "") + new Date(ev.date * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   el.append(meta);
   if (ev.buttons && ev.buttons.length) el.append(keyboard(ev));
+  if (ev.force_reply) {
+    const asks = document.createElement("div");
+    asks.className = "asks";
+    asks.textContent = "↩ asks for a reply";
+    el.append(asks);
+    renderReplying();
+  }
   showTyping();
+}
+
+// A ForceReply prompt addressed to the current persona (their private chat, or "Name: ..." in a group), not
+// answered by them yet: the composer replies to it, as Telegram's app does.
+function promptFor(key) {
+  const p = me();
+  const mine = (ev) => !ev.deleted && (ev.chat === p.telegram_id || (ev.text || "").startsWith(`${p.name}: `))
+    && !view.answered.has(`${ev.chat}:${ev.id}:${p.telegram_id}`);
+  if (key && view.prompts.has(key) && mine(view.prompts.get(key))) return view.prompts.get(key);
+  let found = null;
+  for (const [k, ev] of view.prompts) {
+    if (String(ev.chat) === String(view.tgChat) && mine(ev) && !view.dismissed.has(k)) found = ev;
+  }
+  return found;
+}
+
+function renderReplying(key) {
+  const ev = view.state ? promptFor(key) : null;
+  view.replyTo = ev && String(ev.chat) === String(view.tgChat) ? ev : null;
+  $("tg-replying").hidden = !view.replyTo;
+  $("tg-input").placeholder = view.replyTo ? (view.replyTo.placeholder || "Reply")
+    : "Message — try /list_notes, /send_payment ACME 120, /approvals";
+  if (view.replyTo) $("tg-replying-text").textContent = view.replyTo.text || "";
 }
 
 function tgDocument(doc) {
@@ -217,6 +264,57 @@ function skCommand(ev) {
   home.append(el);
 }
 
+// ------------------------------------------------------------------ Slack modals (views.open, as the app sent it)
+function renderModal() {
+  const p = view.state && me();
+  let open = null;
+  for (const ev of view.modals.values()) if (p && ev.user === p.slack_id && !ev.closed) open = ev;
+  $("sk-modal").hidden = !open;
+  if (!open) { view.modalShown = null; return; }
+  const v = open.view;
+  const typed = {};
+  if (view.modalShown === open.id) for (const el of $("sk-modal-body").querySelectorAll("[data-block]")) typed[el.dataset.block] = el.value;
+  view.modalShown = open.id;
+  $("sk-modal-form").dataset.view = open.id;
+  $("sk-modal-title").textContent = v.title ? v.title.text : "";
+  $("sk-modal-submit").textContent = v.submit ? v.submit.text : "Submit";
+  $("sk-modal-close").textContent = v.close ? v.close.text : "Cancel";
+  const body = $("sk-modal-body");
+  body.replaceChildren();
+  for (const block of v.blocks || []) {
+    if (block.type !== "input") {
+      const el = document.createElement("div");
+      renderBlocks([block], { channel: "", ts: "" }, el);
+      body.append(el);
+      continue;
+    }
+    const e = block.element || {};
+    const wrap = document.createElement("div");
+    wrap.className = "sk-input";
+    const label = document.createElement("label");
+    label.htmlFor = `mi-${block.block_id}`;
+    label.textContent = block.label ? block.label.text : block.block_id;
+    if (block.optional) { const o = document.createElement("small"); o.textContent = " (optional)"; label.append(o); }
+    const input = document.createElement(e.multiline ? "textarea" : "input");
+    input.id = `mi-${block.block_id}`;
+    input.dataset.block = block.block_id;
+    if (e.max_length) input.maxLength = e.max_length;
+    input.value = block.block_id in typed ? typed[block.block_id] : (e.initial_value || "");
+    wrap.append(label, input);
+    if (block.hint) { const h = document.createElement("div"); h.className = "hint"; h.textContent = block.hint.text; wrap.append(h); }
+    const error = (open.errors || {})[block.block_id];
+    if (error) { wrap.classList.add("invalid"); const r = document.createElement("div"); r.className = "error"; r.textContent = error; wrap.append(r); }
+    body.append(wrap);
+  }
+}
+
+async function submitModal(e) {
+  e.preventDefault();
+  const values = {};
+  for (const el of $("sk-modal-body").querySelectorAll("[data-block]")) values[el.dataset.block] = el.value;
+  await act("/api/slack/submit", { view: $("sk-modal-form").dataset.view, values });
+}
+
 function tourStep(ev) {
   const li = document.createElement("li");
   li.textContent = ev.text;
@@ -262,7 +360,9 @@ function refreshInbox() {
       el.className = `approval ${a.state}`;
       const args = Object.entries(a.args || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
       const who = a.decided_by ? ` · by ${a.decided_by} via ${a.decided_via}` : "";
-      el.innerHTML = `<div><strong>${escapeHtml(a.label)}</strong> <span class="state">${escapeHtml(a.state)}</span></div>`
+      const tags = (a.risk ? `<span class="tag ${escapeHtml(a.risk)}">${escapeHtml(a.risk)} risk</span>` : "")
+        + (a.revision ? `<span class="tag">edited ×${a.revision}</span>` : "");
+      el.innerHTML = `<div><strong>${escapeHtml(a.label)}</strong> <span class="state">${escapeHtml(a.state)}</span>${tags}</div>`
         + `<div class="args">${escapeHtml(args)}</div>`
         + `<div class="meta">${escapeHtml(a.kind)} · asked by ${escapeHtml(a.requester)}${escapeHtml(who)}</div>`;
       list.append(el);
@@ -302,8 +402,17 @@ async function start() {
     const text = $("tg-input").value.trim();
     if (!text) return;
     $("tg-input").value = "";
-    await act("/api/telegram/send", { chat: view.tgChat, text });
+    const reply = view.replyTo && String(view.replyTo.chat) === String(view.tgChat) ? { reply_to: view.replyTo.id } : {};
+    await act("/api/telegram/send", { chat: view.tgChat, text, ...reply });
   });
+  $("tg-replying-cancel").addEventListener("click", () => {
+    if (view.replyTo) view.dismissed.add(`${view.replyTo.chat}:${view.replyTo.id}`);
+    renderReplying();
+  });
+  $("sk-modal-form").addEventListener("submit", submitModal);
+  for (const id of ["sk-modal-close", "sk-modal-x"]) {
+    $(id).addEventListener("click", () => act("/api/slack/close", { view: $("sk-modal-form").dataset.view }));
+  }
   $("sk-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const text = $("sk-input").value.trim();
@@ -315,6 +424,10 @@ async function start() {
   $("clock-button").addEventListener("click", async () => {
     const data = await act("/api/clock", { advance: 3600 });
     if (data && data.ok) toast(`An hour passed: ${data.acted_on} approval(s) acted on`);
+  });
+  $("clock-15").addEventListener("click", async () => {
+    const data = await act("/api/clock", { advance: 900 });
+    if (data && data.ok) toast(`15 minutes passed: ${data.acted_on} approval(s) acted on`);
   });
   for (const b of document.querySelectorAll(".tabs button")) {
     b.addEventListener("click", () => { document.body.dataset.pane = b.dataset.show; });
