@@ -1,0 +1,282 @@
+# ruff: noqa: ASYNC109, ASYNC220, ASYNC240  (a bench harness: short blocking process and file calls, own timeouts)
+"""Button taps per second through a fleet of Telegram webhook workers on PostgreSQL: 1, 2 and 4 workers.
+
+    python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16]
+
+Each size is a fleet as ``docs/deploy.md`` describes and ``tests/fleet`` runs: ``python -m milpa_chat.fleet
+telegram`` workers (the unit's command, the example tools, the audit trail on) behind HAProxy
+(``/usr/sbin/haproxy`` with the configuration ``milpa_chat.fleet.haproxy_config`` makes), all on one
+PostgreSQL schema of their own (dropped afterwards), and the local Bot API server delivering updates to
+the balancer's webhook. Users tap with at most ``--window`` taps unanswered at a time. Rows, for each size,
+each run ``--rounds`` times (sizes interleaved):
+
+* refused tap: someone other than the requester taps Confirm on a pending card (delivery de-duplication,
+  approval read, one alert answer); done once answered. The local Bot API server delivers one update at a
+  time and waits for the webhook's answer (Telegram delivers up to 40 at once), so this row is bounded by
+  the round trip through the balancer more than by the workers;
+* confirm and run: each tap confirms its own pending ``delete_note`` card; the tool runs, the card is edited
+  and the result sent; done once the result was sent.
+
+Each is measured with the workers keeping the hash-chained audit trail in the store (``MILPA_AUDIT_TRAIL=1``,
+the default of a deployment) and without it (``--audit-trail on|off|both``).
+
+Prints one Markdown table (medians of the rounds): taps per second and the ratio against 1 worker, with the
+machine's core count. The harness (the Bot API server and the users), HAProxy, PostgreSQL and every worker
+share the machine's cores: a fleet scales only as far as cores are left for its workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if sys.path[0] == str(Path(__file__).resolve().parent):
+    sys.path.pop(0)  # this directory's telegram.py would shadow the telegram package
+sys.path.insert(0, str(ROOT))
+
+from milpa_chat.fleet import haproxy_config  # noqa: E402
+from milpa_chat.store.postgres import PostgresStore  # noqa: E402
+from milpa_chat.testing import BotApiServer, TelegramCallbackQuery, TelegramUpdate, TelegramUser  # noqa: E402
+
+HAPROXY = "/usr/sbin/haproxy"
+TOKEN, SECRET = "123456:BENCH-fleet", "bench-fleet-secret_1"
+ALICE = TelegramUser(1001, "Alice", "alice")
+BOB = TelegramUser(1002, "Bob", "bob")
+IDENTITIES = """[users]
+"telegram:1001" = ["notes:read", "notes:write"]
+"telegram:1002" = ["notes:read"]
+"""
+DSN = os.environ.get("MILPA_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if proc.poll() is not None:
+            raise RuntimeError(f"the process for port {port} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+        await asyncio.sleep(0.1)
+
+
+def drop_schema(schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True, connect_timeout=3) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def worker_command() -> list[str]:
+    """The ``ExecStart`` of ``deploy/milpa-telegram@.service``, run with this interpreter."""
+    unit = (ROOT / "deploy" / "milpa-telegram@.service").read_text()
+    line = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
+    _python, *args = line.removeprefix("ExecStart=").split()
+    return [sys.executable, *args]
+
+
+@dataclass
+class Fleet:
+    server: BotApiServer
+    schema: str
+    workers: list[subprocess.Popen[bytes]]
+
+
+@asynccontextmanager
+async def fleet_of(size: int, tmp: Path, *, trail: bool = True) -> AsyncIterator[Fleet]:
+    """``size`` Telegram workers behind HAProxy on a fresh schema (``trail``: with the audit trail, the
+    default of a deployment); stopped and dropped afterwards."""
+    schema = f"milpa_bench_{secrets.token_hex(4)}"
+    identities = tmp / "identities.toml"
+    identities.write_text(IDENTITIES)
+    balancer_port = free_port()
+    ports = [free_port() for _ in range(size)]
+    procs: list[subprocess.Popen[bytes]] = []
+    balancer: subprocess.Popen[bytes] | None = None
+    async with BotApiServer(TOKEN, webhook_timeout=10.0, callback_query_timeout=300) as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "MILPA_STORE": DSN, "MILPA_PG_SCHEMA": schema,
+               "MILPA_PG_POOL": "5", "MILPA_IDENTITIES": str(identities), "MILPA_LISTEN": "127.0.0.1",
+               "TELEGRAM_TOKEN": TOKEN, "TELEGRAM_BASE_URL": server.base_url,
+               "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{balancer_port}/telegram",
+               "TELEGRAM_WEBHOOK_SECRET": SECRET, "MILPA_AUDIT_TRAIL": "1" if trail else "0"}
+        config = tmp / f"haproxy-{size}.cfg"
+        config.write_text(haproxy_config(balancer_port, [f"127.0.0.1:{p}" for p in ports], []))
+        try:
+            log = tmp / "haproxy.log"
+            balancer = subprocess.Popen([HAPROXY, "-db", "-f", str(config)], stdout=log.open("wb"),
+                                        stderr=subprocess.STDOUT)
+            await wait_port(balancer_port, balancer, log)
+            for i, port in enumerate(ports):  # one at a time: the first creates the tables
+                log = tmp / f"worker-{size}-{i}.log"
+                procs.append(subprocess.Popen(worker_command(), cwd=ROOT, env={**env, "MILPA_PORT": str(port)},
+                                              stdout=log.open("wb"), stderr=subprocess.STDOUT))
+                await wait_port(port, procs[-1], log)
+            await server.wait_until(lambda: server.webhook is not None, timeout=20, what="the webhook")
+            await asyncio.sleep(1.0)  # the balancer's health checks (every 500 ms) see every worker
+            yield Fleet(server, schema, procs)
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait(10)
+            if balancer is not None:
+                balancer.terminate()
+                balancer.wait(10)
+            drop_schema(schema)
+
+
+async def pushed(server: BotApiServer, push: Callable[[], Awaitable[TelegramUpdate]]) -> TelegramUpdate:
+    """``push()`` (one update); when the balancer's connection is reset under the delivery (the test server's
+    HTTP client may reuse a keep-alive connection the other side just closed), deliver it again, as Telegram
+    retries a failed delivery (the workers de-duplicate updates)."""
+    for _ in range(5):
+        try:
+            return await push()
+        except ConnectionResetError:
+            update = server.feed.history[-1]
+            for _ in range(5):
+                try:
+                    await server.deliver_pending()
+                    return update
+                except ConnectionResetError:
+                    await asyncio.sleep(0.05)
+    raise RuntimeError("the webhook delivery kept being reset by the balancer")
+
+
+async def tap_all(server: BotApiServer, taps: Sequence[Callable[[], Awaitable[TelegramUpdate]]], window: int,
+                  done: Callable[[], bool] | None = None) -> float:
+    """Seconds until every tap was answered (at most ``window`` unanswered at a time) and ``done()`` holds."""
+    waiting = deque(taps)
+    outstanding: dict[str, TelegramCallbackQuery] = {}
+
+    def progressed() -> bool:
+        answered = [q for q in outstanding.values() if q.answered]
+        for query in answered:
+            del outstanding[query.id]
+        return bool(answered) or not outstanding
+
+    start = time.perf_counter()
+    while waiting or outstanding:
+        while waiting and len(outstanding) < window:
+            query = server.callback_query(await pushed(server, waiting.popleft()))
+            outstanding[query.id] = query
+        await server.wait_until(progressed, timeout=120, what="an answer")
+    if done is not None:
+        await server.wait_until(done, timeout=300, what="the taps' results")
+    return time.perf_counter() - start
+
+
+async def card_for(server: BotApiServer, note: int) -> tuple[int, str]:
+    update = await pushed(server, lambda: server.send_message(ALICE.id, ALICE, f"/delete_note {note}"))
+    card = await server.wait_for_message(ALICE.id, since=update, timeout=30)
+    data = next(b["callback_data"] for row in card.buttons for b in row if b["callback_data"].startswith("confirm:"))
+    return card.message_id, data
+
+
+class Sent:
+    """Counts the ``sendMessage`` calls the server answered since ``mark`` (the results), without rescanning."""
+
+    def __init__(self, server: BotApiServer) -> None:
+        self.server, self.index, self.count = server, server.mark(), 0
+
+    def __call__(self) -> int:
+        calls = self.server.calls
+        while self.index < len(calls) and calls[self.index].status:
+            self.count += calls[self.index].method == "sendMessage" and calls[self.index].ok
+            self.index += 1
+        return self.count
+
+
+async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trail: bool) -> tuple[float, float]:
+    """(refused taps a second, confirm-and-run taps a second) through a fleet of ``size`` workers."""
+    async with fleet_of(size, tmp, trail=trail) as fleet:
+        server = fleet.server
+        store = PostgresStore(DSN, schema=fleet.schema, max_size=2)
+        try:
+            for number in range(100, 100 + runs):
+                await store.insert("notes", f"{number:08d}", {"id": number, "text": f"note {number}"})
+        finally:
+            await store.close()
+        card, data = await card_for(server, 1)
+        warm = [lambda: server.tap(ALICE.id, card, BOB, data) for _ in range(100)]
+        await tap_all(server, warm, window)
+        refused = [lambda: server.tap(ALICE.id, card, BOB, data) for _ in range(taps)]
+        refused_seconds = await tap_all(server, refused, window)
+        assert server.callback_queries[-1].answer_text == "Only Alice can confirm this."
+        cards = [await card_for(server, number) for number in range(100, 100 + runs)]
+        results = Sent(server)
+        confirms: list[Callable[[], Awaitable[TelegramUpdate]]] = [
+            (lambda m=m, d=d: server.tap(ALICE.id, m, ALICE, d)) for m, d in cards]  # type: ignore[misc]
+        run_seconds = await tap_all(server, confirms, window, lambda: results() >= runs)
+        return taps / refused_seconds, runs / run_seconds
+
+
+async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int, trails: list[bool]) -> None:
+    if not os.access(HAPROXY, os.X_OK):
+        raise SystemExit(f"{HAPROXY} is missing: apt-get install -y haproxy")
+    started = time.perf_counter()
+    measured: dict[tuple[bool, int], list[tuple[float, float]]] = {(t, n): [] for t in trails for n in sizes}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for trail in trails:
+                for size in sizes:
+                    measured[trail, size].append(await one_size(size, Path(tmp), taps, runs, window, trail))
+    refused = {k: statistics.median(r for r, _ in rows) for k, rows in measured.items()}
+    confirmed = {k: statistics.median(c for _, c in rows) for k, rows in measured.items()}
+    base = sizes[0]
+    print(f"{rounds} rounds, {window} taps in flight at most, {os.cpu_count()} cores shared by the harness, HAProxy, "
+          f"PostgreSQL and the workers; Python {sys.version.split()[0]}; {time.perf_counter() - started:.0f} s\n")
+    print(f"| audit trail | Telegram webhook workers | refused taps/s ({taps} a round) | vs {base} worker | "
+          f"confirm and run taps/s ({runs} a round) | vs {base} worker |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for trail in trails:
+        name = "on (the default)" if trail else "off (MILPA_AUDIT_TRAIL=0)"
+        for size in sizes:
+            k, b = (trail, size), (trail, base)
+            print(f"| {name} | {size} | {refused[k]:,.0f} | {refused[k] / refused[b]:.0%} | {confirmed[k]:,.0f} | "
+                  f"{confirmed[k] / confirmed[b]:.0%} |")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", default="1,2,4", help="fleet sizes, comma-separated (default 1,2,4)")
+    parser.add_argument("--taps", type=int, default=600, help="refused taps a round (default 600)")
+    parser.add_argument("--runs", type=int, default=300, help="confirm-and-run taps a round (default 300)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of every size, interleaved (default 2)")
+    parser.add_argument("--window", type=int, default=16, help="taps in flight at most (default 16)")
+    parser.add_argument("--audit-trail", choices=["on", "off", "both"], default="both",
+                        help="the workers keep the hash-chained audit trail (on, the default of a deployment), do not "
+                             "(off), or both, one table part each (default both)")
+    args = parser.parse_args()
+    try:
+        chosen = [int(n) for n in args.workers.split(",") if n.strip()]
+    except ValueError:
+        raise SystemExit(f"--workers takes numbers separated by commas, e.g. 1,2,4; got {args.workers!r}") from None
+    if not chosen or min(chosen) < 1:
+        raise SystemExit(f"--workers takes sizes of at least 1, e.g. 1,2,4; got {args.workers!r}")
+    trails = {"on": [True], "off": [False], "both": [True, False]}[args.audit_trail]
+    asyncio.run(main(chosen, args.taps, args.runs, args.rounds, args.window, trails))
