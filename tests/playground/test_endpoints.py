@@ -236,3 +236,16 @@ async def test_an_edit_through_the_endpoints_a_reply_prompt_and_the_slack_modal(
         assert status == 400 and "was closed" in body["error"]
         sent = [c for c in api.calls() if c.method == "views.open"]
         assert len(sent) == 1  # the modal the page drew is the one bolt sent
+
+        now = next(m for m in api.messages(APPROVALS) if m.ts == card[-1].ts)  # Approve: a reason is asked for
+        approve = next(b for b in now.buttons() if "Approve" in b["text"]["text"])["action_id"]
+        await s.ok("/api/slack/click", {"persona": "maria", "channel": APPROVALS, "ts": now.ts, "action_id": approve})
+        reason = next(m for m in world.modals.items.values() if m.user == "U2001")  # Maria did not edit this version
+        await s.ok("/api/slack/close", {"persona": "maria", "view": reason.id})  # Cancel: nothing decided
+        status, body = await s.post("/api/slack/submit", {"persona": "maria", "view": reason.id,
+                                                          "values": {"f:reason": "fine"}})
+        assert status == 400 and "was closed" in body["error"]
+        await s.play.feed.flush()
+        views = latest((await s.get("/api/feed", since=0))["events"], "slack.view", lambda e: e["id"])
+        assert views[reason.id]["closed"] and views[reason.id]["view"]["title"]["text"] == "Approve with a reason"
+        assert (await s.get("/api/inbox"))["approvals"][0]["state"] == "pending"  # nothing was decided
