@@ -113,24 +113,29 @@ class Sample:
 
 
 class DoneCounter:
-    """Counts the calls (other than polling) the server received since ``mark``, without rescanning them."""
+    """Counts the calls (other than polling; or only those of ``methods``) the server received since ``mark``,
+    without rescanning them."""
 
-    def __init__(self, server: BotApiServer, mark: int) -> None:
-        self.server, self.index, self.received = server, mark, 0
+    def __init__(self, server: BotApiServer, mark: int, methods: frozenset[str] | set[str] | None = None) -> None:
+        self.server, self.index, self.received, self.methods = server, mark, 0, methods
 
     def __call__(self) -> int:
         calls = self.server.calls
         while self.index < len(calls):
-            self.received += calls[self.index].method not in POLLING
+            method = calls[self.index].method
+            self.received += method in self.methods if self.methods is not None else method not in POLLING
             self.index += 1
         return self.received
 
 
 async def push_and_wait(
-    server: BotApiServer, taps: list[Callable[[], Awaitable[TelegramUpdate]]], per_tap: int = 1
+    server: BotApiServer, taps: list[Callable[[], Awaitable[TelegramUpdate]]], per_tap: int = 1,
+    results: int = 0,
 ) -> Row:
     """Tap with at most ``WINDOW[0]`` taps unanswered at a time (that many users tapping as fast as the bot
-    answers them), until the last one is answered and the server has answered ``per_tap`` calls a tap."""
+    answers them), until the last one is answered and the server has answered ``per_tap`` calls a tap
+    (and, with ``results``, that many ``sendMessage`` calls: a tap whose card is edited twice makes more
+    calls, so counting calls alone could stop before the last results were sent)."""
     window = WINDOW[0]
     mark = server.mark()
     waiting = deque(taps)
@@ -154,6 +159,9 @@ async def push_and_wait(
     answered_seconds = time.perf_counter() - start
     received = DoneCounter(server, mark)
     await server.wait_until(lambda: received() >= per_tap * len(answered), timeout=120, what="the taps' calls")
+    if results:
+        sent = DoneCounter(server, mark, {"sendMessage"})
+        await server.wait_until(lambda: sent() >= results, timeout=120, what="the taps' results")
     work = [c for c in server.calls[mark:] if c.method not in POLLING]
     await server.wait_until(lambda: all(c.status for c in work), timeout=60, what="the server's answers")
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
@@ -355,7 +363,7 @@ async def confirm_and_run(server: BotApiServer, store: Store, n: int, per_tap: i
         cards = [await card_for(server, number) for number in range(100, 100 + n)]
         taps: list[Callable[[], Awaitable[TelegramUpdate]]] = [
             (lambda c=c, d=d: server.tap(ALICE.id, c.message_id, ALICE, d)) for c, d in cards]  # type: ignore[misc]
-        row = await push_and_wait(server, taps, per_tap)
+        row = await push_and_wait(server, taps, per_tap, results=n)
         assert len(server.messages(ALICE.id)) >= 2 * n  # a card and a result for every note
         return row
 
