@@ -310,8 +310,9 @@ class ApprovalEditor:
         store = self.desk.store
         replied = _replied_to(inbound)
         held = await store.get(PROMPTS, _store_key(key))
-        if held is not None and replied is not None and held.value.get("message_id") \
-                and replied[0] != str(held.value["message_id"]):
+        if held is not None and replied is not None and PROMPT_TAIL in replied[2] and held.value.get("message_id") \
+                and replied[0] != str(held.value["message_id"]):  # a reply to another (older) prompt
+            self._remember(key, _Prompt.from_dict(held.value))  # the latest one still waits
             await transport.send(inbound.chat_id, cards.text(
                 "You replied to an earlier question; nothing was changed. Reply to the latest one, or "
                 f"{CANCEL}.", tone="error"))

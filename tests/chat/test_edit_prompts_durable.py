@@ -146,6 +146,33 @@ async def test_a_prompt_stops_waiting_when_its_request_expires(tmp_path: Path) -
             assert (await second.approvals.get(approval.id)).args["amount"] == 120.0  # type: ignore[union-attr]
 
 
+async def test_a_reply_to_an_earlier_prompt_is_refused_and_the_latest_still_waits(tmp_path: Path) -> None:
+    async with BotApiServer() as tg:
+        tg.group(GROUP, "Approvers", members=[MARIA, MATEO])
+        async with bot(tg, tmp_path / "bot.db") as assistant:
+            asked = await tg.send_message(ALICE.id, ALICE, "/pay ACME 120")
+            card = await tg.wait_for_message(GROUP, since=asked)
+            first = await ask_amount(tg, card, MARIA)
+            tapped = await tg.tap_button(card, button(tg, card, "Edit"), MARIA)  # then asks for "to" instead
+            chooser = await tg.wait_for_message(GROUP, since=tapped)
+            chosen = await tg.tap_button(chooser, button(tg, chooser, "to"), MARIA)
+            latest = await tg.wait_for_message(GROUP, since=chosen)
+            assert "Maria: New value for to" in (latest.text or "")
+            for _ in range(100):  # the store notes which message the prompt went out as, just after sending it
+                held = await assistant.store.scan(PROMPTS)
+                if held and held[0].value["message_id"] == str(latest.message_id):
+                    break
+                await asyncio.sleep(0.01)
+            old = await tg.send_message(GROUP, MARIA, "80", reply_to=first)
+            told = (await tg.wait_for_message(GROUP, since=old)).text or ""
+            assert "You replied to an earlier question; nothing was changed" in told
+            new = await tg.send_message(GROUP, MARIA, "Bob", reply_to=latest)
+            await tg.wait_for_message(GROUP, since=new)
+            await tg.wait_until(lambda: 'to: "ACME" → "Bob"' in card_text(tg, card))
+            approval = (await assistant.approvals.listing())[0]
+            assert approval.args == {"to": "Bob", "amount": 120.0}
+
+
 # ------------------------------------------------------------------------------ a real process, SIGKILLed
 BOT = textwrap.dedent("""
     import asyncio, os, sys
