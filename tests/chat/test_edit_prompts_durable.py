@@ -16,8 +16,9 @@ from typing import Any
 
 from milpa_chat import ToolRegistry, VerifyPolicy, tool
 from milpa_chat.bots.telegram import TelegramBot
-from milpa_chat.chat import Assistant, Identities
+from milpa_chat.chat import Assistant, ChatUser, Identities
 from milpa_chat.chat.editing import PROMPTS
+from milpa_chat.chat.inbound import Inbound
 from milpa_chat.store.sqlite import SqliteStore
 from milpa_chat.testing import BotApiServer, ManualClock, TelegramMessage, TelegramUser
 
@@ -89,6 +90,9 @@ async def test_a_reply_to_a_prompt_asked_before_a_restart_edits_the_request(tmp_
             prompt = await ask_amount(tg, card, MARIA)
         # the first bot is gone; what it asked is in the store, not in its memory
         async with bot(tg, db) as second:
+            typed = Inbound("telegram", str(GROUP), ChatUser(str(MARIA.id), "Maria"), text="80", chat_type="group")
+            assert not second.editor.waiting(typed)  # a message that replies to nothing: not known in memory,
+            assert await second.editor.awaiting(typed)  # but the store has her prompt
             stray = await tg.send_message(GROUP, MATEO, "5", reply_to=prompt)  # not Maria: no answer of hers
             assert "I work with commands" in ((await tg.wait_for_message(GROUP, since=stray)).text or "")
             good = await tg.send_message(GROUP, MARIA, "80", reply_to=prompt)
@@ -179,7 +183,7 @@ BOT = textwrap.dedent("""
     sys.path.insert(0, os.environ["TESTS_ROOT"])
     from milpa_chat import ToolRegistry
     from milpa_chat.bots.telegram import TelegramBot
-    from milpa_chat.chat import Assistant, Identities
+    from milpa_chat.chat import Assistant, ChatUser, Identities
     from milpa_chat.store.sqlite import SqliteStore
     from tests.chat.test_edit_prompts_durable import IDENTITIES, Payments
 
