@@ -1,7 +1,9 @@
 # ruff: noqa: ASYNC109, ASYNC220, ASYNC240  (a bench harness: short blocking process and file calls, own timeouts)
 """Button taps per second through a fleet of Telegram webhook workers on PostgreSQL: 1, 2 and 4 workers.
 
-    python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16]
+    python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16] [--audit-trail both]
+
+PostgreSQL: ``MILPA_BENCH_POSTGRES_DSN`` (``postgresql://postgres@127.0.0.1:5432/test``); HAProxy: /usr/sbin/haproxy.
 
 Each size is a fleet as ``docs/deploy.md`` describes and ``tests/fleet`` runs: ``python -m milpa_chat.fleet
 telegram`` workers (the unit's command, the example tools, the audit trail on) behind HAProxy
@@ -238,6 +240,13 @@ async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trai
 async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int, trails: list[bool]) -> None:
     if not os.access(HAPROXY, os.X_OK):
         raise SystemExit(f"{HAPROXY} is missing: apt-get install -y haproxy")
+    try:
+        import psycopg
+
+        psycopg.connect(DSN, connect_timeout=3).close()
+    except Exception as exc:
+        raise SystemExit(f"PostgreSQL at {DSN} is unreachable ({type(exc).__name__}: {exc}); "
+                         "set MILPA_BENCH_POSTGRES_DSN to a database the bench may create schemas in") from None
     started = time.perf_counter()
     measured: dict[tuple[bool, int], list[tuple[float, float]]] = {(t, n): [] for t in trails for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
