@@ -159,7 +159,7 @@ class Assistant:
             return
         if inbound.kind == "action":
             await self._on_action(inbound, transport)
-        elif self.editor.waiting(inbound):  # the value a prompt of an edit asked this person for
+        elif await self.editor.awaiting(inbound):  # the value a prompt (of an edit, of a reason) asked this person for
             await self.editor.on_reply(inbound, transport)
         elif inbound.kind == "command":
             await self._on_command(inbound, transport)
