@@ -129,9 +129,9 @@ class Assistant:
         return grants or name in BUILTIN or name == "approvals" or name in self.registry
 
     def knows_action(self, action: str) -> bool:
-        """Whether a button's action is the assistant's: a decision, a page, or a tool's detail action."""
+        """Whether a button's action is the assistant's: a decision, a page, "Show all", or a tool's detail action."""
         grants = self.grants is not None and self.grants.knows_action(action)
-        return (grants or action in APPROVAL_ACTIONS or action in EDIT_ACTIONS or action == "page"
+        return (grants or action in APPROVAL_ACTIONS or action in EDIT_ACTIONS or action in ("page", cards.SHOW_ALL)
                 or action in self.registry)
 
     # ------------------------------------------------------------------ events
@@ -260,6 +260,8 @@ class Assistant:
             await self.editor.on_tap(inbound, transport, action, ref)
         elif action == "page":
             await self._on_page(inbound, transport, ref)
+        elif action == cards.SHOW_ALL:
+            await self._show_all(inbound, transport, ref)
         elif self.grants is not None and self.grants.knows_action(action):
             await self.grants.on_action(inbound, transport, action, ref)
         elif action in self.registry:
@@ -401,6 +403,23 @@ class Assistant:
             await transport.edit(edit, message)
             return edit
         return await transport.send(chat_id, message)
+
+    async def _show_all(self, inbound: Inbound, transport: Transport, ref: str) -> None:
+        """"📄 Show all": every argument of the card tapped, to the person who tapped (Slack: only them; Telegram:
+        in the chat that already shows the card). Only from a copy of that card, or to its requester or an
+        approver: the button's data names the request, the platform says who taps and where."""
+        approval = await self.approvals.get(cards.parse_ref(ref)[0]) if ref else None
+        if approval is None:
+            await transport.answer(inbound, "This request is no longer kept.", alert=True)
+            return
+        ctx = self.context_for(inbound)
+        approver_scopes = set(approval.data.get("policy", {}).get("approver_scopes", ()))
+        on_its_card = bool(inbound.message_id) and self.outbox.knows(approval, inbound)
+        if not (on_its_card or ctx.principal == approval.requester_principal or approver_scopes & set(ctx.scopes)):
+            await transport.answer(inbound, "This button is not valid any more.", alert=True)
+            return
+        await transport.answer(inbound, "Every argument, below.")
+        await privately(transport, inbound, cards.all_arguments(approval))
 
     async def _on_page(self, inbound: Inbound, transport: Transport, ref: str) -> None:
         view_id, _, page_text = ref.rpartition(":")

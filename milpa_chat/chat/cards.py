@@ -69,16 +69,46 @@ def approval_message(
     from milpa_chat.renderers.approval import compose_approval
 
     message = risk_noted(approval, versioned(approval, role, compose_approval(view(approval, role))))  # type: ignore[arg-type]
-    if role != "requester" or approval.kind != "verification" or approval.state != "pending":
+    if role == "requester" and approval.kind == "verification" and approval.state == "pending":
+        errors = unreached(approval, failing)
+        if errors:
+            why = _reason(errors[0])
+            note = Note(f"No approver could be reached yet: the approvers' card could not be posted ({why}). "
+                        "It is tried again; tell an approver yourself if it cannot wait.")
+        else:
+            note = Note("Waiting for an approver — you will be told here when it is decided.")
+        message = Message((*message.blocks, note), message.summary, message.tone, message.truncated, message.full)
+    return with_show_all(approval, message)
+
+
+#: The action of "📄 Show all" on a card whose values were shortened.
+SHOW_ALL = "show_all"
+
+
+def with_show_all(approval: Approval, message: Message) -> Message:
+    """A card whose values had to be shortened says so and offers "📄 Show all" (every argument, on a tap)
+    instead of attaching the whole document to the card, and again to each of its edits."""
+    if not message.truncated:
         return message
-    errors = unreached(approval, failing)
-    if errors:
-        why = _reason(errors[0])
-        note = Note(f"No approver could be reached yet: the approvers' card could not be posted ({why}). "
-                    "It is tried again; tell an approver yourself if it cannot wait.")
-    else:
-        note = Note("Waiting for an approver — you will be told here when it is decided.")
-    return Message((*message.blocks, note), message.summary, message.tone, message.truncated, message.full)
+    blocks = (*message.blocks, Note("Some values are shortened here; 📄 Show all shows every argument."),
+              Actions.row(Button("📄 Show all", SHOW_ALL, approval.id)))
+    return Message(blocks, message.summary, message.tone, False, message.full)
+
+
+def all_arguments(approval: Approval) -> Message:
+    """Every argument of ``approval`` as it runs (secrets redacted), for "📄 Show all": as much as the chat
+    can show, and the whole document as a file where even that is not enough."""
+    from milpa_chat.chat.approvals import view
+    from milpa_chat.renderers._plain import json_document
+    from milpa_chat.renderers._redact import redacted_plain
+    from milpa_chat.renderers._text import json_text
+    from milpa_chat.renderers.model import Code, Document, LazyDocument
+
+    shown = redacted_plain(view(approval).arguments)
+    document = LazyDocument("arguments.json",
+                            lambda: Document("arguments.json", json_document(shown), "application/json"))
+    title = f"All arguments: {approval.label}"
+    return Message((Heading(title, "📄"), Code(json_text(shown), "json")), title, "info", False, document)
 
 
 #: Decisions whose buttons carry the revision of the arguments the card shows (a tap on an older one is refused).
