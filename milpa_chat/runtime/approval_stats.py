@@ -43,7 +43,8 @@ class ApproverStats:
 
     def line(self) -> str:
         median = "-" if self.median_seconds is None else f"{self.median_seconds:.0f} s"
-        return (f"{self.name} ({self.principal}): {self.decisions} decisions, {self.approve_rate:.0%} approved, "
+        decisions = f"{self.decisions} decision" + ("" if self.decisions == 1 else "s")
+        return (f"{self.name} ({self.principal}): {decisions}, {self.approve_rate:.0%} approved, "
                 f"median {median} to decide, {self.too_fast} approved faster than the card can be read")
 
 

@@ -38,7 +38,7 @@ def test_check_plays_every_step_of_the_tour_and_leaves_nothing_behind(tmp_path: 
     assert "amount: 300.0 → 250.0" in run.stdout and "amount: 250.0 → 200.0" in run.stdout  # both edits, shown
     assert "four-eyes" in run.stdout and "Paid 200.00 EUR to ACME" in run.stdout  # the editor refused, then paid
     assert "escalation approvers" in run.stdout  # the requester is told where it went
-    assert "Maria (telegram:2001): 1 decisions" in run.stdout
+    assert "Maria (telegram:2001): 1 decision, 100% approved" in run.stdout
     assert list(tmp_path.iterdir()) == []  # the SQLite store's temporary directory is gone
 
 
