@@ -17,7 +17,8 @@ each run ``--rounds`` times (sizes interleaved):
   time and waits for the webhook's answer (Telegram delivers up to 40 at once), so this row is bounded by
   the round trip through the balancer more than by the workers;
 * confirm and run: each tap confirms its own pending ``delete_note`` card; the tool runs, the card is edited
-  and the result sent; done once the result was sent.
+  and the result sent. ``--window`` users confirm, each waiting for their result before the next tap (so the
+  runs in progress are bounded as the answered taps are); done once every result was sent.
 
 Each is measured with the workers keeping the hash-chained audit trail in the store (``MILPA_AUDIT_TRAIL=1``,
 the default of a deployment) and without it (``--audit-trail on|off|both``).
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import secrets
 import signal
 import socket
@@ -63,6 +65,7 @@ IDENTITIES = """[users]
 "telegram:1001" = ["notes:read", "notes:write"]
 "telegram:1002" = ["notes:read"]
 """
+RESULT = re.compile(r"Deleted note (\d+)")
 DSN = os.environ.get("MILPA_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -169,9 +172,8 @@ async def pushed(server: BotApiServer, push: Callable[[], Awaitable[TelegramUpda
     raise RuntimeError("the webhook delivery kept being reset by the balancer")
 
 
-async def tap_all(server: BotApiServer, taps: Sequence[Callable[[], Awaitable[TelegramUpdate]]], window: int,
-                  done: Callable[[], bool] | None = None) -> float:
-    """Seconds until every tap was answered (at most ``window`` unanswered at a time) and ``done()`` holds."""
+async def tap_all(server: BotApiServer, taps: Sequence[Callable[[], Awaitable[TelegramUpdate]]], window: int) -> float:
+    """Seconds until every tap was answered, with at most ``window`` unanswered at a time."""
     waiting = deque(taps)
     outstanding: dict[str, TelegramCallbackQuery] = {}
 
@@ -187,8 +189,6 @@ async def tap_all(server: BotApiServer, taps: Sequence[Callable[[], Awaitable[Te
             query = server.callback_query(await pushed(server, waiting.popleft()))
             outstanding[query.id] = query
         await server.wait_until(progressed, timeout=120, what="an answer")
-    if done is not None:
-        await server.wait_until(done, timeout=300, what="the taps' results")
     return time.perf_counter() - start
 
 
@@ -199,18 +199,44 @@ async def card_for(server: BotApiServer, note: int) -> tuple[int, str]:
     return card.message_id, data
 
 
-class Sent:
-    """Counts the ``sendMessage`` calls the server answered since ``mark`` (the results), without rescanning."""
+class Results:
+    """The notes whose result ("Deleted note N") the server has sent since ``mark``, without rescanning."""
 
     def __init__(self, server: BotApiServer) -> None:
-        self.server, self.index, self.count = server, server.mark(), 0
+        self.server, self.index, self.notes = server, server.mark(), set[int]()
 
-    def __call__(self) -> int:
+    def __call__(self) -> set[int]:
         calls = self.server.calls
         while self.index < len(calls) and calls[self.index].status:
-            self.count += calls[self.index].method == "sendMessage" and calls[self.index].ok
+            call = calls[self.index]
+            found = RESULT.search(str(call.params.get("text", ""))) if call.method == "sendMessage" else None
+            if found and call.ok:
+                self.notes.add(int(found.group(1)))
             self.index += 1
-        return self.count
+        return self.notes
+
+
+async def confirm_all(server: BotApiServer, cards: dict[int, tuple[int, str]], window: int) -> float:
+    """Seconds until every card was confirmed and its result sent, with at most ``window`` confirmations whose
+    result has not arrived yet (that many users, each waiting for their result before the next tap)."""
+    waiting = deque(sorted(cards))
+    outstanding: set[int] = set()
+    results = Results(server)
+
+    def progressed() -> bool:
+        done = outstanding & results()
+        outstanding.difference_update(done)
+        return bool(done) or not outstanding
+
+    start = time.perf_counter()
+    while waiting or outstanding:
+        while waiting and len(outstanding) < window:
+            note = waiting.popleft()
+            message_id, data = cards[note]
+            await pushed(server, lambda m=message_id, d=data: server.tap(ALICE.id, m, ALICE, d))  # type: ignore[misc]
+            outstanding.add(note)
+        await server.wait_until(progressed, timeout=300, what="the results")
+    return time.perf_counter() - start
 
 
 async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trail: bool) -> tuple[float, float]:
@@ -229,11 +255,8 @@ async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trai
         refused = [lambda: server.tap(ALICE.id, card, BOB, data) for _ in range(taps)]
         refused_seconds = await tap_all(server, refused, window)
         assert server.callback_queries[-1].answer_text == "Only Alice can confirm this."
-        cards = [await card_for(server, number) for number in range(100, 100 + runs)]
-        results = Sent(server)
-        confirms: list[Callable[[], Awaitable[TelegramUpdate]]] = [
-            (lambda m=m, d=d: server.tap(ALICE.id, m, ALICE, d)) for m, d in cards]  # type: ignore[misc]
-        run_seconds = await tap_all(server, confirms, window, lambda: results() >= runs)
+        cards = {number: await card_for(server, number) for number in range(100, 100 + runs)}
+        run_seconds = await confirm_all(server, cards, window)
         return taps / refused_seconds, runs / run_seconds
 
 
