@@ -6,7 +6,7 @@
 PostgreSQL: ``MILPA_BENCH_POSTGRES_DSN`` (``postgresql://postgres@127.0.0.1:5432/test``); HAProxy: /usr/sbin/haproxy.
 
 Each size is a fleet as ``docs/deploy.md`` describes and ``tests/fleet`` runs: ``python -m milpa_chat.fleet
-telegram`` workers (the unit's command, the example tools, the audit trail on) behind HAProxy
+telegram`` workers (the unit's command, the example tools, 5 PostgreSQL connections each) behind HAProxy
 (``/usr/sbin/haproxy`` with the configuration ``milpa_chat.fleet.haproxy_config`` makes), all on one
 PostgreSQL schema of their own (dropped afterwards), and the local Bot API server delivering updates to
 the balancer's webhook. Users tap with at most ``--window`` taps unanswered at a time. Rows, for each size,
