@@ -11,7 +11,12 @@ redaction.
 Appending is safe from any number of workers on one database: an entry is written with
 ``insert`` at the next position, which exactly one writer gets; a writer that loses reads the
 winner's hash and tries the next position. A head record (advisory, compare-and-set) remembers
-the last position, so appends start near the end and a truncated tail is detected.
+the last position, so appends start near the end and a truncated tail is detected; it only ever
+moves forward, and a writer whose compare-and-set lost reads it again until it is at or past its
+own entry, so the head never falls behind under contention (a head that lags makes every later
+append walk the chain forward one read per entry). Within one process, appends take turns (one
+lock per trail) and start from the last position this process saw, so concurrent calls in a worker
+never race each other for a position.
 
 The chain shows tampering by anyone who does not rewrite all of it; to detect even that, keep the
 head hash (``milpa-chat audit verify`` prints it) somewhere the store's writers cannot change.
@@ -19,6 +24,7 @@ head hash (``milpa-chat audit verify`` prints it) somewhere the store's writers 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
@@ -30,7 +36,7 @@ from milpa_chat.runtime.redaction import mask_text
 if TYPE_CHECKING:
     from milpa_chat.runtime.approvals import Change
     from milpa_chat.runtime.registry import ToolRegistry
-    from milpa_chat.store.base import Store
+    from milpa_chat.store.base import Record, Store
 
 __all__ = ["AuditTrail", "TrailEntry", "TrailVerdict"]
 
@@ -88,6 +94,8 @@ class AuditTrail:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._turn = asyncio.Lock()
+        self._last: tuple[int, str] = (0, GENESIS)  # the last position this process wrote or read
 
     def attach(self, registry: ToolRegistry) -> AuditTrail:
         """Record the calls of ``registry`` and the changes of its approvals from now on."""
@@ -114,23 +122,36 @@ class AuditTrail:
     async def append(self, kind: str, subject: str, fields: Mapping[str, Any]) -> TrailEntry:
         """Add an entry at the end of the chain (exactly one writer gets each position)."""
         clean = {k: mask_text(v) if isinstance(v, str) else v for k, v in fields.items()}
-        head = await self.store.get(*HEAD)
-        seq, prev = (int(head.value["seq"]), str(head.value["hash"])) if head else (0, GENESIS)
-        while True:
-            after = await self.store.get(COLLECTION, _key(seq + 1))
-            if after is not None:  # someone appended past the head: follow the chain forward
-                seq, prev = seq + 1, str(after.value["hash"])
-                continue
-            body = {"seq": seq + 1, "at": self.store.clock(), "kind": kind, "subject": subject, "fields": clean,
-                    "prev": prev}
-            entry = TrailEntry(**body, hash=_hash(body))  # type: ignore[arg-type]
-            if await self.store.insert(COLLECTION, _key(entry.seq), entry.to_dict()) is not None:
-                break
-        if head is None:
-            await self.store.insert(*HEAD, {"seq": entry.seq, "hash": entry.hash})
-        else:
-            await self.store.update(*HEAD, {"seq": entry.seq, "hash": entry.hash}, expected_version=head.version)
+        async with self._turn:
+            head = await self.store.get(*HEAD)
+            seq, prev = self._last
+            if head is not None and int(head.value["seq"]) > seq:
+                seq, prev = int(head.value["seq"]), str(head.value["hash"])
+            while True:
+                after = await self.store.get(COLLECTION, _key(seq + 1))
+                if after is not None:  # someone appended past what we knew: follow the chain forward
+                    seq, prev = seq + 1, str(after.value["hash"])
+                    continue
+                body = {"seq": seq + 1, "at": self.store.clock(), "kind": kind, "subject": subject,
+                        "fields": clean, "prev": prev}
+                entry = TrailEntry(**body, hash=_hash(body))  # type: ignore[arg-type]
+                if await self.store.insert(COLLECTION, _key(entry.seq), entry.to_dict()) is not None:
+                    break
+            self._last = (entry.seq, entry.hash)
+            await self._advance_head(head, entry)
         return entry
+
+    async def _advance_head(self, head: Record | None, entry: TrailEntry) -> None:
+        """Move the head to ``entry`` unless another writer already moved it at or past it."""
+        position = {"seq": entry.seq, "hash": entry.hash}
+        while True:
+            if head is None:
+                if await self.store.insert(*HEAD, position) is not None:
+                    return
+            elif (int(head.value["seq"]) >= entry.seq  # another writer is already at or past it
+                  or await self.store.update(*HEAD, position, expected_version=head.version) is not None):
+                return
+            head = await self.store.get(*HEAD)
 
     async def record(self, change: Change) -> None:
         """The trail entry for one change of an approval (called by the desk)."""

@@ -60,6 +60,8 @@ async def test_concurrent_appends_from_two_stores_keep_one_chain(spec: dict[str,
     await asyncio.gather(*[(a if i % 2 else b).append("call", f"t{i}", {"n": i}) for i in range(40)])
     verdict = await a.verify()
     assert verdict.ok and verdict.checked == 40
+    head = await first.get("audit_trail_head", "head")
+    assert head is not None and head.value["seq"] == 40  # the head never falls behind the chain
     assert sorted(e.fields["n"] for e in await b.entries()) == list(range(40))
     await first.close()
     if second is not first:
@@ -167,4 +169,6 @@ async def test_four_processes_appending_at_once_on_postgresql_keep_one_chain(pos
     assert verdict.ok and verdict.checked == 100, verdict
     written = sorted((e.fields["worker"], e.fields["n"]) for e in await trail.entries())
     assert written == [(w, n) for w in range(4) for n in range(25)]  # none lost, none twice
+    head = await store.get("audit_trail_head", "head")
+    assert head is not None and head.value["seq"] == 100  # the head never falls behind the chain
     await store.close()
