@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/renderers.py
 	$(BIN)/python bench/telegram.py
 	$(BIN)/python bench/slack.py
+	$(BIN)/python bench/fleet.py   # PostgreSQL (MILPA_BENCH_POSTGRES_DSN) and /usr/sbin/haproxy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
