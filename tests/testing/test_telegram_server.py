@@ -527,3 +527,34 @@ def test_chat_factories() -> None:
     }
     with pytest.raises(ValueError, match="negative"):
         TelegramChat.group(5, "Ops")
+
+
+async def test_a_webhook_that_resets_the_connection_is_a_failed_delivery_kept_for_later(
+    server: BotApiServer, bot: Bot
+) -> None:
+    """A balancer or worker that drops the connection mid-request (a reset, not an HTTP error) is a failed
+    delivery, as Telegram counts it: the error is in getWebhookInfo and the update stays pending."""
+    import socket
+    import struct
+
+    async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")  # then gone mid-body
+        await writer.drain()
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+        writer.transport.abort()
+
+    listener = await asyncio.start_server(reset, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        assert await bot.set_webhook(f"http://127.0.0.1:{port}/hook")
+        update = await server.send_message(ALICE.id, ALICE, "hello")
+        await server.deliver_pending()
+        assert update.deliveries and update.deliveries[-1].status is None
+        assert (update.deliveries[-1].error or "").startswith("Connection error")
+        info = await bot.get_webhook_info()
+        assert info.pending_update_count == 1 and (info.last_error_message or "").startswith("Connection error")
+    finally:
+        listener.close()
+        await listener.wait_closed()

@@ -239,7 +239,7 @@ class UpdateFeed:
                 status = response.status
                 if not 200 <= status < 300:
                     error = f"Wrong response from the webhook: {status} {response.reason}"
-        except (aiohttp.ClientError, TimeoutError) as exc:
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:  # OSError: a reset that aiohttp let through
             error = f"Connection error: {exc!r}" if str(exc) else f"Connection error: {type(exc).__name__}"
         delivery = TelegramWebhookDelivery(update.update_id, self.webhook.url,
                                            token if isinstance(token, str) else None, status, error)  # fmt: skip
