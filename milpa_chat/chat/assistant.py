@@ -106,9 +106,11 @@ class Assistant:
 
             self.approvals.checker = registry_check(registry, self.requester_context)
         #: Edit before approve: the Edit button, reply prompts per field, form submissions.
-        self.editor = ApprovalEditor(self.approvals, registry, context_for=self.context_for)
+        self.editor = ApprovalEditor(self.approvals, registry, context_for=self.context_for, edits=edits)
         self.edits = edits
         self.risk_tiers: dict[str, Any] | None = {"fast_seconds": fast_approval} if risk_tiers else None
+        #: Only edits and high-risk reasons prompt for a reply: without either, no message is looked up as one.
+        self._may_prompt = edits or risk_tiers
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
         bind = getattr(agent, "bind", None)
@@ -159,7 +161,7 @@ class Assistant:
             return
         if inbound.kind == "action":
             await self._on_action(inbound, transport)
-        elif await self.editor.awaiting(inbound):  # the value a prompt (of an edit, of a reason) asked this person for
+        elif self._may_prompt and await self.editor.awaiting(inbound):  # the answer to a prompt (an edit, a reason)
             await self.editor.on_reply(inbound, transport)
         elif inbound.kind == "command":
             await self._on_command(inbound, transport)

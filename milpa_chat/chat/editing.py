@@ -162,11 +162,15 @@ class ApprovalEditor:
     """The Edit button, reply prompts and form submissions, each ending in :meth:`ApprovalDesk.amend`."""
 
     def __init__(
-        self, desk: ApprovalDesk, registry: ToolRegistry, *, context_for: Callable[[Inbound], ToolContext]
+        self, desk: ApprovalDesk, registry: ToolRegistry, *, context_for: Callable[[Inbound], ToolContext],
+        edits: bool = True,
     ) -> None:
         self.desk = desk
         self.registry = registry
         self.context_for = context_for
+        #: Whether arguments may be edited at all (``Assistant(edits=...)``): without it an Edit tap, however
+        #: its data was made, and a form submission are refused; reason prompts work either way.
+        self.edits = edits
         #: What this process asked and is waiting for (the store holds the same, for every process).
         self._prompts: OrderedDict[Key, _Prompt] = OrderedDict()
 
@@ -189,6 +193,9 @@ class ApprovalEditor:
     # ---------------------------------------------------------------- taps
     async def on_tap(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
         """``edit`` (the card's button) or ``edit_field`` (a field chosen): open a form or prompt for a value."""
+        if not self.edits:  # no card offers Edit here: the data was made by someone else
+            await transport.answer(inbound, "This button is not valid any more.", alert=True)
+            return
         ctx = self.context_for(inbound)
         head, _, index = ref.rpartition(".") if action == "edit_field" else (ref, "", "")
         try:
@@ -359,6 +366,8 @@ class ApprovalEditor:
         """Amend the approval behind ``ref`` (``<id>.<revision>`` the person edited) with the typed values.
 
         Raises :class:`ApprovalRefused`; ``errors`` names each field whose value is not valid."""
+        if not self.edits:
+            raise ApprovalRefused("Editing is not offered here: decide on the request as it is.")
         approval = await self.check(ref, ctx, via)
         values = read_values(texts, self.fields(approval))
         return await self.desk.amend(approval.id, values, ctx, via=via, follow=follow)

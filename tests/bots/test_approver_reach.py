@@ -241,3 +241,22 @@ async def test_an_approver_sees_how_they_decide_with_approvals_in_chat(tmp_path:
         assert "Maria" in text and "2 decisions" in text, text
         assert "50%" in text or "50 %" in text, text     # one approved of two
         assert "faster" in text.lower(), text            # the approval decided faster than it can be read
+
+
+async def test_without_edits_a_forged_edit_tap_changes_nothing(tmp_path: Path) -> None:
+    """``Assistant(edits=False)`` (the default): no card offers Edit, and a tap whose data says ``edit:<id>``
+    anyway — made by a modified client — is refused: no prompt, the arguments stay as asked."""
+    payments = Payments()
+    async with world(tmp_path / "bot.db", ManualClock(), payments, slack=False) as w:
+        await w.ask("/pay_both ACME 35")
+        await w.tg.wait_until(lambda: w.cards_in(MARIA.id), WAIT, what="Maria's card")
+        card = w.cards_in(MARIA.id)[0]
+        assert not any("Edit" in b for b in card.button_labels)
+        [approval] = await w.assistant.approvals.listing()
+        mark = w.tg.mark()
+        update = await w.tg.tap(MARIA.id, card.message_id, MARIA, f"edit:{approval.id}")
+        query = w.tg.callback_query(update)
+        await w.tg.wait_until(lambda: query.answered, WAIT, what="the refusal")
+        assert query.answer_text == "This button is not valid any more."
+        assert not [c for c in w.tg.calls[mark:] if c.method == "sendMessage"]  # no reply prompt
+        assert (await w.assistant.approvals.get(approval.id)).args == {"to": "ACME", "amount": 35.0}  # type: ignore[union-attr]
