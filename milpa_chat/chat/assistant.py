@@ -183,9 +183,11 @@ class Assistant:
 
     async def _first_delivery(self, inbound: Inbound) -> bool:
         key = f"{inbound.surface}:{inbound.delivery_id}"
-        if inbound.kind == "action" and inbound.action in APPROVAL_ACTIONS:
+        if inbound.kind == "action" and (inbound.action in APPROVAL_ACTIONS or inbound.action == "page"):
             # An approval tap is idempotent by its compare-and-set: a redelivery that reaches another
-            # worker is only told "Already ...". So it costs no store write; this process drops its own.
+            # worker is only told "Already ...". A page tap shows the page its button names again (a page
+            # of a tool with effects is de-duplicated in the store by ``_on_page``). So they cost no store
+            # write; this process drops its own.
             if key in self._recent_taps:
                 return False
             self._recent_taps[key] = None
@@ -391,10 +393,13 @@ class Assistant:
 
     async def present(
         self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext,
-        result: ToolResult, *, edit: MessageRef | None = None,
+        result: ToolResult, *, edit: MessageRef | None = None, view: str | None = None,
     ) -> MessageRef | None:
-        """Send (or edit in place) a result; paginated results get page buttons bound to a stored view."""
-        if result.pagination is not None:
+        """Send (or edit in place) a result; paginated results get page buttons bound to a stored view
+        (``view``: the view of the message being paged, whose buttons then stay bound to it)."""
+        if result.pagination is not None and view is not None:
+            result = result.with_meta(ref=view)  # the same tool, arguments and person: only the page changes
+        elif result.pagination is not None:
             view = secrets.token_urlsafe(9)
             # a page view lost on a power cut only makes its page buttons say "no longer available"
             await self.store.put("views", view, {"tool": name, "args": args, "principal": ctx.principal},
@@ -433,13 +438,19 @@ class Assistant:
         if view.value["principal"] != ctx.principal:
             await transport.answer(inbound, "Only the person who ran this can page through it.", alert=True)
             return
+        definition = self.registry.get(view.value["tool"])
+        if (definition is None or definition.mutating) and inbound.delivery_id is not None and await self.store.insert(
+                "deliveries", f"{inbound.surface}:{inbound.delivery_id}", {"chat": inbound.chat_id}, ttl=7 * 86400,
+                durable=False) is None:
+            return  # a page of a tool with effects asks for a decision again: once per tap, on any worker
         await transport.answer(inbound, f"Page {page_text}")
         args = {**view.value["args"], "page": int(page_text)}
         result = await self.registry.call(view.value["tool"], args, ctx)
         if await self.open_approval(inbound, view.value["tool"], result):
             return  # this page is a call of its own that asks for a decision: a card of its own
         ref_msg = MessageRef(inbound.surface, inbound.chat_id, inbound.message_id) if inbound.message_id else None
-        await self.present(transport, inbound.chat_id, view.value["tool"], args, ctx, result, edit=ref_msg)
+        await self.present(transport, inbound.chat_id, view.value["tool"], args, ctx, result, edit=ref_msg,
+                           view=view_id if ref_msg is not None else None)
 
     # --------------------------------------------------------------- sweeping
     async def sweep(self) -> int:
