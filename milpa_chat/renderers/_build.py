@@ -79,6 +79,10 @@ class Builder:
             shown = scalar_text(value)
             if len(shown) <= limit:
                 return shown
+        if kind is str and len(value) <= limit:  # a short string: masked and cleaned, never clipped
+            shown = clean(self.mask(value)) if self.mask is not None else clean(value)
+            if len(shown) <= limit:
+                return shown
         raw = value if isinstance(value, str) else value_text(self.plain(value))
         if self.mask is not None and isinstance(value, str):  # (converted values are masked already)
             wide, omitted = clip(raw, limit + _MASK_MARGIN)
@@ -157,11 +161,12 @@ class Builder:
             self.truncated = True
             columns = columns[: self.limits.columns]
         cell = self.limits.cell_chars
+        hidden = {c for c in columns if self.secret(c)}  # once per column, not once per cell
 
         def show(row: dict[str, Any], column: str) -> str:
             if column not in row:
                 return ""
-            return REDACTED if self.secret(column) else self.value(row[column], cell).replace("\n", " ")
+            return REDACTED if column in hidden else self.value(row[column], cell).replace("\n", " ")
 
         rows = tuple(tuple(show(r, c) for c in columns) for r in rows_by_key)
         title = sum(1 for c in columns[:2] if c in _TITLE_KEYS)
