@@ -87,6 +87,9 @@ class Assistant:
         self.approvals = registry.approvals
         self.transports: dict[str, Transport] = {}
         self._recent_taps: OrderedDict[str, None] = OrderedDict()
+        #: Seconds a tool runs before the chat shows "typing…" (refreshed every 4 s): a run that answers
+        #: sooner costs no ``sendChatAction``, which its result would have replaced at once anyway.
+        self.typing_after = 0.2
         self.approval_ttl = approval_ttl
         registry.confirmations.ttl = max(registry.confirmations.ttl, approval_ttl)
         if "resolve_verification" not in registry:
@@ -375,21 +378,22 @@ class Assistant:
     async def call_with_typing(
         self, transport: Transport | None, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext
     ) -> ToolResult:
-        """Run a tool while the chat shows that work is in progress (refreshed every 4 s)."""
+        """Run a tool; once it has run :attr:`typing_after` seconds, the chat shows that work is in progress
+        (refreshed every 4 s)."""
         return await self._typing_while(transport, chat_id, self.registry.call(name, args, ctx))
 
     async def _typing_while(self, transport: Transport | None, chat_id: str, work: Awaitable[ToolResult]) -> ToolResult:
         if transport is None:
             return await work
         call = asyncio.ensure_future(work)
-        while True:
+        done, _ = await asyncio.wait({call}, timeout=self.typing_after) if self.typing_after > 0 else (set(), set())
+        while not done:
             try:
                 await transport.typing(chat_id)
             except Exception:  # typing is cosmetic
                 log.debug("typing indicator failed", exc_info=True)
             done, _ = await asyncio.wait({call}, timeout=4.0)
-            if done:
-                return call.result()
+        return call.result()
 
     async def present(
         self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -189,12 +190,21 @@ async def test_group_chatter_is_ignored_unless_it_is_for_the_bot() -> None:
 
 async def test_typing_is_shown_while_a_slow_tool_runs() -> None:
     async with running_bot() as h:
+        asked = time.monotonic()
         update = await h.server.send_message(ALICE.id, ALICE, "/slow_report")
         result = await h.server.wait_for_message(ALICE.id, since=update)
         assert "Report: 12 notes." in (result.text or "")
         typing = [a for a in h.server.chat_actions(ALICE.id) if a.action == "typing"]
         sent = next(c for c in h.server.calls[update.call_index:] if c.method == "sendMessage")
-        assert typing and typing[0].at < sent.at - 0.25  # shown during the tool's 0.3 s
+        # shown during the tool's 0.3 s, once it had run the assistant's typing_after (0.2 s), before the result
+        assert typing and asked + 0.2 <= typing[0].at < sent.at - 0.05
+
+
+async def test_a_tool_that_answers_at_once_shows_no_typing() -> None:
+    async with running_bot() as h:
+        update = await h.server.send_message(ALICE.id, ALICE, "/list_notes")
+        await h.server.wait_for_message(ALICE.id, since=update)
+        assert h.server.chat_actions(ALICE.id) == []  # the result itself told the person at once
 
 
 async def test_pages_are_edited_in_place() -> None:

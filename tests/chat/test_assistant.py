@@ -268,9 +268,19 @@ async def test_texts_use_the_surfaces_command_spelling(assistant: Assistant) -> 
     assert "Did you mean /milpa delete_note" in slack.last(maria.id).text
 
 
+async def test_a_tool_that_answers_at_once_shows_no_typing(
+    assistant: Assistant, tg: RecordingTransport, tools: Tools
+) -> None:
+    await tg.say(assistant, ALICE, "/list_notes")
+    await tg.say(assistant, ALICE, "/delete_note 4")
+    await tg.tap(assistant, ALICE, tg.last(ALICE.id), "Confirm")
+    assert tools.deleted == [4] and tg.typing_chats == []
+
+
 async def test_typing_is_shown_while_an_approved_tool_runs(
     assistant: Assistant, tg: RecordingTransport, tools: Tools
 ) -> None:
+    assistant.typing_after = 0  # at once: these tools answer within a millisecond
     await tg.say(assistant, ALICE, "/pay ACME 2")
     before = tg.typing_chats.count(ALICE.id)
     await tg.tap(assistant, MANAGER, tg.last(APPROVERS_CHAT), "Approve")
