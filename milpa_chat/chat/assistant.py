@@ -197,10 +197,15 @@ class Assistant:
             while len(self._recent_taps) > 10_000:
                 self._recent_taps.popitem(last=False)
             return True
-        # Not durable (no wait for the disk): losing a key to a power cut only lets that one redelivery be
-        # handled again (a card or a reply twice); a tool with effects still waits for its approval.
-        return await self.store.insert("deliveries", key, {"chat": inbound.chat_id}, ttl=7 * 86400,
-                                       durable=False) is not None
+        return await self._stored_once(inbound)
+
+    async def _stored_once(self, inbound: Inbound) -> bool:
+        """Record ``inbound``'s delivery in the store; False when any worker recorded it already.
+
+        Not durable (no wait for the disk): losing a key to a power cut only lets that one redelivery be
+        handled again (a card or a reply twice); a tool with effects still waits for its approval."""
+        return await self.store.insert("deliveries", f"{inbound.surface}:{inbound.delivery_id}",
+                                       {"chat": inbound.chat_id}, ttl=7 * 86400, durable=False) is not None
 
     async def _on_text(self, inbound: Inbound, transport: Transport) -> None:
         if self.agent is None:
@@ -386,7 +391,9 @@ class Assistant:
         if transport is None:
             return await work
         call = asyncio.ensure_future(work)
-        done, _ = await asyncio.wait({call}, timeout=self.typing_after) if self.typing_after > 0 else (set(), set())
+        done: set[asyncio.Future[ToolResult]] = set()
+        if self.typing_after > 0:  # (0: typing before the tool has even started)
+            done, _ = await asyncio.wait({call}, timeout=self.typing_after)
         while not done:
             try:
                 await transport.typing(chat_id)
@@ -443,9 +450,8 @@ class Assistant:
             await transport.answer(inbound, "Only the person who ran this can page through it.", alert=True)
             return
         definition = self.registry.get(view.value["tool"])
-        if (definition is None or definition.mutating) and inbound.delivery_id is not None and await self.store.insert(
-                "deliveries", f"{inbound.surface}:{inbound.delivery_id}", {"chat": inbound.chat_id}, ttl=7 * 86400,
-                durable=False) is None:
+        effects = definition is None or definition.mutating
+        if effects and inbound.delivery_id is not None and not await self._stored_once(inbound):
             return  # a page of a tool with effects asks for a decision again: once per tap, on any worker
         await transport.answer(inbound, f"Page {page_text}")
         args = {**view.value["args"], "page": int(page_text)}

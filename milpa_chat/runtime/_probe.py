@@ -11,10 +11,10 @@ first would have.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, cast
 
-__all__ = ["NeedsCopy", "ReadOnlyView"]
+__all__ = ["NeedsCopy", "ReadOnlyView", "writes_nothing"]
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -61,3 +61,12 @@ class ReadOnlyView:
 
     def __len__(self) -> NoReturn:
         raise NeedsCopy
+
+
+def writes_nothing(rule: Callable[[Any, dict[str, Any], float], object], approval: Any, now: float) -> bool:
+    """Run ``rule`` on a read-only view of ``approval``'s record: True when it has nothing to write (it returned
+    ``None``), False when it must run on a copy; a refusal it raises goes to the caller."""
+    try:
+        return rule(approval, cast("dict[str, Any]", ReadOnlyView(approval.data)), now) is None
+    except NeedsCopy:
+        return False

@@ -27,10 +27,10 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from milpa_chat._failpoints import failpoint
-from milpa_chat.runtime._probe import NeedsCopy, ReadOnlyView
+from milpa_chat.runtime._probe import writes_nothing
 from milpa_chat.runtime.approval import (
     COLLECTION,
     FINAL,
@@ -519,11 +519,8 @@ class ApprovalDesk:
             if current is None:
                 raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
             now = self.store.clock()
-            try:  # first on the record as read: a refusal, or nothing to write, needs no copy of it
-                if fn(current, cast("dict[str, Any]", ReadOnlyView(current.data)), now) is None:
-                    return Change(current, "unchanged")
-            except NeedsCopy:
-                pass
+            if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
+                return Change(current, "unchanged")
             value: dict[str, Any] = json.loads(json.dumps(current.data))  # a deep copy (the record is JSON)
             outcome = fn(current, value, now)
             if outcome is None:
