@@ -131,16 +131,7 @@ class SlackBot(SlackServing):
         app.event("app_mention")(self._listener(lambda body, _: event_inbound(body)))
         app.event("message")(self._listener(lambda body, _: event_inbound(body)))
         self._fallbacks = listeners[before:]
-        app.use(self._fallbacks_last)
-
-    async def _fallbacks_last(self, next: Callable[[], Awaitable[None]]) -> None:
-        """Global middleware: the kit's mention and message listeners are tried after every other listener,
-        so a listener of yours that matches an event (``@app.message("hello")``) takes it."""
-        listeners = _listeners(self.app)
-        mine = self._fallbacks
-        if mine and listeners[-len(mine):] != mine:
-            listeners[:] = [*(entry for entry in listeners if entry not in mine), *mine]
-        await next()
+        app.use(_fallbacks_last(listeners, self._fallbacks))
 
     def _listener(self, convert: Callable[[dict[str, Any], dict[str, Any] | None], Inbound | None]) -> Listener:
         async def listener(ack: Callable[[], Awaitable[None]], body: dict[str, Any], payload: dict[str, Any]) -> None:
@@ -305,6 +296,22 @@ def _check_installed(bot_token: str | None, base_url: str | None, app_token: str
         raise ValueError("SlackBot.install uses the app's own client: give the token and base_url to your AsyncApp "
                          "(AsyncApp(client=AsyncWebClient(token=..., base_url=...))), not to the bot")
     _check_credentials("xoxb-installed", "installed", app_token, command)
+
+
+def _fallbacks_last(listeners: list[Any], mine: list[Any]) -> Any:
+    """Global middleware: the kit's mention and message listeners are tried after every other listener,
+    so a listener of yours that matches an event (``@app.message("hello")``) takes it. A bolt
+    ``AsyncMiddleware`` object rather than a function, so bolt calls it directly instead of matching its
+    arguments by name on every request."""
+    from slack_bolt.middleware.async_middleware import AsyncMiddleware
+
+    class FallbacksLast(AsyncMiddleware):
+        async def async_process(self, *, req: Any, resp: Any, next: Callable[[], Awaitable[Any]]) -> Any:
+            if mine and listeners[-len(mine):] != mine:
+                listeners[:] = [*(entry for entry in listeners if entry not in mine), *mine]
+            return await next()
+
+    return FallbacksLast()
 
 
 def _listeners(app: AsyncApp) -> list[Any]:
