@@ -35,6 +35,8 @@ def _visible(match: re.Match[str]) -> str:
 
 def clean(text: str) -> str:
     """``text`` with CR/CRLF as ``\\n`` and hidden or reordering characters made visible."""
+    if text.isprintable():  # no CR and nothing _HIDDEN matches is printable (a test checks every code point)
+        return text
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if _HIDDEN.search(text) is None:

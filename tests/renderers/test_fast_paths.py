@@ -1,0 +1,95 @@
+"""The renderers' fast paths say exactly what the plain rule says.
+
+Each shortcut taken on the hot path (a page tap: compose a result, render it for Slack and
+Telegram) is compared here with the straightforward form it replaces, on tricky input: hidden
+and reordering characters, CR, lone surrogates, ``& < >``, combining marks, ZWJ sequences,
+mrkdwn markers, secret-looking values and lines long enough to be wrapped.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from milpa_chat.renderers._lines import LINE_BUDGET, Seg, _wrap, escape, wrap_line
+from milpa_chat.renderers._text import _HIDDEN, _visible, clean
+
+TRICKY = [
+    *"ab <&>*_~` \n\r\t\x00\x1b\x7f\x85\u0301\u200b\u200d\u2028\u2029\u202e\u2066\ufeff🙂é東",
+    "\ud800",
+    "sk-" + "A1b2" * 10,
+    "password=hunter2",
+    "&amp;",
+    "<!channel>",
+]
+TEXT = st.lists(st.sampled_from(TRICKY), max_size=60).map("".join) | st.text(max_size=80)
+MARKS = st.sampled_from([("", ""), ("<b>", "</b>"), ("*", "*"), ("<code>", "</code>"), ("_", "_")])
+EXAMPLES = settings(max_examples=600, deadline=None)
+LINES = st.lists(st.tuples(MARKS, TEXT).map(lambda t: (t[0][0], t[0][1], t[1])), min_size=1, max_size=6)
+
+
+def slow_clean(text: str) -> str:
+    """:func:`clean` without its shortcut: the rule as written."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _HIDDEN.sub(_visible, text)
+
+
+def slow_wrap_line(line: list[Seg], budget: int = LINE_BUDGET) -> list[str]:
+    """:func:`wrap_line` as first written: clean every segment, then one piece or :func:`_wrap`."""
+    cleaned = [(open_, close, slow_clean(raw)) for open_, close, raw in line]
+    if sum(5 * len(text) + len(open_) + len(close) for open_, close, text in cleaned) <= budget:
+        return ["".join(open_ + html.escape(text, quote=False) + close for open_, close, text in cleaned if text)]
+    return _wrap(cleaned, budget)
+
+
+def test_nothing_clean_changes_is_printable_so_printable_text_is_returned_as_it_is() -> None:
+    """``clean`` returns printable text untouched: true only because no character it rewrites is printable."""
+    rewritten = [chr(cp) for cp in range(sys.maxunicode + 1) if _HIDDEN.match(chr(cp))] + ["\r"]
+    assert len(rewritten) > 100
+    assert not [f"U+{ord(ch):04X}" for ch in rewritten if ch.isprintable()]
+
+
+@EXAMPLES
+@given(TEXT)
+def test_clean_is_the_rule(text: str) -> None:
+    assert clean(text) == slow_clean(text)
+    assert clean(clean(text)) == clean(text)
+
+
+def test_clean_still_shows_what_hides() -> None:
+    assert clean("a\u200bb") == "a⟨U+200B⟩b"
+    assert clean("x\u202eyz") == "x⟨U+202E⟩yz"
+    assert clean("a\r\nb\rc\u2028d") == "a\nb\nc\nd"
+    assert clean("\ud800") == "\ufffd"
+    assert clean("e\u0301 & <b>") == "e\u0301 & <b>"  # combining marks and markup characters are text
+
+
+@EXAMPLES
+@given(TEXT)
+def test_escape_is_html_escape_without_quotes(text: str) -> None:
+    assert escape(text) == html.escape(text, quote=False)
+
+
+@EXAMPLES
+@given(LINES, st.sampled_from([64, 150, 400, 3000, LINE_BUDGET]))
+def test_wrap_line_is_the_rule(line: list[Seg], budget: int) -> None:
+    assert wrap_line(line, budget) == slow_wrap_line(line, budget)
+
+
+def test_wrap_line_on_tricky_lines() -> None:
+    lines: list[list[Seg]] = [
+        [("", "", "• "), ("*", "*", "#3"), ("", "", " a\u200bb & <c> e\u0301")],
+        [("<b>", "</b>", "x" * 5000)],
+        [("", "", "ab " * 1500), ("<i>", "</i>", "&" * 900)],
+        [("", "", "👨\u200d👩\u200d👧" * 700)],
+        [("", "", "sk-" + "A1b2" * 10)],
+    ]
+    for line in lines:
+        for budget in (80, 2000, LINE_BUDGET):
+            assert wrap_line(line, budget) == slow_wrap_line(line, budget)
+    assert re.fullmatch(r"• \*#3\* a⟨U\+200B⟩b &amp; &lt;c&gt; e\u0301", wrap_line(lines[0])[0])
