@@ -98,11 +98,11 @@ class SlackRenderer(MessageRenderer[SlackPayload]):
     def render_message(self, message: Message) -> SlackPayload:
         actions = _actions(message.buttons)
         room = MAX_BLOCKS - len(actions) - 1  # one block stays free for the "shortened" note
-        budget = MAX_TEXT - _text_size(actions) - 200
+        budget = MAX_TEXT - sum(_block_size(a) for a in actions) - 200
         kept: list[dict[str, Any]] = []
         used, cut = 0, False
         for block in _content(message.blocks):
-            size = _text_size(block)
+            size = _block_size(block)
             if len(kept) >= room or used + size > budget:
                 cut = True
                 break
@@ -240,14 +240,19 @@ def _items(block: ItemList) -> list[list[Seg]]:
 
 
 def _row(table: Table, row: tuple[str, ...]) -> list[Seg]:
+    """``• *#id* title — Column: value · Column: value`` (empty cells left out)."""
     segs: list[Seg] = [("", "", "• ")]
-    titles = [c for c in row[: table.title_columns] if c]
-    for i, cell in enumerate(titles):
-        shown = f"#{cell}" if i == 0 and table.columns[0] == "Id" else cell
-        segs += _styled(shown, "bold") if i == 0 else [("", "", f" {shown}")]
-    pairs = zip(table.columns[table.title_columns :], row[table.title_columns :], strict=False)
-    for i, (column, value) in enumerate((c, v) for c, v in pairs if v):
-        segs.append(("", "", (" — " if titles and i == 0 else " · " if i else "") + f"{column}: {value}"))
+    n = table.title_columns
+    titles = [c for c in row[:n] if c]
+    if titles:
+        first = titles[0]
+        segs += _styled(f"#{first}" if table.columns[0] == "Id" else first, "bold")
+        segs += [("", "", f" {title}") for title in titles[1:]]
+    sep = " — " if titles else ""
+    for column, value in zip(table.columns[n:], row[n:], strict=False):
+        if value:
+            segs.append(("", "", f"{sep}{column}: {value}"))
+            sep = " · "
     return segs
 
 
@@ -303,6 +308,25 @@ def _button(button: Button, n: int) -> dict[str, Any]:
     if button.style != "default":
         element["style"] = button.style
     return element
+
+
+def _block_size(block: dict[str, Any]) -> int:
+    """:func:`_text_size` of a block this module builds, read where its shape keeps the text."""
+    kind = block["type"]
+    if kind == "section":
+        text = block.get("text")
+        return len(text["text"]) if text is not None else sum(len(f["text"]) for f in block["fields"])
+    if kind == "context":
+        return sum(len(e["text"]) for e in block["elements"])
+    if kind == "header":
+        return len(block["text"]["text"])
+    if kind == "rich_text":  # preformatted elements of text runs
+        return sum(len(run["text"]) for element in block["elements"] for run in element["elements"])
+    if kind == "actions":  # buttons' labels
+        return sum(len(button["text"]["text"]) for button in block["elements"])
+    if kind == "divider":
+        return 0
+    return _text_size(block)  # anything else: walk it
 
 
 def _text_size(value: Any) -> int:

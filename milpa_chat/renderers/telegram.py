@@ -182,14 +182,19 @@ def _items(block: ItemList) -> list[list[_Seg]]:
 
 
 def _row(table: Table, row: tuple[str, ...]) -> list[_Seg]:
+    """``• <b>#id</b> title — Column: value · Column: value`` (empty cells left out)."""
     segs: list[_Seg] = [("", "", "• ")]
-    titles = [c for c in row[: table.title_columns] if c]
-    for i, cell in enumerate(titles):
-        shown = f"#{cell}" if i == 0 and table.columns[0] == "Id" else cell
-        segs.append(("<b>", "</b>", shown) if i == 0 else ("", "", f" {shown}"))
-    rest = [(c, v) for c, v in zip(table.columns[table.title_columns :], row[table.title_columns :], strict=False) if v]
-    for i, (column, value) in enumerate(rest):
-        segs.append(("", "", (" — " if titles and i == 0 else " · " if i else "") + f"{column}: {value}"))
+    n = table.title_columns
+    titles = [c for c in row[:n] if c]
+    if titles:
+        first = titles[0]
+        segs.append(("<b>", "</b>", f"#{first}" if table.columns[0] == "Id" else first))
+        segs += [("", "", f" {title}") for title in titles[1:]]
+    sep = " — " if titles else ""
+    for column, value in zip(table.columns[n:], row[n:], strict=False):
+        if value:
+            segs.append(("", "", f"{sep}{column}: {value}"))
+            sep = " · "
     return segs
 
 

@@ -12,11 +12,16 @@ import html
 import re
 import sys
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from milpa_chat.renderers import ApprovalView, Message, SlackRenderer, slack, telegram
 from milpa_chat.renderers._lines import LINE_BUDGET, Seg, _wrap, escape, wrap_line
 from milpa_chat.renderers._text import _HIDDEN, _visible, clean
+from milpa_chat.renderers.model import Table
+from milpa_chat.runtime.result import ToolResult
+
+from .strategies import approval_views, messages, results
 
 TRICKY = [
     *"ab <&>*_~` \n\r\t\x00\x1b\x7f\x85\u0301\u200b\u200d\u2028\u2029\u202e\u2066\ufeff🙂é東",
@@ -93,3 +98,78 @@ def test_wrap_line_on_tricky_lines() -> None:
         for budget in (80, 2000, LINE_BUDGET):
             assert wrap_line(line, budget) == slow_wrap_line(line, budget)
     assert re.fullmatch(r"• \*#3\* a⟨U\+200B⟩b &amp; &lt;c&gt; e\u0301", wrap_line(lines[0])[0])
+
+
+# ------------------------------------------------------------------ table rows
+def slow_slack_row(table: Table, row: tuple[str, ...]) -> list[Seg]:
+    """A Slack table row as first written."""
+    segs: list[Seg] = [("", "", "• ")]
+    titles = [c for c in row[: table.title_columns] if c]
+    for i, cell in enumerate(titles):
+        shown = f"#{cell}" if i == 0 and table.columns[0] == "Id" else cell
+        segs += slack._styled(shown, "bold") if i == 0 else [("", "", f" {shown}")]
+    pairs = zip(table.columns[table.title_columns :], row[table.title_columns :], strict=False)
+    for i, (column, value) in enumerate((c, v) for c, v in pairs if v):
+        segs.append(("", "", (" — " if titles and i == 0 else " · " if i else "") + f"{column}: {value}"))
+    return segs
+
+
+def slow_telegram_row(table: Table, row: tuple[str, ...]) -> list[Seg]:
+    """A Telegram table row as first written."""
+    segs: list[Seg] = [("", "", "• ")]
+    titles = [c for c in row[: table.title_columns] if c]
+    for i, cell in enumerate(titles):
+        shown = f"#{cell}" if i == 0 and table.columns[0] == "Id" else cell
+        segs.append(("<b>", "</b>", shown) if i == 0 else ("", "", f" {shown}"))
+    rest = [(c, v) for c, v in zip(table.columns[table.title_columns :], row[table.title_columns :], strict=False) if v]
+    for i, (column, value) in enumerate(rest):
+        segs.append(("", "", (" — " if titles and i == 0 else " · " if i else "") + f"{column}: {value}"))
+    return segs
+
+
+CELL = st.sampled_from(["", " ", "7", "note 1", " *x* ", "`a`", "a\u200bb", "&<>", "e\u0301"])
+
+
+@EXAMPLES
+@given(
+    st.lists(st.sampled_from(["Id", "Title", "Name", "Done", "A"]), min_size=1, max_size=5),
+    st.lists(st.lists(CELL, min_size=5, max_size=5), max_size=4),
+    st.integers(min_value=0, max_value=3),
+)
+def test_table_rows_are_the_rule(columns: list[str], cells: list[list[str]], title_columns: int) -> None:
+    rows = tuple(tuple(r[: len(columns)]) for r in cells)
+    table = Table(tuple(columns), rows, title_columns)
+    for row in rows:
+        assert slack._row(table, row) == slow_slack_row(table, row)
+        assert telegram._row(table, row) == slow_telegram_row(table, row)
+
+
+# ------------------------------------------------------------------ Slack block sizes
+RELAXED = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+
+
+def _sizes_agree(payload: slack.SlackPayload) -> None:
+    for block in payload.blocks:
+        assert slack._block_size(block) == slack._text_size(block), block
+
+
+@RELAXED
+@given(results())
+def test_slack_block_sizes_are_the_text_they_hold_for_results(result: ToolResult) -> None:
+    _sizes_agree(SlackRenderer().render(result))
+
+
+@RELAXED
+@given(messages())
+def test_slack_block_sizes_are_the_text_they_hold_for_messages(message: Message) -> None:
+    _sizes_agree(SlackRenderer().render_message(message))
+
+
+@settings(RELAXED, max_examples=100)
+@given(approval_views())
+def test_slack_block_sizes_are_the_text_they_hold_for_cards(view: ApprovalView) -> None:
+    _sizes_agree(SlackRenderer().render_approval(view))
