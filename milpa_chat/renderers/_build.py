@@ -75,14 +75,19 @@ class Builder:
         """Cleaned text, clipped to ``limit`` (default ``text_chars``) with a visible marker."""
         limit = self.limits.text_chars if limit is None else limit
         kind = type(value)
-        if kind is int or kind is bool or value is None:  # nothing to convert, mask or clean: a word or digits
+        if kind is str:
+            if len(value) <= limit:  # a short string: masked and cleaned, never clipped
+                shown = clean(value if self.mask is None else self.mask(value))
+                if len(shown) <= limit:
+                    return shown
+        elif kind is int or kind is bool or value is None:  # nothing to convert, mask or clean: a word or digits
             shown = scalar_text(value)
             if len(shown) <= limit:
                 return shown
-        if kind is str and len(value) <= limit:  # a short string: masked and cleaned, never clipped
-            shown = clean(self.mask(value)) if self.mask is not None else clean(value)
-            if len(shown) <= limit:
-                return shown
+        return self._clipped(value, limit)
+
+    def _clipped(self, value: Any, limit: int) -> str:
+        """:meth:`text` of a value that may not fit ``limit``: converted, masked, clipped, then cleaned."""
         raw = value if isinstance(value, str) else value_text(self.plain(value))
         if self.mask is not None and isinstance(value, str):  # (converted values are masked already)
             wide, omitted = clip(raw, limit + _MASK_MARGIN)
@@ -142,11 +147,12 @@ class Builder:
     def items(self, items: Collection[Any]) -> list[Block]:
         """A table when the items are records, otherwise a bulleted list."""
         shown = [
-            i if isinstance(i, Mapping | str | int | float) or i is None else self.plain(i)
+            i if type(i) is dict or isinstance(i, Mapping | str | int | float) or i is None else self.plain(i)
             for i in islice(items, self.limits.items)
         ]
-        if shown and all(isinstance(i, Mapping) for i in shown):
-            blocks: list[Block] = [self.table([i for i in shown if isinstance(i, Mapping)])]
+        records = [i for i in shown if type(i) is dict or isinstance(i, Mapping)]
+        if shown and len(records) == len(shown):  # all of them records
+            blocks: list[Block] = [self.table(records)]
         else:
             blocks = [ItemList(tuple(self.value(i) for i in shown))]
         if len(items) > len(shown):
@@ -155,22 +161,28 @@ class Builder:
         return blocks
 
     def table(self, records: list[Mapping[Any, Any]]) -> Table:
-        rows_by_key = [{plain_key(k): v for k, v in r.items()} for r in records]
+        rows_by_key = [{k if type(k) is str else plain_key(k): v for k, v in r.items()} for r in records]
         columns = [c for c in _columns(rows_by_key) if c != "_ctx"]
         if len(columns) > self.limits.columns:
             self.truncated = True
             columns = columns[: self.limits.columns]
-        cell = self.limits.cell_chars
         hidden = {c for c in columns if self.secret(c)}  # once per column, not once per cell
-
-        def show(row: dict[str, Any], column: str) -> str:
-            if column not in row:
-                return ""
-            return REDACTED if column in hidden else self.value(row[column], cell).replace("\n", " ")
-
-        rows = tuple(tuple(show(r, c) for c in columns) for r in rows_by_key)
+        rows = tuple(tuple(self._cells(r, columns, hidden)) for r in rows_by_key)
         title = sum(1 for c in columns[:2] if c in _TITLE_KEYS)
         return Table(tuple(self.text(label(c), 60) for c in columns), rows, title)
+
+    def _cells(self, row: dict[str, Any], columns: list[str], hidden: set[str]) -> list[str]:
+        """One table row: each column's value on one line, ``""`` where the record has none."""
+        cells = []
+        text, limit = self.text, self.limits.cell_chars
+        for column in columns:
+            if column not in row:
+                cells.append("")
+            elif column in hidden:
+                cells.append(REDACTED)
+            else:
+                cells.append(text(row[column], limit).replace("\n", " "))
+        return cells
 
 
 def _columns(records: list[dict[str, Any]]) -> list[str]:

@@ -11,13 +11,18 @@ from __future__ import annotations
 import html
 import re
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from milpa_chat.renderers import ApprovalView, Message, SlackRenderer, slack, telegram
+from milpa_chat.renderers._build import _TITLE_KEYS, Builder, Limits, _columns
 from milpa_chat.renderers._lines import LINE_BUDGET, Seg, _wrap, escape, wrap_line
-from milpa_chat.renderers._text import _HIDDEN, _visible, clean
+from milpa_chat.renderers._plain import REDACTED, plain_key
+from milpa_chat.renderers._redact import hide_key
+from milpa_chat.renderers._text import _HIDDEN, _visible, clean, label
 from milpa_chat.renderers.model import Table
 from milpa_chat.runtime.result import ToolResult
 
@@ -101,13 +106,23 @@ def test_wrap_line_on_tricky_lines() -> None:
 
 
 # ------------------------------------------------------------------ table rows
+def slow_styled(text: str, style: str) -> list[Seg]:
+    """Slack markup for one span as first written (empty segments included)."""
+    open_, close = slack._MARKS[style]
+    core = text.strip()
+    if not open_ or not core or (style == "code" and "`" in core):
+        return [("", "", text)]
+    lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+    return [("", "", lead), (open_, close, core), ("", "", trail)]
+
+
 def slow_slack_row(table: Table, row: tuple[str, ...]) -> list[Seg]:
     """A Slack table row as first written."""
     segs: list[Seg] = [("", "", "• ")]
     titles = [c for c in row[: table.title_columns] if c]
     for i, cell in enumerate(titles):
         shown = f"#{cell}" if i == 0 and table.columns[0] == "Id" else cell
-        segs += slack._styled(shown, "bold") if i == 0 else [("", "", f" {shown}")]
+        segs += slow_styled(shown, "bold") if i == 0 else [("", "", f" {shown}")]
     pairs = zip(table.columns[table.title_columns :], row[table.title_columns :], strict=False)
     for i, (column, value) in enumerate((c, v) for c, v in pairs if v):
         segs.append(("", "", (" — " if titles and i == 0 else " · " if i else "") + f"{column}: {value}"))
@@ -127,7 +142,7 @@ def slow_telegram_row(table: Table, row: tuple[str, ...]) -> list[Seg]:
     return segs
 
 
-CELL = st.sampled_from(["", " ", "7", "note 1", " *x* ", "`a`", "a\u200bb", "&<>", "e\u0301"])
+CELL = st.sampled_from(["", " ", "7", "note 1", " *x* ", "`a`", "a\u200bb", "&<>", "e\u0301", " lead", "trail\t"])
 
 
 @EXAMPLES
@@ -140,8 +155,18 @@ def test_table_rows_are_the_rule(columns: list[str], cells: list[list[str]], tit
     rows = tuple(tuple(r[: len(columns)]) for r in cells)
     table = Table(tuple(columns), rows, title_columns)
     for row in rows:
-        assert slack._row(table, row) == slow_slack_row(table, row)
+        assert wrap_line(slack._row(table, row), 3000) == slow_wrap_line(slow_slack_row(table, row), 3000)
         assert telegram._row(table, row) == slow_telegram_row(table, row)
+
+
+@EXAMPLES
+@given(TEXT, st.sampled_from(["plain", "bold", "italic", "code"]))
+def test_slack_spans_say_what_they_said(text: str, style: str) -> None:
+    """Empty segments are left out of a styled span: every line shows exactly as before."""
+    for budget in (64, 3000):
+        assert wrap_line(slack._styled(text, style), budget) == slow_wrap_line(slow_styled(text, style), budget)
+    shown = "".join(o + escape(t) + c for o, c, t in slack._styled(text, style))
+    assert shown == "".join(o + escape(t) + c for o, c, t in slow_styled(text, style))
 
 
 # ------------------------------------------------------------------ Slack block sizes
@@ -173,3 +198,43 @@ def test_slack_block_sizes_are_the_text_they_hold_for_messages(message: Message)
 @given(approval_views())
 def test_slack_block_sizes_are_the_text_they_hold_for_cards(view: ApprovalView) -> None:
     _sizes_agree(SlackRenderer().render_approval(view))
+
+
+# ------------------------------------------------------------------ composing a table
+def slow_table(b: Builder, records: list[Mapping[Any, Any]]) -> Table:
+    """:meth:`Builder.table` as first written."""
+    rows_by_key = [{plain_key(k): v for k, v in r.items()} for r in records]
+    columns = [c for c in _columns(rows_by_key) if c != "_ctx"][: b.limits.columns]
+    hidden = {c for c in columns if b.secret(c)}
+
+    def show(row: dict[str, Any], column: str) -> str:
+        if column not in row:
+            return ""
+        return REDACTED if column in hidden else b.value(row[column], b.limits.cell_chars).replace("\n", " ")
+
+    rows = tuple(tuple(show(r, c) for c in columns) for r in rows_by_key)
+    title = sum(1 for c in columns[:2] if c in _TITLE_KEYS)
+    return Table(tuple(b.text(label(c), 60) for c in columns), rows, title)
+
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), TEXT, st.lists(st.integers(), max_size=3))
+KEYS = st.one_of(
+    st.sampled_from(["id", "title", "name", "api_key", "password", "note", "_ctx", "a\u200bb"]),
+    st.integers(0, 3),
+    st.none(),
+    st.booleans(),
+)
+
+
+@EXAMPLES
+@given(st.lists(st.dictionaries(KEYS, VALUES, max_size=8), min_size=1, max_size=5))
+def test_table_cells_are_the_rule(records: list[dict[Any, Any]]) -> None:
+    """Redacted, masked, cleaned and clipped cells, non-string keys and missing cells, as before."""
+    fast, slow = Builder(Limits(cell_chars=12), hide_key), Builder(Limits(cell_chars=12), hide_key)
+    assert fast.table(records) == slow_table(slow, records)
+    assert Builder(Limits(), hide_key).items(records) == [Builder(Limits(), hide_key).table(records)]
+
+
+def test_secrets_in_cells_are_masked() -> None:
+    table = Builder(Limits(), hide_key).table([{"id": 1, "note": "key sk-" + "A1b2" * 10, "token": "x"}])
+    assert table.rows == (("1", f"key {REDACTED}", REDACTED),)
