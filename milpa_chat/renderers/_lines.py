@@ -28,17 +28,17 @@ def escape(text: str) -> str:
 def wrap_line(line: list[Seg], budget: int = LINE_BUDGET) -> list[str]:
     """One logical line, cleaned and escaped, cut into pieces of at most ``budget`` UTF-16
     units; each piece closes the markup it opens. Empty segments are dropped."""
-    cleaned: list[Seg] = []
+    text = "".join([raw for _, _, raw in line])
+    if not text.isprintable():  # (printable text is clean already, see clean)
+        line = [(open_, close, clean(raw)) for open_, close, raw in line]
+        text = "".join([raw for _, _, raw in line])
     # Escaping makes a character at most 5 UTF-16 units (``&amp;``): a line within budget at that rate
     # is one piece, joined without measuring it.
-    bound = 0
-    for open_, close, raw in line:
-        text = clean(raw)
-        cleaned.append((open_, close, text))
-        bound += 5 * len(text) + len(open_) + len(close)
-    if bound <= budget:
-        return ["".join([open_ + escape(text) + close for open_, close, text in cleaned if text])]
-    return _wrap(cleaned, budget)
+    if 5 * len(text) + sum([len(open_) + len(close) for open_, close, _ in line]) > budget:
+        return _wrap(line, budget)
+    if "&" in text or "<" in text or ">" in text:
+        return ["".join([open_ + escape(raw) + close for open_, close, raw in line if raw])]
+    return ["".join([open_ + raw + close for open_, close, raw in line if raw])]  # nothing to escape
 
 
 def _wrap(line: list[Seg], budget: int) -> list[str]:

@@ -207,13 +207,16 @@ def _join(pieces: list[str], limit: int = SECTION_TEXT) -> list[str]:
 
 
 def _styled(text: str, style: str) -> list[Seg]:
-    """Markup for one span; mrkdwn markers must touch the text, so spaces go outside them."""
+    """Markup for one span; mrkdwn markers must touch the text, so spaces go outside them (empty
+    segments, which would show nothing, are left out)."""
     open_, close = _MARKS[style]
     core = text.strip()
     if not open_ or not core or (style == "code" and "`" in core):
         return [("", "", text)]
+    if core == text:
+        return [(open_, close, core)]
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
-    return [("", "", lead), (open_, close, core), ("", "", trail)]
+    return [seg for seg in (("", "", lead), (open_, close, core), ("", "", trail)) if seg[2]]
 
 
 def _split_spans(spans: tuple[Span, ...]) -> list[list[Span]]:
