@@ -5,7 +5,8 @@ Rules:
 * who acts is the platform identity of whoever tapped (``Inbound.user``), never the button data;
 * every decision is :meth:`ApprovalDesk.decide` — the same function the ``resolve_verification``
   tool, the notebook inbox and the CLI call — so the rules are checked once, in one place;
-* the tap is answered at once and independently: a platform failure there never blocks the run;
+* the tap is answered at once, before its run starts; a platform failure there holds the run back at most
+  ``answer_grace`` seconds;
 * the tool runs once, with the approved arguments, as the requester, by whoever claimed it;
 * every copy of the card converges on the record's state through :class:`ApprovalOutbox`.
 
@@ -71,6 +72,9 @@ class ApprovalFlows:
         #: Seconds a claimed run may take before its cards are edited to "Running" (a fast run goes
         #: straight to "Done": one platform call less per tap).
         self.show_running_after = 0.5
+        #: Seconds a confirmed run waits for the tap's answer to be sent before it starts anyway (a platform
+        #: that fails or throttles answers never holds a run back longer).
+        self.answer_grace = 0.5
 
     async def on_tap(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
         """A tap on an approval button: decide as the person who tapped, answer, then follow up."""
@@ -86,6 +90,10 @@ class ApprovalFlows:
                 await self.outbox.repair(exc.approval, inbound)
             return
         answering = asyncio.ensure_future(_answer(transport, inbound, change.message))
+        # The answer goes out first, as a bare handler's would: one request of this tap in flight at a time
+        # (an HTTP client's pool grows to the requests in flight, and httpcore checks every pooled connection
+        # on every request). A slow or failing answer holds the run back at most ``answer_grace`` seconds.
+        await asyncio.wait({answering}, timeout=self.answer_grace)
         try:
             await self.follow(change)
         finally:

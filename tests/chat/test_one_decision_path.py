@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from milpa_chat import Param, ToolResult, tool
@@ -100,6 +101,49 @@ async def test_a_failing_tap_answer_never_blocks_an_approved_action(tools: Tools
     assert tools.deleted == [3] and card.buttons == () and "Done" in card.text
     (approval,) = await assistant.approvals.listing()
     assert approval.state == "executed" and approval.effects() == []
+
+
+class SlowAnswers(RecordingTransport):
+    """A surface whose tap answers take ``delay`` seconds to reach the platform; ``ran_before_answered`` says
+    whether the tool had run by the time an answer was sent."""
+
+    def __init__(self, surface: str, tools: Tools, delay: float) -> None:
+        super().__init__(surface)
+        self.tools, self.delay = tools, delay
+        self.ran_before_answered: list[bool] = []
+
+    async def answer(self, inbound: Inbound, text: str, *, alert: bool = False) -> None:
+        await asyncio.sleep(self.delay)
+        self.ran_before_answered.append(bool(self.tools.deleted))
+        await super().answer(inbound, text, alert=alert)
+
+
+async def test_a_confirm_tap_is_answered_before_its_run_starts(tools: Tools, clock: ManualClock) -> None:
+    """One request of a tap in flight at a time, as a bare handler's: the answer, then the run and its edits."""
+    assistant = make_assistant(tools, MemoryStore(clock=clock))
+    tg = SlowAnswers("telegram", tools, delay=0.05)
+    assistant.attach(tg)
+    await tg.say(assistant, ALICE, "/delete_note 3")
+    card = tg.last(ALICE.id)
+    await tg.tap(assistant, ALICE, card, "Confirm")
+    assert tg.ran_before_answered == [False] and tools.deleted == [3] and "Done" in card.text
+
+
+async def test_a_slow_tap_answer_holds_the_run_back_at_most_answer_grace(tools: Tools, clock: ManualClock) -> None:
+    assistant = make_assistant(tools, MemoryStore(clock=clock))
+    assistant.flows.answer_grace = 0.05
+    tg = SlowAnswers("telegram", tools, delay=3.0)  # a platform that takes its time with answers
+    assistant.attach(tg)
+    await tg.say(assistant, ALICE, "/delete_note 3")
+    card = tg.last(ALICE.id)
+    tapping = asyncio.ensure_future(tg.tap(assistant, ALICE, card, "Confirm"))
+    for _ in range(100):  # at most 1 s: the run started after the grace, not after the answer
+        if "Done" in card.text:
+            break
+        await asyncio.sleep(0.01)
+    assert tools.deleted == [3] and "Done" in card.text and tg.ran_before_answered == []
+    await tapping  # the answer still goes out, after the run
+    assert tg.ran_before_answered == [True]
 
 
 async def test_paging_works_after_a_confirmation(tools: Tools, clock: ManualClock) -> None:
