@@ -20,7 +20,8 @@ with effects costs in all. Cases, every app of every case run ``--rounds`` times
 * one tap redelivered: the same tap delivered again and again; the store de-duplicates it, nothing is called
   after the first (so the ack-only bare already makes the same calls);
 * a tap on a decided card: the approval is read and the refusal is posted with ``chat.postEphemeral``;
-* a page tap: the stored view is read, the tool runs, a new view is stored and the card is ``chat.update``-d.
+* a page tap: the stored view is read, the tool runs and the card is ``chat.update``-d;
+  once with a ``def`` tool (it runs on a worker thread) and once with the same tool as ``async def`` (on the loop).
 
 Every case runs with each store of ``--stores`` (default both: in memory, and SQLite on a temporary file with
 ``synchronous=FULL``), the full app on that store; the bare apps use none.
@@ -65,6 +66,11 @@ class Notes:
     def list_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": i, "title": f"note {i}"} for i in range(1, 51)]
         return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Notes")
+
+    @tool("list_notes_async", "List notes (an async def tool: it runs on the event loop)", scopes=["notes:read"],
+          mutating=False)
+    async def list_notes_async(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
+        return self.list_notes(page)
 
     @tool("delete_note", "Delete a note", scopes=["notes:write"], mutating=True)
     def delete_note(self, note_id: int) -> dict[str, Any]:
@@ -242,13 +248,14 @@ def snapshot(card: SlackMessage) -> SlackMessage:
 async def full_setup(kind: str, app: AppProcess, api: SlackApiServer) -> tuple[SlackMessage, str]:
     """The card the taps go to: a decided confirm card (as first shown) or a paginated result."""
     kind = "page" if kind == "redelivered" else kind
+    paging = kind.startswith("page")
     async with SlackEvents(app.url, SECRET, api=api) as slack:
-        command = "list_notes" if kind == "page" else "delete_note 1"
+        command = {"page": "list_notes", "page_async": "list_notes_async"}.get(kind, "delete_note 1")
         await slack.command("/milpa", command, user=USER, channel=CHANNEL)
         card = await api.wait_for_message(CHANNEL, lambda m: bool(m.buttons()))
-        word = "Next" if kind == "page" else "Confirm"
+        word = "Next" if paging else "Confirm"
         action = next(b["action_id"] for b in card.buttons() if word in b["text"]["text"])
-        if kind == "page":
+        if paging:
             return card, action
         shown = snapshot(card)
         await slack.click(card, action, user=USER)
@@ -338,6 +345,7 @@ CASES = [
     Case("redelivered", "one tap redelivered -> deduplicated, no effect", 0, first=1),
     Case("decided", "tap on a decided card -> ephemeral refusal", 1),
     Case("page", "page tap -> tool run, chat.update", 1),
+    Case("page_async", "page tap, async def tool -> tool run on the loop, chat.update", 1),
 ]
 
 

@@ -1,22 +1,24 @@
 """``SqliteStore``: the default backend — one SQLite file in WAL mode, safe across threads and processes.
 
-Reads run on a small dedicated thread pool (one connection per thread); writes on one writer
-thread that commits the writes queued while its previous commit was syncing together, one
-transaction and one sync for all of them, each write in a savepoint of its own (group commit,
-:mod:`milpa_chat.store._group_commit`): every caller still gets its answer only once its write is
-committed. Two kinds of short statement run on the event loop itself instead, where the hop to a
-thread would cost more than the statement: reading one record (``get``), and writing one record that waits for no disk
-(``insert``/``put``/``update`` with ``durable=False``, or any of them when the store is
-``synchronous="NORMAL"``).
-They run on a connection of their own that never waits for a lock: when another writer holds the
-file, the operation goes to the pool (or the writer) and waits there. That connection never checkpoints the WAL
-(which would write and sync the database file); the pool does, after every 200 such writes.
+Writing or reading one record runs on the event loop itself, on a connection of the loop's thread that
+commits with ``synchronous=NORMAL`` (it appends to the WAL without syncing it) and never waits for a lock:
+``get``, and ``insert``/``put``/``update``/``take``/``delete``. A durable one of those writes
+(``synchronous="FULL"``, the default, and not ``durable=False``) then waits until the WAL file has been synced
+after its commit (:mod:`milpa_chat.store._wal_sync`: one ``fsync`` on a thread of its own for every commit
+waiting when it starts), so it returns once it is on disk, as with ``synchronous=FULL``, for one thread hop per
+sync instead of a thread running its statements. When another writer holds the file, the operation goes to
+the thread pool (a write: to the writer thread) and waits there, so the loop never blocks on a lock. The loop's
+connection never checkpoints the WAL (which would write and sync the database file); the pool does, after
+every 200 of its writes.
 
-Each write that must happen once is a single ``BEGIN IMMEDIATE`` transaction, so any number of
-stores, threads and processes may share the file. A durable write commits with
-``synchronous=FULL`` (the WAL is synced before it returns, and with it every earlier write, durable
-or not); a ``durable=False`` one with ``synchronous=NORMAL`` (no sync: it survives a crash of the
-process, not a power cut).
+Scans, streams and rate windows run on a small thread pool (reads, one connection per thread) and one writer
+thread that commits the writes queued while its previous commit was syncing together, one transaction and one
+sync for all of them, each write in a savepoint of its own (group commit, :mod:`milpa_chat.store._group_commit`):
+every caller still gets its answer only once its write is committed.
+
+Each write that must happen once is a single ``BEGIN IMMEDIATE`` transaction, so any number of stores,
+threads and processes may share the file. A durable write is on disk when it returns, and with it every
+earlier write, durable or not; a ``durable=False`` one survives a crash of the process, not a power cut.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from milpa_chat.store._sql import (
     rate_decision,
     to_record,
 )
+from milpa_chat.store._wal_sync import WalSync
 from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
 
 __all__ = ["SqliteStore"]
@@ -87,7 +90,7 @@ class SqliteStore(ThreadedStore):
     """Durable store in one SQLite file (created with its tables when absent).
 
     ``busy_timeout`` is how long a write waits for another writer before failing. ``synchronous``:
-    ``"FULL"`` (the default) makes every commit durable against power loss (one fsync per write),
+    ``"FULL"`` (the default) makes every commit durable against power loss (the WAL synced before it returns),
     except the writes made with ``durable=False``; ``"NORMAL"`` in WAL mode survives any process
     crash (SIGKILL included) but may lose the last commits on power loss or an OS crash, for writes
     several times faster.
@@ -111,6 +114,7 @@ class SqliteStore(ThreadedStore):
         self._open_file()
         super().__init__(clock=clock, workers=4, name="milpa-sqlite")
         self._writer = GroupCommit("milpa-sqlite-writer", self._begin_batch, self._translate)
+        self._wal = WalSync(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -255,8 +259,12 @@ class SqliteStore(ThreadedStore):
         conn.execute("BEGIN IMMEDIATE")
         return conn
 
-    async def _inline(self, fn: Callable[[sqlite3.Connection, Unpack[Ts]], T], *args: *Ts, write: bool = False) -> T:
-        """``fn(conn, *args)`` on the event loop's connection; on the pool when the file is locked."""
+    async def _inline(
+        self, fn: Callable[[sqlite3.Connection, Unpack[Ts]], T], *args: *Ts, write: bool = False,
+        durable: bool = False,
+    ) -> T:
+        """``fn(conn, *args)`` on the event loop's connection; on the pool (a write: on the writer thread)
+        when the file is locked. ``durable``: a write that returns once the WAL holding it is synced."""
         self._check_open()
         conn = self._loop_conn()
         try:
@@ -273,10 +281,22 @@ class SqliteStore(ThreadedStore):
         else:
             if write:
                 self._wrote_inline()
+            if durable:
+                await self._synced()
             return result
         if write:
-            return await self._queued(lambda: fn(self._conn(), *args), durable=False)
+            return await self._queued(lambda: fn(self._conn(), *args), durable=durable)
         return await self._pooled(fn, *args)
+
+    async def _synced(self) -> None:
+        """Wait until the commit just made on the loop's connection is on disk (the WAL synced after it)."""
+        try:
+            await self._wal.committed()
+        except OSError as exc:
+            raise StoreError(
+                f"{self._describe()}: the write was made but syncing it to disk failed ({exc}); "
+                "check the disk and the file's permissions"
+            ) from exc
 
     def _wrote_inline(self) -> None:
         """Count a commit made on an event-loop connection; every ``_CHECKPOINT_EVERY`` of them, have the
@@ -343,6 +363,7 @@ class SqliteStore(ThreadedStore):
 
     def _release(self) -> None:
         self._writer.stop()  # the writes queued before close() are committed first
+        self._wal.close()
         with self._conns_lock:
             conns, self._conns = self._conns, []
         for conn in conns:
@@ -369,9 +390,8 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        if durable and self.synchronous == "FULL":
-            return await self._queued(lambda: self._insert(self._conn(), True, collection, key, text, ttl, due))
-        return await self._inline(self._insert, False, collection, key, text, ttl, due, write=True)
+        return await self._inline(self._insert, False, collection, key, text, ttl, due, write=True,
+                                  durable=durable and self.synchronous == "FULL")
 
     def _insert(
         self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, ttl: float | None,
@@ -394,9 +414,8 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        if durable and self.synchronous == "FULL":
-            return await self._queued(lambda: self._put(self._conn(), True, collection, key, text, ttl, due))
-        return await self._inline(self._put, False, collection, key, text, ttl, due, write=True)
+        return await self._inline(self._put, False, collection, key, text, ttl, due, write=True,
+                                  durable=durable and self.synchronous == "FULL")
 
     def _put(
         self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, ttl: float | None,
@@ -428,11 +447,8 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        if durable and self.synchronous == "FULL":
-            return await self._queued(lambda: self._update(self._conn(), True, collection, key, text,
-                                                           expected_version, ttl, due))
         return await self._inline(self._update, False, collection, key, text, expected_version, ttl, due,
-                                  write=True)
+                                  write=True, durable=durable and self.synchronous == "FULL")
 
     def _update(
         self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, expected: int,
@@ -454,10 +470,11 @@ class SqliteStore(ThreadedStore):
     async def take(
         self, collection: str, key: str, *, expected_version: int | None = None
     ) -> Record | None:
-        return await self._queued(self._take, collection, key, expected_version)
+        return await self._inline(self._take, collection, key, expected_version, write=True,
+                                  durable=self.synchronous == "FULL")
 
-    def _take(self, collection: str, key: str, expected: int | None) -> Record | None:
-        with self._write() as conn:
+    def _take(self, conn: sqlite3.Connection, collection: str, key: str, expected: int | None) -> Record | None:
+        with self._write(conn):
             rows = conn.execute(
                 f"DELETE FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE} "
                 f"AND (:ver IS NULL OR version = :ver) RETURNING {_COLS}",
@@ -466,10 +483,10 @@ class SqliteStore(ThreadedStore):
         return to_record(collection, rows[0]) if rows else None
 
     async def delete(self, collection: str, key: str) -> bool:
-        return await self._queued(self._delete, collection, key)
+        return await self._inline(self._delete, collection, key, write=True, durable=self.synchronous == "FULL")
 
-    def _delete(self, collection: str, key: str) -> bool:
-        with self._write() as conn:
+    def _delete(self, conn: sqlite3.Connection, collection: str, key: str) -> bool:
+        with self._write(conn):
             rows = conn.execute(
                 "DELETE FROM milpa_records WHERE collection = ? AND key = ? RETURNING expires_at",
                 (collection, key),
