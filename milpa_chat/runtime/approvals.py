@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import socket
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,10 @@ Opener = Callable[[dict[str, Any], "ToolContext"], None]
 Follower = Callable[[Change], Awaitable[None]]
 
 
+#: Settled records an :class:`ApprovalDesk` keeps in memory to refuse taps on their cards without a store read.
+SETTLED_KEPT = 256
+
+
 class ApprovalDesk:
     """Approvals in ``store`` (collection ``approvals``), changed only through compare-and-set.
 
@@ -133,6 +138,10 @@ class ApprovalDesk:
         self.audit: AuditLogger | None = None
         #: The hash-chained trail in the store, when one is attached (``AuditTrail(store).attach(registry)``).
         self.trail: AuditTrail | None = None
+        #: Settled records this process read or wrote last (at most ``SETTLED_KEPT``): a tap on a decided card
+        #: is refused from here without a store read. A settled record's state never changes, so a copy older
+        #: than the store's refuses what the store's would; any write still compares and sets in the store.
+        self._settled: OrderedDict[str, Approval] = OrderedDict()
 
     # ------------------------------------------------------------------ open
     async def open(
@@ -244,7 +253,11 @@ class ApprovalDesk:
             actor = Actor(ctx, via or ctx.channel, note, now)
             return rule(self, a, v, actor, can_run)
 
-        done = await self._change(approval_id, change)
+        try:
+            done = await self._change(approval_id, change, current=self._settled.get(approval_id))
+        except ApprovalRefused as exc:
+            self._remember(exc.approval)
+            raise
         if done.event == "expired":  # nobody else will deliver what the expiry owes
             await self._follow(done, True)
             raise ApprovalRefused(done.message, code="EXPIRED", approval=done.approval)
@@ -534,8 +547,19 @@ class ApprovalDesk:
             )
             if rec is not None:
                 event, claimed, message = outcome
-                return Change(Approval(current.id, value, rec.version, rec.due), event, claimed, message)
+                written = Approval(current.id, value, rec.version, rec.due)
+                self._remember(written)
+                return Change(written, event, claimed, message)
             current = None
+
+    def _remember(self, approval: Approval | None) -> None:
+        """Keep a settled record (the most recent ``SETTLED_KEPT``) for refusing taps on its cards."""
+        if approval is None or approval.state not in FINAL:
+            return
+        self._settled[approval.id] = approval
+        self._settled.move_to_end(approval.id)
+        if len(self._settled) > SETTLED_KEPT:
+            self._settled.popitem(last=False)
 
     async def _follow(self, change: Change, follow: bool) -> None:
         await self._event(change)

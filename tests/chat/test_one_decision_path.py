@@ -146,6 +146,36 @@ async def test_a_slow_tap_answer_holds_the_run_back_at_most_answer_grace(tools: 
     assert tg.ran_before_answered == [True]
 
 
+class CountingStore(MemoryStore):
+    """Counts the reads of approval records."""
+
+    reads = 0
+
+    async def get(self, collection: str, key: str) -> Any:
+        self.reads += collection == "approvals"
+        return await super().get(collection, key)
+
+
+async def test_taps_on_a_settled_card_are_refused_without_reading_the_store(tools: Tools, clock: ManualClock) -> None:
+    store = CountingStore(clock=clock)
+    assistant = make_assistant(tools, store)
+    tg = RecordingTransport("telegram")
+    assistant.attach(tg)
+    await tg.say(assistant, ALICE, "/delete_note 3")
+    card = tg.last(ALICE.id)
+    await tg.tap(assistant, ALICE, card, "Confirm")
+    assert tools.deleted == [3] and "Done" in card.text
+    stale = card.__class__(card.chat_id, card.message_id, card.history[0])  # the card as it was, with buttons
+    reads = store.reads
+    for who in (ALICE, BOB, ALICE):
+        await tg.tap(assistant, who, stale, "Confirm")
+        await tg.tap(assistant, who, stale, "Cancel")
+    assert store.reads == reads  # the settled record is known here: a settled state never changes
+    assert tg.answers_to(ALICE)[-2:] == ["Already done.", "Already done."]
+    assert tg.answers_to(BOB)[-2:] == ["Only Alice can confirm this.", "Only Alice can cancel this."]
+    assert tools.deleted == [3]
+
+
 async def test_paging_works_after_a_confirmation(tools: Tools, clock: ManualClock) -> None:
     tools = PagingTools()
     assistant = make_assistant(tools, MemoryStore(clock=clock))
