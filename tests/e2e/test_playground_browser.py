@@ -203,6 +203,7 @@ def payment_approved_in_slack(page: Any) -> None:
     be(page, "maria")
     page.locator("#sk-chats button", has_text="approvals").click()
     slack = sk_card(page, "C0APPROVALS", "ACME")
+    expect_text(slack.locator(".blk-header"), "Approval needed")  # shown once the room switched to is laid out
     assert slack.locator(".blk-header").inner_text().endswith("Approval needed: send_payment")
     assert slack.locator(".fields").count() == 1
     page.locator("#tg-chats button", has_text="Approvers").click()  # the same card, waiting in Telegram too
