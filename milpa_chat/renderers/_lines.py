@@ -8,11 +8,15 @@ never cut an entity, a surrogate pair or a combining sequence.
 
 from __future__ import annotations
 
-from typing import Final, TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from milpa_chat.renderers._text import clean, joins_previous, utf16_len
 
-__all__ = ["LINE_BUDGET", "Seg", "escape", "take", "wrap_line"]
+if TYPE_CHECKING:
+    from milpa_chat.renderers.model import Table
+
+__all__ = ["LINE_BUDGET", "Seg", "escape", "table_row", "take", "wrap_line"]
 
 Seg: TypeAlias = tuple[str, str, str]
 #: Default size of one wrapped piece: a Telegram message less room for a ``<pre><code>`` wrapper.
@@ -95,3 +99,21 @@ def take(text: str, room: int) -> tuple[str, str]:
         cut -= 1
     cut = cut or whole  # one endless combining sequence: cut it anyway
     return text[:cut], text[cut:]
+
+
+def table_row(table: Table, row: tuple[str, ...], bold: Callable[[str], list[Seg]]) -> list[Seg]:
+    """One table row as one line: ``• #id title — Column: value · Column: value`` (empty cells left out), the
+    first title in the channel's ``bold``."""
+    segs: list[Seg] = [("", "", "• ")]
+    n = table.title_columns
+    titles = [c for c in row[:n] if c]
+    if titles:
+        first = titles[0]
+        segs += bold(f"#{first}" if table.columns[0] == "Id" else first)
+        segs += [("", "", f" {title}") for title in titles[1:]]
+    sep = " — " if titles else ""
+    for column, value in zip(table.columns[n:], row[n:], strict=False):
+        if value:
+            segs.append(("", "", f"{sep}{column}: {value}"))
+            sep = " · "
+    return segs

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 from milpa_chat.renderers._build import Limits
-from milpa_chat.renderers._lines import Seg, escape, take, wrap_line
+from milpa_chat.renderers._lines import Seg, escape, table_row, take, wrap_line
 from milpa_chat.renderers._text import clean, clip, utf16_len
 from milpa_chat.renderers.base import MessageRenderer
 from milpa_chat.renderers.model import (
@@ -244,19 +244,11 @@ def _items(block: ItemList) -> list[list[Seg]]:
 
 def _row(table: Table, row: tuple[str, ...]) -> list[Seg]:
     """``• *#id* title — Column: value · Column: value`` (empty cells left out)."""
-    segs: list[Seg] = [("", "", "• ")]
-    n = table.title_columns
-    titles = [c for c in row[:n] if c]
-    if titles:
-        first = titles[0]
-        segs += _styled(f"#{first}" if table.columns[0] == "Id" else first, "bold")
-        segs += [("", "", f" {title}") for title in titles[1:]]
-    sep = " — " if titles else ""
-    for column, value in zip(table.columns[n:], row[n:], strict=False):
-        if value:
-            segs.append(("", "", f"{sep}{column}: {value}"))
-            sep = " · "
-    return segs
+    return table_row(table, row, _bold)
+
+
+def _bold(text: str) -> list[Seg]:
+    return _styled(text, "bold")
 
 
 def _fields(block: Fields) -> Iterator[dict[str, Any]]:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final
 from milpa_chat.renderers._build import Limits
 from milpa_chat.renderers._lines import Seg as _Seg
 from milpa_chat.renderers._lines import escape as _esc
-from milpa_chat.renderers._lines import wrap_line
+from milpa_chat.renderers._lines import table_row, wrap_line
 from milpa_chat.renderers._text import clean, utf16_len
 from milpa_chat.renderers.base import MessageRenderer
 from milpa_chat.renderers.model import (
@@ -183,19 +183,11 @@ def _items(block: ItemList) -> list[list[_Seg]]:
 
 def _row(table: Table, row: tuple[str, ...]) -> list[_Seg]:
     """``• <b>#id</b> title — Column: value · Column: value`` (empty cells left out)."""
-    segs: list[_Seg] = [("", "", "• ")]
-    n = table.title_columns
-    titles = [c for c in row[:n] if c]
-    if titles:
-        first = titles[0]
-        segs.append(("<b>", "</b>", f"#{first}" if table.columns[0] == "Id" else first))
-        segs += [("", "", f" {title}") for title in titles[1:]]
-    sep = " — " if titles else ""
-    for column, value in zip(table.columns[n:], row[n:], strict=False):
-        if value:
-            segs.append(("", "", f"{sep}{column}: {value}"))
-            sep = " · "
-    return segs
+    return table_row(table, row, _bold)
+
+
+def _bold(text: str) -> list[_Seg]:
+    return [("<b>", "</b>", text)]
 
 
 def _code(block: Code, group: int) -> list[_Piece]:
