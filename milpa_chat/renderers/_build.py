@@ -161,7 +161,7 @@ class Builder:
         return blocks
 
     def table(self, records: list[Mapping[Any, Any]]) -> Table:
-        rows_by_key = [{k if type(k) is str else plain_key(k): v for k, v in r.items()} for r in records]
+        rows_by_key = [{plain_key(k): v for k, v in r.items()} for r in records]
         columns = [c for c in _columns(rows_by_key) if c != "_ctx"]
         if len(columns) > self.limits.columns:
             self.truncated = True

@@ -288,6 +288,10 @@ class SqliteStore(ThreadedStore):
             return await self._queued(lambda: fn(self._conn(), *args), durable=durable)
         return await self._pooled(fn, *args)
 
+    def _syncs(self, durable: bool = True) -> bool:
+        """Whether a write waits for the disk: a durable one on a ``synchronous="FULL"`` store."""
+        return durable and self.synchronous == "FULL"
+
     async def _synced(self) -> None:
         """Wait until the commit just made on the loop's connection is on disk (the WAL synced after it)."""
         try:
@@ -321,9 +325,10 @@ class SqliteStore(ThreadedStore):
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
     @contextmanager
-    def _write(self, conn: sqlite3.Connection | None = None, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction on ``conn`` (this thread's pool connection by default),
-        committed with the store's ``synchronous`` level, or ``NORMAL`` when not ``durable``."""
+    def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """One write on ``conn`` (this thread's connection by default): in the writer thread's batch, a
+        savepoint of it (this write alone undone on failure); on the event loop's connection, one
+        ``BEGIN IMMEDIATE`` transaction (committed with its ``synchronous=NORMAL``)."""
         db: sqlite3.Connection = self._conn() if conn is None else conn
         if db.in_transaction:  # the writer thread's batch: this write alone in a savepoint of it
             db.execute("SAVEPOINT milpa_write")
@@ -335,11 +340,6 @@ class SqliteStore(ThreadedStore):
                 raise
             db.execute("RELEASE milpa_write")
             return
-        if db is not getattr(self._local, "loop_conn", None):
-            level = self.synchronous if durable else "NORMAL"
-            if getattr(self._local, "level", self.synchronous) != level:
-                db.execute(f"PRAGMA synchronous = {level}")
-                self._local.level = level
         db.execute("BEGIN IMMEDIATE")
         try:
             yield db
@@ -390,14 +390,14 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._inline(self._insert, False, collection, key, text, ttl, due, write=True,
-                                  durable=durable and self.synchronous == "FULL")
+        return await self._inline(self._insert, collection, key, text, ttl, due, write=True,
+                                  durable=self._syncs(durable))
 
     def _insert(
-        self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, ttl: float | None,
+        self, conn: sqlite3.Connection, collection: str, key: str, text: str, ttl: float | None,
         due: float | None,
     ) -> Record | None:
-        with self._write(conn, durable=durable):
+        with self._write(conn):
             now = self.clock()
             rows = conn.execute(
                 f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
@@ -414,14 +414,14 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._inline(self._put, False, collection, key, text, ttl, due, write=True,
-                                  durable=durable and self.synchronous == "FULL")
+        return await self._inline(self._put, collection, key, text, ttl, due, write=True,
+                                  durable=self._syncs(durable))
 
     def _put(
-        self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, ttl: float | None,
+        self, conn: sqlite3.Connection, collection: str, key: str, text: str, ttl: float | None,
         due: float | None,
     ) -> Record:
-        with self._write(conn, durable=durable):
+        with self._write(conn):
             now = self.clock()
             rows = conn.execute(
                 f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
@@ -447,14 +447,14 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._inline(self._update, False, collection, key, text, expected_version, ttl, due,
-                                  write=True, durable=durable and self.synchronous == "FULL")
+        return await self._inline(self._update, collection, key, text, expected_version, ttl, due,
+                                  write=True, durable=self._syncs(durable))
 
     def _update(
-        self, conn: sqlite3.Connection, durable: bool, collection: str, key: str, text: str, expected: int,
+        self, conn: sqlite3.Connection, collection: str, key: str, text: str, expected: int,
         ttl: float | None, due: Due,
     ) -> Record | None:
-        with self._write(conn, durable=durable):
+        with self._write(conn):
             now = self.clock()
             rows = conn.execute(
                 f"UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "
@@ -471,7 +471,7 @@ class SqliteStore(ThreadedStore):
         self, collection: str, key: str, *, expected_version: int | None = None
     ) -> Record | None:
         return await self._inline(self._take, collection, key, expected_version, write=True,
-                                  durable=self.synchronous == "FULL")
+                                  durable=self._syncs())
 
     def _take(self, conn: sqlite3.Connection, collection: str, key: str, expected: int | None) -> Record | None:
         with self._write(conn):
@@ -483,7 +483,7 @@ class SqliteStore(ThreadedStore):
         return to_record(collection, rows[0]) if rows else None
 
     async def delete(self, collection: str, key: str) -> bool:
-        return await self._inline(self._delete, collection, key, write=True, durable=self.synchronous == "FULL")
+        return await self._inline(self._delete, collection, key, write=True, durable=self._syncs())
 
     def _delete(self, conn: sqlite3.Connection, collection: str, key: str) -> bool:
         with self._write(conn):

@@ -15,16 +15,16 @@ from milpa_chat.store.sqlite import SqliteStore
 
 
 class Syncs:
-    """Records every ``fsync`` of the store's files: the path synced and, for the WAL, its size then."""
+    """Records every ``fsync`` the store makes: which file (its inode) and that file's size then."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, fail: bool = False) -> None:
-        self.calls: list[tuple[str, int]] = []
-        self.fail = fail
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, wal: Path, *, fail: bool = False) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.wal, self.fail = wal, fail
         real = os.fsync
 
         def fsync(fd: int) -> None:
-            path = os.readlink(f"/proc/self/fd/{fd}")
-            self.calls.append((path, os.fstat(fd).st_size))
+            synced = os.fstat(fd)
+            self.calls.append((synced.st_ino, synced.st_size))
             if self.fail:
                 raise OSError(5, "Input/output error")
             real(fd)
@@ -36,7 +36,11 @@ class Syncs:
         return path.stat().st_size
 
     def of_wal(self) -> list[int]:
-        return [size for path, size in self.calls if path.endswith("-wal")]
+        """The WAL's size at each of its syncs."""
+        if not self.wal.exists():  # (no write yet)
+            return []
+        wal = self.wal.stat().st_ino
+        return [size for inode, size in self.calls if inode == wal]
 
 
 @pytest.fixture
@@ -44,12 +48,11 @@ def store(tmp_path: Path) -> SqliteStore:
     return SqliteStore(tmp_path / "bot.db")
 
 
-@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads which file was synced from /proc (Linux)")
 async def test_a_durable_write_returns_after_the_wal_holding_it_was_synced(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    syncs = Syncs(monkeypatch)
     wal = Path(f"{store.path}-wal")
+    syncs = Syncs(monkeypatch, wal)
     try:
         for n in range(5):
             before = len(syncs.of_wal())
@@ -64,9 +67,8 @@ async def test_a_durable_write_returns_after_the_wal_holding_it_was_synced(
         await store.close()
 
 
-@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads which file was synced from /proc (Linux)")
 async def test_concurrent_durable_writes_share_their_syncs(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    syncs = Syncs(monkeypatch)
+    syncs = Syncs(monkeypatch, Path(f"{store.path}-wal"))
     try:
         await asyncio.gather(*(store.insert("deliveries", f"d{n}", {"n": n}) for n in range(50)))
         assert 1 <= len(syncs.of_wal()) < 10  # group commit: not one sync per write
@@ -75,11 +77,10 @@ async def test_concurrent_durable_writes_share_their_syncs(store: SqliteStore, m
         await store.close()
 
 
-@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads which file was synced from /proc (Linux)")
 async def test_a_failed_sync_is_an_error_naming_the_disk_and_the_next_one_is_tried_again(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    syncs = Syncs(monkeypatch, fail=True)
+    syncs = Syncs(monkeypatch, Path(f"{store.path}-wal"), fail=True)
     try:
         with pytest.raises(StoreError, match=r"syncing it to disk failed .*Input/output error.*check the disk"):
             await store.put("approvals", "a1", {"state": "pending"})
