@@ -8,6 +8,7 @@ It is channel-neutral: adapters in ``milpa_chat.bots`` turn platform updates int
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import logging
 import secrets
@@ -349,7 +350,7 @@ class Assistant:
         transport = self.transports.get(route["surface"]) if route else None
         ctx = self.requester_context(approval)
         return await self._typing_while(transport, route["chat_id"] if route else "",
-                                        self.registry.run_approval(approval, ctx))
+                                        self.registry.run_approval(approval, ctx, follow=False))
 
     async def _present_result(self, transport: Transport, chat_id: str, approval: Approval, result: ToolResult) -> None:
         await self.present(transport, chat_id, approval.tool or "", approval.args, self.requester_context(approval),
@@ -390,17 +391,34 @@ class Assistant:
     async def _typing_while(self, transport: Transport | None, chat_id: str, work: Awaitable[ToolResult]) -> ToolResult:
         if transport is None:
             return await work
-        call = asyncio.ensure_future(work)
-        done: set[asyncio.Future[ToolResult]] = set()
-        if self.typing_after > 0:  # (0: typing before the tool has even started)
-            done, _ = await asyncio.wait({call}, timeout=self.typing_after)
-        while not done:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        showing: list[asyncio.Task[None]] = []
+
+        def show() -> None:
+            showing.append(loop.create_task(self._keep_typing(transport, chat_id, stop)))
+
+        timer = loop.call_later(self.typing_after, show) if self.typing_after > 0 else None
+        if timer is None:  # (0: typing before the tool has even started)
+            show()
+        try:
+            return await work
+        finally:
+            if timer is not None:
+                timer.cancel()
+            stop.set()  # a typing call in flight completes (cancelling it would drop a pooled connection)
+
+    @staticmethod
+    async def _keep_typing(transport: Transport, chat_id: str, stop: asyncio.Event) -> None:
+        """Typing once, then every 4 s until ``stop`` (once: the work may end before this task first runs)."""
+        while True:
             try:
                 await transport.typing(chat_id)
             except Exception:  # typing is cosmetic
                 log.debug("typing indicator failed", exc_info=True)
-            done, _ = await asyncio.wait({call}, timeout=4.0)
-        return call.result()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 4.0)
+                return
 
     async def present(
         self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext,

@@ -104,19 +104,27 @@ class ApprovalFlows:
                 await self.outbox.repair(current, inbound)
 
     async def follow(self, change: Change) -> None:
-        """After any decision: run what it claimed (then the run's result is delivered), or deliver."""
-        if change.claimed:
-            failpoint("decision.claimed")
-            async with self.desk.holding(change.approval):  # a long run keeps its lease
-                running = asyncio.ensure_future(self.run(change.approval))
-                done, _ = await asyncio.wait({running}, timeout=self.show_running_after)
-                if not done:  # a run that takes a while: the cards say so meanwhile (a recorded delivery)
-                    await self._meanwhile(change.approval)
-                await running
-            if not done:
-                await self._catch_up(change.approval)
-        else:
+        """After any decision: run what it claimed, then deliver what the record owes (the result), or deliver.
+
+        "Running" is about the tool: a run still going after :attr:`show_running_after` seconds has its
+        cards say so, timed from its start to its recorded result (delivering the result is not running)."""
+        if not change.claimed:
             await self.outbox.deliver(change.approval)
+            return
+        failpoint("decision.claimed")
+        claimed = change.approval
+        loop = asyncio.get_running_loop()
+        meanwhile: list[asyncio.Task[None]] = []
+        timer = loop.call_later(self.show_running_after,
+                                lambda: meanwhile.append(loop.create_task(self._meanwhile(claimed))))
+        try:
+            async with self.desk.holding(claimed):  # a long run keeps its lease
+                await self.run(claimed)
+        finally:
+            timer.cancel()
+            if meanwhile:  # its edits are recorded before the result's, so none overtakes the other
+                await meanwhile[0]
+        await self._deliver_settled(claimed)
 
     async def _meanwhile(self, claimed: Approval) -> None:
         """Deliver the "Running" cards of a run in progress. A failure (the database away a moment) is
@@ -126,15 +134,15 @@ class ApprovalFlows:
         except Exception as exc:
             log.warning("approval %s: the running cards are not delivered yet (%s)", claimed.id, exc)
 
-    async def _catch_up(self, claimed: Approval) -> None:
-        """After a run that showed "Running": deliver now whatever its race with the run's own delivery
-        left owing (else a sweep does, after the hand-off time)."""
+    async def _deliver_settled(self, claimed: Approval) -> None:
+        """After the run: deliver what the record owes now (the result, the cards), from the settled record
+        this process just wrote when it has it. A failure is logged; a sweep delivers after the hand-off."""
         try:
-            current = await self.desk.get(claimed.id)
+            current = self.desk.settled(claimed.id) or await self.desk.get(claimed.id)
             if current is not None and current.effects():
                 await self.outbox.deliver(current)
         except Exception as exc:
-            log.warning("approval %s: its cards are caught up later (%s)", claimed.id, exc)
+            log.warning("approval %s: its result is delivered later (%s)", claimed.id, exc)
 
     async def sweep(self, limit: int = 200) -> int:
         """Recover what is due: expiries, lost leases, approved runs to start, undelivered effects.

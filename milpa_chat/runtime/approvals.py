@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
@@ -51,6 +50,7 @@ from milpa_chat.runtime.approval import (
 )
 from milpa_chat.runtime.approval_rules import RULES, Actor, Check, Outcome, amend, expire, may_edit, stale
 from milpa_chat.runtime.events import EventDispatcher
+from milpa_chat.store.base import copy_value
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.audit import AuditLogger
@@ -344,9 +344,7 @@ class ApprovalDesk:
         long run is never mistaken for a lost one."""
 
         async def keep() -> None:
-            wait = self.lease / 3
             while True:
-                await asyncio.sleep(wait)
                 try:
                     if not await self.renew(claimed):
                         return
@@ -354,14 +352,20 @@ class ApprovalDesk:
                 except Exception as exc:  # the database away a moment: the run goes on, so does its lease
                     log.warning("approval %s: lease not renewed yet, trying again (%s)", claimed.id, exc)
                     wait = min(1.0, self.lease / 10)
+                await asyncio.sleep(wait)
 
-        keeper = asyncio.ensure_future(keep())
+        # The keeper starts only when the run outlives a third of the lease (most runs end long before).
+        loop = asyncio.get_running_loop()
+        keeper: list[asyncio.Task[None]] = []
+        timer = loop.call_later(self.lease / 3, lambda: keeper.append(loop.create_task(keep())))
         try:
             yield
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            timer.cancel()
+            for task in keeper:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def finish(self, claimed: Approval, result: ToolResult, *, follow: bool = True) -> Approval:
         """``executing -> executed | failed`` with the result, by the holder of ``claimed``'s lease.
@@ -534,7 +538,7 @@ class ApprovalDesk:
             now = self.store.clock()
             if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
                 return Change(current, "unchanged")
-            value: dict[str, Any] = json.loads(json.dumps(current.data))  # a deep copy (the record is JSON)
+            value = copy_value(current.data)
             outcome = fn(current, value, now)
             if outcome is None:
                 return Change(current, "unchanged")
@@ -551,6 +555,11 @@ class ApprovalDesk:
                 self._remember(written)
                 return Change(written, event, claimed, message)
             current = None
+
+    def settled(self, approval_id: str) -> Approval | None:
+        """The settled record this process last read or wrote for ``approval_id``, if it still keeps one (its
+        state is final; its deliveries may have moved on elsewhere: a write compares and sets)."""
+        return self._settled.get(approval_id)
 
     def _remember(self, approval: Approval | None) -> None:
         """Keep a settled record (the most recent ``SETTLED_KEPT``) for refusing taps on its cards."""

@@ -240,7 +240,7 @@ def keyed(ctx: ToolContext, claimed: Approval) -> ToolContext:
     return replace(ctx, idempotency_key=claimed.id)
 
 
-async def settle(registry: ToolRegistry, claimed: Approval, result: ToolResult) -> ToolResult:
+async def settle(registry: ToolRegistry, claimed: Approval, result: ToolResult, *, follow: bool = True) -> ToolResult:
     failpoint("tool.returned")
-    await registry.approvals.finish(claimed, result)
+    await registry.approvals.finish(claimed, result, follow=follow)
     return result

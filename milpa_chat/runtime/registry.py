@@ -255,11 +255,13 @@ class ToolRegistry:
                               f"'{shown}' could not be completed because of an internal error (request "
                               f"{ctx.request_id}); nothing was run. Try again; the details are in the server log.")
 
-    async def run_approval(self, claimed: Approval, ctx: ToolContext) -> ToolResult:
+    async def run_approval(self, claimed: Approval, ctx: ToolContext, *, follow: bool = True) -> ToolResult:
         """Run an approval this caller claimed (``Change.claimed``) as ``ctx`` (the requester), then settle it.
 
         The approved arguments are validated and the requester authorized again (scopes may have
         changed since they asked); a refusal settles the approval as ``failed``. Never raises.
+        ``follow=False``: the desk's follower does not deliver the settled record's effects (the caller
+        does, after the run).
         """
         t0 = perf_counter()
         name = claimed.tool or ""
@@ -269,7 +271,7 @@ class ToolRegistry:
             if result.code == ErrorCode.TOOL_NOT_FOUND:
                 result = gates.fail(name, ctx, t0, ErrorCode.TOOL_NOT_FOUND,
                                     f"Tool '{name}' is no longer registered; the approved call was not run.")
-            return await settle(self, claimed, result)
+            return await settle(self, claimed, result, follow=follow)
         except (StoreError, OSError) as exc:
             log.error("The store failed while running approval %s: %s", claimed.id, exc)
             return gates.fail(name, ctx, t0, ErrorCode.INTERNAL_ERROR,

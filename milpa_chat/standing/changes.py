@@ -21,7 +21,6 @@ The grant record names the approvals of its pending changes; an approval that no
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -31,6 +30,7 @@ from milpa_chat.command.grants import Canonical, InvalidGrant, NamedCall, Standi
 from milpa_chat.command.grants.rules import fixable
 from milpa_chat.runtime.approval import Approval, ApprovalRefused
 from milpa_chat.standing.records import ACTIONS, COLLECTION, GrantRecord, when
+from milpa_chat.store.base import copy_value
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation
@@ -247,7 +247,7 @@ class GrantChanges:
             record = await self.get(grant_id)
             if record is None or approval.id not in record.pending:
                 return record
-            value: dict[str, Any] = json.loads(json.dumps(record.data))
+            value = copy_value(record.data)
             value["pending"].pop(approval.id)
             d = approval.data
             entry = {"action": action, "approval": approval.id, "by": d.get("decided_by"),

@@ -113,8 +113,8 @@ def is_live(expires_at: float | None, now: float) -> bool:
 
 def to_record(collection: str, row: Sequence[Any]) -> Record:
     key, value, version, created_at, updated_at, expires_at, due = row
-    return Record(
-        collection, key, decode(value), int(version), float(created_at), float(updated_at),
+    return Record.from_text(
+        collection, key, value, int(version), float(created_at), float(updated_at),
         None if expires_at is None else float(expires_at), None if due is None else float(due),
     )
 

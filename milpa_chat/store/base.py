@@ -41,6 +41,7 @@ from milpa_chat.errors import StoreError
 
 __all__ = [
     "KEEP", "Clock", "Due", "RateDecision", "Record", "Store", "StreamEntry", "check_due", "check_text", "check_value",
+    "copy_value",
 ]
 
 Clock = Callable[[], float]
@@ -49,18 +50,73 @@ KEEP: EllipsisType = ...
 Due = float | None | EllipsisType
 
 
-@dataclass(frozen=True, slots=True)
 class Record:
-    """One stored record. ``version`` starts at 1 and grows by one on every write."""
+    """One stored record. ``version`` starts at 1 and grows by one on every write.
+
+    Immutable like a frozen dataclass. A backend may build it from the stored JSON text
+    (:meth:`from_text`): ``value`` is then decoded on first use, so a caller that only needs the version
+    a write returned (a compare-and-set) decodes nothing."""
+
+    __slots__ = ("_text", "_value", "collection", "created_at", "due", "expires_at", "key", "updated_at", "version")
+    _FIELDS = ("collection", "key", "value", "version", "created_at", "updated_at", "expires_at", "due")
 
     collection: str
     key: str
-    value: dict[str, Any]
     version: int
     created_at: float
     updated_at: float
-    expires_at: float | None = None
-    due: float | None = None
+    expires_at: float | None
+    due: float | None
+    _value: dict[str, Any] | None
+    _text: str | None
+
+    def __init__(
+        self, collection: str, key: str, value: dict[str, Any], version: int, created_at: float,
+        updated_at: float, expires_at: float | None = None, due: float | None = None,
+    ) -> None:
+        self._set(collection, key, value, None, version, created_at, updated_at, expires_at, due)
+
+    @classmethod
+    def from_text(
+        cls, collection: str, key: str, text: str, version: int, created_at: float, updated_at: float,
+        expires_at: float | None = None, due: float | None = None,
+    ) -> Record:
+        """A record whose ``value`` is the JSON object ``text``, decoded when first read."""
+        record = cls.__new__(cls)
+        record._set(collection, key, None, text, version, created_at, updated_at, expires_at, due)
+        return record
+
+    def _set(self, collection: str, key: str, value: dict[str, Any] | None, text: str | None, version: int,
+             created_at: float, updated_at: float, expires_at: float | None, due: float | None) -> None:
+        for name, field in (("collection", collection), ("key", key), ("_value", value), ("_text", text),
+                            ("version", version), ("created_at", created_at), ("updated_at", updated_at),
+                            ("expires_at", expires_at), ("due", due)):
+            object.__setattr__(self, name, field)
+
+    @property
+    def value(self) -> dict[str, Any]:
+        value: dict[str, Any] | None = self._value
+        if value is None:
+            value = json.loads(self._text or "{}")
+            object.__setattr__(self, "_value", value)
+            object.__setattr__(self, "_text", None)
+        return value
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Record is immutable: cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Record is immutable: cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # its value is a dict
+
+    def __repr__(self) -> str:
+        return f"Record({', '.join(f'{f}={getattr(self, f)!r}' for f in self._FIELDS)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +245,21 @@ def check_value(collection: str, key: str, value: Mapping[str, Any]) -> dict[str
     """Validate a record value: a JSON object that round-trips. Returns a plain-dict copy."""
     result: dict[str, Any] = json.loads(check_text(collection, key, value))
     return result
+
+
+def copy_value(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a record value (a JSON tree): objects and arrays are copied (a tuple becomes a list, as
+    through JSON), strings, numbers, booleans and None shared. About three times faster than a JSON round trip."""
+    return {k: _copied(v) for k, v in value.items()}
+
+
+def _copied(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_copied(v) for v in value]
+    return value
 
 
 def check_text(collection: str, key: str, value: Mapping[str, Any]) -> str:

@@ -6,7 +6,6 @@ caller may change what it gets without touching the store)."""
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import threading
 import time
@@ -26,6 +25,7 @@ from milpa_chat.store.base import (
     check_due,
     check_text,
     check_value,
+    copy_value,
     expiry,
 )
 
@@ -46,7 +46,7 @@ class _Row:
     due: float | None
 
     def record(self) -> Record:
-        return Record(self.collection, self.key, json.loads(self.text), self.version, self.created_at,
+        return Record.from_text(self.collection, self.key, self.text, self.version, self.created_at,
                       self.updated_at, self.expires_at, self.due)
 
 
@@ -305,9 +305,8 @@ _MISSING = object()
 
 
 def _clone(value: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a stored value (JSON by construction: a JSON round trip is the fastest copy)."""
-    copied: dict[str, Any] = json.loads(json.dumps(value, separators=(",", ":")))
-    return copied
+    """A deep copy of a stored value (JSON by construction)."""
+    return copy_value(value)
 
 
 def _retry_after(

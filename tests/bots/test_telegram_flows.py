@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -205,6 +206,41 @@ async def test_a_tool_that_answers_at_once_shows_no_typing() -> None:
         update = await h.server.send_message(ALICE.id, ALICE, "/list_notes")
         await h.server.wait_for_message(ALICE.id, since=update)
         assert h.server.chat_actions(ALICE.id) == []  # the result itself told the person at once
+
+
+async def test_a_slow_approved_run_shows_running_then_done() -> None:
+    async with running_bot() as h:
+        card = await h.say(ALICE, "/delete_note 3")
+        take = h.store.take
+
+        async def slow_take(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(0.8)  # the tool itself takes a while (more than show_running_after, 0.5 s)
+            return await take(*args, **kwargs)
+
+        h.store.take = slow_take  # type: ignore[method-assign]
+        tap = await h.tap(card, "Confirm", ALICE)
+        result = await h.server.wait_for_message(ALICE.id, since=tap)
+        assert "Deleted note 3" in (result.text or "")
+        await h.server.wait_until(lambda: "Done" in (h.current(card).text or ""), what="the card's last edit")
+        shown = [v.text or "" for v in h.server.message(ALICE.id, card.message_id).versions]
+        assert any("Running" in text for text in shown), shown
+        assert [a.action for a in h.server.chat_actions(ALICE.id)] == ["typing"]  # after 0.2 s, once (< 4 s)
+
+
+async def test_a_slow_delivery_of_a_quick_run_shows_neither_typing_nor_running() -> None:
+    async with running_bot() as h:
+        card = await h.say(ALICE, "/delete_note 3")
+        h.server.arm_latency("editMessageText", 1.2)  # the card's edit to "Done" is answered late
+        tap = await h.tap(card, "Confirm", ALICE)
+        result = await h.server.wait_for_message(ALICE.id, since=tap)
+        assert "Deleted note 3" in (result.text or "")
+        await h.server.wait_until(lambda: all(c.status for c in h.server.calls[tap.call_index:]), what="its calls")
+        # The tool had run and its result was recorded at once: delivering it is not running
+        shown = [v.text or "" for v in h.server.message(ALICE.id, card.message_id).versions]
+        assert not any("Running" in text for text in shown) and "Done" in shown[-1], shown
+        assert h.server.chat_actions(ALICE.id) == []
+        edits = [c for c in h.server.calls[tap.call_index:] if c.method == "editMessageText"]
+        assert len(edits) == 1  # one edit: pending -> done
 
 
 async def test_pages_are_edited_in_place() -> None:

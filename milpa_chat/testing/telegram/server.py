@@ -18,6 +18,7 @@ texts and status codes. See ``docs/testing.md`` for the full guide.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -79,6 +80,7 @@ class BotApiServer(WaitingMixin, LocalServer):
         self._webhook_timeout = webhook_timeout
         self._feed: UpdateFeed | None = None
         self._armed: list[tuple[str | None, ApiError, list[int]]] = []
+        self._slowed: list[tuple[str, float, list[int]]] = []
         self._callback_ids = 0
 
     # -- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) --------------
@@ -147,7 +149,9 @@ class BotApiServer(WaitingMixin, LocalServer):
         handler = self._handlers.get(method)
         if handler is None:
             raise ApiError(404, "Not Found")
-        return handler(params)
+        answer = handler(params)
+        await self._slow_down(method)
+        return answer
 
     async def _handle_file(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["token"] != self.token:
@@ -177,6 +181,22 @@ class BotApiServer(WaitingMixin, LocalServer):
         ``parameters.retry_after`` (python-telegram-bot raises ``RetryAfter``)."""
         self.arm_error(method, 429, f"Too Many Requests: retry after {retry_after}",
                        parameters={"retry_after": retry_after}, times=times)  # fmt: skip
+
+    def arm_latency(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` only after ``seconds`` (a slow platform: the call
+        is handled, then answered late), e.g. ``arm_latency("editMessageText", 1.0)``."""
+        if seconds < 0 or times < 1:
+            raise ValueError(f"arm_latency needs seconds >= 0 and times >= 1, got {seconds} and {times}")
+        self._slowed.append((method.lower(), seconds, [times]))
+
+    async def _slow_down(self, method: str) -> None:
+        for index, (slowed, seconds, left) in enumerate(self._slowed):
+            if slowed == method:
+                left[0] -= 1
+                if left[0] <= 0:
+                    del self._slowed[index]
+                await asyncio.sleep(seconds)
+                return
 
     def _raise_armed(self, method: str) -> None:
         for index, (armed_method, error, left) in enumerate(self._armed):
