@@ -39,6 +39,10 @@ class WalSync:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="milpa-sqlite-sync")
         self._local = threading.local()
         self._directory_synced = os.name == "nt"  # (a directory cannot be opened and synced there)
+        #: The WAL file, open from the first sync that finds it until close(): SQLite keeps that file (it
+        #: restarts it in place after a checkpoint) while any connection is open, and a commit to sync was made
+        #: on one of the store's, open until then. Each system call here hands the GIL to the loop and back.
+        self._fd: int | None = None
 
     async def committed(self) -> None:
         """Call right after a commit on this loop's connection; returns once the commit is on disk."""
@@ -52,6 +56,9 @@ class WalSync:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def _waiting(self) -> _Waiting:
         waiting: _Waiting | None = getattr(self._local, "waiting", None)
@@ -68,18 +75,21 @@ class WalSync:
             waiting.round = None
 
     def _sync(self) -> None:
-        try:
-            fd = os.open(self.wal, os.O_RDWR)
-        except FileNotFoundError:  # checkpointed and removed: what it held is in the database file
-            fd = os.open(self.database, os.O_RDWR)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if not self._directory_synced:  # the WAL file's entry in its directory, once
-            directory = os.open(self.database.parent, os.O_RDONLY)
+        if self._fd is None:
             try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+                self._fd = os.open(self.wal, os.O_RDWR)
+            except FileNotFoundError:  # checkpointed and removed: what it held is in the database file
+                _fsync_file(self.database)
+        if self._fd is not None:
+            os.fsync(self._fd)
+        if not self._directory_synced:  # the WAL file's entry in its directory, once
+            _fsync_file(self.database.parent, os.O_RDONLY)
             self._directory_synced = True
+
+
+def _fsync_file(path: Path, flags: int = os.O_RDWR) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
