@@ -23,12 +23,14 @@ earlier write, durable or not; a ``durable=False`` one survives a crash of the p
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar, TypeVarTuple, Unpack
@@ -111,6 +113,7 @@ class SqliteStore(ThreadedStore):
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._unsynced = 0  # writes on event-loop connections since the pool last checkpointed
+        self._checkpointing: Future[None] | None = None  # the pool's checkpoint under way, if any
         self._open_file()
         super().__init__(clock=clock, workers=4, name="milpa-sqlite")
         self._writer = GroupCommit("milpa-sqlite-writer", self._begin_batch, self._translate)
@@ -267,23 +270,34 @@ class SqliteStore(ThreadedStore):
         when the file is locked. ``durable``: a write that returns once the WAL holding it is synced."""
         self._check_open()
         conn = self._loop_conn()
-        try:
-            result = fn(conn, *args)
-        except sqlite3.OperationalError as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if not getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
+        retried = False
+        while True:
+            try:
+                result = fn(conn, *args)
+            except sqlite3.OperationalError as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if not getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
+                    raise self._translate(exc) or exc from exc
+                checkpoint = self._checkpointing
+                if write and not retried and checkpoint is not None and not checkpoint.done():
+                    # Our own checkpoint holds the file a moment: write here once it is done, rather than hand
+                    # this write (and, while that batch holds the lock, every next one) to the writer thread.
+                    retried = True
+                    with suppress(Exception):  # (it logs its own failures)
+                        await asyncio.wrap_future(checkpoint)
+                    continue
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise self._translate(exc) or exc from exc
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise self._translate(exc) or exc from exc
-        else:
-            if write:
-                self._wrote_inline()
-            if durable:
-                await self._synced()
-            return result
+            else:
+                if write:
+                    self._wrote_inline()
+                if durable:
+                    await self._synced()
+                return result
+            break
         if write:
             return await self._queued(lambda: fn(self._conn(), *args), durable=durable)
         return await self._pooled(fn, *args)
@@ -310,7 +324,7 @@ class SqliteStore(ThreadedStore):
             return
         self._unsynced = 0
         with suppress(RuntimeError):  # closing: the pool's own commits checkpoint
-            self._executor.submit(self._checkpoint)
+            self._checkpointing = self._executor.submit(self._checkpoint)
 
     def _checkpoint(self) -> None:
         """Copy the WAL into the database and have the next writer start it over (``RESTART``: writers

@@ -115,6 +115,41 @@ async def test_sqlite_keeps_the_wal_small_when_writes_run_on_the_loop(tmp_path: 
         await store.close()
 
 
+async def test_writes_during_the_stores_own_checkpoint_wait_for_it_and_stay_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's checkpoint holds the file's write lock a moment (RESTART): a write that finds it busy waits for
+    that checkpoint and writes on the loop, instead of going to the writer thread, whose batches would then
+    hold the lock and send every next write there too."""
+    store = SqliteStore(tmp_path / "bot.db")
+    real_checkpoint, real_submit = store._checkpoint, store._writer.submit
+    handed: list[bool] = []
+
+    def checkpoint() -> None:
+        conn = store._conn()
+        conn.execute("BEGIN IMMEDIATE")  # holds the write lock like a RESTART checkpoint waiting for writers
+        time.sleep(0.2)
+        conn.execute("COMMIT")
+        real_checkpoint()
+
+    def submit(work: Any, *, durable: bool) -> Any:
+        handed.append(durable)
+        return real_submit(work, durable=durable)
+
+    monkeypatch.setattr(store, "_checkpoint", checkpoint)
+    monkeypatch.setattr(store._writer, "submit", submit)
+    try:
+        for i in range(200):  # the 200th write on the loop starts the pool's checkpoint
+            await store.insert("deliveries", f"telegram:{i}", {"chat": "7"}, durable=False)
+        await asyncio.sleep(0.02)
+        written = await asyncio.gather(*(store.put("views", f"v{i}", {"page": i}) for i in range(50)))
+        assert [r.value["page"] for r in written] == list(range(50))
+        assert handed == []
+        assert len(await store.scan("views")) == 50
+    finally:
+        await store.close()
+
+
 def _deliveries_left(spec: dict[str, Any]) -> int:
     if spec["backend"] == "sqlite":
         conn = sqlite3.connect(spec["path"])
