@@ -13,6 +13,7 @@ Slack — also by another process sharing the store — shows up by itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import html
 import logging
@@ -198,6 +199,7 @@ class ApprovalInbox:
         self.widget = widgets.VBox([self.header, widgets.HTML(value="<b>Waiting for you</b>"), self.pending_box,
                                     widgets.HTML(value="<b>Decided lately</b>"), self.decided_box])
         self.updated_at: float | None = None
+        self._refreshed_at: float | None = None  # the event loop's time of the last refresh (paces the poller)
         self._policies: dict[str, dict[str, Any]] = {}
         self._lock = asyncio.Lock()
         self._bg = Background(self._on_error)
@@ -264,6 +266,8 @@ class ApprovalInbox:
         self.pending_box.children = tuple(self.items[a.id].widget for a in pending) or (none,)
         self.decided_box.children = tuple(self.items[a.id].widget for a in decided)
         self.updated_at = self.store.clock()
+        with contextlib.suppress(RuntimeError):  # (refreshed outside a loop: run_sync)
+            self._refreshed_at = asyncio.get_running_loop().time()
         self.header.value = self._header()
 
     def _header(self) -> str:
@@ -438,13 +442,20 @@ class ApprovalInbox:
         self._bg.cancel()
 
     async def _poll(self) -> None:
+        """Refresh every ``refresh_every`` seconds after the last refresh, whoever made it (a refresh awaited
+        by hand puts the next one off)."""
+        loop = asyncio.get_running_loop()
         while True:
+            last = self._refreshed_at
+            if last is not None and loop.time() < last + self.refresh_every:
+                await asyncio.sleep(last + self.refresh_every - loop.time())
+                continue
             try:
                 await self.refresh()
             except Exception as exc:
                 log.exception("the approval inbox could not refresh")
                 self._on_error(exc)
-            await asyncio.sleep(self.refresh_every)
+                await asyncio.sleep(self.refresh_every)
 
     def _on_error(self, exc: BaseException) -> None:
         self.header.value = self._header() + (

@@ -35,12 +35,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar, TypeVarTuple, Unpack
 
-from milpa_chat.errors import StoreCorruptError, StoreError, StoreSchemaError
+from milpa_chat.errors import StoreError
 from milpa_chat.store._group_commit import GroupCommit
 from milpa_chat.store._sql import (
-    SCHEMA_VERSION,
     ThreadedStore,
-    check_meta,
     decode,
     encode,
     is_live,
@@ -50,6 +48,7 @@ from milpa_chat.store._sql import (
     rate_decision,
     to_record,
 )
+from milpa_chat.store._sqlite_file import check_header, initialise, translate
 from milpa_chat.store._wal_sync import WalSync
 from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
 
@@ -59,32 +58,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
-_MAGIC = b"SQLite format 3\x00"
 _COLS = "key, value, version, created_at, updated_at, expires_at, due"
 _LIVE = "(expires_at IS NULL OR expires_at > :now)"
-_SCHEMA = """
-CREATE TABLE milpa_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE milpa_records (
-    collection TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, version INTEGER NOT NULL,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL, due REAL,
-    PRIMARY KEY (collection, key));
-CREATE INDEX milpa_records_expiry ON milpa_records (expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX milpa_records_due ON milpa_records (collection, due) WHERE due IS NOT NULL;
-CREATE TABLE milpa_stream_heads (stream TEXT PRIMARY KEY, seq INTEGER NOT NULL);
-CREATE TABLE milpa_streams (
-    stream TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY (stream, seq));
-CREATE TABLE milpa_hits (
-    id INTEGER PRIMARY KEY, key TEXT NOT NULL, at REAL NOT NULL, cost INTEGER NOT NULL,
-    expires_at REAL NOT NULL);
-CREATE INDEX milpa_hits_key ON milpa_hits (key, at);
-CREATE INDEX milpa_hits_expiry ON milpa_hits (expires_at);
-"""
-_UPGRADE_1_TO_2 = [
-    "ALTER TABLE milpa_records ADD COLUMN due REAL",
-    "CREATE INDEX milpa_records_due ON milpa_records (collection, due) WHERE due IS NOT NULL",
-]
-_CORRUPT_CODES = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
 _CHECKPOINT_EVERY = 200  # writes on the event loop's connection between two checkpoints by the pool
 
 
@@ -147,74 +122,14 @@ class SqliteStore(ThreadedStore):
     def _open_file(self) -> None:
         """Check the file is a milpa-chat store (or empty, then create the tables) without writing
         anything to a file that turns out to be foreign."""
-        self._check_header()
+        check_header(self.path)
         conn = self._connect()
         try:
-            if self._inspect(conn) != SCHEMA_VERSION:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("BEGIN IMMEDIATE")
-                found = self._inspect(conn)  # again, now that we hold the write lock
-                if found == 0:
-                    for statement in filter(str.strip, _SCHEMA.split(";")):
-                        conn.execute(statement)
-                    conn.execute(
-                        "INSERT INTO milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', ?)",
-                        (str(SCHEMA_VERSION),),
-                    )
-                elif found == 1:
-                    for statement in _UPGRADE_1_TO_2:
-                        conn.execute(statement)
-                    conn.execute("UPDATE milpa_meta SET value = ? WHERE key = 'schema_version'",
-                                 (str(SCHEMA_VERSION),))
-                conn.execute("COMMIT")
+            initialise(conn, self.path)
         except sqlite3.Error as exc:
             raise self._translate(exc) or exc from exc
         finally:
             conn.close()  # rolls back anything left uncommitted
-
-    def _check_header(self) -> None:
-        if self.path.is_dir():
-            raise StoreError(f"SQLite store path {str(self.path)!r} is a directory; give a file path such as "
-                             f"{str(self.path / 'milpa.db')!r}")
-        try:
-            with self.path.open("rb") as fh:
-                head = fh.read(len(_MAGIC))
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise StoreError(f"cannot read SQLite store {str(self.path)!r}: {exc}") from exc
-        if head and head != _MAGIC:
-            raise self._corrupt("the file does not start with the SQLite header")
-
-    def _corrupt(self, detail: str) -> StoreCorruptError:
-        return StoreCorruptError(
-            f"{str(self.path)!r} is not a readable SQLite database ({detail}); milpa-chat left it untouched. "
-            "Move it aside (restore it from a backup if it held your data) or point the store at another file."
-        )
-
-    def _inspect(self, conn: sqlite3.Connection) -> int:
-        """The store's schema version, 0 when the file is empty of tables (ready to initialise);
-        raise when foreign."""
-        tables = sorted(
-            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            if not row[0].startswith("sqlite_")
-        )
-        if "milpa_meta" in tables:
-            try:
-                meta = dict(conn.execute("SELECT key, value FROM milpa_meta").fetchall())
-            except sqlite3.OperationalError as exc:
-                raise StoreSchemaError(
-                    f"{str(self.path)!r} has a milpa_meta table milpa-chat cannot read ({exc}); "
-                    "it will not touch the file. Point the store at a separate file."
-                ) from exc
-            return check_meta({str(k): str(v) for k, v in meta.items()}, repr(str(self.path)))
-        if tables:
-            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
-            raise StoreSchemaError(
-                f"{str(self.path)!r} is a SQLite database of another application (tables: {shown}) without "
-                "a milpa_meta table; milpa-chat will not touch it. Use a separate file for the store."
-            )
-        return 0
 
     # ------------------------------------------------------- connections
     def _conn(self) -> sqlite3.Connection:
@@ -364,16 +279,7 @@ class SqliteStore(ThreadedStore):
             raise
 
     def _translate(self, exc: Exception) -> StoreError | None:
-        if not isinstance(exc, sqlite3.Error):
-            return None
-        if getattr(exc, "sqlite_errorname", "") in _CORRUPT_CODES:
-            return self._corrupt(str(exc))
-        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
-            return StoreError(
-                f"{str(self.path)!r} stayed locked by another writer for more than {self.busy_timeout}s; "
-                "raise busy_timeout or find the process holding a long transaction."
-            )
-        return StoreError(f"SQLite store {str(self.path)!r} failed: {exc}")
+        return translate(exc, self.path, self.busy_timeout)
 
     def _release(self) -> None:
         self._writer.stop()  # the writes queued before close() are committed first

@@ -3,6 +3,7 @@ decisions made in Telegram show up here."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -127,6 +128,27 @@ async def test_a_stale_view_is_told_who_decided_first(
     assert inbox.transport.answers[item.id].startswith("Already")
     assert inbox.transport.answers[item.id] in item.text and tools.paid == [("Luis", 120.0)]
     assert "Approved by Bob via Telegram" in item.text and item.decided
+
+
+async def test_a_refresh_by_hand_puts_the_next_automatic_one_off(
+    assistant: Assistant, telegram: RecordingTransport, closing: list[Any]
+) -> None:
+    inbox = open_inbox(assistant, closing, refresh_every=0.5)
+    await ask_to_pay(assistant, telegram)
+    await inbox.refresh()
+    reads: list[float] = []
+    listing = inbox.desk.listing
+
+    async def counted(**kwargs: Any) -> Any:
+        reads.append(asyncio.get_running_loop().time())
+        return await listing(**kwargs)
+
+    inbox.desk.listing = counted  # type: ignore[method-assign]
+    started = asyncio.get_running_loop().time()
+    await asyncio.sleep(0.3)
+    assert reads == []  # the store was read 0.3 s ago by hand: nothing to re-read yet
+    await asyncio.sleep(0.5)
+    assert reads and reads[0] - started >= 0.15  # then every refresh_every again
 
 
 async def test_losing_the_scope_takes_requests_out_of_the_inbox(
