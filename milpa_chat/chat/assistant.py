@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "Assistant"]
 
+#: Typing indicators being shown (a reference to each task until it ends).
+_TYPING: set[asyncio.Task[None]] = set()
+
 log = logging.getLogger("milpa_chat.chat")
 
 #: ``agent(inbound, ctx) -> reply``: free text goes here when configured (see ``milpa_chat.gateway``).
@@ -393,10 +396,11 @@ class Assistant:
             return await work
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        showing: list[asyncio.Task[None]] = []
 
         def show() -> None:
-            showing.append(loop.create_task(self._keep_typing(transport, chat_id, stop)))
+            task = loop.create_task(self._keep_typing(transport, chat_id, stop))
+            _TYPING.add(task)  # held until done: it may outlive this call by its last typing request
+            task.add_done_callback(_TYPING.discard)
 
         timer = loop.call_later(self.typing_after, show) if self.typing_after > 0 else None
         if timer is None:  # (0: typing before the tool has even started)

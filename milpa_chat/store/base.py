@@ -102,6 +102,9 @@ class Record:
             object.__setattr__(self, "_text", None)
         return value
 
+    def __reduce__(self) -> tuple[type[Record], tuple[Any, ...]]:  # pickle and copy, as the dataclass did
+        return Record, tuple(getattr(self, f) for f in self._FIELDS)
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Record is immutable: cannot assign to field {name!r}")
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -58,6 +60,13 @@ def test_a_record_from_stored_text_equals_one_from_its_value(value: dict[str, An
     assert stored == built and stored.value == built.value
     assert repr(stored) == repr(built)
     assert stored.value is stored.value  # decoded once: a caller's changes to it stay on this record
+
+
+def test_records_copy_and_pickle_like_values() -> None:
+    record = Record.from_text("c", "k", '{"a": [1, 2]}', 3, 1.0, 2.0, 9.0, None)
+    for again in (copy.deepcopy(record), pickle.loads(pickle.dumps(record)), copy.copy(record)):
+        assert again == record and again.value == {"a": [1, 2]} and again.expires_at == 9.0
+    assert copy.deepcopy(record).value is not record.value
 
 
 def test_records_are_immutable_and_unhashable() -> None:
