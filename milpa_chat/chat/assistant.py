@@ -8,7 +8,6 @@ It is channel-neutral: adapters in ``milpa_chat.bots`` turn platform updates int
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import difflib
 import logging
 import secrets
@@ -26,6 +25,7 @@ from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
 from milpa_chat.chat.outbox import ApprovalOutbox
 from milpa_chat.chat.replies import approval_stats, help_message, privately, refusal, start_message
 from milpa_chat.chat.routing import approver_targets, nudge_cards, route
+from milpa_chat.chat.typing_indicator import typing_while
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
 
@@ -35,9 +35,6 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.registry import ToolRegistry
 
 __all__ = ["Agent", "Assistant"]
-
-#: Typing indicators being shown (a reference to each task until it ends).
-_TYPING: set[asyncio.Task[None]] = set()
 
 log = logging.getLogger("milpa_chat.chat")
 
@@ -352,8 +349,8 @@ class Assistant:
         route = approval.route
         transport = self.transports.get(route["surface"]) if route else None
         ctx = self.requester_context(approval)
-        return await self._typing_while(transport, route["chat_id"] if route else "",
-                                        self.registry.run_approval(approval, ctx, follow=False))
+        return await typing_while(transport, route["chat_id"] if route else "",
+                                  self.registry.run_approval(approval, ctx, follow=False), after=self.typing_after)
 
     async def _present_result(self, transport: Transport, chat_id: str, approval: Approval, result: ToolResult) -> None:
         await self.present(transport, chat_id, approval.tool or "", approval.args, self.requester_context(approval),
@@ -389,40 +386,7 @@ class Assistant:
     ) -> ToolResult:
         """Run a tool; once it has run :attr:`typing_after` seconds, the chat shows that work is in progress
         (refreshed every 4 s)."""
-        return await self._typing_while(transport, chat_id, self.registry.call(name, args, ctx))
-
-    async def _typing_while(self, transport: Transport | None, chat_id: str, work: Awaitable[ToolResult]) -> ToolResult:
-        if transport is None:
-            return await work
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-
-        def show() -> None:
-            task = loop.create_task(self._keep_typing(transport, chat_id, stop))
-            _TYPING.add(task)  # held until done: it may outlive this call by its last typing request
-            task.add_done_callback(_TYPING.discard)
-
-        timer = loop.call_later(self.typing_after, show) if self.typing_after > 0 else None
-        if timer is None:  # (0: typing before the tool has even started)
-            show()
-        try:
-            return await work
-        finally:
-            if timer is not None:
-                timer.cancel()
-            stop.set()  # a typing call in flight completes (cancelling it would drop a pooled connection)
-
-    @staticmethod
-    async def _keep_typing(transport: Transport, chat_id: str, stop: asyncio.Event) -> None:
-        """Typing once, then every 4 s until ``stop`` (once: the work may end before this task first runs)."""
-        while True:
-            try:
-                await transport.typing(chat_id)
-            except Exception:  # typing is cosmetic
-                log.debug("typing indicator failed", exc_info=True)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 4.0)
-                return
+        return await typing_while(transport, chat_id, self.registry.call(name, args, ctx), after=self.typing_after)
 
     async def present(
         self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext,

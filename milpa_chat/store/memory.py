@@ -252,7 +252,7 @@ class MemoryStore:
             self._seq[stream] = seq
             entry = StreamEntry(stream, seq, data, self.clock())
             self._streams.setdefault(stream, []).append(entry)
-            return StreamEntry(stream, seq, _clone(data), entry.at)
+            return StreamEntry(stream, seq, copy_value(data), entry.at)
 
     async def read(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[StreamEntry]:
         with self._lock:
@@ -260,7 +260,7 @@ class MemoryStore:
             entries = self._streams.get(stream, [])
             start = bisect.bisect_right([e.seq for e in entries], after)
             chosen = entries[start:] if limit is None else entries[start : start + limit]
-            return [StreamEntry(e.stream, e.seq, _clone(e.value), e.at) for e in chosen]
+            return [StreamEntry(e.stream, e.seq, copy_value(e.value), e.at) for e in chosen]
 
     async def trim(self, stream: str, *, keep_last: int) -> int:
         with self._lock:
@@ -302,11 +302,6 @@ class MemoryStore:
 
 
 _MISSING = object()
-
-
-def _clone(value: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a stored value (JSON by construction)."""
-    return copy_value(value)
 
 
 def _retry_after(
