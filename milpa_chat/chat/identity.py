@@ -20,6 +20,9 @@ Configuration in Python or TOML::
     telegram = ["-1009876"]
     slack = ["C0APPROVERS"]
 
+    [people]                      # callers of other channels -> the chat user they are (MCP clients)
+    "mcp:alice-desktop" = "telegram:1001"
+
 An entry that names a role expands to the role's scopes; anything else is taken as a scope.
 """
 
@@ -55,6 +58,7 @@ class Identities:
         default_scopes: Iterable[str] = (),
         approvers: Mapping[str, Iterable[str | int]] | None = None,
         escalation: Mapping[str, Iterable[str | int]] | None = None,
+        people: Mapping[str, str] | None = None,
     ) -> None:
         self.roles = {k: tuple(v) for k, v in (roles or {}).items()}
         self.users = {str(k): tuple(v) for k, v in (users or {}).items()}
@@ -62,6 +66,12 @@ class Identities:
         self.default_scopes = tuple(default_scopes)
         self.approvers = {k: tuple(str(c) for c in v) for k, v in (approvers or {}).items()}
         self.escalation = {k: tuple(str(c) for c in v) for k, v in (escalation or {}).items()}
+        self.people = {str(k): str(v) for k, v in (people or {}).items()}
+        for caller, person in self.people.items():
+            surface, _, rest = person.partition(":")
+            if surface not in ("telegram", "slack") or not rest or (surface == "slack" and ":" not in rest):
+                raise ValueError(f"[people] {caller!r} must name a chat user as 'telegram:<user id>' or "
+                                 f"'slack:<team>:<user>', got {person!r}")
         for where, entries in (("users", self.users), ("chats", self.chats)):
             for key, values in entries.items():
                 if isinstance(values, str) or not all(isinstance(v, str) for v in values):
@@ -70,7 +80,7 @@ class Identities:
     # ----------------------------------------------------------------- loading
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Identities:
-        known = {"roles", "users", "chats", "defaults", "approvers", "escalation"}
+        known = {"roles", "users", "chats", "defaults", "approvers", "escalation", "people"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(
@@ -80,7 +90,7 @@ class Identities:
         return cls(
             roles=data.get("roles"), users=data.get("users"), chats=data.get("chats"),
             default_scopes=defaults.get("scopes", ()), approvers=data.get("approvers"),
-            escalation=data.get("escalation"),
+            escalation=data.get("escalation"), people=data.get("people"),
         )
 
     @classmethod
@@ -121,6 +131,17 @@ class Identities:
             extra={"chat_id": chat_id, "user_id": user.id, "user_name": user.display,
                    "user_username": user.username, "user_team": user.team, **extra},
         )
+
+    def person_context(self, principal: str | None) -> ToolContext | None:
+        """The chat user ``[people]`` maps ``principal`` (an MCP caller, say) to, as their direct-message
+        context (their scopes, their chat for cards); ``None`` when it is not mapped."""
+        person = self.people.get(principal or "")
+        if person is None:
+            return None
+        surface, _, rest = person.partition(":")
+        team, _, user_id = rest.rpartition(":") if surface == "slack" else ("", "", rest)
+        user = ChatUser(user_id, person, None, team or None)
+        return self.context_for(surface, user, user_id)
 
     def approver_chats(self, surface: str) -> tuple[str, ...]:
         return self.approvers.get(surface, ())

@@ -29,6 +29,10 @@ class McpClientService:
     the chat user's context in a bot). ``options``: an :class:`~milpa_chat.gateway.OptionTable`
     whose removed options are left out of the catalogue. ``hidden``: tools the model never sees
     and cannot call (a chat agent hides ``resolve_verification``: approvals are for people).
+
+    Every call is model-made (``context.as_model()``): whatever the model puts in its arguments, it
+    never confirms, approves or runs an approval, and ``confirm_token`` / ``verification_id`` are
+    refused; the person decides on the card.
     """
 
     def __init__(
@@ -40,12 +44,12 @@ class McpClientService:
         hidden: Iterable[str] = (),
     ) -> None:
         self.registry = registry
-        self.context = context or ToolContext.cli()
+        self.context = (context or ToolContext.cli()).as_model()
         self.options = options
         self.hidden = frozenset(hidden)
 
     def set_context(self, context: ToolContext) -> McpClientService:
-        self.context = context
+        self.context = context.as_model()
         return self
 
     def get_tool_summaries(self, options: OptionTable | None = None) -> list[dict[str, Any]]:

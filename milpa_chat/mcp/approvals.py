@@ -1,27 +1,38 @@
 """Approvals as an MCP client sees them: what is pending, where it is shown, how to learn the outcome.
 
 A confirm or verify tool called over MCP opens the same durable approval as a chat does (the
-runtime's gates open it for every caller). The MCP answer says what is pending and what to do next;
-two built-in tools follow it up, both only for the requester (anyone else is told the id is unknown):
+runtime's gates open it for every caller). An MCP client is usually a model, so its calls are
+model-made (``ToolContext.by_model``): it never decides, confirms or approves anything itself.
+
+* A **confirm** request asks the person behind the client: through MCP elicitation (the card's
+  facts, the arguments that will run and their digest; Confirm / Cancel) when the client declares
+  the capability, in the same ``tools/call``; else on the card in that person's chat, when the
+  caller is mapped to a chat identity (``[people]`` in identities.toml, :class:`McpServer`'s
+  ``people``). A client that can do neither is told so; nothing runs.
+* A **verification** is decided by approvers on their own surfaces.
+
+Two built-in tools follow a request up, both only for the requester (anyone else is told the id is unknown):
 
 * ``approval_status(approval_id, wait_seconds=0)``: the state, who decided what, when and where,
   the outcome and, once it ran, the recorded result. ``wait_seconds`` (at most 60) waits for the
   state to change first, so a client can block on a decision without polling hard.
-* ``approval_run(approval_id)``: run what was approved, exactly once, as the requester — the replay
-  with ``verification_id`` (or, for a ``confirm`` approval, the requester's own confirmation with
-  ``confirm_token``) through ``registry.call``. When it already ran (by this tool, or by an assistant
-  that carries approved requests out), the recorded result is returned instead of running it again.
+* ``approval_run(approval_id)``: run what a person decided, exactly once, as the requester (an
+  approved verification; a confirm request the person confirms through elicitation now). When it
+  already ran (by this tool, or by an assistant that carries approved requests out), the recorded
+  result is returned instead of running it again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.mcp.tools import Reply, error_reply, reply_for
+from milpa_chat.runtime.redaction import redact
 from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
@@ -29,7 +40,19 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["MAX_WAIT", "ApprovalTools", "status_of"]
+__all__ = ["CONFIRM_SCHEMA", "MAX_WAIT", "ApprovalTools", "Ask", "status_of"]
+
+#: Asks the person behind the MCP client (elicitation): ``(message, requested schema)`` ->
+#: ``(action, content)``, action ``accept`` / ``decline`` / ``cancel``.
+Ask = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Mapping[str, Any] | None]]]
+
+#: What the elicitation asks for: one yes/no the person answers.
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Run it?",
+                               "description": "Yes runs exactly the arguments shown, once; no cancels it."}},
+    "required": ["confirm"],
+}
 
 log = logging.getLogger("milpa_chat.mcp")
 
@@ -37,8 +60,6 @@ log = logging.getLogger("milpa_chat.mcp")
 MAX_WAIT = 60.0
 POLL = 0.2
 _SURFACES = {"telegram": "Telegram", "slack": "Slack", "jupyter": "the notebook inbox", "web": "the web inbox"}
-#: (kind, state) -> the argument of the replay that runs it as the requester.
-_REPLAY = {("confirm", "pending"): "confirm_token", ("verification", "approved"): "verification_id"}
 _SETTLED = frozenset({"executed", "failed", "rejected", "cancelled", "expired", "effect_uncertain"})
 
 
@@ -63,8 +84,10 @@ def _next(a: Approval, status_tool: str, run_tool: str) -> str:
     who = a.data.get("decided_by_name") or a.data.get("decided_by") or "someone"
     state, expires = a.state, a.expires_at_iso
     if state == "pending" and a.kind == "confirm":
-        return (f"Only you can confirm this: call {run_tool} with approval_id={a.id!r} to run it (before "
-                f"{expires}), or leave it to expire; nothing runs until then.")
+        where = ("on its card in your chat, or " if a.data.get("cards") else "")
+        return (f"Only you (the person) can confirm this: {where}call {run_tool} with approval_id={a.id!r} and "
+                f"answer the question your client shows (before {expires}), or leave it to expire; nothing runs "
+                "until then.")
     if state == "pending":
         missing = a.quorum - len(a.votes)
         return (f"Waiting for {missing} approver(s): {_where(a)}. Call {status_tool} with approval_id={a.id!r} "
@@ -198,7 +221,7 @@ class ApprovalTools:
                 break
         return approval
 
-    async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> Reply:
+    async def run(self, args: Mapping[str, Any], ctx: ToolContext, ask: Ask | None = None) -> Reply:
         found = await self._mine(args["approval_id"], ctx)
         if isinstance(found, Reply):
             return found
@@ -209,14 +232,72 @@ class ApprovalTools:
             return reply_for(ToolResult.from_dict(a.data["result"]))
         if a.state == "executed":  # marked as done by a person: no result was recorded
             return Reply(str(a.data.get("outcome") or "Done."), {"result": None})
-        key = _REPLAY.get((a.kind, a.state))
-        if key is None or a.data.get("auto_run"):
+        if a.kind == "confirm" and a.state == "pending":
+            return await self.confirm(a, ctx, ask)
+        if a.kind != "verification" or a.state != "approved" or a.data.get("auto_run"):
             status = status_of(a, status_tool=self.status_tool, run_tool=self.run_tool)
             return Reply(f"Not run: {a.label} is {status['state']}. {status['next']}", {"approval": status},
                          is_error=a.state not in ("executing", "approved"))
-        result = await self.registry.call(a.tool, {key: a.id}, ctx)
-        if not result.success:
+        return await self._run_approved(a, ctx)
+
+    async def _run_approved(self, a: Approval, ctx: ToolContext) -> Reply:
+        """Claim an approved verification (approvers decided it) and run it once, as the requester."""
+        from milpa_chat.runtime.approval import ApprovalRefused
+
+        try:
+            change = await self.registry.approvals.claim(a.id, ctx, tool=str(a.tool))
+        except ApprovalRefused as exc:
             current = await self.registry.approvals.get(a.id)
             if current is not None and current.state in ("executed", "failed") and current.data.get("result"):
                 return reply_for(ToolResult.from_dict(current.data["result"]))  # another call won the race
-        return reply_for(result)
+            return error_reply(str(exc), code=exc.code or "CONFLICT")
+        return reply_for(await self.registry.run_approval(change.approval, ctx))
+
+    async def confirm(self, a: Approval, ctx: ToolContext, ask: Ask | None) -> Reply:
+        """Ask the person behind the client to confirm ``a`` (elicitation); run it once when they do.
+
+        The model's call decides nothing: only the person's answer, taken as that person (the same
+        principal, no longer model-made), through the one decision function."""
+        if ask is None:
+            status = status_of(a, status_tool=self.status_tool, run_tool=self.run_tool)
+            where = ("Confirm it on its card in your chat. " if a.data.get("cards") else
+                     "This client cannot ask you (it does not support MCP elicitation) and your MCP identity is "
+                     "not mapped to a chat ([people] in identities.toml), so nobody can confirm it here. ")
+            return Reply(f"Not run: {a.label} needs the person's confirmation. {where}Nothing was run.",
+                         {"approval": status}, is_error=True)
+        try:
+            action, content = await ask(confirm_question(a), CONFIRM_SCHEMA)
+        except Exception as exc:  # the client failed to ask: nothing was decided
+            log.warning("approval %s: the MCP client could not ask for confirmation: %s", a.id, exc)
+            return error_reply(f"Not run: the client could not ask you to confirm {a.label} ({exc}); try "
+                               f"{self.run_tool} again.", code="UNAVAILABLE")
+        if action == "cancel":
+            return Reply(f"Not run: the question was dismissed; {a.label} is still waiting for your confirmation. "
+                         f"Call {self.run_tool} to be asked again.", {"approval": status_of(a)}, is_error=True)
+        yes = action == "accept" and isinstance(content, Mapping) and content.get("confirm") is True
+        return await self._decided(a, replace(ctx, by_model=False), yes)
+
+    async def _decided(self, a: Approval, person: ToolContext, yes: bool) -> Reply:
+        from milpa_chat.runtime.approval import ApprovalRefused
+
+        desk = self.registry.approvals
+        try:
+            change = await desk.decide(a.id, "confirm" if yes else "cancel", person, via="mcp", follow=not yes,
+                                       revision=a.revision)
+        except ApprovalRefused as exc:
+            return error_reply(f"Not run: {exc}", code=exc.code or "CONFLICT")
+        if not yes:
+            return Reply(f"Cancelled — {a.label} was not run.", {"approval": status_of(change.approval)})
+        return reply_for(await self.registry.run_approval(change.approval, person))
+
+
+def confirm_question(a: Approval) -> str:
+    """What the person behind an MCP client is asked: what runs, with exactly which arguments, and their digest."""
+    lines = [f"Confirm {a.label}?", str(a.data.get("summary") or a.label)]
+    if a.data.get("reason"):
+        lines.append(str(a.data["reason"]))
+    lines.append("Arguments that will run:")
+    lines += [f"  {k} = {v!r}" for k, v in redact(a.args).items()]
+    lines.append(f"Digest: {a.data.get('digest')}")
+    lines.append(f"Requested by {a.requester_name}; expires {a.expires_at_iso}.")
+    return "\n".join(lines)

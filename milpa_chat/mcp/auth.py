@@ -33,11 +33,16 @@ def token_digest(token: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class McpCaller:
-    """A configured caller: ``principal`` (e.g. ``mcp:desktop-alice``), ``scopes`` and a display ``name``."""
+    """A configured caller: ``principal`` (e.g. ``mcp:desktop-alice``), ``scopes`` and a display ``name``.
+
+    An MCP client is a model acting for someone, so its calls are model-made (``ToolContext.by_model``):
+    they never confirm, approve or redeem anything. ``person=True`` says the token is used by a person's
+    own program, not by a model (a script that decides nothing either way still gains nothing from it)."""
 
     principal: str
     scopes: tuple[str, ...] = ()
     name: str | None = None
+    person: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.principal, str) or not self.principal.strip():
@@ -59,7 +64,9 @@ class McpCaller:
         """The context one call runs with (a fresh request id each time)."""
         ctx = (ToolContext.stdio(principal=self.principal, scopes=self.scopes) if stdio
                else ToolContext.mcp(principal=self.principal, scopes=self.scopes))
-        return ctx.with_extra(user_name=self.name) if self.name else ctx
+        if self.name:
+            ctx = ctx.with_extra(user_name=self.name)
+        return ctx if self.person else ctx.as_model()
 
 
 class BearerTokens:
@@ -88,7 +95,8 @@ class BearerTokens:
                 raise DeclarationError(
                     "each token maps to {\"principal\": \"mcp:name\", \"scopes\": [...], \"name\": \"...\"}"
                 )
-            callers[key] = McpCaller(entry["principal"], tuple(entry.get("scopes", ())), entry.get("name"))
+            callers[key] = McpCaller(entry["principal"], tuple(entry.get("scopes", ())), entry.get("name"),
+                                     bool(entry.get("person", False)))
         return cls(callers)
 
     @classmethod
@@ -117,6 +125,8 @@ class BearerTokens:
             return None
         from mcp.server.auth.provider import AccessToken
 
-        claims = {"name": caller.name} if caller.name else None
+        claims: dict[str, Any] = {"name": caller.name} if caller.name else {}
+        if caller.person:
+            claims["person"] = True
         return AccessToken(token=token, client_id=caller.principal, subject=caller.principal,
-                           scopes=list(caller.scopes), claims=claims)
+                           scopes=list(caller.scopes), claims=claims or None)

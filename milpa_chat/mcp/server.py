@@ -31,6 +31,8 @@ from milpa_chat.mcp.auth import BearerTokens, McpCaller
 from milpa_chat.mcp.tools import Reply, annotations_for, error_reply, output_schema_for, reply_for
 
 if TYPE_CHECKING:
+    from milpa_chat.chat.identity import Identities
+    from milpa_chat.mcp.approvals import Ask
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import ToolDefinition
     from milpa_chat.runtime.registry import ToolRegistry
@@ -53,7 +55,12 @@ class McpServer:
     principal ``stdio``, every scope). ``tokens``: the bearer tokens of streamable-HTTP callers
     (required for HTTP: there is no anonymous caller). ``hidden``: registry tools not offered.
     ``lifespan``: an async context manager factory entered while the server runs (start a chat bot
-    that shows this server's approval cards, for example).
+    that shows this server's approval cards, for example). ``people``: the identities whose ``[people]``
+    section maps MCP principals to chat users (their confirm cards go to that chat).
+
+    Every call is model-made unless its caller says ``person=True``: a confirm request is confirmed by
+    the person behind the client through MCP elicitation (when the client declares it) or on a card in
+    their chat; ``approval_run`` never confirms by itself.
     """
 
     def __init__(
@@ -69,6 +76,7 @@ class McpServer:
         status_tool: str = "approval_status",
         run_tool: str = "approval_run",
         lifespan: Lifespan | None = None,
+        people: Identities | None = None,
     ) -> None:
         mcp = _sdk()
         from mcp.server.lowlevel import Server
@@ -78,6 +86,7 @@ class McpServer:
         self.tokens = tokens
         self.hidden = frozenset(hidden)
         self.lifespan = lifespan
+        self.people = people
         self.approvals = ApprovalTools(registry, status_tool=status_tool, run_tool=run_tool)
         for builtin in (status_tool, run_tool):
             if registry.has(builtin):
@@ -97,7 +106,7 @@ class McpServer:
     def context(self, request: Any = None) -> ToolContext:
         """The context of the current request: the stdio caller, or the bearer token's caller."""
         if self._transport == "stdio":
-            return self.stdio_caller.context(stdio=True)
+            return self._person(self.stdio_caller, stdio=True)
         from mcp.server.auth.middleware.auth_context import get_access_token
 
         token = get_access_token()
@@ -108,8 +117,19 @@ class McpServer:
             from milpa_chat.runtime.context import ToolContext
 
             return ToolContext.mcp()  # no principal: the mcp channel policy refuses every call
-        name = (token.claims or {}).get("name")
-        return McpCaller(token.client_id, tuple(token.scopes), name).context()
+        claims = token.claims or {}
+        return self._person(McpCaller(token.client_id, tuple(token.scopes), claims.get("name"),
+                                      bool(claims.get("person"))))
+
+    def _person(self, caller: McpCaller, *, stdio: bool = False) -> ToolContext:
+        """``caller``'s context; when ``people`` maps its principal to a chat user (``[people]`` in
+        identities.toml), the chat user's (their scopes, their chat for the cards), still model-made."""
+        ctx = caller.context(stdio=stdio)
+        person = self.people.person_context(caller.principal) if self.people is not None else None
+        if person is None:
+            return ctx
+        person = person.with_extra(mcp_principal=caller.principal)
+        return person if caller.person else person.as_model()
 
     # --------------------------------------------------------------- catalogue
     def visible(self, ctx: ToolContext) -> list[ToolDefinition]:
@@ -139,21 +159,30 @@ class McpServer:
         return [self.describe(t, ctx) for t in self.visible(ctx)] + list(self._builtins.values())
 
     # -------------------------------------------------------------------- calls
-    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> Reply:
-        """One MCP tool call as ``ctx``: a built-in approval tool, or the registry's pipeline."""
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext,
+                   ask: Ask | None = None) -> Reply:
+        """One MCP tool call as ``ctx``: a built-in approval tool, or the registry's pipeline.
+
+        ``ask``: the client's elicitation, when it declared the capability: a confirm request it opens
+        is put to the person behind the client at once, and run (once) in this same call if they confirm."""
         if name in self._builtins:
-            return await self._builtin(name, arguments or {}, ctx)
+            return await self._builtin(name, arguments or {}, ctx, ask)
         tool = self.registry.get(name)
         if name in self.hidden or tool is None:
             return error_reply(f"Tool not found: {name}.", code="TOOL_NOT_FOUND")
         result = await self.registry.call(name, dict(arguments or {}), ctx)
+        opened = result.meta.get("approval_id") if result.success else None
+        if ask is not None and isinstance(opened, str):
+            approval = await self.registry.approvals.get(opened)
+            if approval is not None and approval.kind == "confirm" and approval.state == "pending":
+                return await self.approvals.confirm(approval, ctx, ask)
         pending = await self.approvals.pending(result, ctx)
         if pending is not None:
             return pending
         _, wrapped = output_schema_for(tool, may_ask=False)
         return reply_for(result, wrapped=wrapped)
 
-    async def _builtin(self, name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> Reply:
+    async def _builtin(self, name: str, arguments: Mapping[str, Any], ctx: ToolContext, ask: Ask | None) -> Reply:
         from jsonschema import Draft202012Validator
 
         schema = self._builtins[name]["inputSchema"]
@@ -165,7 +194,7 @@ class McpServer:
             return error_reply("Only an authenticated caller can follow up an approval.", code="FORBIDDEN")
         if name == self.approvals.status_tool:
             return await self.approvals.status(arguments, ctx)
-        return await self.approvals.run(arguments, ctx)
+        return await self.approvals.run(arguments, ctx, ask)
 
     # ------------------------------------------------------------ SDK handlers
     async def _on_list_tools(self, request_ctx: Any, params: Any) -> Any:
@@ -174,11 +203,25 @@ class McpServer:
 
     async def _on_call_tool(self, request_ctx: Any, params: Any) -> Any:
         ctx = self.context(request_ctx.request)
-        reply = await self.call(params.name, params.arguments, ctx)
+        reply = await self.call(params.name, params.arguments, ctx, self._asker(request_ctx))
         return self._types.CallToolResult(
             content=[self._types.TextContent(type="text", text=reply.text)],
             structured_content=reply.structured, is_error=reply.is_error,
         )
+
+    def _asker(self, request_ctx: Any) -> Ask | None:
+        """The client's form elicitation for this request, when the client declared it at initialization."""
+        types = self._types
+        session = request_ctx.session
+        wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        if not session.check_client_capability(wanted):
+            return None
+
+        async def ask(message: str, schema: dict[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
+            answer = await session.elicit_form(message, schema, related_request_id=request_ctx.request_id)
+            return str(answer.action), answer.content
+
+        return ask
 
     # --------------------------------------------------------------- transports
     @contextlib.asynccontextmanager

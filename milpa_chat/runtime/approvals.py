@@ -65,6 +65,9 @@ __all__ = ["DECISIONS", "ApprovalDesk", "Change", "Delivery"]
 log = logging.getLogger("milpa_chat.approvals")
 
 DECISIONS = ("confirm", "cancel", "approve", "reject", "run_again", "mark_done")
+#: How a refused attempt by a model reads ("A model cannot <verb> an approval").
+MODEL_VERBS = {"confirm": "confirm", "cancel": "cancel", "approve": "approve", "reject": "reject",
+               "run_again": "run again", "mark_done": "mark as done", "edit": "edit", "redeem": "redeem"}
 #: Subjects only a standing-grant change (``guard="standing"``) may carry: ``standing:sign``, ``Standing.lift``, ...
 _RESERVED = re.compile(r"\s*standing(?:[:._-]|\s*$)", re.IGNORECASE)
 
@@ -237,6 +240,8 @@ class ApprovalDesk:
         if decision not in DECISIONS:
             raise ApprovalRefused(f"Unknown decision {decision!r}; use one of: {', '.join(DECISIONS)}.",
                                   code="VALIDATION_ERROR")
+        if ctx.by_model:
+            await self._refuse_model(approval_id, decision, ctx)
         rule = RULES[decision]
         can_run = self.follower is not None
 
@@ -276,6 +281,8 @@ class ApprovalDesk:
         new per field); votes so far are reset and an approver who edited becomes the version's author,
         whom four-eyes keeps from approving it. Raises :class:`ApprovalRefused` (``errors`` per field
         when the arguments do not validate) and changes nothing then."""
+        if ctx.by_model:
+            await self._refuse_model(approval_id, "edit", ctx)
         check = check or self.checker
         if check is None:
             raise ApprovalRefused("Edits cannot be checked here (no registry is attached to these approvals), so "
@@ -305,7 +312,10 @@ class ApprovalDesk:
         return done
 
     async def claim(self, approval_id: str, ctx: ToolContext, *, tool: str) -> Change:
-        """``approved -> executing`` for the requester replaying an approved request (exactly one caller wins)."""
+        """``approved -> executing`` for the requester running an approved request (exactly one caller wins).
+
+        This decides nothing (approvers did), so the requester's model may run it too: an MCP client's
+        ``approval_run``, an agent resumed after the approval."""
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
             if a.kind != "verification" or a.tool != tool:
@@ -486,6 +496,23 @@ class ApprovalDesk:
         # a paused agent run was resumed (it would be resumed twice).
         durable = "resume" in outcomes or any(out.message_id for out in outcomes.values())
         return (await self._change(approval_id, change, handoff=False, current=current, durable=durable)).approval
+
+    async def _refuse_model(self, approval_id: object, attempt: str, ctx: ToolContext) -> None:
+        """Deciding is for people: a model-made ``ctx`` is refused before the record is read, and the
+        attempt is audited (the log line and, when a trail is attached, an entry of its own)."""
+        shown = approval_id if isinstance(approval_id, str) and len(approval_id) <= 200 else repr(approval_id)[:80]
+        log.warning("approval %s: %s by a model for %s refused", shown, attempt, ctx.principal)
+        if self.audit is not None:
+            self.audit.approval("model_refused", str(shown), None, attempt, ctx.principal, ctx.channel)
+        if self.trail is not None:
+            try:
+                await self.trail.append("refused", str(shown), {"attempt": attempt, "principal": ctx.principal,
+                                                                "channel": ctx.channel, "by_model": True})
+            except Exception:
+                log.exception("approval %s: the audit trail could not record a refused attempt", shown)
+        raise ApprovalRefused(
+            f"A model cannot {MODEL_VERBS.get(attempt, attempt)} an approval: only a person decides it, on its "
+            "card, in the notebook inbox or with the milpa-chat command. Nothing was changed.", code="FORBIDDEN")
 
     # ---------------------------------------------------------------- helpers
     def _nudge(self, v: dict[str, Any], now: float) -> str | None:

@@ -45,6 +45,10 @@ class ToolContext:
     #: The approval id when this call runs an approved (or confirmed) request: the same key on every
     #: attempt of that request, so a tool can make a retried run harmless.
     idempotency_key: str | None = None
+    #: The call was made by a model (an agent's tool call, an MCP client that is not a person) on behalf of
+    #: ``principal``. Such a context never decides an approval, never redeems a confirm token and never
+    #: passes ``confirm_token`` / ``verification_id`` arguments: deciding is for people.
+    by_model: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.scopes, tuple):
@@ -78,6 +82,10 @@ class ToolContext:
         """The same caller in plan (dry-run) mode: validate and authorize, never execute."""
         return replace(self, mode="plan")
 
+    def as_model(self) -> ToolContext:
+        """The same caller, acting through a model: every decision and token redemption is refused."""
+        return self if self.by_model else replace(self, by_model=True)
+
     def with_extra(self, **items: Any) -> ToolContext:
         merged = dict(self.extra)
         merged.update(items)
@@ -93,6 +101,7 @@ class ToolContext:
             "ip": self.ip,
             "user_agent": self.user_agent,
             "mode": self.mode,
+            "by_model": self.by_model,
         }
 
     # ------------------------------------------------------------ factories

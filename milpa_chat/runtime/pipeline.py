@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.policy import Verdict
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["STEPS", "Call", "Outcome", "Step", "run_steps"]
+__all__ = ["RESERVED_ARGS", "STEPS", "Call", "Outcome", "Step", "run_steps"]
 
 log = logging.getLogger("milpa_chat.registry")
 
@@ -110,12 +110,31 @@ def limits(call: Call) -> Outcome:
     return None
 
 
+#: Argument names that redeem or run an approval: a person's, never in a model-made call's arguments.
+RESERVED_ARGS = ("confirm_token", "verification_id")
+
+
 def replay_lookup(call: Call) -> Outcome:
-    """A ``confirm_token`` / ``verification_id`` replay runs the arguments that were approved."""
+    """A ``confirm_token`` / ``verification_id`` replay runs the arguments that were approved.
+
+    A model-made call (``ctx.by_model``) carrying either name is refused here, before anything
+    reads them: deciding is for people, and an approval id that leaked into a conversation must not
+    become a way around the card."""
     args = call.args
     if "confirm_token" not in args and "verification_id" not in args:
         return None
+    if call.ctx.by_model:
+        return model_replay(call)
     return _load_replay(call)
+
+
+def model_replay(call: Call) -> ToolResult:
+    names = " and ".join(n for n in RESERVED_ARGS if n in call.args)
+    reason = (f"'{call.tool.name}' was called by a model with {names}: only a person confirms or runs an approval "
+              "(the card's buttons, the notebook inbox or the milpa-chat command). Call the tool without it; "
+              "nothing was run.")
+    call.registry.audit.denied(call.ctx, call.tool.name, reason)
+    return call.fail(ErrorCode.FORBIDDEN, reason, reserved=[n for n in RESERVED_ARGS if n in call.args])
 
 
 async def _load_replay(call: Call) -> ToolResult | None:

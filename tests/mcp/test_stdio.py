@@ -9,8 +9,9 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+import mcp.types as mcp_types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from milpa_chat.bots import TelegramBot
@@ -64,18 +65,40 @@ async def test_stdio_client_gets_an_approval_decided_on_telegram_through_a_share
             await store.close()
 
 
-async def test_stdio_confirm_tool_is_confirmed_by_the_requester_with_approval_run() -> None:
+async def test_stdio_confirm_tool_is_never_confirmed_by_the_client_alone() -> None:
+    """A client without elicitation (and no chat for its person) cannot confirm: approval_run refuses."""
     async with spawned(["--tools", "tests.mcp.app:registry"]) as client:
         asked = wire(await client.call_tool("delete_note", {"note_id": 2}))
         approval = asked["structuredContent"]["approval"]
         assert approval["kind"] == "confirm" and approval["shown_to"] == []
-        assert "Only you can confirm this" in approval["next"]
+        assert "Only you (the person) can confirm this" in approval["next"]
+        refused = wire(await client.call_tool("approval_run", {"approval_id": approval["approval_id"]}))
+        assert refused["isError"] is True and "does not support MCP elicitation" in refused["content"][0]["text"]
+        forged = wire(await client.call_tool("delete_note", {"confirm_token": approval["approval_id"]}))
+        assert forged["isError"] is True and "only a person confirms" in forged["content"][0]["text"]
         listed = wire(await client.call_tool("list_notes", {}))
-        assert "call mom" in listed["structuredContent"]["notes"]  # nothing ran yet
-        done = wire(await client.call_tool("approval_run", {"approval_id": approval["approval_id"]}))
-        assert done["structuredContent"] == {"result": "Deleted note 2 (call mom)."}
-        listed = wire(await client.call_tool("list_notes", {}))
-        assert listed["structuredContent"]["notes"] == ["buy milk", "water the plants"]
+        assert "call mom" in listed["structuredContent"]["notes"]  # nothing ran
+
+
+async def test_stdio_confirm_tool_asks_the_person_behind_the_client_through_elicitation() -> None:
+    asked: list[str] = []
+
+    async def person(_ctx: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"confirm": True})
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "milpa_chat.mcp", "--tools",
+                                                                 "tests.mcp.app:registry"],
+                                   cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+    with _devnull() as quiet:
+        async with (stdio_client(params, errlog=quiet) as (read, write),
+                    ClientSession(read, write, elicitation_callback=person) as client):
+            await client.initialize()
+            done = wire(await client.call_tool("delete_note", {"note_id": 2}))
+            assert done["structuredContent"] == {"result": "Deleted note 2 (call mom)."}, done
+            assert len(asked) == 1 and "note_id = 2" in asked[0] and "Digest: " in asked[0]
+            listed = wire(await client.call_tool("list_notes", {}))
+            assert listed["structuredContent"]["notes"] == ["buy milk", "water the plants"]
 
 
 async def test_stdio_caller_scopes_come_from_the_command_line() -> None:
