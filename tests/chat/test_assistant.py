@@ -232,7 +232,7 @@ def test_identities_from_toml(tmp_path: Path) -> None:
     assert ids.scopes_for("telegram", ChatUser("2")) == ()
     assert ids.approver_chats("telegram") == ("-5",)
     bad = tmp_path / "bad.toml"
-    bad.write_text("[people]\n")
+    bad.write_text("[staff]\n")  # [people] is a section now (MCP callers -> chat users)
     import pytest
 
     with pytest.raises(ValueError, match="unknown identity section"):
