@@ -29,6 +29,7 @@ from milpa_chat.errors import DeclarationError
 from milpa_chat.mcp.approvals import ApprovalTools
 from milpa_chat.mcp.auth import BearerTokens, McpCaller
 from milpa_chat.mcp.tools import Reply, annotations_for, error_reply, output_schema_for, reply_for
+from milpa_chat.runtime.pipeline import CONFIRM_BY
 
 if TYPE_CHECKING:
     from milpa_chat.chat.identity import Identities
@@ -56,7 +57,9 @@ class McpServer:
     (required for HTTP: there is no anonymous caller). ``hidden``: registry tools not offered.
     ``lifespan``: an async context manager factory entered while the server runs (start a chat bot
     that shows this server's approval cards, for example). ``people``: the identities whose ``[people]``
-    section maps MCP principals to chat users (their confirm cards go to that chat).
+    section maps MCP principals to chat users (their confirm cards go to that chat). ``confirm_approvers``:
+    approver scopes that decide, as a verification, the confirm requests of a caller nobody can ask (a
+    client without elicitation whose principal ``people`` does not map to a chat).
 
     Every call is model-made unless its caller says ``person=True``: a confirm request is confirmed by
     the person behind the client through MCP elicitation (when the client declares it) or on a card in
@@ -77,6 +80,7 @@ class McpServer:
         run_tool: str = "approval_run",
         lifespan: Lifespan | None = None,
         people: Identities | None = None,
+        confirm_approvers: Iterable[str] = (),
     ) -> None:
         mcp = _sdk()
         from mcp.server.lowlevel import Server
@@ -87,6 +91,7 @@ class McpServer:
         self.hidden = frozenset(hidden)
         self.lifespan = lifespan
         self.people = people
+        self.confirm_approvers = tuple(confirm_approvers)
         self.approvals = ApprovalTools(registry, status_tool=status_tool, run_tool=run_tool)
         for builtin in (status_tool, run_tool):
             if registry.has(builtin):
@@ -203,7 +208,10 @@ class McpServer:
 
     async def _on_call_tool(self, request_ctx: Any, params: Any) -> Any:
         ctx = self.context(request_ctx.request)
-        reply = await self.call(params.name, params.arguments, ctx, self._asker(request_ctx))
+        ask = self._asker(request_ctx)
+        if ask is None and self.confirm_approvers and ctx.by_model and ctx.channel == "mcp":
+            ctx = ctx.with_extra(**{CONFIRM_BY: list(self.confirm_approvers)})  # approvers decide instead
+        reply = await self.call(params.name, params.arguments, ctx, ask)
         return self._types.CallToolResult(
             content=[self._types.TextContent(type="text", text=reply.text)],
             structured_content=reply.structured, is_error=reply.is_error,

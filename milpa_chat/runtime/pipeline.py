@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.policy import Verdict
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["RESERVED_ARGS", "STEPS", "Call", "Outcome", "Step", "run_steps"]
+__all__ = ["CONFIRM_BY", "RESERVED_ARGS", "STEPS", "Call", "Outcome", "Step", "run_steps"]
 
 log = logging.getLogger("milpa_chat.registry")
 
@@ -240,7 +240,18 @@ def confirm_gate(call: Call) -> Outcome:
         return None
     if not call.registry.policy.requires_confirmation(call.ctx, tool):
         return None
+    approvers = call.ctx.extra.get(CONFIRM_BY) if call.ctx.by_model else None
+    if approvers:  # nobody can ask the person behind this model: approvers decide instead
+        from milpa_chat.runtime.definition import VerifyPolicy
+
+        instead = replace(tool, verify=VerifyPolicy(approver_scopes=tuple(approvers)))
+        return gates.verify(call.registry, instead, call.validated.wire, call.ctx, call.t0)
     return gates.ask_confirmation(call.registry, tool, call.validated.wire, call.ctx, call.t0)
+
+
+#: ``ctx.extra`` key a surface sets on a model-made context whose person it cannot ask (an MCP client without
+#: elicitation or a chat): the approver scopes that decide its confirm requests, as a verification.
+CONFIRM_BY = "confirm_by"
 
 
 def execute(call: Call) -> Outcome:

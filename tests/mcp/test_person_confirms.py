@@ -35,7 +35,8 @@ PEOPLE = {**IDENTITIES, "users": {**IDENTITIES["users"], "telegram:1001": ["note
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, *, people: bool) -> AsyncIterator[tuple[str, BotApiServer, NoteTools]]:
+async def serving(tmp_path: Path, *, people: bool,
+                  confirm_approvers: tuple[str, ...] = ()) -> AsyncIterator[tuple[str, BotApiServer, NoteTools]]:
     store = SqliteStore(tmp_path / "mcp.db")
     async with BotApiServer() as api:
         api.group(APPROVERS, "Approvers", members=[MARIA])
@@ -48,7 +49,8 @@ async def serving(tmp_path: Path, *, people: bool) -> AsyncIterator[tuple[str, B
         bot = TelegramBot(assistant, api.token, api.base_url, sweep_interval=None)
         await bot.start(poll_timeout=1)
         port = free_port()
-        server = McpServer(registry, tokens=BearerTokens({TOKEN: CALLER}), people=identities if people else None)
+        server = McpServer(registry, tokens=BearerTokens({TOKEN: CALLER}), people=identities if people else None,
+                           confirm_approvers=confirm_approvers)
         web = uvicorn.Server(uvicorn.Config(server.http_app(port=port), host="127.0.0.1", port=port,
                                             log_level="warning", lifespan="on"))
         task = asyncio.ensure_future(web.serve())
@@ -123,3 +125,25 @@ async def test_without_elicitation_the_card_goes_to_the_persons_chat_and_their_t
         assert status["structuredContent"]["state"] == "executed"
         assert status["structuredContent"]["decided_by"] == "Alice"
         assert notes.notes == ["buy milk", "water the plants"]
+
+
+async def test_a_client_nobody_can_ask_has_its_confirm_requests_decided_by_approvers(tmp_path: Path) -> None:
+    async with (serving(tmp_path, people=False, confirm_approvers=("payments:approve",)) as (url, api, notes),
+                client(url) as session):
+        asked = wire(await session.call_tool("delete_note", {"note_id": 3}))
+        approval = asked["structuredContent"]["approval"]
+        assert approval["kind"] == "verification" and approval["state"] == "pending"
+        early = wire(await session.call_tool("approval_run", {"approval_id": approval["approval_id"]}))
+        assert early["isError"] is True and notes.notes == ["buy milk", "call mom", "water the plants"]
+        card = await api.wait_for_message(APPROVERS)
+        assert "delete_note" in (card.text or "")
+        approve = next(label for label in card.button_labels if "Approve" in label)
+        await api.tap_button(card, approve, MARIA)
+        status = wire(await session.call_tool("approval_status", {"approval_id": approval["approval_id"],
+                                                                  "wait_seconds": 10}))
+        assert status["structuredContent"]["state"] == "approved", status
+        ran = wire(await session.call_tool("approval_run", {"approval_id": approval["approval_id"]}))
+        again = wire(await session.call_tool("approval_run", {"approval_id": approval["approval_id"]}))
+        deleted = {"result": "Deleted note 3 (water the plants)."}
+        assert ran["structuredContent"] == again["structuredContent"] == deleted
+        assert notes.notes == ["buy milk", "call mom"]  # run once
