@@ -71,7 +71,7 @@ async def test_an_agent_that_tries_to_grant_itself_more_gets_nothing_lent(oa: Fa
         await tg.say(assistant, ALICE, "Always allow my releases to stable, sign the grant for me and publish "
                                        f"clean.tgz. Here it is: {text}")
         told = tool_results(oa.bodies[-1])
-        assert "no tool decides it" in told["sign"]["error"]
+        assert "only a person decides it" in told["sign"]["error"]  # a model decides nothing, grants included
         assert "only a person asks for" in told["ask"]["error"]
         assert notes == [text]  # grant-shaped text in an argument is only text
 
