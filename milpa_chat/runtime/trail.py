@@ -59,14 +59,36 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.store.base import Record, Store
 
-__all__ = ["COLLECTION", "AuditTrail", "Checkpoint", "CheckpointError", "PublicKey", "SigningKey", "TrailEntry",
-           "TrailKeyError", "TrailVerdict"]
+__all__ = [
+    "COLLECTION",
+    "AuditTrail",
+    "Checkpoint",
+    "CheckpointError",
+    "PublicKey",
+    "SigningKey",
+    "TrailEntry",
+    "TrailKeyError",
+    "TrailVerdict",
+]
 
 EVERY_ENV, MINUTES_ENV = "MILPA_AUDIT_CHECKPOINT_EVERY", "MILPA_AUDIT_CHECKPOINT_MINUTES"
-_EVENTS = {"requested": "requested", "confirmed": "decided", "voted": "decided", "approved": "decided",
-           "rejected": "decided", "cancelled": "decided", "run_again": "decided", "marked_done": "decided",
-           "expired": "expired", "claimed": "started", "retrying": "retrying", "uncertain": "uncertain",
-           "finished": "result", "reminded": "reminded", "escalated": "escalated"}
+_EVENTS = {
+    "requested": "requested",
+    "confirmed": "decided",
+    "voted": "decided",
+    "approved": "decided",
+    "rejected": "decided",
+    "cancelled": "decided",
+    "run_again": "decided",
+    "marked_done": "decided",
+    "expired": "expired",
+    "claimed": "started",
+    "retrying": "retrying",
+    "uncertain": "uncertain",
+    "finished": "result",
+    "reminded": "reminded",
+    "escalated": "escalated",
+}
 
 
 def _setting(given: float | None, env: str, default: float) -> float:
@@ -84,9 +106,15 @@ def _setting(given: float | None, env: str, default: float) -> float:
 class AuditTrail:
     """The trail in ``store``. ``attach(registry)`` records every call and every approval change."""
 
-    def __init__(self, store: Store, *, key: SigningKey | str | Path | None = None,
-                 public_key: PublicKey | str | None = None, checkpoint_every: int | None = None,
-                 checkpoint_minutes: float | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        key: SigningKey | str | Path | None = None,
+        public_key: PublicKey | str | None = None,
+        checkpoint_every: int | None = None,
+        checkpoint_minutes: float | None = None,
+    ) -> None:
         """``key``: the signing key of checkpoints (a ``SigningKey`` or a key file's path; without it,
         ``MILPA_AUDIT_KEY_FILE`` or ``MILPA_AUDIT_KEY``, else none: no checkpoints are signed).
         ``public_key``: what ``verify`` checks stored checkpoints with (without it, the signing key's,
@@ -113,13 +141,18 @@ class AuditTrail:
             result = getattr(event, "result", None)
             if event.name in ("resolve_verification",):
                 return  # a decision: its approval's own entry tells it
-            await self.append("call", event.name, {
-                "principal": event.ctx.principal, "channel": event.ctx.channel,
-                "args_digest": _digest(getattr(event, "args", {}) or {}),
-                "ok": bool(result.success) if result is not None else False,
-                "code": None if result is None or result.success else result.code,
-                "key": event.ctx.idempotency_key,
-            })
+            await self.append(
+                "call",
+                event.name,
+                {
+                    "principal": event.ctx.principal,
+                    "channel": event.ctx.channel,
+                    "args_digest": _digest(getattr(event, "args", {}) or {}),
+                    "ok": bool(result.success) if result is not None else False,
+                    "code": None if result is None or result.success else result.code,
+                    "key": event.ctx.idempotency_key,
+                },
+            )
 
         registry.dispatcher.subscribe("tool.executed", on_call)
         registry.dispatcher.subscribe("tool.failed", on_call)
@@ -139,8 +172,14 @@ class AuditTrail:
                 if after is not None:  # someone appended past what we knew: follow the chain forward
                     seq, prev = seq + 1, str(after.value["hash"])
                     continue
-                body = {"seq": seq + 1, "at": self.store.clock(), "kind": kind, "subject": subject,
-                        "fields": clean, "prev": prev}
+                body = {
+                    "seq": seq + 1,
+                    "at": self.store.clock(),
+                    "kind": kind,
+                    "subject": subject,
+                    "fields": clean,
+                    "prev": prev,
+                }
                 entry = TrailEntry(**body, hash=entry_hash(body))  # type: ignore[arg-type]
                 if await self.store.insert(COLLECTION, entry_key(entry.seq), entry.to_dict()) is not None:
                     break
@@ -159,8 +198,13 @@ class AuditTrail:
             if head is not None and int(known["seq"]) >= entry.seq:  # another writer is already at or past it
                 return
             at = max(float(known.get("checkpoint_at") or 0), signed or 0)
-            position = {**known, "seq": entry.seq, "hash": entry.hash, "prev": entry.prev,
-                        **({"checkpoint_at": at} if at else {})}
+            position = {
+                **known,
+                "seq": entry.seq,
+                "hash": entry.hash,
+                "prev": entry.prev,
+                **({"checkpoint_at": at} if at else {}),
+            }
             if head is None:
                 if await self.store.insert(*HEAD, position) is not None:
                     return
@@ -175,7 +219,8 @@ class AuditTrail:
         now = self.store.clock()
         last = max(self._checkpointed_at, float((head.value if head else {}).get("checkpoint_at") or 0))
         due = (self.checkpoint_every and entry.seq % self.checkpoint_every == 0) or (
-            self.checkpoint_minutes and now - last >= self.checkpoint_minutes * 60)
+            self.checkpoint_minutes and now - last >= self.checkpoint_minutes * 60
+        )
         if not due:
             return None
         checkpoint = Checkpoint.sign(self.key, entry.seq, entry.hash, now)
@@ -210,32 +255,60 @@ class AuditTrail:
         if kind is None:
             return
         v = change.approval.data
-        fields: dict[str, Any] = {"tool": change.approval.label, "state": change.approval.state,
-                                  "args_digest": v.get("digest")}
+        fields: dict[str, Any] = {
+            "tool": change.approval.label,
+            "state": change.approval.state,
+            "args_digest": v.get("digest"),
+        }
         if kind == "requested":
-            fields.update(requester=v["requester"]["principal"], channel=v["requester"].get("channel"),
-                          kind=v["kind"], quorum=change.approval.quorum)
+            fields.update(
+                requester=v["requester"]["principal"],
+                channel=v["requester"].get("channel"),
+                kind=v["kind"],
+                quorum=change.approval.quorum,
+            )
         elif kind == "decided":
             voter = change.approval.votes[-1] if change.event == "voted" and change.approval.votes else {}
-            fields.update(by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
-                          name=voter.get("name") or v.get("decided_by_name"),
-                          via=voter.get("via") or v.get("decided_via"),
-                          note=voter.get("note") if voter else v.get("decision_note"), decision=change.event)
+            fields.update(
+                by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
+                name=voter.get("name") or v.get("decided_by_name"),
+                via=voter.get("via") or v.get("decided_via"),
+                note=voter.get("note") if voter else v.get("decision_note"),
+                decision=change.event,
+            )
         elif kind == "result":
             result = v.get("result") or {}
-            fields.update(ok=result.get("success"), code=(result.get("meta") or {}).get("code"),
-                          result_digest=_digest(result))
+            fields.update(
+                ok=result.get("success"), code=(result.get("meta") or {}).get("code"), result_digest=_digest(result)
+            )
         if kind != "started":
             await self.append(kind, change.approval.id, fields)
         if change.claimed:  # the same write claimed the run: who holds it, with which idempotency key
-            await self.append("started", change.approval.id, {
-                "tool": change.approval.label, "args_digest": v.get("digest"), "attempt": change.approval.attempt,
-                "worker": (v.get("lease") or {}).get("holder"), "key": change.approval.id})
+            await self.append(
+                "started",
+                change.approval.id,
+                {
+                    "tool": change.approval.label,
+                    "args_digest": v.get("digest"),
+                    "attempt": change.approval.attempt,
+                    "worker": (v.get("lease") or {}).get("holder"),
+                    "key": change.approval.id,
+                },
+            )
 
     async def shown(self, approval_id: str, card: Mapping[str, Any], state: str, args_digest: str | None) -> None:
         """A card was put before people: where, as whose copy, in which state, showing which arguments."""
-        await self.append("shown", approval_id, {"surface": card.get("surface"), "chat": str(card.get("chat_id")),
-                                                 "role": card.get("role"), "state": state, "args_digest": args_digest})
+        await self.append(
+            "shown",
+            approval_id,
+            {
+                "surface": card.get("surface"),
+                "chat": str(card.get("chat_id")),
+                "role": card.get("role"),
+                "state": state,
+                "args_digest": args_digest,
+            },
+        )
 
     # ----------------------------------------------------------------- read
     async def entries(self) -> list[TrailEntry]:
@@ -264,10 +337,11 @@ class AuditTrail:
         last = entries[-1].hash if entries else GENESIS
         if fault is not None:
             return TrailVerdict(False, len(entries), last, fault[0], fault[1])
-        return TrailVerdict(True, len(entries), last, pinned=len(pins))
+        return TrailVerdict(True, len(entries), last, pinned=len({(p.seq, p.hash) for p in pins}))
 
-    async def _read_stable(self) -> tuple[list[TrailEntry], tuple[int | None, str] | None,
-                                          tuple[int | None, str] | None]:
+    async def _read_stable(
+        self,
+    ) -> tuple[list[TrailEntry], tuple[int | None, str] | None, tuple[int | None, str] | None]:
         """The chain, its first break and the head's problem; a head that disagrees is read again a few
         times, since a writer between its entry and its head write disagrees for a moment."""
         for attempt in range(4):
@@ -277,7 +351,7 @@ class AuditTrail:
             problem = None if broken else check_head(entries, head.value if head else None)
             if problem is None or attempt == 3:
                 return entries, broken, problem
-            await asyncio.sleep(0.05 * 2 ** attempt)
+            await asyncio.sleep(0.05 * 2**attempt)
         raise AssertionError("unreachable")
 
     async def _stored_pins(self) -> tuple[list[Pin], tuple[int | None, str] | None]:
@@ -293,8 +367,11 @@ class AuditTrail:
             if checkpoint.key != self.public_key.id:
                 continue  # signed with another key (an earlier one): not ours to judge
             if not checkpoint.valid(self.public_key):
-                return pins, (checkpoint.seq, f"the checkpoint stored for entry {checkpoint.seq} does not carry a "
-                                              "valid signature: it was forged or altered")
+                return pins, (
+                    checkpoint.seq,
+                    f"the checkpoint stored for entry {checkpoint.seq} does not carry a "
+                    "valid signature: it was forged or altered",
+                )
             pins.append(checkpoint.pin())
         return pins, None
 

@@ -21,8 +21,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from milpa_chat.store.base import Record
 
-__all__ = ["COLLECTION", "GENESIS", "HEAD", "Break", "Pin", "TrailEntry", "TrailVerdict", "check_chain",
-           "check_head", "check_pins", "entry_hash", "entry_key"]
+__all__ = [
+    "COLLECTION",
+    "GENESIS",
+    "HEAD",
+    "Break",
+    "Pin",
+    "TrailEntry",
+    "TrailVerdict",
+    "check_chain",
+    "check_head",
+    "check_pins",
+    "entry_hash",
+    "entry_key",
+]
 
 COLLECTION = "audit_trail"
 HEAD = ("audit_trail_head", "head")
@@ -52,13 +64,27 @@ class TrailEntry:
     hash: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "at": self.at, "kind": self.kind, "subject": self.subject,
-                "fields": self.fields, "prev": self.prev, "hash": self.hash}
+        return {
+            "seq": self.seq,
+            "at": self.at,
+            "kind": self.kind,
+            "subject": self.subject,
+            "fields": self.fields,
+            "prev": self.prev,
+            "hash": self.hash,
+        }
 
     @classmethod
     def from_dict(cls, v: Mapping[str, Any]) -> TrailEntry:
-        return cls(int(v["seq"]), float(v["at"]), str(v["kind"]), str(v["subject"]), dict(v["fields"]),
-                   str(v["prev"]), str(v["hash"]))
+        return cls(
+            int(v["seq"]),
+            float(v["at"]),
+            str(v["kind"]),
+            str(v["subject"]),
+            dict(v["fields"]),
+            str(v["prev"]),
+            str(v["hash"]),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +103,7 @@ class TrailVerdict:
 
     def __str__(self) -> str:
         if self.ok:
-            pins = f"; {self.pinned} signed checkpoint(s) or expected head(s) match" if self.pinned else ""
+            pins = f"; {self.pinned} pinned hash(es) match (signed checkpoints, expected head)" if self.pinned else ""
             return f"The audit trail holds: {self.checked} entries, head {self.checked}:{self.head}{pins}."
         where = f"at entry {self.broken_at}" if self.broken_at is not None else "somewhere"
         return f"The audit trail is broken {where}: {self.reason} ({self.checked} checked)."
@@ -126,27 +152,36 @@ def check_head(entries: Sequence[TrailEntry], head: Mapping[str, Any] | None) ->
     if head is None:
         if not entries:
             return None
-        return last + 1, (f"the head record is missing while {last} entries exist: it was deleted, and entries "
-                          f"after {last} may have been deleted with it")
+        return last + 1, (
+            f"the head record is missing while {last} entries exist: it was deleted, and entries "
+            f"after {last} may have been deleted with it"
+        )
     try:
         seq, digest, link = int(head["seq"]), str(head["hash"]), head.get("prev")
     except (KeyError, TypeError, ValueError):
         return last + 1, "the head record is not a head (seq and hash missing): it was overwritten"
     if seq > last:
-        return last + 1, (f"the head says {seq} entries were written, the chain ends at {last}: "
-                          f"entries {last + 1}-{seq} were deleted")
+        return last + 1, (
+            f"the head says {seq} entries were written, the chain ends at {last}: entries {last + 1}-{seq} were deleted"
+        )
     named = entries[seq - 1] if seq > 0 else None
     if named is not None and named.hash != digest:
         if link is not None and link != named.prev:
-            return seq + 1, (f"the head (seq {seq}) does not describe entry {seq} (another hash and link): it was "
-                             f"moved back, and the entries after {seq} were deleted or rewritten")
+            return seq + 1, (
+                f"the head (seq {seq}) does not describe entry {seq} (another hash and link): it was "
+                f"moved back, and the entries after {seq} were deleted or rewritten"
+            )
         if link is None:
-            return seq, (f"entry {seq}'s hash differs from the head's: entry {seq} was rewritten, or entries after "
-                         "it were deleted and the head moved back")
+            return seq, (
+                f"entry {seq}'s hash differs from the head's: entry {seq} was rewritten, or entries after "
+                "it were deleted and the head moved back"
+            )
         return seq, f"entry {seq} was changed and its hash recomputed: the head recorded another hash for it"
     if seq < last:
-        return seq + 1, (f"entries {seq + 1}-{last} are past the head (seq {seq}): added without moving the head, "
-                         "by hand or by a writer stopped between its two writes (the next append moves the head)")
+        return seq + 1, (
+            f"entries {seq + 1}-{last} are past the head (seq {seq}): added without moving the head, "
+            "by hand or by a writer stopped between its two writes (the next append moves the head)"
+        )
     return None
 
 
@@ -156,17 +191,22 @@ def check_pins(entries: Sequence[TrailEntry], pins: Sequence[Pin]) -> Break | No
     for pin in sorted((p for p in pins if p.seq is not None), key=lambda p: p.seq or 0):
         seq = pin.seq or 0
         if seq > last:
-            return last + 1, (f"{pin.what} pins entry {seq}, the chain ends at {last}: entries {last + 1}-{seq} "
-                              "were deleted")
+            return last + 1, (
+                f"{pin.what} pins entry {seq}, the chain ends at {last}: entries {last + 1}-{seq} were deleted"
+            )
         if seq < 1 or entries[seq - 1].hash != pin.hash:
-            return seq, (f"entry {seq} is not the one {pin.what} pins: an entry among {since}-{seq} was rewritten "
-                         "and the chain re-hashed after it")
+            return seq, (
+                f"entry {seq} is not the one {pin.what} pins: an entry among {since}-{seq} was rewritten "
+                "and the chain re-hashed after it"
+            )
         since = seq + 1
     hashes = {e.hash for e in entries}
     for pin in pins:
         if pin.seq is None and pin.hash not in hashes:
-            return None, (f"no entry has the hash {pin.what} pins ({pin.hash[:16]}...): the entry it pinned was "
-                          "rewritten or deleted; give SEQ:HASH to say which")
+            return None, (
+                f"no entry has the hash {pin.what} pins ({pin.hash[:16]}...): the entry it pinned was "
+                "rewritten or deleted; give SEQ:HASH to say which"
+            )
     return None
 
 

@@ -76,8 +76,11 @@ class Checkpoint:
     def from_dict(cls, v: Mapping[str, Any]) -> Checkpoint:
         """Raises ``KeyError``/``TypeError``/``ValueError`` for anything that is not a checkpoint."""
         seq, digest, at, key, signature = (v[f] for f in _FIELDS)
-        if not (isinstance(seq, int) and isinstance(at, int | float) and all(
-                isinstance(x, str) for x in (digest, key, signature))) or isinstance(seq, bool):
+        if not (
+            isinstance(seq, int)
+            and isinstance(at, int | float)
+            and all(isinstance(x, str) for x in (digest, key, signature))
+        ) or isinstance(seq, bool):
             raise TypeError("seq must be a number, hash, key and signature text")
         if seq < 1 or len(digest) != 64:
             raise ValueError("seq must be 1 or more and hash 64 hex digits")
@@ -93,20 +96,28 @@ def parse_checkpoints(lines: Iterable[str], source: str, public: PublicKey) -> l
         try:
             checkpoint = Checkpoint.from_dict(json.loads(line))
         except json.JSONDecodeError:
-            raise CheckpointError(f"{source} line {number} is not JSON; each line must be one checkpoint "
-                                  f"({', '.join(_FIELDS)}): {_EXPORT_AGAIN}") from None
+            raise CheckpointError(
+                f"{source} line {number} is not JSON; each line must be one checkpoint "
+                f"({', '.join(_FIELDS)}): {_EXPORT_AGAIN}"
+            ) from None
         except KeyError as exc:
-            raise CheckpointError(f"{source} line {number} is not a checkpoint (no {exc.args[0]!r}; each line needs "
-                                  f"{', '.join(_FIELDS)}): {_EXPORT_AGAIN}") from None
+            raise CheckpointError(
+                f"{source} line {number} is not a checkpoint (no {exc.args[0]!r}; each line needs "
+                f"{', '.join(_FIELDS)}): {_EXPORT_AGAIN}"
+            ) from None
         except (TypeError, ValueError, AttributeError) as exc:
             raise CheckpointError(f"{source} line {number} is not a checkpoint ({exc}): {_EXPORT_AGAIN}") from None
         if checkpoint.key != public.id:
-            raise CheckpointError(f"{source} line {number} was signed by key {checkpoint.key}, not by the public key "
-                                  f"given ({public.id}): pass the public key it was signed with (--public-key or "
-                                  "MILPA_AUDIT_PUBLIC_KEY)")
+            raise CheckpointError(
+                f"{source} line {number} was signed by key {checkpoint.key}, not by the public key "
+                f"given ({public.id}): pass the public key it was signed with (--public-key or "
+                "MILPA_AUDIT_PUBLIC_KEY)"
+            )
         if not checkpoint.valid(public):
-            raise CheckpointError(f"{source} line {number}: its signature does not verify with key {public.id}, so "
-                                  "the line was altered after signing; use an untouched export")
+            raise CheckpointError(
+                f"{source} line {number}: its signature does not verify with key {public.id}, so "
+                "the line was altered after signing; use an untouched export"
+            )
         found.append(checkpoint)
     return found
 
@@ -115,8 +126,9 @@ def parse_expected_head(text: str) -> Pin:
     """``SEQ:HASH`` (as ``milpa-chat audit verify`` prints the head) or ``HASH``."""
     seq_text, _, digest = text.strip().rpartition(":")
     digest = digest.lower()
-    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or (
-            seq_text and not seq_text.isdigit()):
-        raise CheckpointError(f"--expect-head {text!r}: write SEQ:HASH or HASH (64 hex digits), as "
-                              "milpa-chat audit verify prints the head (\"head 412:9f2c...\")")
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or (seq_text and not seq_text.isdigit()):
+        raise CheckpointError(
+            f"--expect-head {text!r}: write SEQ:HASH or HASH (64 hex digits), as "
+            'milpa-chat audit verify prints the head ("head 412:9f2c...")'
+        )
     return Pin(int(seq_text) if seq_text else None, digest, "the expected head")

@@ -53,11 +53,13 @@ def _read(path: Path, where: str) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise TrailKeyError(f"{where}: {path} does not exist; give the path of the Ed25519 key file "
-                            f"({_MAKE_ONE})") from None
+        raise TrailKeyError(
+            f"{where}: {path} does not exist; give the path of the Ed25519 key file ({_MAKE_ONE})"
+        ) from None
     except OSError as exc:
-        raise TrailKeyError(f"{where}: cannot read {path} ({exc.strerror}); check the path and its "
-                            "permissions") from None
+        raise TrailKeyError(
+            f"{where}: cannot read {path} ({exc.strerror}); check the path and its permissions"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +85,10 @@ class PublicKey:
         if raw is not None and len(raw) == 32:
             return cls(raw)
         if not Path(value).is_file():
-            raise TrailKeyError(f"{where}: neither an Ed25519 public key (32 bytes in base64 or hex) nor a file "
-                                "holding one; pass what milpa-chat audit keygen printed, or the file it is in")
+            raise TrailKeyError(
+                f"{where}: neither an Ed25519 public key (32 bytes in base64 or hex) nor a file "
+                "holding one; pass what milpa-chat audit keygen printed, or the file it is in"
+            )
         data = _read(Path(value), where)
         where = f"{where} {value}"
         if data.lstrip().startswith(b"-----BEGIN"):
@@ -99,8 +103,10 @@ class PublicKey:
                 return cls(key.public_bytes(Encoding.Raw, PublicFormat.Raw))
         raw = _raw(data.decode(errors="replace"))
         if raw is None or len(raw) != 32:
-            raise TrailKeyError(f"{where}: not an Ed25519 public key (32 bytes in base64 or hex, or a PEM public "
-                                "key); pass what milpa-chat audit keygen printed")
+            raise TrailKeyError(
+                f"{where}: not an Ed25519 public key (32 bytes in base64 or hex, or a PEM public "
+                "key); pass what milpa-chat audit keygen printed"
+            )
         return cls(raw)
 
     @classmethod
@@ -148,8 +154,10 @@ class SigningKey:
                 return cls.from_seed(key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
         raw = data if len(data) == 32 else _raw(data.decode(errors="replace"))
         if raw is None:
-            raise TrailKeyError(f"{where}: not an Ed25519 private key (an unencrypted PEM key, or the 32-byte "
-                                f"seed in base64 or hex); {_MAKE_ONE}")
+            raise TrailKeyError(
+                f"{where}: not an Ed25519 private key (an unencrypted PEM key, or the 32-byte "
+                f"seed in base64 or hex); {_MAKE_ONE}"
+            )
         return cls.from_seed(raw)
 
     @classmethod
