@@ -41,6 +41,7 @@ from milpa_chat.runtime.trail_chain import (
     COLLECTION,
     GENESIS,
     HEAD,
+    Break,
     Pin,
     TrailEntry,
     TrailVerdict,
@@ -324,37 +325,41 @@ class AuditTrail:
         by :func:`~milpa_chat.runtime.trail_checkpoints.parse_checkpoints`), the checkpoints stored
         (when a public key is known) and ``expect``, a head copied elsewhere. The first entry proven
         wrong is ``broken_at``."""
-        pins = [c.pin() for c in checkpoints] + ([expect] if expect is not None else [])
-        found = await self._read_stable()
-        entries, broken, head = found
-        stored = await self._stored_pins()
-        pins += stored[0]
+        stored, forged = await self._stored_pins()  # before the chain: each pins an entry already written
+        entries, broken, head = await self._read_stable()
+        pins = [c.pin() for c in checkpoints] + ([expect] if expect is not None else []) + stored
         if broken is not None:  # entries after a break are not the chain: only pins before it count
             limit = broken[0] or 0
-            fault = earliest(broken, stored[1], check_pins(entries, [p for p in pins if (p.seq or limit) < limit]))
+            fault = earliest(broken, forged, check_pins(entries, [p for p in pins if (p.seq or limit) < limit]))
         else:
-            fault = earliest(head, stored[1], check_pins(entries, pins))
+            fault = earliest(head, forged, check_pins(entries, pins))
         last = entries[-1].hash if entries else GENESIS
         if fault is not None:
             return TrailVerdict(False, len(entries), last, fault[0], fault[1])
         return TrailVerdict(True, len(entries), last, pinned=len({(p.seq, p.hash) for p in pins}))
 
-    async def _read_stable(
-        self,
-    ) -> tuple[list[TrailEntry], tuple[int | None, str] | None, tuple[int | None, str] | None]:
-        """The chain, its first break and the head's problem; a head that disagrees is read again a few
-        times, since a writer between its entry and its head write disagrees for a moment."""
+    async def _read_stable(self) -> tuple[list[TrailEntry], Break | None, Break | None]:
+        """The chain, its first break and the head's problem. The head is read before the entries (see
+        :func:`check_head`) and again after them; entries past the first head are fine once the head has
+        reached them, which a writer between its entry and its head write does a moment later: the head
+        is read again a few times before they are reported."""
+        before = await self.store.get(*HEAD)
+        entries, broken = check_chain(await self.store.scan(COLLECTION))
+        if broken is not None:
+            return entries, broken, None
         for attempt in range(4):
-            records = await self.store.scan(COLLECTION)
-            head = await self.store.get(*HEAD)
-            entries, broken = check_chain(records)
-            problem = None if broken else check_head(entries, head.value if head else None)
+            after = await self.store.get(*HEAD)
+            try:
+                moved_to = int(after.value["seq"]) if after is not None else None
+            except (KeyError, TypeError, ValueError):
+                moved_to = None
+            problem = check_head(entries, before.value if before else None, moved_to)
             if problem is None or attempt == 3:
-                return entries, broken, problem
+                return entries, None, problem
             await asyncio.sleep(0.05 * 2**attempt)
         raise AssertionError("unreachable")
 
-    async def _stored_pins(self) -> tuple[list[Pin], tuple[int | None, str] | None]:
+    async def _stored_pins(self) -> tuple[list[Pin], Break | None]:
         """The stored checkpoints signed by the known public key as pins, and the first forged one."""
         if self.public_key is None:
             return [], None

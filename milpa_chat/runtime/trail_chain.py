@@ -146,11 +146,17 @@ def check_chain(records: Sequence[Record]) -> tuple[list[TrailEntry], Break | No
     return entries, None
 
 
-def check_head(entries: Sequence[TrailEntry], head: Mapping[str, Any] | None) -> Break | None:
-    """The head must name the last entry: its position, its hash and (when recorded) its link."""
+def check_head(
+    entries: Sequence[TrailEntry], head: Mapping[str, Any] | None, moved_to: int | None = None
+) -> Break | None:
+    """The head must name the last entry: its position, its hash and (when recorded) its link.
+
+    Read the head before the entries: an entry is written before the head moves to it, so a head past
+    the last entry read is never a writer at work. ``moved_to``: the head's position read again after
+    the entries; entries past the first head are fine when the head has reached them since."""
     last = len(entries)
     if head is None:
-        if not entries:
+        if not entries or (moved_to is not None and moved_to >= last):  # the first append made it since
             return None
         return last + 1, (
             f"the head record is missing while {last} entries exist: it was deleted, and entries "
@@ -177,7 +183,7 @@ def check_head(entries: Sequence[TrailEntry], head: Mapping[str, Any] | None) ->
                 "it were deleted and the head moved back"
             )
         return seq, f"entry {seq} was changed and its hash recomputed: the head recorded another hash for it"
-    if seq < last:
+    if seq < last and (moved_to is None or moved_to < last):
         return seq + 1, (
             f"entries {seq + 1}-{last} are past the head (seq {seq}): added without moving the head, "
             "by hand or by a writer stopped between its two writes (the next append moves the head)"

@@ -150,6 +150,19 @@ async def edit_last_rehashed(store: Store) -> None:
     await store.put(COLLECTION, entry_key(10), {**value, "hash": entry_hash(body)})
 
 
+async def add_past_the_head(store: Store) -> None:  # a well-chained entry 11, the head left at 10
+    last = (await _records(store))[10]
+    body = {
+        "seq": 11,
+        "at": last["at"] + 1,
+        "kind": "call",
+        "subject": "pay",
+        "fields": {"n": 99},
+        "prev": last["hash"],
+    }
+    await store.insert(COLLECTION, entry_key(11), {**body, "hash": entry_hash(body)})
+
+
 async def rewrite_all(store: Store, edit_at: int = 3, keep: int = ENTRIES) -> None:
     """Entry ``edit_at`` says another principal did it; every hash after it and the head are recomputed (the
     entries after ``keep`` are dropped), and the stored checkpoints, which no longer match, are deleted."""
@@ -182,6 +195,7 @@ CASES: list[tuple[str, Tamper, str, int]] = [
     ("truncate the end, head kept", truncate_head_kept, "", 9),
     ("truncate the end, head's seq lowered", truncate_head_lowered, "", 9),
     ("edit the last entry, hash recomputed", edit_last_rehashed, "", 10),
+    ("add an entry past the head", add_past_the_head, "", 11),
     ("rewrite the whole chain, vs exported checkpoints", rewrite_all, "checkpoints", 4),
     ("rewrite the whole chain, vs --expect-head", rewrite_all, "head", 10),
     ("truncate, head rewritten to match, vs --expect-head", truncate_consistently, "head", 9),
@@ -408,3 +422,72 @@ async def test_concurrent_signed_appends_keep_one_chain_and_one_checkpoint_each(
     assert head is not None and head.value["seq"] == 40 and head.value["prev"] == (await a.entries())[-2].hash
     await first.close()
     await second.close()
+
+
+async def test_a_checkpoint_is_signed_when_the_minutes_have_passed_whoever_appends(
+    backend: tuple[dict[str, Any], str],
+) -> None:
+    from milpa_chat.testing import ManualClock
+
+    spec, _ = backend
+    clock = ManualClock()
+    first, second = open_spec(spec, clock=clock), open_spec(spec, clock=clock)
+    key = SigningKey.from_seed(bytes(32))
+    a, b = (AuditTrail(s, key=key, checkpoint_every=0, checkpoint_minutes=1) for s in (first, second))
+    await a.append("call", "x", {})  # 1: none signed yet
+    clock.advance(30)
+    await b.append("call", "x", {})  # 2: the head says one was signed 30 s ago
+    clock.advance(31)
+    await b.append("call", "x", {})  # 3: a minute has passed
+    await a.append("call", "x", {})  # 4: and b's checkpoint is in the head
+    assert [c.seq for c in await a.checkpoints()] == [1, 3]
+    assert (await a.verify()).pinned == 2
+    await first.close()
+    await second.close()
+
+
+async def test_a_forged_stored_checkpoint_is_reported_where_it_pins(backend: tuple[dict[str, Any], str]) -> None:
+    spec, _ = backend
+    store = open_spec(spec)
+    trail = AuditTrail(store, key=SigningKey.from_seed(bytes(32)), checkpoint_every=4, checkpoint_minutes=0)
+    for i in range(8):
+        await trail.append("call", "x", {"n": i})
+    stored = await store.get(CHECKPOINTS, entry_key(4))
+    assert stored is not None
+    forged = Checkpoint.sign(SigningKey.from_seed(bytes([1] * 32)), 4, stored.value["hash"], stored.value["at"])
+    await store.put(CHECKPOINTS, entry_key(4), {**forged.to_dict(), "key": stored.value["key"]})
+    verdict = await trail.verify()
+    assert not verdict.ok and verdict.broken_at == 4 and "forged or altered" in verdict.reason, verdict
+    await store.close()
+
+
+async def test_verify_while_two_stores_append_never_reports_a_break(backend: tuple[dict[str, Any], str]) -> None:
+    """A writer between its entry and its head write disagrees with the head for a moment: verify reads again."""
+    spec, _ = backend
+    first, second, reader = open_spec(spec), open_spec(spec), open_spec(spec)
+    key = SigningKey.from_seed(bytes(32))
+    a, b = (AuditTrail(s, key=key, checkpoint_every=3, checkpoint_minutes=0) for s in (first, second))
+    verdicts = []
+    for s in (first, second, reader):  # each store opens its connection before the race
+        await s.get(*HEAD)
+
+    async def write(trail: AuditTrail, n: int) -> None:
+        for i in range(n):
+            await trail.append("call", "x", {"i": i})
+
+    async def check(until: asyncio.Task[Any]) -> None:
+        while not until.done():
+            verdicts.append(await AuditTrail(reader, public_key=key.public).verify())
+
+    writers = asyncio.ensure_future(asyncio.gather(write(a, 60), write(b, 60)))
+    await check(writers)
+    await writers
+    verdicts.append(await AuditTrail(reader, public_key=key.public).verify())
+    print(
+        f"\n{len(verdicts)} verifications during 120 appends on {spec['backend']}: "
+        f"{sum(not v.ok for v in verdicts)} reported a break"
+    )
+    assert all(v.ok for v in verdicts), [str(v) for v in verdicts if not v.ok]
+    assert verdicts[-1].checked == 120 and len(verdicts) >= 2
+    for s in (first, second, reader):
+        await s.close()
