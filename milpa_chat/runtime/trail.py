@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +52,7 @@ from milpa_chat.runtime.trail_chain import (
     entry_key,
 )
 from milpa_chat.runtime.trail_checkpoints import CHECKPOINTS, Checkpoint, CheckpointError
-from milpa_chat.runtime.trail_keys import PublicKey, SigningKey, TrailKeyError
+from milpa_chat.runtime.trail_keys import EVERY_ENV, MINUTES_ENV, PublicKey, SigningKey, TrailKeyError, setting
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approvals import Change
@@ -72,7 +71,6 @@ __all__ = [
     "TrailVerdict",
 ]
 
-EVERY_ENV, MINUTES_ENV = "MILPA_AUDIT_CHECKPOINT_EVERY", "MILPA_AUDIT_CHECKPOINT_MINUTES"
 _EVENTS = {
     "requested": "requested",
     "confirmed": "decided",
@@ -90,18 +88,6 @@ _EVENTS = {
     "reminded": "reminded",
     "escalated": "escalated",
 }
-
-
-def _setting(given: float | None, env: str, default: float) -> float:
-    if given is None:
-        text = os.environ.get(env, "").strip()
-        try:
-            given = float(text) if text else default
-        except ValueError:
-            raise TrailKeyError(f"{env}={text!r} is not a number; set it to a count (0 turns it off)") from None
-    if given < 0:
-        raise TrailKeyError(f"{env} (or its argument) is {given}: give 0 (off) or more")
-    return given
 
 
 class AuditTrail:
@@ -127,8 +113,8 @@ class AuditTrail:
         if isinstance(public_key, str):
             public_key = PublicKey.load(public_key)
         self.public_key = public_key or (self.key.public if self.key else PublicKey.from_env())
-        self.checkpoint_every = int(_setting(checkpoint_every, EVERY_ENV, 1000))
-        self.checkpoint_minutes = _setting(checkpoint_minutes, MINUTES_ENV, 60)
+        self.checkpoint_every = int(setting(checkpoint_every, EVERY_ENV, 1000))
+        self.checkpoint_minutes = setting(checkpoint_minutes, MINUTES_ENV, 60)
         self._turn = asyncio.Lock()
         self._last: tuple[int, str] = (0, GENESIS)  # the last position this process wrote or read
         self._checkpointed_at = 0.0  # when this process last signed a checkpoint
@@ -256,34 +242,8 @@ class AuditTrail:
         if kind is None:
             return
         v = change.approval.data
-        fields: dict[str, Any] = {
-            "tool": change.approval.label,
-            "state": change.approval.state,
-            "args_digest": v.get("digest"),
-        }
-        if kind == "requested":
-            fields.update(
-                requester=v["requester"]["principal"],
-                channel=v["requester"].get("channel"),
-                kind=v["kind"],
-                quorum=change.approval.quorum,
-            )
-        elif kind == "decided":
-            voter = change.approval.votes[-1] if change.event == "voted" and change.approval.votes else {}
-            fields.update(
-                by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
-                name=voter.get("name") or v.get("decided_by_name"),
-                via=voter.get("via") or v.get("decided_via"),
-                note=voter.get("note") if voter else v.get("decision_note"),
-                decision=change.event,
-            )
-        elif kind == "result":
-            result = v.get("result") or {}
-            fields.update(
-                ok=result.get("success"), code=(result.get("meta") or {}).get("code"), result_digest=_digest(result)
-            )
         if kind != "started":
-            await self.append(kind, change.approval.id, fields)
+            await self.append(kind, change.approval.id, _change_fields(kind, change))
         if change.claimed:  # the same write claimed the run: who holds it, with which idempotency key
             await self.append(
                 "started",
@@ -388,3 +348,35 @@ class AuditTrail:
 
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def _change_fields(kind: str, change: Change) -> dict[str, Any]:
+    """The fields of a ``requested``, ``decided``, ``result`` (or other) entry about an approval."""
+    v = change.approval.data
+    fields: dict[str, Any] = {
+        "tool": change.approval.label,
+        "state": change.approval.state,
+        "args_digest": v.get("digest"),
+    }
+    if kind == "requested":
+        fields.update(
+            requester=v["requester"]["principal"],
+            channel=v["requester"].get("channel"),
+            kind=v["kind"],
+            quorum=change.approval.quorum,
+        )
+    elif kind == "decided":
+        voter = change.approval.votes[-1] if change.event == "voted" and change.approval.votes else {}
+        fields.update(
+            by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
+            name=voter.get("name") or v.get("decided_by_name"),
+            via=voter.get("via") or v.get("decided_via"),
+            note=voter.get("note") if voter else v.get("decision_note"),
+            decision=change.event,
+        )
+    elif kind == "result":
+        result = v.get("result") or {}
+        fields.update(
+            ok=result.get("success"), code=(result.get("meta") or {}).get("code"), result_digest=_digest(result)
+        )
+    return fields

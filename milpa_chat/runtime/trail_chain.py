@@ -32,6 +32,7 @@ __all__ = [
     "check_chain",
     "check_head",
     "check_pins",
+    "earliest",
     "entry_hash",
     "entry_key",
 ]

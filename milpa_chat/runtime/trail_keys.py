@@ -20,11 +20,23 @@ from pathlib import Path
 from milpa_chat.errors import MilpaError
 from milpa_chat.runtime import _ed25519
 
-__all__ = ["KEY_ENV", "KEY_FILE_ENV", "PUBLIC_KEY_ENV", "PublicKey", "SigningKey", "TrailKeyError", "generate_pem"]
+__all__ = [
+    "EVERY_ENV",
+    "KEY_ENV",
+    "KEY_FILE_ENV",
+    "MINUTES_ENV",
+    "PUBLIC_KEY_ENV",
+    "PublicKey",
+    "SigningKey",
+    "TrailKeyError",
+    "generate_pem",
+    "setting",
+]
 
 KEY_ENV = "MILPA_AUDIT_KEY"
 KEY_FILE_ENV = "MILPA_AUDIT_KEY_FILE"
 PUBLIC_KEY_ENV = "MILPA_AUDIT_PUBLIC_KEY"
+EVERY_ENV, MINUTES_ENV = "MILPA_AUDIT_CHECKPOINT_EVERY", "MILPA_AUDIT_CHECKPOINT_MINUTES"
 _MAKE_ONE = "make one with: milpa-chat audit keygen --out FILE"
 
 
@@ -91,6 +103,11 @@ class PublicKey:
             )
         data = _read(Path(value), where)
         where = f"{where} {value}"
+        if b"PRIVATE KEY" in data:
+            raise TrailKeyError(
+                f"{where} holds a private key, which must stay with the signer; pass its public "
+                "key (what milpa-chat audit keygen printed)"
+            )
         if data.lstrip().startswith(b"-----BEGIN"):
             from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
             from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
@@ -183,3 +200,16 @@ def generate_pem() -> tuple[bytes, PublicKey]:
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     return pem, SigningKey.from_text(pem, "the new key").public
+
+
+def setting(given: float | None, env: str, default: float) -> float:
+    """``given``, else the number in ``env``, else ``default``; 0 or more."""
+    if given is None:
+        text = os.environ.get(env, "").strip()
+        try:
+            given = float(text) if text else default
+        except ValueError:
+            raise TrailKeyError(f"{env}={text!r} is not a number; set it to a count (0 turns it off)") from None
+    if given < 0:
+        raise TrailKeyError(f"{env} (or its argument) is {given}: give 0 (off) or more")
+    return given

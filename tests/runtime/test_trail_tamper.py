@@ -348,6 +348,11 @@ async def test_bad_keys_and_lines_are_one_line_errors_with_the_fix(
             "neither an Ed25519 public key",
             "keygen printed",
         ),
+        (
+            ["audit", "verify", "--checkpoints", str(setup.exported), "--public-key", str(setup.key)],
+            "holds a private key",
+            "pass its public key",
+        ),
         (["audit", "verify", "--checkpoints", str(setup.exported)], "needs the public key", "--public-key KEY"),
         (
             ["audit", "verify", "--checkpoints", str(bad_line), "--public-key", str(setup.public)],
