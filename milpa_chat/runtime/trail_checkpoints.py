@@ -126,7 +126,11 @@ def parse_expected_head(text: str) -> Pin:
     """``SEQ:HASH`` (as ``milpa-chat audit verify`` prints the head) or ``HASH``."""
     seq_text, _, digest = text.strip().rpartition(":")
     digest = digest.lower()
-    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or (seq_text and not seq_text.isdigit()):
+    if (
+        len(digest) != 64
+        or any(c not in "0123456789abcdef" for c in digest)
+        or (seq_text and not (seq_text.isdigit() and int(seq_text) >= 1))
+    ):
         raise CheckpointError(
             f"--expect-head {text!r}: write SEQ:HASH or HASH (64 hex digits), as "
             'milpa-chat audit verify prints the head ("head 412:9f2c...")'

@@ -496,3 +496,17 @@ async def test_verify_while_two_stores_append_never_reports_a_break(backend: tup
     assert verdicts[-1].checked == 120 and len(verdicts) >= 2
     for s in (first, second, reader):
         await s.close()
+
+
+async def test_a_bare_expected_hash_no_entry_has_is_reported(
+    backend: tuple[dict[str, Any], str], tmp_path: Path
+) -> None:
+    setup = await a_trail(backend, tmp_path)
+    store = open_spec(setup.spec)
+    await rewrite_all(store, edit_at=9)
+    await store.close()
+    bare = setup.head.split(":")[1]
+    code, printed = await cli("audit", "verify", "--store", setup.url, "--expect-head", bare)
+    assert code == 1 and "no entry has the hash the expected head pins" in printed and "SEQ:HASH" in printed, printed
+    code, printed = await cli("audit", "verify", "--store", setup.url, "--expect-head", f"0:{bare}")
+    assert code == 2 and "write SEQ:HASH" in printed, printed
