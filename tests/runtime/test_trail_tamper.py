@@ -510,3 +510,59 @@ async def test_a_bare_expected_hash_no_entry_has_is_reported(
     assert code == 1 and "no entry has the hash the expected head pins" in printed and "SEQ:HASH" in printed, printed
     code, printed = await cli("audit", "verify", "--store", setup.url, "--expect-head", f"0:{bare}")
     assert code == 2 and "write SEQ:HASH" in printed, printed
+
+
+def _append_until_killed(spec: dict[str, Any], seed: bytes) -> None:
+    """Process target: append signed entries as fast as it can, until it is killed."""
+
+    async def run() -> None:
+        store = open_spec(spec, max_size=2) if spec["backend"] == "postgres" else open_spec(spec)
+        trail = AuditTrail(store, key=SigningKey.from_seed(seed), checkpoint_every=7, checkpoint_minutes=0)
+        n = 0
+        while True:
+            await trail.append("call", "loop", {"n": n})
+            n += 1
+
+    asyncio.run(run())
+
+
+@pytest.mark.slow
+async def test_a_writer_killed_mid_append_leaves_a_trail_the_next_append_makes_whole(
+    backend: tuple[dict[str, Any], str],
+) -> None:
+    import multiprocessing
+    import os
+    import signal
+
+    from milpa_chat.testing import eventually
+
+    spec, url = backend
+    seed = bytes(range(32))
+    store = open_spec(spec)
+    process = multiprocessing.get_context("spawn").Process(target=_append_until_killed, args=(spec, seed))
+    process.start()
+
+    async def written() -> bool:
+        return len(await store.scan(COLLECTION)) >= 60
+
+    await eventually(written, timeout=60, what="60 entries written by the other process")
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGKILL)
+    await asyncio.to_thread(process.join, 10)
+    assert process.exitcode == -signal.SIGKILL
+    key = SigningKey.from_seed(seed)
+    right_after = await AuditTrail(store, public_key=key.public).verify()
+    broken = right_after.broken_at is not None and "past the head" in right_after.reason
+    assert right_after.ok or broken, right_after  # nothing else can be wrong
+    await AuditTrail(store, key=key, checkpoint_every=7, checkpoint_minutes=0).append("call", "after", {})
+    code, printed = await cli("audit", "verify", "--store", url, "--public-key", key.public.text())
+    entries = await AuditTrail(store).entries()
+    print(
+        f"\nwriter SIGKILLed after {len(entries) - 1} entries on {spec['backend']}: right after, "
+        f"{'a head behind its last entry' if broken else 'the trail held'}; after one more append: {printed.strip()}"
+    )
+    assert code == 0 and f"holds: {len(entries)} entries" in printed, printed
+    checkpoints = await AuditTrail(store).checkpoints()
+    missed = set(range(7, len(entries) + 1, 7)) - {c.seq for c in checkpoints}
+    assert missed <= {len(entries) - 1}, missed  # only the killed writer's last entry may have lost its checkpoint
+    await store.close()
