@@ -6,7 +6,7 @@
     milpa-chat run NAME --help  (or call NAME --help)   the operation's arguments, generated from its schema
     milpa-chat approvals [list [--all] | show ID | approve ID | reject ID]   the approvals kept in the store
     milpa-chat grants [list | show ID | draft FILE | suspend ID | lift ID | revoke ID | sign CHANGE]   standing grants
-    milpa-chat audit verify|export|show [ID]      the hash-chained audit trail
+    milpa-chat audit verify|export|show [ID]|checkpoint|keygen   the hash-chained audit trail, signed checkpoints
     milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
     milpa-chat mcp [--tools pkg.mod:obj] [--http PORT --tokens FILE]   serve the tools over MCP
     milpa-chat playground                         the local Telegram and Slack playground in a browser

@@ -25,6 +25,7 @@ Configuration, all from the environment (see ``docs/deploy.md``):
 ``MILPA_IDENTITIES``          the identities TOML (required)
 ``MILPA_LISTEN`` / ``MILPA_PORT``  where this worker listens (127.0.0.1 / 8081)
 ``MILPA_AUDIT_TRAIL``         ``1`` (default) keeps the hash-chained audit trail in the store, ``0`` does not
+``MILPA_AUDIT_KEY_FILE``      the Ed25519 key the trail signs checkpoints with (optional; see ``docs/audit.md``)
 ``MILPA_SWEEP_INTERVAL``, ``MILPA_APPROVAL_LEASE``, ``MILPA_APPROVAL_HANDOFF``  as for ``bots/`` (15, 300, 30)
 ``TELEGRAM_TOKEN``, ``TELEGRAM_BASE_URL``, ``TELEGRAM_WEBHOOK_URL`` (the balancer's public URL),
 ``TELEGRAM_WEBHOOK_SECRET`` (required: every worker checks the same one)

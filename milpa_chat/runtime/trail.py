@@ -18,8 +18,12 @@ append walk the chain forward one read per entry). Within one process, appends t
 lock per trail) and start from the last position this process saw, so concurrent calls in a worker
 never race each other for a position.
 
-The chain shows tampering by anyone who does not rewrite all of it; to detect even that, keep the
-head hash (``milpa-chat audit verify`` prints it) somewhere the store's writers cannot change.
+The chain shows tampering by anyone who does not rewrite all of it. To detect even that, give the
+trail an Ed25519 signing key (``key=``, else ``MILPA_AUDIT_KEY_FILE`` / ``MILPA_AUDIT_KEY``): it signs
+the entry it just wrote every ``checkpoint_every`` entries and, when ``checkpoint_minutes`` passed since
+the last checkpoint, on the next append (one more write, only then). Export the checkpoints
+(``milpa-chat audit checkpoint``) somewhere the store's writers cannot change; ``verify`` with them and
+the public key proves that nothing before each was rewritten (see :mod:`milpa_chat.runtime.trail_checkpoints`).
 """
 
 from __future__ import annotations
@@ -27,75 +31,93 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.runtime.redaction import mask_text
+from milpa_chat.runtime.trail_chain import (
+    COLLECTION,
+    GENESIS,
+    HEAD,
+    Break,
+    Pin,
+    TrailEntry,
+    TrailVerdict,
+    check_chain,
+    check_head,
+    check_pins,
+    earliest,
+    entry_hash,
+    entry_key,
+)
+from milpa_chat.runtime.trail_checkpoints import CHECKPOINTS, Checkpoint, CheckpointError
+from milpa_chat.runtime.trail_keys import EVERY_ENV, MINUTES_ENV, PublicKey, SigningKey, TrailKeyError, setting
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approvals import Change
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.store.base import Record, Store
 
-__all__ = ["AuditTrail", "TrailEntry", "TrailVerdict"]
+__all__ = [
+    "COLLECTION",
+    "AuditTrail",
+    "Checkpoint",
+    "CheckpointError",
+    "PublicKey",
+    "SigningKey",
+    "TrailEntry",
+    "TrailKeyError",
+    "TrailVerdict",
+]
 
-COLLECTION = "audit_trail"
-HEAD = ("audit_trail_head", "head")
-GENESIS = "0" * 64
-_EVENTS = {"requested": "requested", "confirmed": "decided", "voted": "decided", "approved": "decided",
-           "rejected": "decided", "cancelled": "decided", "run_again": "decided", "marked_done": "decided",
-           "expired": "expired", "claimed": "started", "retrying": "retrying", "uncertain": "uncertain",
-           "finished": "result", "reminded": "reminded", "escalated": "escalated"}
-
-
-def _key(seq: int) -> str:
-    return f"{seq:012d}"
-
-
-def _hash(body: Mapping[str, Any]) -> str:
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class TrailEntry:
-    seq: int
-    at: float
-    kind: str
-    subject: str
-    fields: dict[str, Any]
-    prev: str
-    hash: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "at": self.at, "kind": self.kind, "subject": self.subject,
-                "fields": self.fields, "prev": self.prev, "hash": self.hash}
-
-
-@dataclass(frozen=True, slots=True)
-class TrailVerdict:
-    """``ok`` when every entry is where it should be and unchanged; else ``broken_at`` and why."""
-
-    ok: bool
-    checked: int
-    head: str
-    broken_at: int | None = None
-    reason: str = ""
-
-    def __str__(self) -> str:
-        if self.ok:
-            return f"The audit trail holds: {self.checked} entries, head {self.head}."
-        return f"The audit trail is broken at entry {self.broken_at}: {self.reason} ({self.checked} checked)."
+_EVENTS = {
+    "requested": "requested",
+    "confirmed": "decided",
+    "voted": "decided",
+    "approved": "decided",
+    "rejected": "decided",
+    "cancelled": "decided",
+    "run_again": "decided",
+    "marked_done": "decided",
+    "expired": "expired",
+    "claimed": "started",
+    "retrying": "retrying",
+    "uncertain": "uncertain",
+    "finished": "result",
+    "reminded": "reminded",
+    "escalated": "escalated",
+}
 
 
 class AuditTrail:
     """The trail in ``store``. ``attach(registry)`` records every call and every approval change."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        key: SigningKey | str | Path | None = None,
+        public_key: PublicKey | str | None = None,
+        checkpoint_every: int | None = None,
+        checkpoint_minutes: float | None = None,
+    ) -> None:
+        """``key``: the signing key of checkpoints (a ``SigningKey`` or a key file's path; without it,
+        ``MILPA_AUDIT_KEY_FILE`` or ``MILPA_AUDIT_KEY``, else none: no checkpoints are signed).
+        ``public_key``: what ``verify`` checks stored checkpoints with (without it, the signing key's,
+        else ``MILPA_AUDIT_PUBLIC_KEY``). A checkpoint is signed every ``checkpoint_every`` entries
+        (``MILPA_AUDIT_CHECKPOINT_EVERY``, 1000) and at the first append ``checkpoint_minutes`` after the
+        last one (``MILPA_AUDIT_CHECKPOINT_MINUTES``, 60); 0 turns either off."""
         self.store = store
+        self.key = SigningKey.from_file(key) if isinstance(key, str | Path) else key or SigningKey.from_env()
+        if isinstance(public_key, str):
+            public_key = PublicKey.load(public_key)
+        self.public_key = public_key or (self.key.public if self.key else PublicKey.from_env())
+        self.checkpoint_every = int(setting(checkpoint_every, EVERY_ENV, 1000))
+        self.checkpoint_minutes = setting(checkpoint_minutes, MINUTES_ENV, 60)
         self._turn = asyncio.Lock()
         self._last: tuple[int, str] = (0, GENESIS)  # the last position this process wrote or read
+        self._checkpointed_at = 0.0  # when this process last signed a checkpoint
 
     def attach(self, registry: ToolRegistry) -> AuditTrail:
         """Record the calls of ``registry`` and the changes of its approvals from now on."""
@@ -106,13 +128,18 @@ class AuditTrail:
             result = getattr(event, "result", None)
             if event.name in ("resolve_verification",):
                 return  # a decision: its approval's own entry tells it
-            await self.append("call", event.name, {
-                "principal": event.ctx.principal, "channel": event.ctx.channel,
-                "args_digest": _digest(getattr(event, "args", {}) or {}),
-                "ok": bool(result.success) if result is not None else False,
-                "code": None if result is None or result.success else result.code,
-                "key": event.ctx.idempotency_key,
-            })
+            await self.append(
+                "call",
+                event.name,
+                {
+                    "principal": event.ctx.principal,
+                    "channel": event.ctx.channel,
+                    "args_digest": _digest(getattr(event, "args", {}) or {}),
+                    "ok": bool(result.success) if result is not None else False,
+                    "code": None if result is None or result.success else result.code,
+                    "key": event.ctx.idempotency_key,
+                },
+            )
 
         registry.dispatcher.subscribe("tool.executed", on_call)
         registry.dispatcher.subscribe("tool.failed", on_call)
@@ -128,30 +155,86 @@ class AuditTrail:
             if head is not None and int(head.value["seq"]) > seq:
                 seq, prev = int(head.value["seq"]), str(head.value["hash"])
             while True:
-                after = await self.store.get(COLLECTION, _key(seq + 1))
+                after = await self.store.get(COLLECTION, entry_key(seq + 1))
                 if after is not None:  # someone appended past what we knew: follow the chain forward
                     seq, prev = seq + 1, str(after.value["hash"])
                     continue
-                body = {"seq": seq + 1, "at": self.store.clock(), "kind": kind, "subject": subject,
-                        "fields": clean, "prev": prev}
-                entry = TrailEntry(**body, hash=_hash(body))  # type: ignore[arg-type]
-                if await self.store.insert(COLLECTION, _key(entry.seq), entry.to_dict()) is not None:
+                body = {
+                    "seq": seq + 1,
+                    "at": self.store.clock(),
+                    "kind": kind,
+                    "subject": subject,
+                    "fields": clean,
+                    "prev": prev,
+                }
+                entry = TrailEntry(**body, hash=entry_hash(body))  # type: ignore[arg-type]
+                if await self.store.insert(COLLECTION, entry_key(entry.seq), entry.to_dict()) is not None:
                     break
             self._last = (entry.seq, entry.hash)
-            await self._advance_head(head, entry)
+            signed = await self._checkpoint_if_due(head, entry)
+            await self._advance_head(head, entry, signed)
         return entry
 
-    async def _advance_head(self, head: Record | None, entry: TrailEntry) -> None:
-        """Move the head to ``entry`` unless another writer already moved it at or past it."""
-        position = {"seq": entry.seq, "hash": entry.hash}
+    async def _advance_head(self, head: Record | None, entry: TrailEntry, signed: float | None) -> None:
+        """Move the head to ``entry`` unless another writer already moved it at or past it.
+
+        The head names the entry's position, hash and link, and carries when the last checkpoint was
+        signed (``checkpoint_at``), so every worker knows when the next one is due."""
         while True:
+            known = dict(head.value) if head is not None else {}
+            if head is not None and int(known["seq"]) >= entry.seq:  # another writer is already at or past it
+                return
+            at = max(float(known.get("checkpoint_at") or 0), signed or 0)
+            position = {
+                **known,
+                "seq": entry.seq,
+                "hash": entry.hash,
+                "prev": entry.prev,
+                **({"checkpoint_at": at} if at else {}),
+            }
             if head is None:
                 if await self.store.insert(*HEAD, position) is not None:
                     return
-            elif (int(head.value["seq"]) >= entry.seq  # another writer is already at or past it
-                  or await self.store.update(*HEAD, position, expected_version=head.version) is not None):
+            elif await self.store.update(*HEAD, position, expected_version=head.version) is not None:
                 return
             head = await self.store.get(*HEAD)
+
+    async def _checkpoint_if_due(self, head: Record | None, entry: TrailEntry) -> float | None:
+        """Sign ``entry`` when a checkpoint is due (one more write, only then); when it was signed."""
+        if self.key is None:
+            return None
+        now = self.store.clock()
+        last = max(self._checkpointed_at, float((head.value if head else {}).get("checkpoint_at") or 0))
+        due = (self.checkpoint_every and entry.seq % self.checkpoint_every == 0) or (
+            self.checkpoint_minutes and now - last >= self.checkpoint_minutes * 60
+        )
+        if not due:
+            return None
+        checkpoint = Checkpoint.sign(self.key, entry.seq, entry.hash, now)
+        await self.store.insert(CHECKPOINTS, entry_key(entry.seq), checkpoint.to_dict())
+        self._checkpointed_at = now
+        return now
+
+    async def checkpoint(self) -> Checkpoint:
+        """Sign the last entry now, once the whole trail verifies (a broken trail is never signed)."""
+        if self.key is None:
+            raise TrailKeyError("no signing key: pass AuditTrail(store, key=FILE) or set MILPA_AUDIT_KEY_FILE")
+        verdict = await self.verify()
+        if not verdict.ok:
+            raise CheckpointError(f"{verdict} Nothing was signed.")
+        if not verdict.checked:
+            raise CheckpointError("the audit trail is empty: there is nothing to sign yet")
+        checkpoint = Checkpoint.sign(self.key, verdict.checked, verdict.head, self.store.clock())
+        if await self.store.insert(CHECKPOINTS, entry_key(checkpoint.seq), checkpoint.to_dict()) is None:
+            stored = await self.store.get(CHECKPOINTS, entry_key(checkpoint.seq))
+            if stored is not None:
+                return Checkpoint.from_dict(stored.value)
+        self._checkpointed_at = checkpoint.at
+        return checkpoint
+
+    async def checkpoints(self) -> list[Checkpoint]:
+        """The checkpoints kept in the store, in order (signed: a store writer can delete them, not forge them)."""
+        return [Checkpoint.from_dict(r.value) for r in await self.store.scan(CHECKPOINTS)]
 
     async def record(self, change: Change) -> None:
         """The trail entry for one change of an approval (called by the desk)."""
@@ -159,56 +242,103 @@ class AuditTrail:
         if kind is None:
             return
         v = change.approval.data
-        fields: dict[str, Any] = {"tool": change.approval.label, "state": change.approval.state,
-                                  "args_digest": v.get("digest")}
-        if kind == "requested":
-            fields.update(requester=v["requester"]["principal"], channel=v["requester"].get("channel"),
-                          kind=v["kind"], quorum=change.approval.quorum)
-        elif kind == "decided":
-            voter = change.approval.votes[-1] if change.event == "voted" and change.approval.votes else {}
-            fields.update(by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
-                          name=voter.get("name") or v.get("decided_by_name"),
-                          via=voter.get("via") or v.get("decided_via"),
-                          note=voter.get("note") if voter else v.get("decision_note"), decision=change.event)
-        elif kind == "result":
-            result = v.get("result") or {}
-            fields.update(ok=result.get("success"), code=(result.get("meta") or {}).get("code"),
-                          result_digest=_digest(result))
         if kind != "started":
-            await self.append(kind, change.approval.id, fields)
+            await self.append(kind, change.approval.id, _change_fields(kind, change))
         if change.claimed:  # the same write claimed the run: who holds it, with which idempotency key
-            await self.append("started", change.approval.id, {
-                "tool": change.approval.label, "args_digest": v.get("digest"), "attempt": change.approval.attempt,
-                "worker": (v.get("lease") or {}).get("holder"), "key": change.approval.id})
+            await self.append(
+                "started",
+                change.approval.id,
+                {
+                    "tool": change.approval.label,
+                    "args_digest": v.get("digest"),
+                    "attempt": change.approval.attempt,
+                    "worker": (v.get("lease") or {}).get("holder"),
+                    "key": change.approval.id,
+                },
+            )
 
     async def shown(self, approval_id: str, card: Mapping[str, Any], state: str, args_digest: str | None) -> None:
         """A card was put before people: where, as whose copy, in which state, showing which arguments."""
-        await self.append("shown", approval_id, {"surface": card.get("surface"), "chat": str(card.get("chat_id")),
-                                                 "role": card.get("role"), "state": state, "args_digest": args_digest})
+        await self.append(
+            "shown",
+            approval_id,
+            {
+                "surface": card.get("surface"),
+                "chat": str(card.get("chat_id")),
+                "role": card.get("role"),
+                "state": state,
+                "args_digest": args_digest,
+            },
+        )
 
     # ----------------------------------------------------------------- read
     async def entries(self) -> list[TrailEntry]:
-        return [_entry(r.value) for r in await self.store.scan(COLLECTION)]
+        return [TrailEntry.from_dict(r.value) for r in await self.store.scan(COLLECTION)]
 
     async def story(self, approval_id: str) -> list[TrailEntry]:
         """Every entry about one approval, in order."""
         return [e for e in await self.entries() if e.subject == approval_id]
 
-    async def verify(self) -> TrailVerdict:
-        """Walk the chain from the first entry: positions, links and hashes; the head must be reached."""
-        records = await self.store.scan(COLLECTION)
-        prev, checked = GENESIS, 0
-        for expected, record in enumerate(records, 1):
-            problem = _check(record.key, record.value, expected, prev)
-            if problem:
-                return TrailVerdict(False, checked, prev, expected, problem)
-            prev, checked = str(record.value["hash"]), checked + 1
-        head = await self.store.get(*HEAD)
-        if head is not None and int(head.value["seq"]) > checked:
-            return TrailVerdict(False, checked, prev, checked + 1,
-                                f"the head says {head.value['seq']} entries were written: entries after "
-                                f"{checked} were deleted")
-        return TrailVerdict(True, checked, prev)
+    async def verify(self, checkpoints: Iterable[Checkpoint] = (), *, expect: Pin | None = None) -> TrailVerdict:
+        """Walk the chain from the first entry (positions, links, hashes), check the head names its last
+        entry, and check every pin: the exported ``checkpoints`` given (checked against the public key
+        by :func:`~milpa_chat.runtime.trail_checkpoints.parse_checkpoints`), the checkpoints stored
+        (when a public key is known) and ``expect``, a head copied elsewhere. The first entry proven
+        wrong is ``broken_at``."""
+        stored, forged = await self._stored_pins()  # before the chain: each pins an entry already written
+        entries, broken, head = await self._read_stable()
+        pins = [c.pin() for c in checkpoints] + ([expect] if expect is not None else []) + stored
+        if broken is not None:  # entries after a break are not the chain: only pins before it count
+            limit = broken[0] or 0
+            fault = earliest(broken, forged, check_pins(entries, [p for p in pins if (p.seq or limit) < limit]))
+        else:
+            fault = earliest(head, forged, check_pins(entries, pins))
+        last = entries[-1].hash if entries else GENESIS
+        if fault is not None:
+            return TrailVerdict(False, len(entries), last, fault[0], fault[1])
+        return TrailVerdict(True, len(entries), last, pinned=len({(p.seq, p.hash) for p in pins}))
+
+    async def _read_stable(self) -> tuple[list[TrailEntry], Break | None, Break | None]:
+        """The chain, its first break and the head's problem. The head is read before the entries (see
+        :func:`check_head`) and again after them; entries past the first head are fine once the head has
+        reached them, which a writer between its entry and its head write does a moment later: the head
+        is read again a few times before they are reported."""
+        before = await self.store.get(*HEAD)
+        entries, broken = check_chain(await self.store.scan(COLLECTION))
+        if broken is not None:
+            return entries, broken, None
+        for attempt in range(4):
+            after = await self.store.get(*HEAD)
+            try:
+                moved_to = int(after.value["seq"]) if after is not None else None
+            except (KeyError, TypeError, ValueError):
+                moved_to = None
+            problem = check_head(entries, before.value if before else None, moved_to)
+            if problem is None or attempt == 3:
+                return entries, None, problem
+            await asyncio.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def _stored_pins(self) -> tuple[list[Pin], Break | None]:
+        """The stored checkpoints signed by the known public key as pins, and the first forged one."""
+        if self.public_key is None:
+            return [], None
+        pins: list[Pin] = []
+        for record in await self.store.scan(CHECKPOINTS):
+            try:
+                checkpoint = Checkpoint.from_dict(record.value)
+            except (KeyError, TypeError, ValueError):
+                return pins, (None, f"the stored checkpoint {record.key} is not a checkpoint: it was overwritten")
+            if checkpoint.key != self.public_key.id:
+                continue  # signed with another key (an earlier one): not ours to judge
+            if not checkpoint.valid(self.public_key):
+                return pins, (
+                    checkpoint.seq,
+                    f"the checkpoint stored for entry {checkpoint.seq} does not carry a "
+                    "valid signature: it was forged or altered",
+                )
+            pins.append(checkpoint.pin())
+        return pins, None
 
     def export_lines(self, entries: list[TrailEntry]) -> Iterator[str]:
         """JSON Lines, one entry a line."""
@@ -216,26 +346,37 @@ class AuditTrail:
             yield json.dumps(entry.to_dict(), sort_keys=True, ensure_ascii=False)
 
 
-def _check(key: str, value: Mapping[str, Any], expected: int, prev: str) -> str:
-    try:
-        body = {k: value[k] for k in ("seq", "at", "kind", "subject", "fields", "prev")}
-        seq = int(value["seq"])
-    except (KeyError, TypeError, ValueError):
-        return "it is not a trail entry (fields missing)"
-    if seq != expected or key != _key(expected):
-        return f"entry {expected} is missing or out of place (found entry {seq} under key {key}): deleted or reordered"
-    if value["prev"] != prev:
-        return "it does not follow the entry before it (its link differs): an entry before it was changed or moved"
-    if _hash(body) != value.get("hash"):
-        return "its content does not match its hash: it was edited"
-    return ""
-
-
-def _entry(v: Mapping[str, Any]) -> TrailEntry:
-    return TrailEntry(int(v["seq"]), float(v["at"]), str(v["kind"]), str(v["subject"]), dict(v["fields"]),
-                      str(v["prev"]), str(v["hash"]))
-
-
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
+
+def _change_fields(kind: str, change: Change) -> dict[str, Any]:
+    """The fields of a ``requested``, ``decided``, ``result`` (or other) entry about an approval."""
+    v = change.approval.data
+    fields: dict[str, Any] = {
+        "tool": change.approval.label,
+        "state": change.approval.state,
+        "args_digest": v.get("digest"),
+    }
+    if kind == "requested":
+        fields.update(
+            requester=v["requester"]["principal"],
+            channel=v["requester"].get("channel"),
+            kind=v["kind"],
+            quorum=change.approval.quorum,
+        )
+    elif kind == "decided":
+        voter = change.approval.votes[-1] if change.event == "voted" and change.approval.votes else {}
+        fields.update(
+            by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
+            name=voter.get("name") or v.get("decided_by_name"),
+            via=voter.get("via") or v.get("decided_via"),
+            note=voter.get("note") if voter else v.get("decision_note"),
+            decision=change.event,
+        )
+    elif kind == "result":
+        result = v.get("result") or {}
+        fields.update(
+            ok=result.get("success"), code=(result.get("meta") or {}).get("code"), result_digest=_digest(result)
+        )
+    return fields

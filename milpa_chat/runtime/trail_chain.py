@@ -1,0 +1,223 @@
+"""The audit trail's chain: entries, their hashes, and the checks that find where a chain was tampered with.
+
+Three checks, each answering with the first entry it proves wrong:
+
+- the walk: positions, links and hashes from the first entry on (an edit, a deletion in the middle, a
+  reordering);
+- the head: the record of the last position and hash written, compared with the last entry (a truncated
+  end, with or without the head; a last entry edited and re-hashed; entries past the head);
+- the pins: hashes someone holds outside the store (signed checkpoints, a copied head), compared with the
+  entries at their positions (a whole chain rewritten and re-hashed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from milpa_chat.store.base import Record
+
+__all__ = [
+    "COLLECTION",
+    "GENESIS",
+    "HEAD",
+    "Break",
+    "Pin",
+    "TrailEntry",
+    "TrailVerdict",
+    "check_chain",
+    "check_head",
+    "check_pins",
+    "earliest",
+    "entry_hash",
+    "entry_key",
+]
+
+COLLECTION = "audit_trail"
+HEAD = ("audit_trail_head", "head")
+GENESIS = "0" * 64
+
+#: The first entry a check proves wrong (``None``: it cannot say which), and why.
+Break = tuple[int | None, str]
+
+
+def entry_key(seq: int) -> str:
+    return f"{seq:012d}"
+
+
+def entry_hash(body: Mapping[str, Any]) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TrailEntry:
+    seq: int
+    at: float
+    kind: str
+    subject: str
+    fields: dict[str, Any]
+    prev: str
+    hash: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "at": self.at,
+            "kind": self.kind,
+            "subject": self.subject,
+            "fields": self.fields,
+            "prev": self.prev,
+            "hash": self.hash,
+        }
+
+    @classmethod
+    def from_dict(cls, v: Mapping[str, Any]) -> TrailEntry:
+        return cls(
+            int(v["seq"]),
+            float(v["at"]),
+            str(v["kind"]),
+            str(v["subject"]),
+            dict(v["fields"]),
+            str(v["prev"]),
+            str(v["hash"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TrailVerdict:
+    """``ok`` when every entry is where it should be and unchanged; else ``broken_at`` and why.
+
+    ``head`` is the hash of the last entry checked (``checked`` entries); ``pinned`` counts the signed
+    checkpoints and expected heads the chain matched."""
+
+    ok: bool
+    checked: int
+    head: str
+    broken_at: int | None = None
+    reason: str = ""
+    pinned: int = 0
+
+    def __str__(self) -> str:
+        if self.ok:
+            pins = f"; {self.pinned} pinned hash(es) match (signed checkpoints, expected head)" if self.pinned else ""
+            return f"The audit trail holds: {self.checked} entries, head {self.checked}:{self.head}{pins}."
+        where = f"at entry {self.broken_at}" if self.broken_at is not None else "somewhere"
+        return f"The audit trail is broken {where}: {self.reason} ({self.checked} checked)."
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """A hash held outside the store: entry ``seq`` (``None``: some entry) must have ``hash``."""
+
+    seq: int | None
+    hash: str
+    what: str  # "the checkpoint signed 2026-12-05 22:31 UTC", "the expected head"
+
+
+def _check(key: str, value: Mapping[str, Any], expected: int, prev: str) -> str:
+    try:
+        body = {k: value[k] for k in ("seq", "at", "kind", "subject", "fields", "prev")}
+        seq = int(value["seq"])
+    except (KeyError, TypeError, ValueError):
+        return "it is not a trail entry (fields missing)"
+    if seq != expected or key != entry_key(expected):
+        return f"entry {expected} is missing or out of place (found entry {seq} under key {key}): deleted or reordered"
+    if value["prev"] != prev:
+        return "it does not follow the entry before it (its link differs): an entry before it was changed or moved"
+    if entry_hash(body) != value.get("hash"):
+        return "its content does not match its hash: it was edited"
+    return ""
+
+
+def check_chain(records: Sequence[Record]) -> tuple[list[TrailEntry], Break | None]:
+    """Walk the chain from the first entry: the entries that hold, and the first break."""
+    entries: list[TrailEntry] = []
+    prev = GENESIS
+    for expected, record in enumerate(records, 1):
+        problem = _check(record.key, record.value, expected, prev)
+        if problem:
+            return entries, (expected, problem)
+        entries.append(TrailEntry.from_dict(record.value))
+        prev = entries[-1].hash
+    return entries, None
+
+
+def check_head(
+    entries: Sequence[TrailEntry], head: Mapping[str, Any] | None, moved_to: int | None = None
+) -> Break | None:
+    """The head must name the last entry: its position, its hash and (when recorded) its link.
+
+    Read the head before the entries: an entry is written before the head moves to it, so a head past
+    the last entry read is never a writer at work. ``moved_to``: the head's position read again after
+    the entries; entries past the first head are fine when the head has reached them since."""
+    last = len(entries)
+    if head is None:
+        if not entries or (moved_to is not None and moved_to >= last):  # the first append made it since
+            return None
+        return last + 1, (
+            f"the head record is missing while {last} entries exist: it was deleted, and entries "
+            f"after {last} may have been deleted with it"
+        )
+    try:
+        seq, digest, link = int(head["seq"]), str(head["hash"]), head.get("prev")
+    except (KeyError, TypeError, ValueError):
+        return last + 1, "the head record is not a head (seq and hash missing): it was overwritten"
+    if seq > last:
+        return last + 1, (
+            f"the head says {seq} entries were written, the chain ends at {last}: entries {last + 1}-{seq} were deleted"
+        )
+    named = entries[seq - 1] if seq > 0 else None
+    if named is not None and named.hash != digest:
+        if link is not None and link != named.prev:
+            return seq + 1, (
+                f"the head (seq {seq}) does not describe entry {seq} (another hash and link): it was "
+                f"moved back, and the entries after {seq} were deleted or rewritten"
+            )
+        if link is None:
+            return seq, (
+                f"entry {seq}'s hash differs from the head's: entry {seq} was rewritten, or entries after "
+                "it were deleted and the head moved back"
+            )
+        return seq, f"entry {seq} was changed and its hash recomputed: the head recorded another hash for it"
+    if seq < last and (moved_to is None or moved_to < last):
+        return seq + 1, (
+            f"entries {seq + 1}-{last} are past the head (seq {seq}): added without moving the head, "
+            "by hand or by a writer stopped between its two writes (the next append moves the head)"
+        )
+    return None
+
+
+def check_pins(entries: Sequence[TrailEntry], pins: Sequence[Pin]) -> Break | None:
+    """Every pinned entry must still have its pinned hash; the first that does not, and since where."""
+    last, since = len(entries), 1
+    for pin in sorted((p for p in pins if p.seq is not None), key=lambda p: p.seq or 0):
+        seq = pin.seq or 0
+        if seq > last:
+            return last + 1, (
+                f"{pin.what} pins entry {seq}, the chain ends at {last}: entries {last + 1}-{seq} were deleted"
+            )
+        if seq < 1 or entries[seq - 1].hash != pin.hash:
+            return seq, (
+                f"entry {seq} is not the one {pin.what} pins: an entry among {since}-{seq} was rewritten "
+                "and the chain re-hashed after it"
+            )
+        since = seq + 1
+    hashes = {e.hash for e in entries}
+    for pin in pins:
+        if pin.seq is None and pin.hash not in hashes:
+            return None, (
+                f"no entry has the hash {pin.what} pins ({pin.hash[:16]}...): the entry it pinned was "
+                "rewritten or deleted; give SEQ:HASH to say which"
+            )
+    return None
+
+
+def earliest(*breaks: Break | None) -> Break | None:
+    """The break at the smallest position (one that cannot say where comes last)."""
+    found = [b for b in breaks if b is not None]
+    return min(found, key=lambda b: (b[0] is None, b[0] or 0)) if found else None
