@@ -7,6 +7,7 @@ import datetime as dt
 import sys
 from collections.abc import Callable
 
+from milpa_chat.cli.store import open_cli_store
 from milpa_chat.runtime.trail import AuditTrail
 
 __all__ = ["add_parser", "cmd_audit"]
@@ -28,7 +29,6 @@ async def cmd_audit(ns: argparse.Namespace) -> int:
         print("milpa-chat: audit show needs the approval id: milpa-chat audit show <id> "
               "(milpa-chat approvals --all lists them)", file=sys.stderr)
         return 2
-    from milpa_chat.cli_store import open_cli_store
 
     store = open_cli_store(getattr(ns, "store", None))
     try:
