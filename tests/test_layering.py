@@ -141,7 +141,6 @@ def test_no_circular_imports_inside_a_subpackage(package: str) -> None:
 KNOWN_TYPED_CYCLES: dict[str, str] = {
     "runtime": "the pipeline steps and the approval desk reach through ToolRegistry (a service locator)",
     "command": "certificates, composition and effects name each other's types",
-    "standing": "the grant desk and its changes name each other",
 }
 
 
