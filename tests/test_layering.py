@@ -75,11 +75,13 @@ def test_importing_the_package_loads_no_sdk() -> None:
     assert out == "", f"importing milpa_chat loaded: {out}"
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """Modules a file imports when it runs (lazy imports included; ``if TYPE_CHECKING:`` blocks are not)."""
+def _runtime_imports(path: Path, *, typing: bool = False) -> set[str]:
+    """Modules a file imports when it runs (lazy imports included; ``if TYPE_CHECKING:`` blocks only with
+    ``typing``: a circle through them is still a circle in the design, though not at run time)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(
-        node.test) for n in ast.walk(node)}
+    typing_only = set() if typing else {
+        id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)}
     found: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -91,14 +93,15 @@ def _runtime_imports(path: Path) -> set[str]:
     return found
 
 
-def import_cycles(package: str) -> list[list[str]]:
-    """Circles of imports between the modules of one subpackage (its ``__init__`` re-exports are left out)."""
+def import_cycles(package: str, *, typing: bool = False) -> list[list[str]]:
+    """Circles of imports between the modules of one subpackage (its ``__init__`` re-exports are left out);
+    ``typing``: imports under ``if TYPE_CHECKING:`` count too."""
     graph: dict[str, set[str]] = {}
     for path in (ROOT / package).rglob("*.py"):
         if path.name == "__init__.py":
             continue
         module = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
-        graph[module] = {m for m in _runtime_imports(path) if m.startswith(f"milpa_chat.{package}.")}
+        graph[module] = {m for m in _runtime_imports(path, typing=typing) if m.startswith(f"milpa_chat.{package}.")}
     cycles: list[list[str]] = []
     state: dict[str, int] = {}
 
@@ -133,6 +136,34 @@ def test_no_circular_imports_inside_a_subpackage(package: str) -> None:
     assert not cycles, f"milpa_chat.{package} imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
+#: Subpackages whose modules still import each other in a circle once ``TYPE_CHECKING`` imports count (the
+#: design's circles, hidden from the interpreter); remove an entry when it is untangled (the xfail is strict).
+KNOWN_TYPED_CYCLES: dict[str, str] = {
+    "runtime": "the pipeline steps and the approval desk reach through ToolRegistry (a service locator)",
+    "command": "certificates, composition and effects name each other's types",
+}
+
+
+@pytest.mark.parametrize("package", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_TYPED_CYCLES[p]))
+    if p in KNOWN_TYPED_CYCLES else p
+    for p in SUBPACKAGES
+])
+def test_no_circle_inside_a_subpackage_counting_type_checking_imports(package: str) -> None:
+    cycles = import_cycles(package, typing=True)
+    assert not cycles, f"milpa_chat.{package} imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+#: What the package top may hold: the everyday face, errors and private helpers (everything else lives in a
+#: subpackage); the last three are entry points kept where their users import them from.
+TOP_LEVEL = {"__init__.py", "errors.py", "_extras.py", "_failpoints.py", "demo.py", "examples.py", "fleet.py"}
+
+
+def test_the_package_top_holds_only_its_face() -> None:
+    extra = sorted(p.name for p in ROOT.glob("*.py") if p.name not in TOP_LEVEL)
+    assert not extra, f"modules at the package top that belong in a subpackage: {extra}"
+
+
 def test_the_cycle_finder_finds_a_circle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pkg = tmp_path / "milpa_chat" / "demo"
     pkg.mkdir(parents=True)
@@ -143,3 +174,8 @@ def test_the_cycle_finder_finds_a_circle(tmp_path: Path, monkeypatch: pytest.Mon
                               "if TYPE_CHECKING:\n    from milpa_chat.demo.a import A\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path / "milpa_chat")
     assert import_cycles("demo") == [["a", "b", "a"]]
+    (pkg / "d.py").write_text("from milpa_chat.demo.c import C\n")  # c names d's module only for types
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\n"
+                              "if TYPE_CHECKING:\n    from milpa_chat.demo.d import D\n")
+    assert import_cycles("demo") == [["a", "b", "a"]]
+    assert import_cycles("demo", typing=True) == [["a", "b", "a"], ["c", "d", "c"]]

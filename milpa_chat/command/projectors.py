@@ -8,7 +8,7 @@ whether it projects:
   once in a log line, and stays callable another way (typed, on Slack, the CLI, the agent);
 * :class:`SlackSubcommandProjector` (surface ``slack``): ``/milpa <tool>`` with its usage;
 * :class:`CliCommandProjector` (surface ``cli``): a command with one argument per schema property
-  (what :mod:`milpa_chat.cli_schema` turns into ``argparse``);
+  (what :mod:`milpa_chat.cli.schema` turns into ``argparse``);
 * :class:`ExplorerProjector` (surface ``jupyter``): what the notebook's ToolExplorer lists.
 """
 

@@ -41,7 +41,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _usage_error(message: str) -> Exception:
-    from milpa_chat.cli import CliError
+    from milpa_chat.cli.errors import CliError
 
     return CliError(message)
 
@@ -105,7 +105,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m milpa_chat.mcp``: the same options as ``milpa-chat mcp``."""
-    from milpa_chat.cli import CliError
+    from milpa_chat.cli.errors import CliError
 
     parser = argparse.ArgumentParser(prog="python -m milpa_chat.mcp", description="Serve tools over MCP.")
     configure(parser)

@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.command.grants import Canonical, InvalidGrant, NamedCall, StandingGrant
 from milpa_chat.command.grants.rules import fixable
 from milpa_chat.runtime.approval import Approval, ApprovalRefused
-from milpa_chat.standing.records import ACTIONS, COLLECTION, GrantRecord, when
+from milpa_chat.standing.records import ACTIONS, COLLECTION, GrantOffer, GrantRecord, when
 from milpa_chat.store.base import copy_value
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation
     from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.runtime.context import ToolContext
-    from milpa_chat.standing.desk import GrantOffer
     from milpa_chat.store.base import Store
 
 __all__ = ["GUARD", "GrantChanges", "Watcher"]

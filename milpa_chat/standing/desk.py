@@ -35,9 +35,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.grants import (
     Canonical,
-    Condition,
     ConditionReceipt,
-    Falsifier,
     GrantStanding,
     InvalidGrant,
     StandingCall,
@@ -52,6 +50,7 @@ from milpa_chat.standing.records import (
     COLLECTION,
     RECEIPTS,
     WATCH,
+    GrantOffer,
     GrantRecord,
     kept_receipts,
     receipt_key,
@@ -71,23 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["GrantDesk", "GrantOffer", "Judged"]
 
 log = logging.getLogger("milpa_chat.grants")
-
-
-@dataclass(frozen=True, slots=True)
-class GrantOffer:
-    """What "Always allow…" drafts for one operation: the parts a person cannot pick on a card.
-
-    ``fixed``: the argument names whose values the drafted grant fixes (taken from the call on the
-    card). ``ceiling``: the widest effect (default: the operation's declared effect). ``lasts``:
-    seconds until the drafted grant expires (``None``: no date).
-    """
-
-    conditions: tuple[Condition, ...]
-    falsifier: Falsifier
-    undo: str
-    fixed: tuple[str, ...] = ()
-    ceiling: EffectProfile | None = None
-    lasts: float | None = 30 * 86400.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,9 +35,12 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final
 
+from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.grants import (
     Canonical,
+    Condition,
     ConditionReceipt,
+    Falsifier,
     GrantStanding,
     GrantState,
     InvalidGrant,
@@ -52,6 +55,7 @@ __all__ = [
     "RECEIPTS",
     "STATES",
     "WATCH",
+    "GrantOffer",
     "GrantRecord",
     "kept_receipts",
     "receipt_key",
@@ -224,3 +228,20 @@ def standing_of(
         falsifier_seen_at=_seen(watch, grant.falsifier.by),
         instruments={k: v for k, v in instruments.items()},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class GrantOffer:
+    """What "Always allow…" drafts for one operation: the parts a person cannot pick on a card.
+
+    ``fixed``: the argument names whose values the drafted grant fixes (taken from the call on the
+    card). ``ceiling``: the widest effect (default: the operation's declared effect). ``lasts``:
+    seconds until the drafted grant expires (``None``: no date).
+    """
+
+    conditions: tuple[Condition, ...]
+    falsifier: Falsifier
+    undo: str
+    fixed: tuple[str, ...] = ()
+    ceiling: EffectProfile | None = None
+    lasts: float | None = 30 * 86400.0

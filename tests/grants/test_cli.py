@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from milpa_chat.cli import CliError
-from milpa_chat.cli_grants import add_parsers, cmd_grants
+from milpa_chat.cli.grants import add_parsers, cmd_grants
 from milpa_chat.store.sqlite import SqliteStore
 from tests.grants.house import APPROVER, REQUESTER, grant, house, measured, signed
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat.cli.errors import CliError
 from milpa_chat.runtime.registry import ToolRegistry
 from milpa_chat.store.memory import MemoryStore
 
@@ -29,15 +30,15 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.result import ToolResult
     from milpa_chat.store.base import Store
 
-__all__ = ["STORE_ENV", "default_store_path", "demo_tools", "importable_cwd", "load_registry", "open_cli_store",
-           "resolve_store", "runs_cli_approvals"]
+__all__ = ["DEFAULT_TOOLS", "STORE_ENV", "default_store_path", "demo_tools", "importable_cwd", "load_registry",
+           "open_cli_store", "resolve_store", "runs_cli_approvals"]
 
 STORE_ENV = "MILPA_STORE"
+#: The tools a command runs on when it is given no ``--tools``.
+DEFAULT_TOOLS = "milpa_chat.cli.store:demo_tools"
 
 
 def _usage_error(message: str) -> Exception:
-    from milpa_chat.cli import CliError
-
     return CliError(message)
 
 

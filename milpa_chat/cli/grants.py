@@ -16,6 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from milpa_chat.cli.errors import CliError
+from milpa_chat.cli.identity import PRINCIPAL_ENV, CliIdentity
+from milpa_chat.cli.store import open_cli_store
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
@@ -103,9 +106,6 @@ def _desk(store: Store) -> GrantDesk:
 
 
 def _person(ns: argparse.Namespace, verb: str) -> ToolContext:
-    from milpa_chat.cli import CliError
-    from milpa_chat.cli_identity import PRINCIPAL_ENV, CliIdentity
-
     identity = CliIdentity.from_options(getattr(ns, "as_", None), getattr(ns, "identities", None),
                                         getattr(ns, "scopes", None))
     if identity.principal is None:
@@ -115,8 +115,6 @@ def _person(ns: argparse.Namespace, verb: str) -> ToolContext:
 
 
 async def cmd_grants(ns: argparse.Namespace) -> int:
-    from milpa_chat.cli_store import open_cli_store
-
     action = getattr(ns, "action", None) or "list"
     store = open_cli_store(getattr(ns, "store", None))
     try:
@@ -143,8 +141,6 @@ async def _list(desk: GrantDesk, everything: bool) -> int:
 
 
 async def _find(desk: GrantDesk, grant_id: str) -> GrantRecord:
-    from milpa_chat.cli import CliError
-
     found = await desk.get(grant_id)
     if found is None:
         raise CliError(f"no standing grant {grant_id!r} in this store; milpa-chat grants --all lists them "
@@ -156,8 +152,6 @@ def _read_text(path: str) -> str:
     """The grant's text from ``path`` (``-``: standard input), or a usage error naming the file."""
     import sys
 
-    from milpa_chat.cli import CliError
-
     try:
         return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -165,7 +159,6 @@ def _read_text(path: str) -> str:
 
 
 async def _draft(desk: GrantDesk, ns: argparse.Namespace) -> int:
-    from milpa_chat.cli import CliError
     from milpa_chat.command.grants import InvalidGrant
 
     ctx = _person(ns, "draft")
@@ -183,8 +176,6 @@ async def _draft(desk: GrantDesk, ns: argparse.Namespace) -> int:
 
 
 async def _change(desk: GrantDesk, ns: argparse.Namespace, action: str) -> int:
-    from milpa_chat.cli import CliError
-
     ctx = _person(ns, action)
     try:
         if action in ("sign", "decline"):

@@ -6,6 +6,8 @@ import argparse
 import contextlib
 from collections.abc import AsyncIterator
 
+from milpa_chat.cli.identity import CliIdentity
+from milpa_chat.cli.store import load_registry, open_cli_store, runs_cli_approvals
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.registry import ToolRegistry
 
@@ -19,9 +21,6 @@ async def session(spec: str, ns: argparse.Namespace) -> AsyncIterator[tuple[Tool
     Approvals opened in the session run, once approved, wherever they are approved from the command
     line; every call and approval change goes to the store's audit trail. The store is closed after.
     """
-    from milpa_chat.cli_identity import CliIdentity
-    from milpa_chat.cli_store import load_registry, open_cli_store, runs_cli_approvals
-
     identity = CliIdentity.from_options(getattr(ns, "as_", None), getattr(ns, "identities", None),
                                         getattr(ns, "scopes", None))
     store = open_cli_store(getattr(ns, "store", None))

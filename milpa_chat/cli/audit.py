@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from milpa_chat.cli.errors import CliError
+from milpa_chat.cli.store import open_cli_store
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.runtime.trail_checkpoints import Checkpoint, CheckpointError, parse_checkpoints, parse_expected_head
 from milpa_chat.runtime.trail_keys import PUBLIC_KEY_ENV, PublicKey, SigningKey, TrailKeyError, generate_pem
@@ -53,8 +55,6 @@ def add_parser(
 
 
 def _fail(message: str) -> Exception:
-    from milpa_chat.cli import CliError
-
     return CliError(message)
 
 
@@ -163,7 +163,6 @@ async def cmd_audit(ns: argparse.Namespace) -> int:
         public = _public_key(ns, key)
     except TrailKeyError as exc:
         raise _fail(str(exc)) from None
-    from milpa_chat.cli_store import open_cli_store
 
     store = open_cli_store(getattr(ns, "store", None))
     try:

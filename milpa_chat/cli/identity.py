@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat.cli.errors import CliError
 from milpa_chat.runtime.context import ToolContext
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ IDENTITIES_ENV = "MILPA_IDENTITIES"
 
 
 def _usage_error(message: str) -> Exception:
-    from milpa_chat.cli import CliError
-
     return CliError(message)
 
 

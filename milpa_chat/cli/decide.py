@@ -13,17 +13,21 @@ import argparse
 import getpass
 from typing import TYPE_CHECKING
 
+from milpa_chat.cli.errors import CliError
+from milpa_chat.cli.identity import PRINCIPAL_ENV, CliIdentity
+from milpa_chat.cli.output import render
+from milpa_chat.cli.store import DEFAULT_TOOLS, load_registry, open_cli_store, runs_cli_approvals
 from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.runtime.approvals import ApprovalDesk
+from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
+from milpa_chat.runtime.trail import AuditTrail
 
 if TYPE_CHECKING:
-    from milpa_chat.cli_identity import CliIdentity
     from milpa_chat.runtime.approval import Approval
-    from milpa_chat.runtime.context import ToolContext
     from milpa_chat.store.base import Store
 
-__all__ = ["cmd_verdict", "opened_here"]
+__all__ = ["cmd_verdict", "find", "opened_here"]
 
 #: The decisions that start a run of the tool.
 RUNS = ("approve", "run_again")
@@ -34,11 +38,16 @@ def opened_here(approval: Approval) -> bool:
     return approval.tool is not None and approval.data["requester"].get("channel") == "cli"
 
 
-def _decider(identity: CliIdentity, decision: str, *, shell: bool) -> ToolContext:
-    from milpa_chat.cli import CliError
-    from milpa_chat.cli_identity import PRINCIPAL_ENV
-    from milpa_chat.runtime.context import ToolContext
+async def find(desk: ApprovalDesk, approval_id: str) -> Approval:
+    """The approval ``approval_id``, or a usage error saying how to find the right id."""
+    approval = await desk.get(approval_id)
+    if approval is None:
+        raise CliError(f"no approval {approval_id!r} in this store; milpa-chat approvals --all lists them "
+                       "(is --store the store the request was made on?)")
+    return approval
 
+
+def _decider(identity: CliIdentity, decision: str, *, shell: bool) -> ToolContext:
     if identity.principal is not None:
         return identity.context()
     if shell:
@@ -48,8 +57,6 @@ def _decider(identity: CliIdentity, decision: str, *, shell: bool) -> ToolContex
 
 
 def _refusal(exc: ApprovalRefused, approval: Approval, ctx: ToolContext) -> Exception:
-    from milpa_chat.cli import CliError
-
     text = str(exc).rstrip(".")
     if exc.code != "FORBIDDEN":  # decided already, expired, not a request approvers decide
         return CliError(f"{text}; milpa-chat approvals show {approval.id} tells its story")
@@ -61,9 +68,6 @@ def _refusal(exc: ApprovalRefused, approval: Approval, ctx: ToolContext) -> Exce
 def _runner(ns: argparse.Namespace, store: Store, approval: Approval, identity: CliIdentity) -> tuple[
         ApprovalDesk, list[ToolResult]]:
     """The desk of the registry that runs ``approval`` here once decided, and where its results go."""
-    from milpa_chat.cli import DEFAULT_TOOLS, CliError
-    from milpa_chat.cli_store import load_registry, runs_cli_approvals
-
     spec = getattr(ns, "tools", None) or DEFAULT_TOOLS
     registry = load_registry(spec, store)
     if approval.tool is None or not registry.has(approval.tool):
@@ -74,12 +78,6 @@ def _runner(ns: argparse.Namespace, store: Store, approval: Approval, identity: 
 
 async def cmd_verdict(ns: argparse.Namespace, decision: str, *, shell: bool = False) -> int:
     """Take ``decision`` on approval ``ns.id`` as the configured principal (``shell``: else as the local shell)."""
-    from milpa_chat.cli import render
-    from milpa_chat.cli_approvals import find
-    from milpa_chat.cli_identity import CliIdentity
-    from milpa_chat.cli_store import open_cli_store
-    from milpa_chat.runtime.trail import AuditTrail
-
     identity = CliIdentity.from_options(ns.as_, ns.identities, ns.scopes)
     ctx = _decider(identity, decision, shell=shell)
     store = open_cli_store(ns.store)

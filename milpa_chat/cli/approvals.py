@@ -19,7 +19,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.cli_decide import opened_here
+from milpa_chat.cli.decide import cmd_verdict, find, opened_here
+from milpa_chat.cli.store import open_cli_store
 from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.runtime.approvals import DECISIONS, ApprovalDesk
 from milpa_chat.runtime.context import ToolContext
@@ -74,12 +75,8 @@ def _when(ts: float | None) -> str:
 
 
 async def cmd_approvals(ns: argparse.Namespace) -> int:
-    from milpa_chat.cli_store import open_cli_store
-
     action = getattr(ns, "action", None) or "list"
     if action in ("approve", "reject"):
-        from milpa_chat.cli_decide import cmd_verdict
-
         return await cmd_verdict(ns, action)
     store = open_cli_store(ns.store)
     try:
@@ -106,17 +103,6 @@ async def _list(desk: ApprovalDesk, store: Store, ns: argparse.Namespace) -> int
         print(f"{a.id}  {a.state:<16} {a.kind:<12} {a.label}  by {a.requester_name}{votes}, "
               f"expires {_when(a.expires_at)}")
     return 0
-
-
-async def find(desk: ApprovalDesk, approval_id: str) -> Approval:
-    """The approval ``approval_id``, or a usage error saying how to find the right id."""
-    from milpa_chat.cli import CliError
-
-    approval = await desk.get(approval_id)
-    if approval is None:
-        raise CliError(f"no approval {approval_id!r} in this store; milpa-chat approvals --all lists them "
-                       "(is --store the store the request was made on?)")
-    return approval
 
 
 def show_lines(a: Approval) -> list[str]:
@@ -155,9 +141,6 @@ async def _show(desk: ApprovalDesk, approval_id: str) -> int:
 
 
 async def cmd_decide(ns: argparse.Namespace) -> int:
-    from milpa_chat.cli_decide import cmd_verdict
-    from milpa_chat.cli_store import open_cli_store
-
     print("milpa-chat: decide is deprecated; use milpa-chat approvals approve|reject ID --as PRINCIPAL",
           file=sys.stderr)
     decision = ns.decision.replace("-", "_")
