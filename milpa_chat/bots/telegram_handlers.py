@@ -183,5 +183,16 @@ def _tap(update: Update, query: CallbackQuery) -> Inbound | None:
     return Inbound(
         "telegram", str(message.chat.id), chat_user(query.from_user), action=action, ref=ref,
         delivery_id=str(update.update_id), message_id=str(message.message_id), chat_type=message.chat.type,
-        raw=query,
+        buttons=tapped_buttons(message), raw=query,
     )
+
+
+def tapped_buttons(message: object) -> tuple[str, ...] | None:
+    """The callback data of every button of the tapped message as Telegram reported it (its
+    ``reply_markup``); ``None`` for a message too old for Telegram to report (``InaccessibleMessage``)."""
+    from telegram import Message
+
+    if not isinstance(message, Message):
+        return None
+    keyboard = message.reply_markup.inline_keyboard if message.reply_markup is not None else ()
+    return tuple(b.callback_data for row in keyboard for b in row if isinstance(b.callback_data, str))

@@ -89,8 +89,16 @@ class ApprovalOutbox:
 
     async def repair(self, approval: Approval, inbound: Inbound) -> None:
         """Bring the tapped message up to date when the record does not know it: a copy of the card
-        whose send completed but whose id a crash lost. Best effort; only once the approval was decided."""
+        whose send completed but whose id a crash lost. Best effort; only once the approval was decided.
+
+        A copy is only ever repaired from its own record: only when the platform reported the tapped
+        message's buttons and one of them names ``approval`` (a tap naming another request, or on a
+        message whose buttons could not be seen, changes no message)."""
         if approval.state == "pending" or self.knows(approval, inbound) or inbound.message_id is None:
+            return
+        if not inbound.offered or not inbound.shows(approval.id):
+            log.info("approval %s: a tap on %s message %s is not from a copy of its card; not repaired",
+                     approval.id, inbound.surface, inbound.message_id)
             return
         transport = self.transports.get(inbound.surface)
         if transport is None:
