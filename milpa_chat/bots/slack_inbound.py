@@ -75,7 +75,7 @@ def _value(match: re.Match[str]) -> str:
             return f"@{special}"
         return label or special
     if target.startswith("mailto:"):
-        return target[len("mailto:"):]
+        return target[len("mailto:") :]
     return target
 
 

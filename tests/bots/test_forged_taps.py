@@ -29,14 +29,22 @@ from milpa_chat.testing.slack import SlackApiServer, SlackEvents, SlackMessage, 
 
 from .conftest_slack import ALICE, APPROVERS, BOB, MARIA, SECRET, TEAM, TOKEN, WORK, button
 
-TG_ALICE, TG_BOB, TG_MARIA = TelegramUser(1001, "Alice", "alice"), TelegramUser(1002, "Bob", "bob"), \
-    TelegramUser(2001, "Maria", "maria")
+TG_ALICE, TG_BOB, TG_MARIA = (
+    TelegramUser(1001, "Alice", "alice"),
+    TelegramUser(1002, "Bob", "bob"),
+    TelegramUser(2001, "Maria", "maria"),
+)
 TG_APPROVERS = -500
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["notes:read", "notes:write", "payments:send"], "manager": ["notes:read", "payments:approve"]},
-    "users": {"telegram:1001": ["writer"], "telegram:1002": ["writer"], "telegram:2001": ["manager"],
-              f"slack:{TEAM}:{ALICE}": ["writer"], f"slack:{TEAM}:{BOB}": ["writer"],
-              f"slack:{TEAM}:{MARIA}": ["manager"]},
+    "users": {
+        "telegram:1001": ["writer"],
+        "telegram:1002": ["writer"],
+        "telegram:2001": ["manager"],
+        f"slack:{TEAM}:{ALICE}": ["writer"],
+        f"slack:{TEAM}:{BOB}": ["writer"],
+        f"slack:{TEAM}:{MARIA}": ["manager"],
+    },
     "approvers": {"telegram": [str(TG_APPROVERS)], "slack": [APPROVERS]},
 }
 WAIT = 15.0
@@ -53,8 +61,12 @@ class World:
     runs: list[str]
 
     async def tg_ask(self, user: TelegramUser, text: str) -> TelegramMessage:
-        sent = await self.tg.send_message(user.id, user, text)
-        return await self.tg.wait_for_message(user.id, since=sent, timeout=WAIT)
+        """``user`` sends ``text``; the card (a message with buttons) the bot answers with."""
+        known = {m.message_id for m in self.tg.messages(user.id)}
+        await self.tg.send_message(user.id, user, text)
+        return await self.tg.wait_until(
+            lambda: next((m for m in self.tg.messages(user.id) if m.message_id not in known and m.buttons), None), WAIT
+        )
 
     async def tg_tap(self, message: TelegramMessage, word: str, user: TelegramUser) -> None:
         now = self.tg.message(message.chat.id, message.message_id)
@@ -66,8 +78,9 @@ class World:
         before = len(self.api.messages(WORK))
         await self.slack.command("/milpa", text, user=user, channel=WORK)
         await self.slack_bot.drain()
-        return await self.api.wait_for_message(WORK, lambda m: len(self.api.messages(WORK)) > before and bool(
-            m.buttons()), timeout=WAIT)
+        return await self.api.wait_for_message(
+            WORK, lambda m: len(self.api.messages(WORK)) > before and bool(m.buttons()), timeout=WAIT
+        )
 
     async def slack_tap(self, message: SlackMessage, label: str, user: str) -> None:
         await self.slack.click(message, button(message, label)["action_id"], user=user)
@@ -75,8 +88,10 @@ class World:
 
     def seen(self) -> str:
         """Every message on both platforms as its people see it (text, buttons), and every edit call made."""
-        tg = {chat: [(m.message_id, m.text, m.reply_markup) for m in self.tg.messages(chat)]
-              for chat in (TG_ALICE.id, TG_BOB.id, TG_APPROVERS)}
+        tg = {
+            chat: [(m.message_id, m.text, m.reply_markup) for m in self.tg.messages(chat)]
+            for chat in (TG_ALICE.id, TG_BOB.id, TG_APPROVERS)
+        }
         slack = {ch: [(m.ts, m.text, m.blocks) for m in self.api.messages(ch)] for ch in (WORK, APPROVERS)}
         return json.dumps([tg, slack], sort_keys=True, default=str)
 
@@ -116,6 +131,7 @@ def approval_id(data: str) -> str:
 async def requests(w: World) -> tuple[dict[str, Any], list[str]]:
     """Pending cards to tap on (the message, who taps it) and the ids of other approvals: finished,
     rejected and other people's pending ones, requested on both platforms."""
+
     def tg_id(message: TelegramMessage) -> str:
         return approval_id(str(message.buttons[0][0]["callback_data"]))
 
@@ -137,13 +153,16 @@ async def requests(w: World) -> tuple[dict[str, Any], list[str]]:
     tg_confirm = await w.tg_ask(TG_ALICE, "/delete_note 5")
     slack_confirm = await w.slack_ask(ALICE, "delete_note 4")
     tg_mine = await w.tg_ask(TG_ALICE, "/send_payment ACME 10")
-    tg_group = await w.tg.wait_until(lambda: next((m for m in w.tg.messages(TG_APPROVERS)
-                                                   if "ACME" in (m.text or "")), None), WAIT)
+    tg_group = await w.tg.wait_until(
+        lambda: next((m for m in w.tg.messages(TG_APPROVERS) if "ACME" in (m.text or "")), None), WAIT
+    )
     slack_group = await w.api.wait_for_message(APPROVERS, lambda m: "ACME" in m.all_text(), timeout=WAIT)
     await w.tg.wait_until(lambda: w.runs.count("delete_note") == 2, WAIT)
     others = sorted(set(ids))
-    targets = {"telegram": [(tg_confirm, TG_ALICE), (tg_mine, TG_ALICE), (tg_group, TG_MARIA)],
-               "slack": [(slack_confirm, ALICE), (slack_group, MARIA)]}
+    targets = {
+        "telegram": [(tg_confirm, TG_ALICE), (tg_mine, TG_ALICE), (tg_group, TG_MARIA)],
+        "slack": [(slack_confirm, ALICE), (slack_group, MARIA)],
+    }
     return targets, others
 
 
@@ -152,7 +171,7 @@ async def forge_telegram(w: World, targets: list[tuple[TelegramMessage, Telegram
     taps: list[Any] = []
     pairs = list(zip(itertools.cycle(targets), data, strict=False))
     for start in range(0, len(pairs), 20):
-        batch = [await w.tg.tap(m.chat.id, m.message_id, u, d) for (m, u), d in pairs[start:start + 20]]
+        batch = [await w.tg.tap(m.chat.id, m.message_id, u, d) for (m, u), d in pairs[start : start + 20]]
         await w.tg.wait_until(lambda b=batch: all(w.tg.callback_query(t).answered for t in b), WAIT)  # type: ignore[misc]
         taps += batch
     return taps
@@ -165,15 +184,24 @@ async def forge_slack(w: World, targets: list[tuple[SlackMessage, str]], data: l
         now = w.api.messages(message.channel)
         current = next(m for m in now if m.ts == message.ts)  # Slack sends the message as it is now
         request = w.slack.payloads.block_action(
-            {"type": "button", "action_id": action_ids[current.ts], "value": forged,
-             "action_ts": f"{time.time():.0f}.{n}"},
-            block_id="forged", user=user, channel=current.channel, message_ts=current.ts, message=current.to_api())
+            {
+                "type": "button",
+                "action_id": action_ids[current.ts],
+                "value": forged,
+                "action_ts": f"{time.time():.0f}.{n}",
+            },
+            block_id="forged",
+            user=user,
+            channel=current.channel,
+            message_ts=current.ts,
+            message=current.to_api(),
+        )
         response = await w.slack.send(request)
         assert response.status == 200
 
     jobs = [one(n, m, u, d) for n, ((m, u), d) in enumerate(zip(itertools.cycle(targets), data, strict=False))]
     for start in range(0, len(jobs), 50):
-        await asyncio.gather(*jobs[start:start + 50])
+        await asyncio.gather(*jobs[start : start + 50])
     await w.slack_bot.drain()
 
 
@@ -198,8 +226,7 @@ async def test_a_thousand_forged_taps_naming_other_approvals_change_no_message_a
         answers = {w.tg.callback_query(t).answer_text for t in taps}
         refused = [m.text for m in w.api.ephemeral_messages()[whispers:]]
         assert answers == {NOT_THIS_MESSAGE} and refused == [NOT_THIS_MESSAGE] * 500
-        print(f"1000 forged taps naming other approvals → {changed} messages changed "
-              f"(0 decisions; {elapsed:.1f} s)")
+        print(f"1000 forged taps naming other approvals → {changed} messages changed (0 decisions; {elapsed:.1f} s)")
 
         # the cards tapped still work for who they are for
         tg_confirm, _ = targets["telegram"][0]
@@ -208,3 +235,44 @@ async def test_a_thousand_forged_taps_naming_other_approvals_change_no_message_a
         slack_group, _ = targets["slack"][1]
         await w.slack_tap(slack_group, "Approve", MARIA)
         await w.tg.wait_until(lambda: w.runs.count("send_payment") == 1, WAIT)
+
+
+async def test_where_the_platform_does_not_report_the_message_decisions_are_checked_and_nothing_is_repaired() -> None:
+    """A Telegram message too old to be reported (``InaccessibleMessage``) and a Slack tap without the message
+    (an ephemeral one): whose buttons they show is unknown, so the one decision function decides as always,
+    and no message is edited on the strength of the data the tap carried."""
+    async with world() as w:
+        done = await w.tg_ask(TG_ALICE, "/delete_note 7")
+        done_data = str(done.buttons[0][0]["callback_data"])
+        await w.tg_tap(done, "Confirm", TG_ALICE)
+        card = await w.tg_ask(TG_ALICE, "/delete_note 5")
+        confirm = str(card.buttons[0][0]["callback_data"])
+        slack_done = await w.slack_ask(ALICE, "delete_note 3")
+        slack_done_data = str(slack_done.buttons()[0]["value"])
+        await w.slack_tap(slack_done, "Confirm", ALICE)
+        slack_card = await w.slack_ask(ALICE, "delete_note 4")
+        await w.tg.wait_until(lambda: w.runs.count("delete_note") == 2, WAIT)
+        before, edits = w.seen(), w.edits()
+
+        old = await w.tg.tap(card.chat.id, card.message_id, TG_ALICE, done_data, inaccessible=True)
+        await w.tg.wait_until(lambda: w.tg.callback_query(old).answered, WAIT)
+        whispers = len(w.api.ephemeral_messages(ALICE))
+        request = w.slack.payloads.block_action(
+            {"type": "button", "action_id": slack_card.buttons()[0]["action_id"], "value": slack_done_data},
+            block_id="b",
+            user=ALICE,
+            channel=WORK,
+            message_ts=slack_card.ts,
+            ephemeral=True,
+        )
+        await w.slack.send(request)
+        await w.slack_bot.drain()
+        assert w.tg.callback_query(old).answer_text == "Already done."
+        assert [m.text for m in w.api.ephemeral_messages(ALICE)[whispers:]] == ["Already done."]
+        assert w.edits() == edits and w.seen() == before and w.runs.count("delete_note") == 2
+
+        # the same kind of tap with the card's own data decides as the person who tapped
+        mine = await w.tg.tap(card.chat.id, card.message_id, TG_ALICE, confirm, inaccessible=True)
+        await w.tg.wait_until(lambda: w.tg.callback_query(mine).answered, WAIT)
+        assert w.tg.callback_query(mine).answer_text == "Confirmed — running it now."
+        await w.tg.wait_until(lambda: w.runs.count("delete_note") == 3, WAIT)
