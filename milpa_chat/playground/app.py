@@ -294,6 +294,7 @@ async def _clock(play: Playground, request: Request) -> Response:
 async def _tour(play: Playground, request: Request) -> Response:
     from milpa_chat.playground.tour import run_tour
 
+    await _body(request)  # the page sends {}: anything else is not the page
     if play.tour is not None and not play.tour.done():
         raise PlaygroundError("the tour is already playing")
     base = str(request.base_url).rstrip("/")

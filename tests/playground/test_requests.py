@@ -88,9 +88,9 @@ async def test_malformed_bodies_get_400_on_every_endpoint(caplog: pytest.LogCapt
     ]
     async with served() as s:
         for path in POSTS:
-            if path == "/api/tour":
-                continue  # takes no body: it starts the tour
             for body in bodies:
+                if path == "/api/tour" and not isinstance(body, bytes):
+                    continue  # a JSON object starts the tour
                 raw = body if isinstance(body, bytes) else None
                 kwargs: dict[str, Any] = {"data": raw} if raw is not None else {"json": body}
                 headers = {"Content-Type": "application/json"}
