@@ -35,7 +35,6 @@ import importlib.util
 import logging
 import re
 import secrets
-import signal
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -44,6 +43,7 @@ from milpa_chat.bots.errors import BotStartupError, telegram_startup_error
 from milpa_chat.bots.telegram_handlers import TelegramHandlers, chat_user, known_commands
 from milpa_chat.bots.telegram_menu import MenuPlan, menu_plan, sync_menu
 from milpa_chat.bots.telegram_routing import allowed_updates
+from milpa_chat.bots.telegram_webhook import until_signalled
 from milpa_chat.errors import MissingExtraError
 
 if TYPE_CHECKING:
@@ -255,22 +255,9 @@ class TelegramBot(TelegramHandlers):
         """Serve the webhook (as :meth:`start_webhook`) until Ctrl-C / SIGTERM, then finish what was accepted."""
         self._running(lambda: f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
                       f"(registered as {webhook_url}; Ctrl-C to stop)", lambda: asyncio.get_event_loop()
-                      .run_until_complete(self._webhook_until_signalled(
-                          webhook_url, listen=listen, port=port, url_path=url_path,
-                          drop_pending_updates=drop_pending_updates)))
-
-    async def _webhook_until_signalled(self, webhook_url: str, **options: Any) -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            await self.start_webhook(webhook_url, **options)
-            await stop.wait()
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            await self.stop()
+                      .run_until_complete(until_signalled(
+                          self.start_webhook(webhook_url, listen=listen, port=port, url_path=url_path,
+                                             drop_pending_updates=drop_pending_updates), self.stop)))
 
     def _running(self, line: Callable[[], str], run: Callable[[], None]) -> None:
         """Check the token on the loop PTB's ``run_*`` will use, say where the bot serves, then run."""

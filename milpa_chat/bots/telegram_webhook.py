@@ -8,16 +8,19 @@ to the application's ``update_queue``, as python-telegram-bot's webhook server w
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
+import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tornado.httpserver import HTTPServer
 
-__all__ = ["Delivery", "WebhookServer", "read_delivery"]
+__all__ = ["Delivery", "WebhookServer", "read_delivery", "until_signalled"]
 
 log = logging.getLogger("milpa_chat.bots.telegram")
 
@@ -101,3 +104,18 @@ class WebhookServer:
         if server is not None:
             server.stop()
             await server.close_all_connections()
+
+
+async def until_signalled(start: Awaitable[object], stop: Callable[[], Awaitable[object]]) -> None:
+    """Await ``start``, serve until SIGINT or SIGTERM, then await ``stop()`` (also when starting failed)."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    try:
+        await start
+        await stopping.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await stop()
