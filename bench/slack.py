@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import re
 import statistics
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 
 TOKEN, SECRET, CHANNEL, USER = "xoxb-bench", "bench-signing-secret", "C0BENCH", "U1001"
 WARMUP = 50
+_RETRIES = itertools.count(1)
 CLOCK_TICKS = 100  # os.sysconf("SC_CLK_TCK") on Linux
 SETUP_METHODS = frozenset({"auth.test"})  # calls that are not a tap's work
 
@@ -180,8 +182,12 @@ async def app_process(kind: str, api: SlackApiServer, store_url: str, replay: Pa
         await proc.wait()
 
 
-async def fire(slack: SlackEvents, requests: list[SlackRequest], concurrency: int) -> None:
-    signed = iter([slack.signer.sign(r) for r in requests])
+async def fire(
+    slack: SlackEvents, requests: list[SlackRequest], concurrency: int, *, redelivered: bool = False
+) -> None:
+    """POST ``requests``, ``concurrency`` at a time. Redeliveries are Slack's retries (``X-Slack-Retry-Num``): the
+    same signed request again would be a replay, refused by the app's signature check."""
+    signed = iter([slack.signer.sign(r, retry_num=next(_RETRIES) if redelivered else None) for r in requests])
 
     async def worker() -> None:
         for request in signed:
@@ -224,12 +230,12 @@ async def measure(app: AppProcess, api: SlackApiServer, card: SlackMessage, acti
             return [slack.payloads.click(card, action_id, user=USER) for _ in range(k)]
 
         base = len(work(api))
-        await fire(slack, taps(WARMUP), concurrency)
+        await fire(slack, taps(WARMUP), concurrency, redelivered=redelivered)
         await wait_work(api, base + first + per_tap * WARMUP)
         requests, base, cpu = taps(n), len(work(api)), app.cpu_seconds()
         shown = shown if redelivered else snapshot(card)
         start = time.perf_counter()
-        await fire(slack, requests, concurrency)
+        await fire(slack, requests, concurrency, redelivered=redelivered)
         acked = time.perf_counter() - start
         await wait_work(api, base + per_tap * n)
         done = time.perf_counter() - start

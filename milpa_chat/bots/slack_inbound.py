@@ -75,7 +75,7 @@ def _value(match: re.Match[str]) -> str:
             return f"@{special}"
         return label or special
     if target.startswith("mailto:"):
-        return target[len("mailto:"):]
+        return target[len("mailto:") :]
     return target
 
 
@@ -139,8 +139,26 @@ def action_inbound(body: Mapping[str, Any], action: Mapping[str, Any]) -> Inboun
         delivery_id=f"act:{message_ts}:{action_ts}:{user.id}" if action_ts else None,
         message_id=str(message_ts) if message_ts else None,
         chat_type=chat_type(channel),
+        buttons=tapped_buttons(body),
         raw=body,
     )
+
+
+def tapped_buttons(body: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The ``value`` of every button of the tapped message as Slack reported it (``message.blocks``: the
+    elements of ``actions`` blocks and sections' accessories); ``None`` when Slack did not send the message
+    (an ephemeral message, a modal)."""
+    message = body.get("message")
+    if not isinstance(message, Mapping) or (body.get("container") or {}).get("is_ephemeral"):
+        return None
+    found: list[str] = []
+    for block in message.get("blocks") or ():
+        if not isinstance(block, Mapping):
+            continue
+        elements = list(block.get("elements") or ()) if block.get("type") == "actions" else []
+        elements.append(block.get("accessory"))
+        found += [str(e["value"]) for e in elements if isinstance(e, Mapping) and isinstance(e.get("value"), str)]
+    return tuple(found)
 
 
 def _team(body: Mapping[str, Any]) -> str | None:

@@ -1,5 +1,6 @@
 """How a :class:`~milpa_chat.bots.slack.SlackBot` receives Slack's requests: HTTP (aiohttp or any ASGI
-server) or Socket Mode. Every HTTP mode checks Slack's request signature (bolt's verification)."""
+server) or Socket Mode. Every HTTP mode checks Slack's request signature, freshness and novelty before
+anything parses the body (:class:`~milpa_chat.bots.slack_guard.SlackGuard`; bolt verifies again)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ if TYPE_CHECKING:
     from aiohttp import web
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
     from slack_bolt.async_app import AsyncApp
+    from slack_bolt.response import BoltResponse
     from slack_sdk.web.async_client import AsyncWebClient
+
+    from milpa_chat.bots.slack_guard import SlackGuard
 
 __all__ = ["DEFAULT_HOST", "SlackServing"]
 
@@ -40,14 +44,13 @@ class SlackServing(ABC):
     listening: str = ""
     _runner: web.AppRunner | None = None
     _socket_handler: AsyncSocketModeHandler | None = None
+    _guard: SlackGuard | None = None
 
     @abstractmethod
-    def start_sweeper(self) -> None:
-        ...
+    def start_sweeper(self) -> None: ...
 
     @abstractmethod
-    async def close(self) -> None:
-        ...
+    async def close(self) -> None: ...
 
     # ------------------------------------------------------------------ HTTP
     def _need_signing_secret(self) -> None:
@@ -57,14 +60,45 @@ class SlackServing(ABC):
                 "(your app's 'Basic Information' -> Signing Secret); without one, use Socket Mode."
             )
 
+    @property
+    def guard(self) -> SlackGuard:
+        """What every HTTP request passes before its body is parsed (one per bot: it remembers signatures)."""
+        if self._guard is None:
+            from milpa_chat.bots.slack_guard import SlackGuard
+
+            self._need_signing_secret()
+            assert self.signing_secret is not None
+            self._guard = SlackGuard(self.signing_secret)
+        return self._guard
+
+    async def _guarded(self, body: bytes, query: str, headers: MutableMapping[str, str], peer: object) -> Any:
+        """bolt's response to a request the guard lets through, or the guard's :class:`Refusal`."""
+        from milpa_chat.bots.slack_guard import Refusal
+
+        refused = self.guard.check(body, headers, peer=peer)
+        if refused is not None:
+            return refused
+        parsed = self.guard.parse(body, query, headers)
+        if isinstance(parsed, Refusal):
+            log.info("refused a signed Slack request from %s: %s", peer or "?", parsed.reason)
+            return parsed
+        response: BoltResponse = await self.app.async_dispatch(parsed)
+        return response
+
     def web_app(self) -> web.Application:
         """An aiohttp application answering ``POST <path>``; it runs the approval sweeper while it serves."""
         self._need_signing_secret()
         from aiohttp import web
-        from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+        from slack_bolt.adapter.aiohttp import to_aiohttp_response
+
+        from milpa_chat.bots.slack_guard import Refusal, lower_headers
 
         async def endpoint(request: web.Request) -> web.Response:
-            return await to_aiohttp_response(await self.app.async_dispatch(await to_bolt_request(request)))
+            body = await request.read()
+            answer = await self._guarded(body, request.query_string, lower_headers(request.headers), request.remote)
+            if isinstance(answer, Refusal):
+                return web.Response(status=answer.status, text=answer.reason)
+            return await to_aiohttp_response(answer)
 
         async def on_startup(_: web.Application) -> None:
             self.start_sweeper()
@@ -88,6 +122,9 @@ class SlackServing(ABC):
         handler = AsyncSlackRequestHandler(self.app, path=self.path)
 
         async def application(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") == self.path:
+                await self._asgi_post(scope, receive, send)
+                return
             if scope["type"] != "lifespan":
                 await handler(scope, receive, send)  # type: ignore[arg-type]
                 return
@@ -102,6 +139,26 @@ class SlackServing(ABC):
                     return
 
         return application
+
+    async def _asgi_post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from milpa_chat.bots.slack_guard import Refusal
+
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        query = scope.get("query_string", b"").decode("latin-1")
+        answer = await self._guarded(b"".join(chunks), query, headers, (scope.get("client") or ("?",))[0])
+        if isinstance(answer, Refusal):
+            status, head, content = answer.status, [(b"content-type", b"text/plain; charset=utf-8")], answer.reason
+        else:
+            status, content = answer.status, answer.body
+            head = [(k.encode(), v.encode()) for k, values in answer.headers.items() for v in values]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": content.encode()})
 
     async def check_auth(self) -> dict[str, Any]:
         """``auth.test`` with the bot token: who the bot is. A rejected token or an unreachable Web API
@@ -204,4 +261,3 @@ class SlackServing(ABC):
         """Serve over Socket Mode until Ctrl-C or SIGTERM (blocks), then disconnect cleanly; ``web_client``
         opens the connection (as for :meth:`socket_mode_handler`)."""
         asyncio.run(self._until_signalled(lambda: self.connect_socket_mode(web_client)))
-

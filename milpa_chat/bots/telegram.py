@@ -43,12 +43,14 @@ from milpa_chat.bots.errors import BotStartupError, telegram_startup_error
 from milpa_chat.bots.telegram_handlers import TelegramHandlers, chat_user, known_commands
 from milpa_chat.bots.telegram_menu import MenuPlan, menu_plan, sync_menu
 from milpa_chat.bots.telegram_routing import allowed_updates
+from milpa_chat.bots.telegram_webhook import until_signalled
 from milpa_chat.errors import MissingExtraError
 
 if TYPE_CHECKING:
     from telegram.ext import Application, ApplicationBuilder, BaseHandler
 
     from milpa_chat.bots.telegram_transport import TelegramTransport
+    from milpa_chat.bots.telegram_webhook import WebhookServer
     from milpa_chat.chat.assistant import Assistant
     from milpa_chat.command.projectors import TelegramCommandProjector
     from milpa_chat.renderers.telegram import TelegramRenderer
@@ -133,6 +135,7 @@ class TelegramBot(TelegramHandlers):
         self._sweeper: asyncio.Task[None] | None = None
         self._late_answers: set[asyncio.Future[bool]] = set()
         self._started = False
+        self._webhook: WebhookServer | None = None
         self._handlers: list[BaseHandler[Any, Any, Any]] = []
         self._add_handlers()
         self._chain_hooks()
@@ -198,14 +201,19 @@ class TelegramBot(TelegramHandlers):
         self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443, url_path: str = "telegram",
         drop_pending_updates: bool = False, max_connections: int = 40,
     ) -> None:
-        """Start, register ``webhook_url`` with Telegram and serve it on ``listen:port/url_path`` with PTB's
-        webhook server (tornado). Deliveries without the right secret token are refused with 403.
-        :meth:`stop` stops accepting deliveries and finishes the updates already accepted."""
+        """Start, serve ``listen:port/url_path`` (:class:`~milpa_chat.bots.telegram_webhook.WebhookServer`,
+        tornado) and register ``webhook_url`` with Telegram. Deliveries without the right secret token are
+        refused with 403, bodies that are not an ``Update`` with 400. :meth:`stop` stops accepting deliveries
+        and finishes the updates already accepted."""
+        from milpa_chat.bots.telegram_webhook import WebhookServer
+
         await self.start(polling=False)
-        await self._updater().start_webhook(
-            listen=listen, port=port, url_path=url_path, webhook_url=webhook_url, secret_token=self._secret(),
-            allowed_updates=self.allowed_updates, drop_pending_updates=drop_pending_updates,
-            max_connections=max_connections,
+        server = WebhookServer(self.application, url_path=url_path, secret=self._secret())
+        await server.start(listen, port)
+        self._webhook = server
+        await self.application.bot.set_webhook(
+            webhook_url, secret_token=self._secret(), allowed_updates=self.allowed_updates,
+            drop_pending_updates=drop_pending_updates, max_connections=max_connections,
         )
         log.info("Telegram webhook listening on http://%s:%s/%s (registered as %s)", listen, port,
                  url_path.strip("/"), webhook_url)
@@ -214,6 +222,9 @@ class TelegramBot(TelegramHandlers):
         """Stop fetching updates, let running handlers finish, stop the sweeper and shut down."""
         if not self._started:
             return
+        webhook, self._webhook = self._webhook, None
+        if webhook is not None:
+            await webhook.stop()
         updater = self.application.updater
         if updater is not None and updater.running:
             await updater.stop()
@@ -241,12 +252,12 @@ class TelegramBot(TelegramHandlers):
 
     def run_webhook(self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443,
                     url_path: str = "telegram", drop_pending_updates: bool = False) -> None:
-        """Serve the webhook until Ctrl-C / SIGTERM (PTB owns the event loop), then finish what was accepted."""
+        """Serve the webhook (as :meth:`start_webhook`) until Ctrl-C / SIGTERM, then finish what was accepted."""
         self._running(lambda: f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
-                      f"(registered as {webhook_url}; Ctrl-C to stop)", lambda: self.application.run_webhook(
-            listen=listen, port=port, url_path=url_path, webhook_url=webhook_url, secret_token=self._secret(),
-            allowed_updates=self.allowed_updates, drop_pending_updates=drop_pending_updates,
-        ))
+                      f"(registered as {webhook_url}; Ctrl-C to stop)", lambda: asyncio.get_event_loop()
+                      .run_until_complete(until_signalled(
+                          self.start_webhook(webhook_url, listen=listen, port=port, url_path=url_path,
+                                             drop_pending_updates=drop_pending_updates), self.stop)))
 
     def _running(self, line: Callable[[], str], run: Callable[[], None]) -> None:
         """Check the token on the loop PTB's ``run_*`` will use, say where the bot serves, then run."""

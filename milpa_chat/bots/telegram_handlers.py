@@ -76,8 +76,13 @@ class TelegramHandlers:
         if message.chat.type != "private" and not self._addressed(message):
             return  # group chatter that is not for the bot
         inbound = Inbound(
-            "telegram", str(message.chat.id), chat_user(user), text=message.text,
-            delivery_id=str(update.update_id), chat_type=message.chat.type, raw=update,
+            "telegram",
+            str(message.chat.id),
+            chat_user(user),
+            text=message.text,
+            delivery_id=str(update.update_id),
+            chat_type=message.chat.type,
+            raw=update,
         )
         await self.assistant.handle(inbound, self.transport)
 
@@ -181,7 +186,26 @@ def _tap(update: Update, query: CallbackQuery) -> Inbound | None:
     except ValueError:
         return None
     return Inbound(
-        "telegram", str(message.chat.id), chat_user(query.from_user), action=action, ref=ref,
-        delivery_id=str(update.update_id), message_id=str(message.message_id), chat_type=message.chat.type,
+        "telegram",
+        str(message.chat.id),
+        chat_user(query.from_user),
+        action=action,
+        ref=ref,
+        delivery_id=str(update.update_id),
+        message_id=str(message.message_id),
+        chat_type=message.chat.type,
+        buttons=tapped_buttons(message),
         raw=query,
     )
+
+
+def tapped_buttons(message: object) -> tuple[str, ...] | None:
+    """The callback data of every button of the tapped message as Telegram reported it (its
+    ``reply_markup``); ``None`` for a message too old for Telegram to report (an inaccessible message:
+    ``date`` 0, no content)."""
+    from telegram import Message
+
+    if not isinstance(message, Message) or not message.is_accessible:
+        return None
+    keyboard = message.reply_markup.inline_keyboard if message.reply_markup is not None else ()
+    return tuple(b.callback_data for row in keyboard for b in row if isinstance(b.callback_data, str))

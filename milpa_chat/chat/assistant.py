@@ -262,6 +262,9 @@ class Assistant:
 
     async def _on_action(self, inbound: Inbound, transport: Transport) -> None:
         action, ref = inbound.action or "", inbound.ref or ""
+        if inbound.offered is False:  # not a button of the message it was tapped on: decides and edits nothing
+            await self.flows.refuse_forged(inbound, transport)
+            return
         if action == "approve" and not inbound.note:  # a high-risk request: the surface asks why first
             needs = await self.editor.wants_reason(ref, self.context_for(inbound), transport)
             if needs is not None:

@@ -38,9 +38,18 @@ __all__ = ["ACTIONS", "ApprovalFlows"]
 log = logging.getLogger("milpa_chat.chat")
 
 #: Button action -> decision of :meth:`ApprovalDesk.decide`.
-ACTIONS = {"confirm": "confirm", "cancel": "cancel", "approve": "approve", "reject": "reject",
-           "run_again": "run_again", "mark_done": "mark_done"}
+ACTIONS = {
+    "confirm": "confirm",
+    "cancel": "cancel",
+    "approve": "approve",
+    "reject": "reject",
+    "run_again": "run_again",
+    "mark_done": "mark_done",
+}
 NOT_VALID = "This button is not valid (unknown or removed request)."
+#: A tap whose data is not among the buttons of the message it was made on (a modified client).
+NOT_THIS_MESSAGE = "This button does not belong to this message."
+NOT_ANY_MORE = "This button is not valid any more."
 #: Short answers for a tap on an approval that was already decided (a callback answer shows 200 characters).
 STATE_ANSWERS = {
     "approved": "Already approved.",
@@ -81,9 +90,15 @@ class ApprovalFlows:
         decision = ACTIONS[action]
         aid, revision = parse_ref(ref)  # the version of the arguments the tapped card showed
         try:
-            change = await self.desk.decide(aid, decision, self.context_for(inbound), via=inbound.surface,
-                                            note=inbound.note, follow=False,
-                                            revision=revision if action in VERSIONED else None)
+            change = await self.desk.decide(
+                aid,
+                decision,
+                self.context_for(inbound),
+                via=inbound.surface,
+                note=inbound.note,
+                follow=False,
+                revision=revision if action in VERSIONED else None,
+            )
         except ApprovalRefused as exc:
             await _answer(transport, inbound, _refusal(exc), alert=True)
             if exc.approval is not None:
@@ -103,6 +118,29 @@ class ApprovalFlows:
             if current is not None:
                 await self.outbox.repair(current, inbound)
 
+    async def refuse_forged(self, inbound: Inbound, transport: Transport) -> None:
+        """A tap whose data the tapped message does not show (:attr:`Inbound.offered` is ``False``): refused,
+        deciding and repairing nothing. On a recorded copy of the request it names (a stale client tapping a
+        button the card has since lost), it is answered from the record ("Already done."); a request that
+        does not exist is "not valid"; on any other message a decision "does not belong to this message", and
+        another button (a page, "Show all", a tool's) "is not valid any more"."""
+        log.info(
+            "refused a %s tap whose data %r is not on message %s of chat %s (user %s)",
+            inbound.surface,
+            f"{inbound.action}:{inbound.ref}"[:80],
+            inbound.message_id,
+            inbound.chat_id,
+            inbound.user.id,
+        )
+        answer = NOT_THIS_MESSAGE if inbound.action in ACTIONS else NOT_ANY_MORE
+        if inbound.action in ACTIONS and inbound.ref:
+            approval = await self.desk.get(parse_ref(inbound.ref)[0])
+            if approval is None:
+                answer = NOT_VALID
+            elif self.outbox.knows(approval, inbound):
+                answer = NOT_VALID if approval.state == "pending" else _state_answer(approval) or NOT_VALID
+        await _answer(transport, inbound, answer, alert=True)
+
     async def follow(self, change: Change) -> None:
         """After any decision: run what it claimed, then deliver what the record owes (the result), or deliver.
 
@@ -115,8 +153,9 @@ class ApprovalFlows:
         claimed = change.approval
         loop = asyncio.get_running_loop()
         meanwhile: list[asyncio.Task[None]] = []
-        timer = loop.call_later(self.show_running_after,
-                                lambda: meanwhile.append(loop.create_task(self._meanwhile(claimed))))
+        timer = loop.call_later(
+            self.show_running_after, lambda: meanwhile.append(loop.create_task(self._meanwhile(claimed)))
+        )
         try:
             async with self.desk.holding(claimed):  # a long run keeps its lease
                 await self.run(claimed)
@@ -168,9 +207,14 @@ def _refusal(exc: ApprovalRefused) -> str:
     a = exc.approval
     if a is None or exc.code not in ("CONFLICT", "EXPIRED"):
         return str(exc)
-    base = STATE_ANSWERS.get(a.state, str(exc))
+    return _state_answer(a) or str(exc)
+
+
+def _state_answer(a: Approval) -> str | None:
+    """ "Already approved by Maria.", "Already done.": a decided request's state, for a tap that comes too late."""
+    base = STATE_ANSWERS.get(a.state)
     who = a.data.get("decided_by_name")
-    if who and a.state in ("approved", "rejected", "cancelled"):
+    if base and who and a.state in ("approved", "rejected", "cancelled"):
         return f"{base[:-1]} by {who}."
     return base
 

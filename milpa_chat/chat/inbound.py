@@ -32,7 +32,13 @@ class Inbound:
     """One thing a user did: sent ``text`` (a command when it starts with ``/``) or tapped a button
     (``action`` + ``ref``). ``delivery_id`` (Telegram update id, Slack event id) deduplicates
     redeliveries. ``message_id`` is the message that carried the tapped button. ``note`` is a reason
-    the actor gave with a decision (shown on the decided card and kept by the verifier)."""
+    the actor gave with a decision (shown on the decided card and kept by the verifier).
+
+    ``buttons`` is the data (``"<action>:<ref>"``) of every button of the tapped message as the platform
+    reported it with the tap (Telegram ``callback_query.message.reply_markup``, Slack ``message.blocks``),
+    ``()`` for a message without buttons, and ``None`` when the platform did not report the message (a
+    Telegram message too old to carry it, an ephemeral Slack message, a surface without messages). A tap
+    whose data is not among them was not made on that message (:attr:`offered` is ``False``)."""
 
     surface: str
     chat_id: str
@@ -44,6 +50,7 @@ class Inbound:
     message_id: str | None = None
     chat_type: str = "private"
     note: str | None = None
+    buttons: tuple[str, ...] | None = None
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property
@@ -53,6 +60,19 @@ class Inbound:
         if self.text is not None and self.text.startswith("/"):
             return "command"
         return "text"
+
+    @property
+    def offered(self) -> bool | None:
+        """Whether the tapped button is one the tapped message shows: ``None`` when the platform did not
+        report the message's buttons (or this is no tap)."""
+        if self.action is None or self.buttons is None:
+            return None
+        return f"{self.action}:{self.ref or ''}" in self.buttons
+
+    def shows(self, approval_id: str) -> bool:
+        """Whether a button of the tapped message, as the platform reported it, names ``approval_id`` (its
+        ref is the id, or ``<id>.<revision>``); ``False`` when the platform did not report the buttons."""
+        return any(data.partition(":")[2].partition(".")[0] == approval_id for data in self.buttons or ())
 
 
 @dataclass(frozen=True, slots=True)

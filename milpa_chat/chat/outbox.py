@@ -84,21 +84,38 @@ class ApprovalOutbox:
         """Whether the tapped message is a card the record knows (or there is no message to know)."""
         if not inbound.message_id:
             return True
-        return any(c["surface"] == inbound.surface and str(c["chat_id"]) == inbound.chat_id
-                   and str(c.get("message_id")) == inbound.message_id for c in approval.data.get("cards", []))
+        return any(
+            c["surface"] == inbound.surface
+            and str(c["chat_id"]) == inbound.chat_id
+            and str(c.get("message_id")) == inbound.message_id
+            for c in approval.data.get("cards", [])
+        )
 
     async def repair(self, approval: Approval, inbound: Inbound) -> None:
         """Bring the tapped message up to date when the record does not know it: a copy of the card
-        whose send completed but whose id a crash lost. Best effort; only once the approval was decided."""
+        whose send completed but whose id a crash lost. Best effort; only once the approval was decided.
+
+        A copy is only ever repaired from its own record: only when the platform reported the tapped
+        message's buttons and one of them names ``approval`` (a tap naming another request, or on a
+        message whose buttons could not be seen, changes no message)."""
         if approval.state == "pending" or self.knows(approval, inbound) or inbound.message_id is None:
+            return
+        if not inbound.offered or not inbound.shows(approval.id):
+            log.info(
+                "approval %s: a tap on %s message %s is not from a copy of its card; not repaired",
+                approval.id,
+                inbound.surface,
+                inbound.message_id,
+            )
             return
         transport = self.transports.get(inbound.surface)
         if transport is None:
             return
         role = "approver" if approval.state == "effect_uncertain" else "viewer"
         try:
-            await transport.edit(MessageRef(inbound.surface, inbound.chat_id, inbound.message_id),
-                                 self.card(approval, role))
+            await transport.edit(
+                MessageRef(inbound.surface, inbound.chat_id, inbound.message_id), self.card(approval, role)
+            )
         except Exception as exc:
             log.info("approval %s: could not update an unrecorded copy of its card (%s)", approval.id, exc)
 
@@ -127,8 +144,11 @@ class ApprovalOutbox:
         before = bool(cards.unreached(approval))
         delivered = await self.desk.delivered(approval.id, outcomes, current=approval)
         delivered = await self._retell(delivered, before, sent={e for e, d in outcomes.items() if d.message_id})
-        raced = [e for e, d in outcomes.items() if e.startswith("card:") and d.ok and not d.message_id
-                 and e in delivered.effects()]
+        raced = [
+            e
+            for e, d in outcomes.items()
+            if e.startswith("card:") and d.ok and not d.message_id and e in delivered.effects()
+        ]
         if again and raced and delivered.state == approval.state:
             return await self.deliver(delivered, again=False)
         return delivered
@@ -145,8 +165,10 @@ class ApprovalOutbox:
             if card.get("role") != "requester" or not card.get("message_id") or f"card:{i}" in sent or not transport:
                 continue
             try:
-                await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
-                                     self.card(approval, "requester"))
+                await transport.edit(
+                    MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
+                    self.card(approval, "requester"),
+                )
             except Exception as exc:
                 log.info("approval %s: the requester's card not updated yet (%s)", approval.id, exc)
                 continue
@@ -173,8 +195,9 @@ class ApprovalOutbox:
                 return None
             message = self.card(approval, card.get("role", "approver"), failing=failing)
             if card.get("message_id"):
-                await transport.edit(MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])),
-                                     message)
+                await transport.edit(
+                    MessageRef(card["surface"], str(card["chat_id"]), str(card["message_id"])), message
+                )
                 await self._shown(approval, card)
                 return Delivery(key=card_key(v))
             ref = await transport.send(str(card["chat_id"]), message)
@@ -189,14 +212,19 @@ class ApprovalOutbox:
         if transport is None or route is None:
             return None
         if effect == "notice":
-            for text in v.get("notices", [])[int(v.get("told", 0)):]:
+            for text in v.get("notices", [])[int(v.get("told", 0)) :]:
                 await transport.send(route["chat_id"], cards.text(text))
             return Delivery(key=str(len(v.get("notices", []))))
         if effect == "trouble":
             troubles = "; ".join(v.get("troubles", []))
-            await transport.send(route["chat_id"], cards.text(
-                f"I could not update everything about your request to run {approval.label} ({troubles}). "
-                "Its state is kept; ask an administrator to check the bot's connection.", tone="warning"))
+            await transport.send(
+                route["chat_id"],
+                cards.text(
+                    f"I could not update everything about your request to run {approval.label} ({troubles}). "
+                    "Its state is kept; ask an administrator to check the bot's connection.",
+                    tone="warning",
+                ),
+            )
             return Delivery()
         result = _result(approval)
         if result is not None:
@@ -228,9 +256,10 @@ def _notice(approval: Approval) -> str:
     if approval.state == "expired":
         return f"Your request to run {label} expired; nothing was done."
     if approval.state == "effect_uncertain":
-        return (f"Your request to run {label} was approved, but its run did not report back: it may or may not "
-                "have taken effect. Check, then choose Run again or Mark as done on the card.")
+        return (
+            f"Your request to run {label} was approved, but its run did not report back: it may or may not "
+            "have taken effect. Check, then choose Run again or Mark as done on the card."
+        )
     if approval.state == "approved":
         return f"Your request “{label}” was approved by {who}{note}."
     return f"Your request to run {label} is {approval.state}."
-

@@ -12,17 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from milpa_chat.playground.feed import Feed
+from milpa_chat.playground.guard import LocalOnly
 from milpa_chat.playground.world import (
     SLACK_APPROVERS,
     SLACK_WORK,
@@ -93,9 +95,13 @@ def _guarded(handler: Handler) -> Handler:
     return run
 
 
-def create_app(make_world: Callable[[], World] | World) -> Starlette:
+def create_app(make_world: Callable[[], World] | World, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
     """The ASGI app. Given a factory, the world starts in the app's lifespan and stops (its temporary store
-    removed) with it; given a started :class:`World`, the app uses it and leaves stopping it to the caller."""
+    removed) with it; given a started :class:`World`, the app uses it and leaves stopping it to the caller.
+
+    It answers only requests whose ``Host`` is this machine (``127.0.0.1``, ``localhost``, ``[::1]``) or one of
+    ``allowed_hosts``, and changes nothing for a request from another page's ``Origin``
+    (:class:`~milpa_chat.playground.guard.LocalOnly`)."""
     holder: dict[str, Playground] = {}
 
     @contextlib.asynccontextmanager
@@ -131,7 +137,8 @@ def create_app(make_world: Callable[[], World] | World) -> Starlette:
         Route("/api/tour", _guarded(lambda r: _tour(play(), r)), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan,
+                     middleware=[Middleware(LocalOnly, allowed_hosts=tuple(allowed_hosts))])
 
 
 @contextlib.asynccontextmanager
@@ -151,9 +158,21 @@ async def _json(data: Any, status: int = 200) -> Response:
     return JSONResponse(data, status_code=status)
 
 
+def _number(request: Request, name: str, kind: type[int] | type[float], given: str | None = None) -> Any:
+    """A query parameter (or ``given``) as a number ≥ 0; 400 naming it otherwise."""
+    text = given if given is not None else request.query_params.get(name) or "0"
+    try:
+        value = kind(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < float("inf"):
+        raise PlaygroundError(f"{name} must be a {kind.__name__} of at least 0, got {text!r}")
+    return value
+
+
 async def _feed(play: Playground, request: Request) -> Response:
-    since = int(request.query_params.get("since", "0") or 0)
-    wait = min(float(request.query_params.get("wait", "0") or 0), 25.0)
+    since = _number(request, "since", int)
+    wait = min(_number(request, "wait", float), 25.0)
     await play.feed.flush()
     if wait > 0:
         await play.feed.wait(since, wait)
@@ -163,7 +182,7 @@ async def _feed(play: Playground, request: Request) -> Response:
 
 async def _stream(play: Playground, request: Request) -> Response:
     start = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
-    seq = int(start) + (1 if "last-event-id" in request.headers else 0)
+    seq = _number(request, "since", int, start) + (1 if "last-event-id" in request.headers else 0)
 
     async def events() -> AsyncIterator[str]:
         nonlocal seq
@@ -275,6 +294,7 @@ async def _clock(play: Playground, request: Request) -> Response:
 async def _tour(play: Playground, request: Request) -> Response:
     from milpa_chat.playground.tour import run_tour
 
+    await _body(request)  # the page sends {}: anything else is not the page
     if play.tour is not None and not play.tour.done():
         raise PlaygroundError("the tour is already playing")
     base = str(request.base_url).rstrip("/")

@@ -34,6 +34,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identities", default=None, metavar="FILE", help="identities TOML (default: the four personas)")
     p.add_argument("--store", default=None, metavar="PATH", help="SQLite file to keep (default: a temporary one)")
     p.add_argument("--host", default="127.0.0.1", help="address to serve the page on (default 127.0.0.1)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another host name the page may be opened with (repeatable; 127.0.0.1, localhost, [::1] "
+                        "and --host always are)")
     p.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT}; --check: a free one)")
     p.add_argument("--tour", action="store_true", help="play the scripted tour once the page is up")
     p.add_argument("--check", action="store_true", help="play the tour headless and exit 0 (all passed) or 1")
@@ -76,7 +79,8 @@ async def _serve_world(ns: argparse.Namespace, world: World) -> int:
     from milpa_chat.playground.tour import run_tour
 
     port = ns.port if ns.port is not None else (0 if ns.check else DEFAULT_PORT)
-    config = uvicorn.Config(create_app(world), host=ns.host, port=port, log_level="warning", lifespan="on",
+    app = create_app(world, allowed_hosts=(ns.host, *ns.allow_host))
+    config = uvicorn.Config(app, host=ns.host, port=port, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     serving = asyncio.create_task(_run_server(server))

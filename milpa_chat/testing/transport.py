@@ -148,5 +148,6 @@ class RecordingTransport:
         button = message.button(label)
         extra = {"delivery_id": delivery_id} if delivery_id else {}
         inbound = self.inbound(user, message.chat_id, action=button.action, ref=button.ref,
-                               message_id=message.message_id, **extra)
+                               message_id=message.message_id,
+                               buttons=tuple(b.callback_data for b in message.buttons), **extra)
         await assistant.handle(inbound, self)

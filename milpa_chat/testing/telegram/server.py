@@ -309,10 +309,14 @@ class BotApiServer(WaitingMixin, LocalServer):
             payload["reply_to_message"] = reply_to.to_dict()
         return await self._push({"message": payload})
 
-    async def tap(self, chat_id: int, message_id: int, user: TelegramUser, callback_data: str) -> TelegramUpdate:
+    async def tap(
+        self, chat_id: int, message_id: int, user: TelegramUser, callback_data: str, *, inaccessible: bool = False
+    ) -> TelegramUpdate:
         """``user`` taps a button on the message; the bot receives a ``callback_query`` whose
         ``from`` is ``user`` and whose ``data`` is ``callback_data`` exactly as given (a modified
-        client can send any data; use :meth:`tap_button` for what the button carries)."""
+        client can send any data; use :meth:`tap_button` for what the button carries). The query's
+        ``message`` is the message as it is now, or, with ``inaccessible=True``, what Telegram sends for a
+        message too old to report (an ``InaccessibleMessage``: its chat, its id and ``date`` 0)."""
         message = self.state.messages.get((chat_id, message_id))
         if message is None or message.deleted:
             raise LookupError(f"no message {message_id} in chat {chat_id} to tap on")
@@ -323,7 +327,8 @@ class BotApiServer(WaitingMixin, LocalServer):
         payload = {
             "id": query_id,
             "from": user.to_dict(),
-            "message": message.to_dict(),
+            "message": ({"chat": message.chat.to_dict(), "message_id": message_id, "date": 0} if inaccessible
+                        else message.to_dict()),
             "chat_instance": str(-(abs(chat_id) * 7919 + 1) % 10**19),
             "data": callback_data,
         }
