@@ -9,11 +9,11 @@ after the ack), or ``response_action: errors`` naming what is wrong with each fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from milpa_chat.chat.editing import EditField
+    from milpa_chat.chat.surface import EditField
     from milpa_chat.runtime.approval import Approval, ApprovalRefused
 
 __all__ = ["CALLBACK_ID", "REASON_ID", "edit_view", "field_errors", "reason_view", "submitted"]
@@ -30,7 +30,7 @@ def mrkdwn_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def edit_view(approval: Approval, fields: list[EditField], chat_id: str) -> dict[str, Any]:
+def edit_view(approval: Approval, fields: Sequence[EditField], chat_id: str) -> dict[str, Any]:
     """The modal for editing ``approval`` (drawn at its current revision) from the card in ``chat_id``."""
     from milpa_chat.chat.cards import button_ref
 

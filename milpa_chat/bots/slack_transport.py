@@ -13,16 +13,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from milpa_chat.chat.inbound import Inbound, MessageRef
+from milpa_chat.chat.surface import Surface, Traits
 from milpa_chat.renderers.slack import SlackRenderer
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from milpa_chat.chat.editing import EditField
+    from milpa_chat.chat.surface import EditField
     from milpa_chat.renderers.model import Message
     from milpa_chat.runtime.approval import Approval
 
@@ -39,7 +40,7 @@ def mrkdwn_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-class SlackTransport:
+class SlackTransport(Surface):
     """Posts, edits and answers in one Slack workspace through ``client`` (a bot-token ``AsyncWebClient``).
 
     ``notices``: also show non-refusal answers to taps ("Page 2", "Confirmed — running it now.") as
@@ -48,8 +49,6 @@ class SlackTransport:
     """
 
     surface: str = "slack"
-    #: Slack has no ``/cmd@bot`` addressing; every ``/milpa`` command is ours.
-    bot_username: str | None = None
 
     def __init__(
         self,
@@ -62,8 +61,11 @@ class SlackTransport:
         self.client = client
         self.renderer = renderer or SlackRenderer()
         self.notices = notices
-        #: How users type a command here (``/milpa pay …``), for messages that explain commands.
+        #: How users type a command here (``/milpa pay …``), for messages that explain commands. Slack has no
+        #: ``/cmd@bot`` addressing: every ``/milpa`` command is ours.
         self.command_prefix = f"{command} "
+        self._traits = Traits(command_prefix=self.command_prefix, whispers=True, edit_forms=True, reason_forms=True,
+                              reports_failures=True)
 
     async def send(self, chat_id: str, message: Message) -> MessageRef:
         payload = self.renderer.render_message(message)
@@ -108,7 +110,7 @@ class SlackTransport:
     async def typing(self, chat_id: str) -> None:
         """Slack offers apps no typing indicator; nothing is sent."""
 
-    async def open_edit_form(self, inbound: Inbound, approval: Approval, fields: list[EditField]) -> None:
+    async def open_edit_form(self, inbound: Inbound, approval: Approval, fields: Sequence[EditField]) -> None:
         """The Edit modal for ``approval`` (``views.open`` with the tap's ``trigger_id``; see ``slack_edit``)."""
         from milpa_chat.bots.slack_edit import edit_view
 

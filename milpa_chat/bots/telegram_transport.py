@@ -20,6 +20,7 @@ import logging
 import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -43,6 +44,7 @@ from telegram.error import BadRequest, RetryAfter
 from telegram.warnings import PTBDeprecationWarning
 
 from milpa_chat.chat.inbound import Inbound, MessageRef
+from milpa_chat.chat.surface import Surface, Traits
 from milpa_chat.renderers.model import Document, Message
 from milpa_chat.renderers.telegram import TelegramRenderer
 
@@ -57,10 +59,12 @@ _TOO_OLD = "query is too old"
 T = TypeVar("T")
 
 
-class TelegramTransport:
-    """Sends, edits and answers for the ``telegram`` surface through a PTB :class:`~telegram.Bot`."""
+class TelegramTransport(Surface):
+    """Sends, edits and answers for the ``telegram`` surface through a PTB :class:`~telegram.Bot`; asks for typed
+    replies (``ForceReply``)."""
 
     surface = "telegram"
+    _traits = Traits(prompts=True)
 
     def __init__(
         self,
@@ -86,6 +90,15 @@ class TelegramTransport:
             return self.bot.username
         except RuntimeError:  # not initialized yet
             return None
+
+    @property
+    def traits(self) -> Traits:
+        """Prompts, and the bot's username once known (it never changes after that)."""
+        if self._traits.bot_username is None:
+            username = self.bot_username
+            if username:
+                self._traits = replace(self._traits, bot_username=username)
+        return self._traits
 
     # --------------------------------------------------------------- Transport
     async def send(self, chat_id: str, message: Message) -> MessageRef:

@@ -21,10 +21,11 @@ from milpa_chat.chat.commands import CommandError, parse_arguments, parse_comman
 from milpa_chat.chat.editing import EDIT_ACTIONS, ApprovalEditor
 from milpa_chat.chat.flows import ACTIONS, ApprovalFlows
 from milpa_chat.chat.identity import Identities
-from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
+from milpa_chat.chat.inbound import Inbound, MessageRef
 from milpa_chat.chat.outbox import ApprovalOutbox
 from milpa_chat.chat.replies import approval_stats, help_message, privately, refusal, start_message
 from milpa_chat.chat.routing import approver_targets, nudge_cards, route
+from milpa_chat.chat.surface import Transport
 from milpa_chat.chat.typing_indicator import typing_while
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
@@ -52,8 +53,7 @@ FAILED_TAP = "That could not be handled right now (the service is unavailable). 
 
 def _prefix(transport: Transport) -> str:
     """How users type a command on this surface: ``/`` (Telegram) or e.g. ``/milpa `` (a Slack slash command)."""
-    prefix = getattr(transport, "command_prefix", "/")
-    return prefix if isinstance(prefix, str) else "/"
+    return transport.traits.command_prefix
 
 
 class Assistant:
@@ -222,7 +222,7 @@ class Assistant:
     async def _on_command(self, inbound: Inbound, transport: Transport) -> None:
         assert inbound.text is not None
         try:
-            cmd = parse_command(inbound.text, getattr(transport, "bot_username", None))
+            cmd = parse_command(inbound.text, transport.traits.bot_username)
         except CommandError:
             return  # addressed to another bot in a group
         ctx = self.context_for(inbound)
@@ -479,11 +479,10 @@ class Assistant:
 
 async def _last_resort(transport: Transport, inbound: Inbound, exc: BaseException) -> bool:
     """A surface's own last way to tell the person (Slack: the request's ``response_url``), if it has one."""
-    report = getattr(transport, "report_failure", None)
-    if report is None:
+    if not transport.traits.reports_failures:
         return False
     try:
-        return bool(await report(inbound, exc))
+        return bool(await transport.report_failure(inbound, exc))
     except Exception as failed:
         log.debug("report_failure on %s failed too: %s", inbound.surface, type(failed).__name__)
         return False

@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.chat import cards
 from milpa_chat.chat.cards import parse_ref
 from milpa_chat.chat.commands import convert_value
+from milpa_chat.chat.surface import EditField
 from milpa_chat.renderers.model import Actions, Button, Message, Paragraph
 from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.runtime.approval_rules import Actor, check_approver, may_edit, stale
 
 if TYPE_CHECKING:
-    from milpa_chat.chat.inbound import Inbound, Transport
+    from milpa_chat.chat.inbound import Inbound
+    from milpa_chat.chat.surface import Transport
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.approvals import ApprovalDesk, Change
     from milpa_chat.runtime.context import ToolContext
@@ -55,19 +57,6 @@ MAX_PROMPTS = 1000
 PROMPT_TTL = 86400.0
 NO_LONGER_OPEN = ("That question is no longer open (it was answered, stopped, or its request was decided or "
                   "expired); nothing was changed. Tap Edit on the card to start again.")
-
-
-@dataclass(frozen=True, slots=True)
-class EditField:
-    """One argument a person may change: its name, label, help, whether it may be left empty, its
-    current value as text (what a form is prefilled with) and its schema."""
-
-    name: str
-    label: str
-    hint: str
-    optional: bool
-    now: str
-    schema: Mapping[str, Any]
 
 
 def value_text(value: Any) -> str:
@@ -207,9 +196,8 @@ class ApprovalEditor:
         if not fields:
             await transport.answer(inbound, f"{approval.label} has no arguments to edit.", alert=True)
             return
-        open_form = getattr(transport, "open_edit_form", None)
-        if action == "edit" and callable(open_form):
-            await open_form(inbound, approval, fields)
+        if action == "edit" and transport.traits.edit_forms:
+            await transport.open_edit_form(inbound, approval, fields)
             return
         if action == "edit" and len(fields) > 1:
             await transport.answer(inbound, "Choose the field to change.")
@@ -234,10 +222,9 @@ class ApprovalEditor:
         record = _Prompt(approval.id, approval.revision, field, "", now + ttl)
         held = await store.put(PROMPTS, _store_key(key), record.to_dict(), ttl=ttl)
         self._remember(key, record)
-        prompt = getattr(transport, "prompt", None)
-        sent = await prompt(inbound, text) if callable(prompt) else await transport.send(inbound.chat_id,
-                                                                                        cards.text(text))
-        message_id = str(getattr(sent, "message_id", "") or "")
+        sent = (await transport.prompt(inbound, text) if transport.traits.prompts
+                else await transport.send(inbound.chat_id, cards.text(text)))
+        message_id = sent.message_id if sent is not None else ""
         if message_id:  # unless it was answered already (a compare-and-set on the version just written)
             record = _Prompt(approval.id, approval.revision, field, message_id, now + ttl)
             if await store.update(PROMPTS, _store_key(key), record.to_dict(), expected_version=held.version):
@@ -247,7 +234,7 @@ class ApprovalEditor:
     async def wants_reason(self, ref: str, ctx: ToolContext, transport: Transport) -> Approval | None:
         """The approval behind an Approve tap without a reason when it is high-risk, this person may approve
         it, and the surface can ask for a reason (a reply prompt or a form); else ``None`` (decide as usual)."""
-        if not (callable(getattr(transport, "prompt", None)) or callable(getattr(transport, "open_reason_form", None))):
+        if not (transport.traits.prompts or transport.traits.reason_forms):
             return None
         aid, revision = parse_ref(ref)
         approval = await self.desk.get(aid)
@@ -263,9 +250,8 @@ class ApprovalEditor:
     async def ask_reason(self, inbound: Inbound, transport: Transport, approval: Approval) -> None:
         """Ask the approver why (a form where the surface has one, else a reply prompt)."""
         why = (approval.data.get("risk") or {}).get("why") or "high risk"
-        form = getattr(transport, "open_reason_form", None)
-        if callable(form):
-            await form(inbound, approval, why)
+        if transport.traits.reason_forms:
+            await transport.open_reason_form(inbound, approval, why)
             return
         await transport.answer(inbound, "This request is high-risk: reply with your reason to approve it.")
         text = f"Why do you approve {approval.label}? It is high-risk ({why}). Give your reason. {PROMPT_TAIL}"

@@ -26,8 +26,9 @@ from milpa_chat.chat.cards import VERSIONED, parse_ref
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
-    from milpa_chat.chat.inbound import Inbound, Transport
+    from milpa_chat.chat.inbound import Inbound
     from milpa_chat.chat.outbox import ApprovalOutbox
+    from milpa_chat.chat.surface import Transport
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.approvals import ApprovalDesk, Change
     from milpa_chat.runtime.context import ToolContext

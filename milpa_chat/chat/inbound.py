@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from milpa_chat.renderers.model import Message
+    pass
 
-__all__ = ["ChatUser", "Inbound", "MessageRef", "Transport"]
+__all__ = ["ChatUser", "Inbound", "MessageRef"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,30 +89,3 @@ class MessageRef:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MessageRef:
         return cls(str(d["surface"]), str(d["chat_id"]), str(d["message_id"]))
-
-
-class Transport(Protocol):
-    """What the chat core needs from a surface. Implementations render ``Message`` themselves.
-
-    Optional attributes the core reads when present: ``command_prefix`` (how users type a command,
-    ``"/"`` by default; a Slack slash command gives ``"/milpa "``) and ``bot_username`` (commands
-    addressed to another bot in a group, ``/cmd@otherbot``, are ignored).
-    """
-
-    surface: str
-
-    async def send(self, chat_id: str, message: Message) -> MessageRef:
-        """Post a message; returns where it lives."""
-        ...
-
-    async def edit(self, ref: MessageRef, message: Message) -> None:
-        """Replace a message in place. "Not modified" counts as success."""
-        ...
-
-    async def answer(self, inbound: Inbound, text: str, *, alert: bool = False) -> None:
-        """A short reply only the actor sees (Telegram callback answer, Slack ephemeral)."""
-        ...
-
-    async def typing(self, chat_id: str) -> None:
-        """Show that work is in progress."""
-        ...

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat._failpoints import failpoint
 from milpa_chat.chat import cards
-from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
+from milpa_chat.chat.inbound import Inbound, MessageRef
+from milpa_chat.chat.surface import Transport
 from milpa_chat.renderers.model import Actions, Button, Message
 from milpa_chat.runtime.approval import active_failure, card_key, report_key
 from milpa_chat.runtime.approvals import Delivery

@@ -15,7 +15,8 @@ from milpa_chat.chat import cards
 from milpa_chat.renderers.model import Heading, ItemList, Message, Note, Paragraph, Span
 
 if TYPE_CHECKING:
-    from milpa_chat.chat.inbound import Inbound, MessageRef, Transport
+    from milpa_chat.chat.inbound import Inbound, MessageRef
+    from milpa_chat.chat.surface import Transport
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import ToolDefinition
     from milpa_chat.runtime.registry import ToolRegistry
@@ -31,9 +32,8 @@ REFUSALS = frozenset({"FORBIDDEN", "UNAUTHORIZED", "VALIDATION_ERROR", "TOOL_NOT
 
 async def privately(transport: Transport, inbound: Inbound, message: Message) -> MessageRef | None:
     """Show ``message`` to the actor alone where the surface can (``whisper``), else in the chat."""
-    whisper = getattr(transport, "whisper", None)
-    if callable(whisper):
-        await whisper(inbound, message)
+    if transport.traits.whispers:
+        await transport.whisper(inbound, message)
         return None
     return await transport.send(inbound.chat_id, message)
 

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from milpa_chat.chat.inbound import Transport
+from milpa_chat.chat.surface import Transport
 
 __all__ = ["typing_while"]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from milpa_chat.chat.inbound import Inbound, MessageRef
+from milpa_chat.chat.surface import Surface
 
 if TYPE_CHECKING:
     from milpa_chat.renderers.model import Message
@@ -30,8 +31,8 @@ class NotebookMessage:
     edits: list[Message] = field(default_factory=list)
 
 
-class NotebookTransport:
-    """Implements the core's ``Transport`` protocol for surface ``jupyter``."""
+class NotebookTransport(Surface):
+    """The :class:`~milpa_chat.chat.Surface` of the notebook inbox (surface ``jupyter``)."""
 
     surface = "jupyter"
 

@@ -37,7 +37,8 @@ from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
     from milpa_chat.chat.assistant import Assistant
-    from milpa_chat.chat.inbound import Inbound, Transport
+    from milpa_chat.chat.inbound import Inbound
+    from milpa_chat.chat.surface import Transport
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.standing.desk import GrantDesk
     from milpa_chat.standing.records import GrantRecord

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat.inbound import ChatUser, Inbound, MessageRef
+from milpa_chat.chat.surface import Surface
 
 if TYPE_CHECKING:
     from milpa_chat.chat.assistant import Assistant
@@ -82,8 +83,9 @@ class Answer:
     alert: bool
 
 
-class RecordingTransport:
-    """An in-memory ``Transport`` for ``surface``."""
+class RecordingTransport(Surface):
+    """An in-memory :class:`~milpa_chat.chat.Surface` for ``surface`` (no optional powers: a subclass sets
+    ``_traits`` and overrides the methods of the powers it adds)."""
 
     def __init__(self, surface: str = "test") -> None:
         self.surface = surface

@@ -256,8 +256,10 @@ async def test_a_reason_given_with_a_decision_reaches_the_card_and_the_verifier(
 
 
 async def test_texts_use_the_surfaces_command_spelling(assistant: Assistant) -> None:
+    from milpa_chat.chat import Traits
+
     slack = RecordingTransport("slack")
-    slack.command_prefix = "/milpa "  # type: ignore[attr-defined]
+    slack._traits = Traits(command_prefix="/milpa ")  # a Slack slash command's spelling
     assistant.attach(slack)
     from milpa_chat.chat import ChatUser
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from milpa_chat import ToolRegistry, tool
-from milpa_chat.chat import Assistant, ChatUser, Identities
+from milpa_chat.chat import Assistant, ChatUser, Identities, Surface, Traits
 from milpa_chat.chat.inbound import Inbound, MessageRef
 from milpa_chat.errors import StoreError
 from milpa_chat.renderers import Message
@@ -24,15 +24,14 @@ class BrokenStore(MemoryStore):
         raise StoreError("the database is away")
 
 
-class RefusingSurface:
+class RefusingSurface(Surface):
     """A surface whose every call fails (the platform is down), optionally with a last way to tell."""
 
     surface = "telegram"
 
     def __init__(self, last_resort: bool) -> None:
         self.reported: list[tuple[str, str]] = []
-        if last_resort:
-            self.report_failure = self._report
+        self._traits = Traits(reports_failures=last_resort)
 
     async def send(self, chat_id: str, message: Message) -> MessageRef:
         raise ConnectionError("platform unreachable")
@@ -46,7 +45,7 @@ class RefusingSurface:
     async def typing(self, chat_id: str) -> None:
         raise ConnectionError("platform unreachable")
 
-    async def _report(self, inbound: Inbound, exc: BaseException) -> bool:
+    async def report_failure(self, inbound: Inbound, exc: BaseException) -> bool:
         self.reported.append((inbound.chat_id, type(exc).__name__))
         return True
 
