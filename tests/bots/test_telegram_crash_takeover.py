@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import signal
 import sys
 import time
@@ -26,8 +25,8 @@ import pytest
 
 from milpa_chat.store import open_store
 from milpa_chat.testing import BotApiServer, TelegramMessage
-from tests.store.conftest import admin_sql, postgres_dsn
 
+from .stores import postgres_dsn, store_url
 from .telegram_support import ALICE, APPROVERS, IDENTITIES_TOML, MARIA, label
 from .test_telegram_restart import ROOT
 
@@ -36,7 +35,7 @@ TAKEOVER_WITHIN = 5.0  # seconds from the restart: the lease and the hand-off ar
 POINTS = ["approval.opened", "card.sent", "decision.claimed", "tool.started", "tool.returned", "run.finished",
           "report.sent"]
 ROWS: list[tuple[str, str, str, float, str]] = []
-__all__ = ["postgres_dsn"]  # the fixture, for the PostgreSQL runs
+__all__ = ["postgres_dsn", "store_url"]  # fixtures
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -46,20 +45,6 @@ def _table() -> Iterator[None]:
         print("\nkill point        backend   seen after the restart                      seconds  record")
         for point, backend, seen, seconds, state in ROWS:
             print(f"{point:<17} {backend:<9} {seen:<43} {seconds:7.2f}  {state}")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield str(tmp_path / "bot.db")
-        return
-    dsn = request.getfixturevalue("postgres_dsn")
-    name = f"milpa_crash_{secrets.token_hex(5)}"
-    admin_sql(dsn, f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{dsn.rsplit('/', 1)[0]}/{name}"
-    finally:
-        admin_sql(dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def stored(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
