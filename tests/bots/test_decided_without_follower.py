@@ -50,7 +50,8 @@ async def test_decisions_where_nothing_runs_them_are_run_by_the_workers_at_once(
             workers.append(assistant)
             bots.append(bot)
         alice = workers[0].identities.context_for(  # as the Telegram adapter makes it for Alice's message
-            "telegram", ChatUser(str(ALICE.id), ALICE.first_name, ALICE.username), str(ALICE.id))
+            "telegram", ChatUser(str(ALICE.id), ALICE.first_name, ALICE.username), str(ALICE.id)
+        )
         ids = []
         for i in range(REQUESTS):  # asked in Alice's chat, on the first worker
             result = await workers[0].registry.call("send_payment", {"to": f"P{i:03d}", "amount": 1.0}, alice)
@@ -59,8 +60,12 @@ async def test_decisions_where_nothing_runs_them_are_run_by_the_workers_at_once(
 
         cli_store = open_store(store_url)
         cli = ApprovalDesk(cli_store)  # no follower: it cannot run the tool
-        maria = ToolContext(principal=f"telegram:{MARIA.id}", channel="cli", scopes=("payments:approve",),
-                            extra={"user_name": MARIA.first_name})
+        maria = ToolContext(
+            principal=f"telegram:{MARIA.id}",
+            channel="cli",
+            scopes=("payments:approve",),
+            extra={"user_name": MARIA.first_name},
+        )
         try:
             sweepers = [asyncio.create_task(w.run_sweeper(0.25)) for w in workers]
             started = time.monotonic()
@@ -89,9 +94,11 @@ async def test_decisions_where_nothing_runs_them_are_run_by_the_workers_at_once(
             await cli_store.close()
 
     backend = "sqlite" if "://" not in store_url else "postgres"
-    print(f"\n{backend}: {REQUESTS} decisions without a follower took {decided - started:.2f} s; {len(paid)} runs by "
-          f"{WORKERS} workers, all done {ran - started:.2f} s after the first decision ({ran - decided:.2f} s after "
-          f"the last); states {dict(states)}")
+    print(
+        f"\n{backend}: {REQUESTS} decisions without a follower took {decided - started:.2f} s; {len(paid)} runs by "
+        f"{WORKERS} workers, all done {ran - started:.2f} s after the first decision ({ran - decided:.2f} s after "
+        f"the last); states {dict(states)}"
+    )
     assert sorted(paid) == sorted(f"P{i:03d}" for i in range(REQUESTS)), (f"{len(paid)} of {REQUESTS} ran", failures)
     assert set(paid.values()) == {1}, [to for to, n in paid.items() if n > 1]  # each exactly once
     assert ran - decided < RUN_WITHIN

@@ -32,8 +32,15 @@ from .test_telegram_restart import ROOT
 
 WAIT = 20.0
 TAKEOVER_WITHIN = 5.0  # seconds from the restart: the lease and the hand-off are 30 s each
-POINTS = ["approval.opened", "card.sent", "decision.claimed", "tool.started", "tool.returned", "run.finished",
-          "report.sent"]
+POINTS = [
+    "approval.opened",
+    "card.sent",
+    "decision.claimed",
+    "tool.started",
+    "tool.returned",
+    "run.finished",
+    "report.sent",
+]
 ROWS: list[tuple[str, str, str, float, str]] = []
 __all__ = ["postgres_dsn", "store_url"]  # fixtures
 
@@ -79,7 +86,8 @@ async def restarted(env: dict[str, str], log: Path) -> AsyncIterator[Process]:
     """The bot started again, yielded at once (the time to take over counts from here)."""
     with log.open("ab") as out:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bots.telegram_assistant", cwd=ROOT, env=env, stdout=out, stderr=out)
+            sys.executable, "-m", "bots.telegram_assistant", cwd=ROOT, env=env, stdout=out, stderr=out
+        )
     try:
         yield process
     finally:
@@ -109,8 +117,13 @@ async def test_a_restart_takes_over_at_once_what_a_killed_process_left(
 ) -> None:
     ids, log = tmp_path / "identities.toml", tmp_path / "bot.log"
     ids.write_text(IDENTITIES_TOML)
-    env = {**os.environ, "TELEGRAM_TOKEN": server.token, "TELEGRAM_BASE_URL": server.base_url,
-           "MILPA_STORE": store_url, "MILPA_IDENTITIES": str(ids)}
+    env = {
+        **os.environ,
+        "TELEGRAM_TOKEN": server.token,
+        "TELEGRAM_BASE_URL": server.base_url,
+        "MILPA_STORE": store_url,
+        "MILPA_IDENTITIES": str(ids),
+    }
     for key in ("MILPA_SWEEP_INTERVAL", "MILPA_APPROVAL_LEASE", "MILPA_APPROVAL_HANDOFF", "MILPA_FAILPOINTS"):
         env.pop(key, None)  # the defaults: a sweep every 15 s, a 30 s lease, a 30 s hand-off
     during_request = point in ("approval.opened", "card.sent")
@@ -133,8 +146,10 @@ async def test_a_restart_takes_over_at_once_what_a_killed_process_left(
         up = min(c.at for c in server.calls if c.at >= started and c.method == "getMe") - started
 
     ROWS.append((point, "sqlite" if "://" not in store_url else "postgres", seen, elapsed, approval["state"]))
-    print(f"killed at {point} (left {left['state']}): {seen} {elapsed:.2f} s after the restart (the process "
-          f"called the Bot API {up:.2f} s after it); record {approval['state']}, {len(paid)} payment(s)")
+    print(
+        f"killed at {point} (left {left['state']}): {seen} {elapsed:.2f} s after the restart (the process "
+        f"called the Bot API {up:.2f} s after it); record {approval['state']}, {len(paid)} payment(s)"
+    )
     assert approval["state"] not in ("executing", "approved"), approval["state"]
     assert len(paid) <= 1
     assert elapsed < TAKEOVER_WITHIN, f"{seen} only {elapsed:.2f} s after the restart"
@@ -146,9 +161,11 @@ async def _taken_over(server: BotApiServer, url: str, point: str, last_seen: int
         await until(lambda: _async(newest(server, APPROVERS, words=("Approve",), after=last_seen) is not None))
         return "the approvers' card, sent anew"
     if point in ("decision.claimed", "tool.started", "tool.returned"):  # the run it interrupted
+
         async def uncertain() -> bool:
             card = newest(server, APPROVERS, words=("Run again", "Mark as done"))
             return card is not None and "May not have run" in (card.text or "")
+
         await until(uncertain)
         (approval,), _ = await stored(url)
         assert approval["state"] == "effect_uncertain"
@@ -156,8 +173,11 @@ async def _taken_over(server: BotApiServer, url: str, point: str, last_seen: int
 
     async def delivered() -> bool:  # the result it recorded and never delivered
         (approval,), _ = await stored(url)
-        return approval["state"] == "executed" and approval.get("reported") is not None and all(
-            c.get("shown", "").startswith("executed") for c in approval["cards"])
+        return (
+            approval["state"] == "executed"
+            and approval.get("reported") is not None
+            and all(c.get("shown", "").startswith("executed") for c in approval["cards"])
+        )
 
     await until(delivered)
     assert any("Paid 42.00" in (m.text or "") for m in server.messages(ALICE.id))

@@ -24,6 +24,7 @@ async def test_a_request_past_the_cap_is_refused_in_the_chat_and_a_decision_free
         bot = TelegramBot(assistant, server.token, server.base_url, sweep_interval=None)
         await bot.start(poll_timeout=1)
         try:
+
             async def ask(user: TelegramUser, amount: int) -> str:
                 update = await server.send_message(user.id, user, f"/send_payment ACME {amount}")
                 return (await server.wait_for_message(user.id, since=update, timeout=WAIT)).text or ""

@@ -62,8 +62,14 @@ def registry_on(store: SqliteStore, ran: list[str], *, follower: bool) -> ToolRe
         ran.append(str(ctx.idempotency_key))
         return {"paid": args["amount"]}
 
-    registry.register("pay", "Pay", {"type": "object", "properties": {"amount": {"type": "integer"}}}, pay,
-                      mutating=True, verify=VerifyPolicy(approver_scopes=("payments:approve",)))
+    registry.register(
+        "pay",
+        "Pay",
+        {"type": "object", "properties": {"amount": {"type": "integer"}}},
+        pay,
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",)),
+    )
     if follower:  # what a chat layer plugs in: run what is claimed
         desk = registry.approvals
 

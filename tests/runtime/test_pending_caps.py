@@ -26,8 +26,14 @@ def registry_on(store: Any, cap: int | None) -> ToolRegistry:
     async def pay(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"paid": args["amount"]}
 
-    registry.register("pay", "Pay", {"type": "object", "properties": {"amount": {"type": "integer"}}}, pay,
-                      mutating=True, verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    registry.register(
+        "pay",
+        "Pay",
+        {"type": "object", "properties": {"amount": {"type": "integer"}}},
+        pay,
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     return registry
 
 
@@ -59,8 +65,9 @@ async def test_the_cap_holds_under_racing_workers(tmp_path: Path) -> None:
 
         async def open_one(i: int) -> bool:
             try:
-                await desks[i % 4].open("verification", CLERK, tool="pay", args={"amount": i}, summary="pay",
-                                        expires_in=600)
+                await desks[i % 4].open(
+                    "verification", CLERK, tool="pay", args={"amount": i}, summary="pay", expires_in=600
+                )
             except ApprovalRefused as exc:
                 assert exc.code == "RATE_LIMITED"
                 return False
