@@ -440,14 +440,15 @@ class ApprovalDesk:
         are never taken (:func:`~milpa_chat.runtime.leases.holder_dead`).
 
         Reads only the due index: records due before the longest lease or hand-off any worker may have
-        written (``max(lease, handoff, 300)`` seconds from now), at most ``limit``."""
-        self.recovered_dead = True
+        written (``max(lease, handoff, 300)`` seconds from now), at most ``limit``. A sweep runs it until
+        it once succeeds (the database may be away at start)."""
         horizon = self.store.clock() + max(self.lease, self.handoff, 300.0)
         changes = []
         for approval in await left_by_dead(self.store, COLLECTION, horizon, limit):
             change = await self.recover(approval, takeover=True)
             if change is not None:
                 changes.append(change)
+        self.recovered_dead = True
         if changes:
             log.warning("took over %d approval(s) a dead process on this host left running or undelivered",
                         len(changes))

@@ -4,8 +4,8 @@ process takes over at once what the dead one left, without waiting for its 30 s 
 
 After the restart the person sees, within seconds: the card the dead process never (fully) sent; a run it
 interrupted shown as "May not have run" with Run again / Mark as done; the result it never delivered. No
-record is left ``executing`` or ``approved``. The test prints the time from the restart to what the person
-sees, and a table of every kill point.
+record is left ``executing`` or ``approved``. The test prints the time from the restart (the process spawned)
+and from the process's first Bot API call (it is up) to what the person sees, and a table of every kill point.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ from .telegram_support import ALICE, APPROVERS, IDENTITIES_TOML, MARIA, label
 from .test_telegram_restart import ROOT
 
 WAIT = 20.0
-TAKEOVER_WITHIN = 5.0  # seconds from the restart: the lease and the hand-off are 30 s each
+#: Seconds from the restarted process's first Bot API call (it is up, on its store) to what the person sees.
+TAKEOVER_WITHIN = 5.0
+#: Seconds from the restart (the process spawned) to what the person sees: under the 30 s lease and hand-off with
+#: room for the interpreter's start-up on a loaded machine (about 1.7 s of imports on an idle one).
+RESTART_WITHIN = 15.0
 POINTS = [
     "approval.opened",
     "card.sent",
@@ -41,7 +45,7 @@ POINTS = [
     "run.finished",
     "report.sent",
 ]
-ROWS: list[tuple[str, str, str, float, str]] = []
+ROWS: list[tuple[str, str, str, float, float, str]] = []
 __all__ = ["postgres_dsn", "store_url"]  # fixtures
 
 
@@ -49,9 +53,9 @@ __all__ = ["postgres_dsn", "store_url"]  # fixtures
 def _table() -> Iterator[None]:
     yield
     if ROWS:
-        print("\nkill point        backend   seen after the restart                      seconds  record")
-        for point, backend, seen, seconds, state in ROWS:
-            print(f"{point:<17} {backend:<9} {seen:<43} {seconds:7.2f}  {state}")
+        print("\nkill point        backend   seen after the restart                      from spawn  from up  record")
+        for point, backend, seen, spawn, up, state in ROWS:
+            print(f"{point:<17} {backend:<9} {seen:<43} {spawn:8.2f} s {up:6.2f} s  {state}")
 
 
 async def stored(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -145,14 +149,16 @@ async def test_a_restart_takes_over_at_once_what_a_killed_process_left(
         (approval,), paid = await stored(store_url)
         up = min(c.at for c in server.calls if c.at >= started and c.method == "getMe") - started
 
-    ROWS.append((point, "sqlite" if "://" not in store_url else "postgres", seen, elapsed, approval["state"]))
+    backend = "sqlite" if "://" not in store_url else "postgres"
+    ROWS.append((point, backend, seen, elapsed, elapsed - up, approval["state"]))
     print(
         f"killed at {point} (left {left['state']}): {seen} {elapsed:.2f} s after the restart (the process "
         f"called the Bot API {up:.2f} s after it); record {approval['state']}, {len(paid)} payment(s)"
     )
     assert approval["state"] not in ("executing", "approved"), approval["state"]
     assert len(paid) <= 1
-    assert elapsed < TAKEOVER_WITHIN, f"{seen} only {elapsed:.2f} s after the restart"
+    assert elapsed - up < TAKEOVER_WITHIN, f"{seen} only {elapsed - up:.2f} s after the process was up"
+    assert elapsed < RESTART_WITHIN, f"{seen} only {elapsed:.2f} s after the restart"
 
 
 async def _taken_over(server: BotApiServer, url: str, point: str, last_seen: int) -> str:
