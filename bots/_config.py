@@ -35,7 +35,7 @@ def number(env: Mapping[str, str], name: str, default: N, kind: type[N]) -> N:
 
 
 def build_assistant(
-    store_url: str, identities: Path, *, lease: float = 300.0, handoff: float = 30.0
+    store_url: str, identities: Path, *, lease: float = 30.0, handoff: float = 30.0
 ) -> tuple[Assistant, ExampleTools]:
     """The assistant with the example tools, over the configured store and identities.
 

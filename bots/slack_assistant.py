@@ -21,7 +21,7 @@ Configuration, all from the environment:
 ``SLACK_BASE_URL``         another Web API root, e.g. a local test server (optional)
 ``PORT`` / ``HOST``        where HTTP mode listens (3000 / 0.0.0.0; ``PORT=0`` picks a free port)
 ``MILPA_SWEEP_INTERVAL``   seconds between sweeps (expiries, lost runs, undelivered cards; 15)
-``MILPA_APPROVAL_LEASE``   seconds an approved run may take before it counts as lost (300)
+``MILPA_APPROVAL_LEASE``   seconds a run's lease, renewed while it runs (30)
 ``MILPA_APPROVAL_HANDOFF`` seconds before another worker delivers a change's cards (30)
 """
 
@@ -58,7 +58,7 @@ class Config:
     port: int = 3000
     host: str = "0.0.0.0"
     sweep_interval: float = 15.0
-    approval_lease: float = 300.0
+    approval_lease: float = 30.0
     approval_handoff: float = 30.0
 
     @classmethod
@@ -89,7 +89,7 @@ class Config:
             port=number(env, "PORT", 3000, int),
             host=env.get("HOST") or "0.0.0.0",
             sweep_interval=number(env, "MILPA_SWEEP_INTERVAL", 15.0, float),
-            approval_lease=number(env, "MILPA_APPROVAL_LEASE", 300.0, float),
+            approval_lease=number(env, "MILPA_APPROVAL_LEASE", 30.0, float),
             approval_handoff=number(env, "MILPA_APPROVAL_HANDOFF", 30.0, float),
         )
 

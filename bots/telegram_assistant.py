@@ -16,7 +16,7 @@ Configuration, all from the environment:
 ``TELEGRAM_WEBHOOK_SECRET``  its secret token (generated when unset), ``TELEGRAM_WEBHOOK_PORT`` (8443)
                              and ``TELEGRAM_WEBHOOK_LISTEN`` (0.0.0.0)
 ``MILPA_SWEEP_INTERVAL``     seconds between sweeps (expiries, lost runs, undelivered cards; 15)
-``MILPA_APPROVAL_LEASE``     seconds an approved run may take before it counts as lost (300)
+``MILPA_APPROVAL_LEASE``     seconds a run's lease, renewed while it runs (30)
 ``MILPA_APPROVAL_HANDOFF``   seconds before another worker delivers a change's cards (30)
 """
 
@@ -52,7 +52,7 @@ class Config:
     webhook_port: int = 8443
     webhook_listen: str = "0.0.0.0"
     sweep_interval: float = 15.0
-    approval_lease: float = 300.0
+    approval_lease: float = 30.0
     approval_handoff: float = 30.0
 
     @classmethod
@@ -75,7 +75,7 @@ class Config:
             webhook_port=number(env, "TELEGRAM_WEBHOOK_PORT", 8443, int),
             webhook_listen=env.get("TELEGRAM_WEBHOOK_LISTEN") or "0.0.0.0",
             sweep_interval=number(env, "MILPA_SWEEP_INTERVAL", 15.0, float),
-            approval_lease=number(env, "MILPA_APPROVAL_LEASE", 300.0, float),
+            approval_lease=number(env, "MILPA_APPROVAL_LEASE", 30.0, float),
             approval_handoff=number(env, "MILPA_APPROVAL_HANDOFF", 30.0, float),
         )
 

@@ -26,7 +26,7 @@ Configuration, all from the environment (see ``docs/deploy.md``):
 ``MILPA_LISTEN`` / ``MILPA_PORT``  where this worker listens (127.0.0.1 / 8081)
 ``MILPA_AUDIT_TRAIL``         ``1`` (default) keeps the hash-chained audit trail in the store, ``0`` does not
 ``MILPA_AUDIT_KEY_FILE``      the Ed25519 key the trail signs checkpoints with (optional; see ``docs/audit.md``)
-``MILPA_SWEEP_INTERVAL``, ``MILPA_APPROVAL_LEASE``, ``MILPA_APPROVAL_HANDOFF``  as for ``bots/`` (15, 300, 30)
+``MILPA_SWEEP_INTERVAL``, ``MILPA_APPROVAL_LEASE``, ``MILPA_APPROVAL_HANDOFF``  as for ``bots/`` (15, 30, 30)
 ``TELEGRAM_TOKEN``, ``TELEGRAM_BASE_URL``, ``TELEGRAM_WEBHOOK_URL`` (the balancer's public URL),
 ``TELEGRAM_WEBHOOK_SECRET`` (required: every worker checks the same one)
 ``SLACK_BOT_TOKEN``, ``SLACK_SIGNING_SECRET``, ``SLACK_BASE_URL``
@@ -125,7 +125,7 @@ class FleetConfig:
     port: int = 8081
     audit_trail: bool = True
     sweep_interval: float = 15.0
-    lease: float = 300.0
+    lease: float = 30.0
     handoff: float = 30.0
     telegram: dict[str, str] = field(default_factory=dict)
     slack: dict[str, str] = field(default_factory=dict)
@@ -150,7 +150,7 @@ class FleetConfig:
             wait=_number(env, "MILPA_PG_WAIT", 5.0), listen=env.get("MILPA_LISTEN") or "127.0.0.1",
             port=int(_number(env, "MILPA_PORT", 8081)), audit_trail=env.get("MILPA_AUDIT_TRAIL", "1") != "0",
             sweep_interval=_number(env, "MILPA_SWEEP_INTERVAL", 15.0),
-            lease=_number(env, "MILPA_APPROVAL_LEASE", 300.0), handoff=_number(env, "MILPA_APPROVAL_HANDOFF", 30.0),
+            lease=_number(env, "MILPA_APPROVAL_LEASE", 30.0), handoff=_number(env, "MILPA_APPROVAL_HANDOFF", 30.0),
             telegram=platforms["telegram"],
             slack=platforms["slack"],
         )

@@ -187,19 +187,27 @@ class ApprovalFlows:
     async def sweep(self, limit: int = 200) -> int:
         """Recover what is due: expiries, lost leases, approved runs to start, undelivered effects.
 
-        Reads only due records (the store's due index), at most ``limit`` per call.
+        Reads only due records (the store's due index), at most ``limit`` per call. The first sweep also
+        takes over at once what dead processes on this host left (:meth:`ApprovalDesk.recover_dead`): a
+        run a crash interrupted is shown as such, a card never sent is sent.
         """
         count = 0
+        if not self.desk.recovered_dead:
+            for change in await self.desk.recover_dead():
+                count += 1
+                await self._follow_up(change)
         for approval in await self.desk.due(limit):
-            change = await self.desk.recover(approval)
-            if change is None:
-                continue
-            count += 1
-            try:
-                await self.follow(change)
-            except Exception:
-                log.exception("approval %s: following up %s failed", approval.id, change.event)
+            found = await self.desk.recover(approval)
+            if found is not None:
+                count += 1
+                await self._follow_up(found)
         return count
+
+    async def _follow_up(self, change: Change) -> None:
+        try:
+            await self.follow(change)
+        except Exception:
+            log.exception("approval %s: following up %s failed", change.approval.id, change.event)
 
 
 def _refusal(exc: ApprovalRefused) -> str:

@@ -4,7 +4,7 @@ compare-and-set loop, or raises :class:`ApprovalRefused` with a sentence for the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.definition import ToolDefinition
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["RULES", "Actor", "Check", "Outcome", "Rule", "amend", "check_approver", "expire", "may_edit",
+__all__ = ["RULES", "Actor", "Check", "Outcome", "Rule", "amend", "check_approver", "expire", "may_edit", "nudge",
            "registry_check", "risk_tier", "stale"]
 
 #: Re-validates and re-authorizes edited arguments of an approval as a new call would be; returns the
@@ -308,3 +308,27 @@ def risk_tier(tool: ToolDefinition, override: str | None = None) -> dict[str, An
     if not tool.effect_declared:
         return {"level": "high", "why": why}
     return {"level": "high" if tool.mutating else "low", "why": why}
+
+
+def nudge(v: dict[str, Any], now: float, hooks: Sequence[Callable[[dict[str, Any], str], None]]) -> str | None:
+    """A reminder or the escalation whose time has come, written into ``v`` (``hooks`` add the cards it
+    posts); ``None`` if none is due."""
+    policy = v.get("policy", {})
+    escalate_at = policy.get("escalate_at")
+    if escalate_at is not None and not v.get("escalated") and float(escalate_at) <= now:
+        v["escalated"] = True
+        v["reminded"] = len(policy.get("remind_at", []))  # an escalation supersedes earlier reminders
+        v.setdefault("notices", []).append(
+            f"Nobody has decided your request to run {v.get('tool') or v.get('subject')} yet; it now also "
+            "went to the escalation approvers.")
+        kind = "escalation"
+    else:
+        remind_at = policy.get("remind_at", [])
+        done = int(v.get("reminded", 0))
+        if done >= len(remind_at) or float(remind_at[done]) > now:
+            return None
+        v["reminded"] = sum(1 for t in remind_at if float(t) <= now)  # a late sweep reminds once
+        kind = "reminder"
+    for hook in hooks:
+        hook(v, kind)
+    return "escalated" if kind == "escalation" else "reminded"

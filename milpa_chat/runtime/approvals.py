@@ -17,15 +17,12 @@ record ``approved`` and due, for a worker with a follower to pick up.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import os
 import re
 import secrets
-import socket
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +45,10 @@ from milpa_chat.runtime.approval import (
     result_record,
     state_message,
 )
-from milpa_chat.runtime.approval_rules import RULES, Actor, Check, Outcome, amend, expire, may_edit, stale
+from milpa_chat.runtime.approval_rules import RULES, Actor, Check, Outcome, amend, expire, may_edit, nudge, stale
+from milpa_chat.runtime.caps import Cap
 from milpa_chat.runtime.events import EventDispatcher
+from milpa_chat.runtime.leases import holder_dead, holding, left_by_dead, this_holder
 from milpa_chat.store.base import copy_value
 
 if TYPE_CHECKING:
@@ -109,9 +108,15 @@ SETTLED_KEPT = 256
 class ApprovalDesk:
     """Approvals in ``store`` (collection ``approvals``), changed only through compare-and-set.
 
-    ``lease``: seconds a claimed run may take before it counts as lost. ``handoff``: seconds the
-    worker that wrote a change has to deliver its effects before any other worker may.
+    ``lease``: seconds a claimed run may take before it counts as lost (renewed while the run lives).
+    ``handoff``: seconds the worker that wrote a change has to deliver its effects before any other
+    worker may (none when this desk has no follower: nobody here would deliver them).
     ``retention``: seconds a settled record is kept (then the store purges it).
+    ``max_pending_per_principal``: how many pending requests one requester may have open at once
+    (``None``: no cap); one more is refused with code ``RATE_LIMITED``.
+
+    A lease or a hand-off is held by a process (:func:`~milpa_chat.runtime.leases.this_holder`); one
+    whose holder is a dead process on this host is taken over at once (:meth:`recover_dead`).
     """
 
     def __init__(
@@ -119,16 +124,20 @@ class ApprovalDesk:
         store: Store,
         *,
         dispatcher: EventDispatcher | None = None,
-        lease: float = 300.0,
+        lease: float = 30.0,
         handoff: float = 30.0,
         retention: float = 30 * 86400.0,
+        max_pending_per_principal: int | None = 100,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher or EventDispatcher()
         self.lease = lease
         self.handoff = handoff
         self.retention = retention
-        self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.worker = this_holder()
+        self.pending_cap = Cap(store, "pending requests", max_pending_per_principal, "max_pending_per_principal")
+        #: Whether :meth:`recover_dead` ran (the first sweep runs it).
+        self.recovered_dead = False
         self.openers: list[Opener] = []
         #: Called inside the write of a reminder or an escalation (``"reminder"`` / ``"escalation"``), to
         #: add the cards it posts (a chat layer knows where approvers are).
@@ -192,17 +201,20 @@ class ApprovalDesk:
             "votes": [], "decided_by": None, "decided_by_name": None, "decided_at": None, "decided_via": None,
             "decision_note": None, "attempt": 0, "lease": None, "result": None, "outcome": None,
             "auto_run": False, "route": None, "cards": [], "resume": None, "failures": {},
-            "deliver_at": now + self.handoff,
+            "deliver_at": now + self._handoff(), "writer": self.worker,
         }
         if guard is not None:
             value["guard"] = guard
         for opener in self.openers:
             opener(value, ctx)
+        who = ctx.principal or "anonymous"
         while True:
             aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
+            await self.pending_cap.take(who, aid, value["expires_at"])
             rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now))
             if rec is not None:
                 break
+            await self.pending_cap.free(who, aid)
         failpoint("approval.opened")
         approval = Approval(aid, value, rec.version, rec.due)
         await self._event(Change(approval, "requested"))
@@ -334,7 +346,8 @@ class ApprovalDesk:
 
     async def renew(self, claimed: Approval) -> bool:
         """Extend the lease of a run still in progress (its holder calls this); ``False`` when the
-        record moved on (another attempt owns it, or it settled)."""
+        record moved on (another attempt owns it, or it settled). The write waits for no disk: a renewal
+        a power cut loses leaves the one before it, which still runs for two thirds of a lease."""
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if a.state != "executing" or a.attempt != claimed.attempt:
@@ -343,39 +356,15 @@ class ApprovalDesk:
             return "renewed", False, ""
 
         try:
-            done = await self._change(claimed.id, change, handoff=False)
+            done = await self._change(claimed.id, change, handoff=False, durable=False)
         except ApprovalRefused:
             return False
         return done.event == "renewed"
 
-    @contextlib.asynccontextmanager
-    async def holding(self, claimed: Approval) -> AsyncIterator[None]:
-        """Keep ``claimed``'s lease alive while the body runs (renewed every third of the lease), so a
-        long run is never mistaken for a lost one."""
-
-        async def keep() -> None:
-            while True:
-                try:
-                    if not await self.renew(claimed):
-                        return
-                    wait = self.lease / 3
-                except Exception as exc:  # the database away a moment: the run goes on, so does its lease
-                    log.warning("approval %s: lease not renewed yet, trying again (%s)", claimed.id, exc)
-                    wait = min(1.0, self.lease / 10)
-                await asyncio.sleep(wait)
-
-        # The keeper starts only when the run outlives a third of the lease (most runs end long before).
-        loop = asyncio.get_running_loop()
-        keeper: list[asyncio.Task[None]] = []
-        timer = loop.call_later(self.lease / 3, lambda: keeper.append(loop.create_task(keep())))
-        try:
-            yield
-        finally:
-            timer.cancel()
-            for task in keeper:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+    def holding(self, claimed: Approval) -> contextlib.AbstractAsyncContextManager[None]:
+        """Keep ``claimed``'s lease alive while the body runs (renewed every third of the lease, from a third
+        of the lease on: a short run adds no write), so a long run is never mistaken for a lost one."""
+        return holding(self, claimed)
 
     async def finish(self, claimed: Approval, result: ToolResult, *, follow: bool = True) -> Approval:
         """``executing -> executed | failed`` with the result, by the holder of ``claimed``'s lease.
@@ -409,9 +398,11 @@ class ApprovalDesk:
         return (await self._change(approval_id, change)).approval
 
     # --------------------------------------------------------------- recover
-    async def recover(self, approval: Approval) -> Change | None:
+    async def recover(self, approval: Approval, *, takeover: bool = False) -> Change | None:
         """Do what is due for ``approval``: expire it, end a lost lease, claim an approved run (when a
-        follower can run it), or take over its undelivered effects. ``None`` when nothing is due."""
+        follower can run it), or take over its undelivered effects. ``None`` when nothing is due.
+
+        ``takeover``: a lease or a hand-off held by a dead process on this host counts as ended now."""
         can_run = self.follower is not None
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
@@ -419,22 +410,18 @@ class ApprovalDesk:
                 expire(v)
                 return "expired", False, ""
             if a.state == "pending":
-                nudge = self._nudge(v, now)
-                if nudge is not None:
-                    return nudge, False, ""
+                nudged = nudge(v, now, self.reminders)
+                if nudged is not None:
+                    return nudged, False, ""
             lease = a.data.get("lease")
-            if a.state == "executing" and lease and float(lease["until"]) <= now:
-                v["lease"] = None
-                if a.data.get("idempotent"):
-                    v.update(state="approved", retries=int(a.data.get("retries", 0)) + 1)
-                    return "retrying", self._maybe_claim(v, now, can_run), ""
-                v.update(state="effect_uncertain", outcome="The run did not report back before its lease ended: it "
-                         "may or may not have taken effect.")
-                return "uncertain", False, ""
+            if a.state == "executing" and lease and (float(lease["until"]) <= now
+                                                     or (takeover and holder_dead(lease.get("holder")))):
+                return self._lease_lost(a, v, now, can_run)
             if a.state == "approved" and a.data.get("auto_run") and a.tool is not None and can_run:
                 self._claim(v, now)
                 return "claimed", True, ""
-            if can_run and effects_due(a.data, now):
+            if can_run and (effects_due(a.data, now) or (takeover and holder_dead(a.data.get("writer"))
+                            and effects_due({**a.data, "deliver_at": now}, now))):
                 return "deliver", False, ""
             return None
 
@@ -447,15 +434,50 @@ class ApprovalDesk:
         await self._event(done)
         return done
 
-    async def sweep(self, limit: int = 200) -> list[Change]:
-        """Recover every due approval (without a follower: expiries and lost leases only)."""
+    def _lease_lost(self, a: Approval, v: dict[str, Any], now: float, can_run: bool) -> Outcome:
+        v["lease"] = None
+        if a.data.get("idempotent"):
+            v.update(state="approved", retries=int(a.data.get("retries", 0)) + 1)
+            return "retrying", self._maybe_claim(v, now, can_run), ""
+        v.update(state="effect_uncertain", outcome="The run did not report back before its lease ended: it "
+                 "may or may not have taken effect.")
+        return "uncertain", False, ""
+
+    async def recover_dead(self, limit: int = 5000) -> list[Change]:
+        """At start: end at once the leases and hand-offs held by dead processes on this host (a crash, a
+        SIGKILL): their runs become ``effect_uncertain`` (an idempotent tool's is run again) and what they
+        owed is delivered now, not when the lease or the hand-off would have ended. A live process's leases
+        are never taken (:func:`~milpa_chat.runtime.leases.holder_dead`).
+
+        Reads only the due index: records due before the longest lease or hand-off any worker may have
+        written (``max(lease, handoff, 300)`` seconds from now), at most ``limit``. A sweep runs it until
+        it once succeeds (the database may be away at start)."""
+        horizon = self.store.clock() + max(self.lease, self.handoff, 300.0)
         changes = []
-        for approval in await self.due(limit):
-            change = await self.recover(approval)
+        for approval in await left_by_dead(self.store, COLLECTION, horizon, limit):
+            change = await self.recover(approval, takeover=True)
             if change is not None:
-                if self.follower is not None:
-                    await self.follower(change)
                 changes.append(change)
+        self.recovered_dead = True
+        if changes:
+            log.warning("took over %d approval(s) a dead process on this host left running or undelivered",
+                        len(changes))
+        return changes
+
+    async def sweep(self, limit: int = 200) -> list[Change]:
+        """Recover every due approval (without a follower: expiries and lost leases only); the first
+        sweep of a desk also takes over what dead processes left (:meth:`recover_dead`)."""
+        changes = []
+        for change in [] if self.recovered_dead else await self.recover_dead():
+            if self.follower is not None:
+                await self.follower(change)
+            changes.append(change)
+        for approval in await self.due(limit):
+            found = await self.recover(approval)
+            if found is not None:
+                if self.follower is not None:
+                    await self.follower(found)
+                changes.append(found)
         return changes
 
     # -------------------------------------------------------------- delivery
@@ -515,27 +537,10 @@ class ApprovalDesk:
             "card, in the notebook inbox or with the milpa-chat command. Nothing was changed.", code="FORBIDDEN")
 
     # ---------------------------------------------------------------- helpers
-    def _nudge(self, v: dict[str, Any], now: float) -> str | None:
-        """A reminder or the escalation whose time has come, written into ``v``; ``None`` if none is due."""
-        policy = v.get("policy", {})
-        escalate_at = policy.get("escalate_at")
-        if escalate_at is not None and not v.get("escalated") and float(escalate_at) <= now:
-            v["escalated"] = True
-            v["reminded"] = len(policy.get("remind_at", []))  # an escalation supersedes earlier reminders
-            v.setdefault("notices", []).append(
-                f"Nobody has decided your request to run {v.get('tool') or v.get('subject')} yet; it now also "
-                "went to the escalation approvers.")
-            kind = "escalation"
-        else:
-            remind_at = policy.get("remind_at", [])
-            done = int(v.get("reminded", 0))
-            if done >= len(remind_at) or float(remind_at[done]) > now:
-                return None
-            v["reminded"] = sum(1 for t in remind_at if float(t) <= now)  # a late sweep reminds once
-            kind = "reminder"
-        for hook in self.reminders:
-            hook(v, kind)
-        return "escalated" if kind == "escalation" else "reminded"
+    def _handoff(self) -> float:
+        """Seconds this worker keeps the effects of its writes to itself: none without a follower (a decision in
+        the CLI, an MCP server, a notebook), so a worker that can run and deliver them does so at once."""
+        return self.handoff if self.follower is not None else 0.0
 
     def _claim(self, v: dict[str, Any], now: float) -> None:
         attempt = int(v.get("attempt", 0)) + 1
@@ -570,7 +575,7 @@ class ApprovalDesk:
             if outcome is None:
                 return Change(current, "unchanged")
             if handoff:
-                value["deliver_at"] = now + self.handoff
+                value.update(deliver_at=now + self._handoff(), writer=self.worker)
             settled = value["state"] in FINAL and current.state not in FINAL
             rec = await self.store.update(
                 COLLECTION, current.id, value, expected_version=current.version, due=due_of(value, now),
@@ -580,6 +585,8 @@ class ApprovalDesk:
                 event, claimed, message = outcome
                 written = Approval(current.id, value, rec.version, rec.due)
                 self._remember(written)
+                if current.state == "pending" and written.state != "pending":  # decided or expired: a slot frees
+                    await self.pending_cap.free(written.requester_principal or "anonymous", written.id)
                 return Change(written, event, claimed, message)
             current = None
 

@@ -130,9 +130,14 @@ async def ask_confirmation(
     registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
 ) -> ToolResult:
     """First call of a confirm tool: open a ``confirm`` approval (its id is the one-time token)."""
+    from milpa_chat.runtime.approval import ApprovalRefused
+
     summary = action_summary(tool.name, wire, registry.audit.redact)
-    token = await registry.confirmations.create(
-        tool.name, wire, summary, ctx=ctx, mutating=tool.mutating, idempotent=tool.idempotent)
+    try:
+        token = await registry.confirmations.create(
+            tool.name, wire, summary, ctx=ctx, mutating=tool.mutating, idempotent=tool.idempotent)
+    except ApprovalRefused as exc:  # too many requests of this principal open already
+        return fail(tool.name, ctx, t0, exc.code, str(exc))
     meta = base_meta(tool.name, ctx, t0)
     meta.update(type="confirmation", requires_confirmation=True, approval_id=token.token)
     data = {
@@ -149,11 +154,15 @@ async def verify(
     registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
 ) -> ToolResult | None:
     """A ``verify=`` tool: ask the registry's verifier. ``None`` when it passed (the call goes on)."""
+    from milpa_chat.runtime.approval import ApprovalRefused
     from milpa_chat.runtime.verifier import VerificationRequest
 
     assert tool.verify is not None
     summary = action_summary(tool.name, wire, registry.audit.redact)
-    answer = await registry.tool_verifier.verify(VerificationRequest(tool, wire, summary), ctx)
+    try:
+        answer = await registry.tool_verifier.verify(VerificationRequest(tool, wire, summary), ctx)
+    except ApprovalRefused as exc:  # too many requests of this principal open already
+        return fail(tool.name, ctx, t0, exc.code, str(exc))
     if answer.is_satisfied:
         return None
     if answer.status != "pending":

@@ -58,7 +58,8 @@ class ToolRegistry:
     so nothing pending is lost on restart). ``approval_lease`` is how long a claimed run may take
     before it counts as lost (then ``effect_uncertain``, or retried for idempotent tools);
     ``approval_handoff`` how long the worker that changed an approval has to deliver its cards
-    before another worker's sweep delivers them. ``limits`` bound every call's raw arguments
+    before another worker's sweep delivers them; ``approval_max_pending`` how many pending requests one
+    principal may have open at once (``None``: no cap). ``limits`` bound every call's raw arguments
     (nesting depth, items, string and total size) before the validator sees them.
     """
 
@@ -72,9 +73,10 @@ class ToolRegistry:
         rate_limiter: RateLimiter | None = None,
         verifier: Verifier | None = None,
         confirm_ttl: float = 60.0,
-        approval_lease: float = 300.0,
+        approval_lease: float = 30.0,
         approval_handoff: float = 30.0,
         limits: PayloadLimits | None = None,
+        approval_max_pending: int | None = 100,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.policy = policy or PolicyGate()
@@ -86,7 +88,7 @@ class ToolRegistry:
             self.approvals = desk
         else:
             self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease,
-                                          handoff=approval_handoff)
+                                          handoff=approval_handoff, max_pending_per_principal=approval_max_pending)
         self.approvals.audit = self.audit
         if self.approvals.checker is None:  # an edit is re-validated and re-authorized as a new call would be
             from milpa_chat.runtime.approval_rules import registry_check

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.command.grants import Canonical, InvalidGrant, NamedCall, StandingGrant
 from milpa_chat.command.grants.rules import fixable
 from milpa_chat.runtime.approval import Approval, ApprovalRefused
+from milpa_chat.runtime.caps import Cap
 from milpa_chat.standing.records import ACTIONS, COLLECTION, GrantOffer, GrantRecord, when
 from milpa_chat.store.base import copy_value
 
@@ -57,6 +58,7 @@ class GrantChanges:
     signer_scopes: tuple[str, ...]
     four_eyes: bool
     expires_in: float
+    draft_cap: Cap
     operations: dict[str, Operation]
     offers: dict[str, GrantOffer]
 
@@ -114,10 +116,17 @@ class GrantChanges:
         value = {"document": grant.to_json(), "digest": grant.digest(), "state": "draft", "uses": 0,
                  "drafted_by": _who(ctx, via), "drafted_at": now, "four_eyes": rule, "signed_by": None,
                  "signed_digest": None, "stopped_because": None, "pending": {}, "history": [], "cards": []}
+        await self.draft_cap.take(ctx.principal, grant.id, now + self.expires_in)  # its signature's expiry
         if await self.store.insert(COLLECTION, grant.id, value) is None:
+            await self.draft_cap.free(ctx.principal, grant.id)
             raise ApprovalRefused(f"A standing grant with id {Canonical.shown(grant.id)} exists already; "
                                   f"give the draft another id.", code="CONFLICT")
-        approval = await self._open("sign", grant, ctx, note=note, four_eyes=rule)
+        try:
+            approval = await self._open("sign", grant, ctx, note=note, four_eyes=rule)
+        except ApprovalRefused:  # the drafter has too many requests open: no draft without its signature
+            await self.store.delete(COLLECTION, grant.id)
+            await self.draft_cap.free(ctx.principal, grant.id)
+            raise
         record = await self._link(grant.id, approval.id, "sign")
         return record, approval
 
@@ -263,6 +272,8 @@ class GrantChanges:
             if rec is None:
                 continue
             done = GrantRecord(grant_id, value, rec.version)
+            if record.state == "draft" and done.state != "draft":  # signed or declined: a draft slot frees
+                await self.draft_cap.free(str(record.data.get("drafted_by", {}).get("principal")), grant_id)
             log.info("standing grant %s: %s -> %s (%s)", grant_id, action, done.state, entry["outcome"])
             if action == "sign" and done.state == "in_force":
                 await self._supersede(done)

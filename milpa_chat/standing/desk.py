@@ -45,6 +45,7 @@ from milpa_chat.command.grants import (
     is_operation_name,
 )
 from milpa_chat.command.ids import OperationId
+from milpa_chat.runtime.caps import Cap
 from milpa_chat.standing.changes import GrantChanges
 from milpa_chat.standing.records import (
     COLLECTION,
@@ -93,11 +94,13 @@ class GrantDesk(GrantChanges):
     ``signer_scopes``: who may sign, lift, suspend or revoke (one of these scopes). ``four_eyes``:
     the person who drafted a grant may not sign it (default; a draft may say otherwise).
     ``expires_in``: seconds a signature (or a lift) may wait for its decision.
+    ``max_drafts_per_principal``: how many drafts one person may have waiting for a signature at once
+    (``None``: no cap); one more is refused with code ``RATE_LIMITED``.
     """
 
     def __init__(
         self, registry: ToolRegistry, *, signer_scopes: Sequence[str] = ("grants:sign",), four_eyes: bool = True,
-        expires_in: float = 86400.0, watch_retention: float = 30 * 86400.0,
+        expires_in: float = 86400.0, watch_retention: float = 30 * 86400.0, max_drafts_per_principal: int | None = 20,
     ) -> None:
         if isinstance(signer_scopes, str) or not all(isinstance(s, str) and s for s in signer_scopes):
             raise TypeError(f"GrantDesk(signer_scopes=...) takes a list of scope names, got {signer_scopes!r}")
@@ -107,6 +110,7 @@ class GrantDesk(GrantChanges):
         self.signer_scopes = tuple(signer_scopes)
         self.four_eyes = bool(four_eyes)
         self.expires_in = float(expires_in)
+        self.draft_cap = Cap(self.store, "standing-grant drafts", max_drafts_per_principal, "max_drafts_per_principal")
         if not watch_retention > 0:
             raise ValueError(f"GrantDesk(watch_retention=...) is a number of seconds above 0, got {watch_retention!r}")
         self.watch_retention = float(watch_retention)

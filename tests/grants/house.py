@@ -68,12 +68,13 @@ SIGNER = ToolContext("telegram:300", "telegram", ("grants:sign",), extra={"user_
 NOBODY = ToolContext("slack:U999", "slack", ("release:publish",), extra={"user_name": "Nico"})
 
 
-def house(store: Store | None = None) -> tuple[ToolRegistry, GrantDesk]:
-    """A registry on ``store`` with the three operations, publish under an approver, and its grants."""
+def house(store: Store | None = None, **options: Any) -> tuple[ToolRegistry, GrantDesk]:
+    """A registry on ``store`` with the three operations, publish under an approver, and its grants
+    (``options`` for the :class:`GrantDesk`)."""
     registry = ToolRegistry(store=store)
     RegistryProjector(registry, verify={"release:publish": VerifyPolicy(approver_scopes=("release:approve",))}
                       ).register(PUBLISH_OP, SCAN_OP, WATCH_OP)
-    desk = GrantDesk(registry).know(SCAN_OP, WATCH_OP).know(PUBLISH_OP, offer=OFFER)
+    desk = GrantDesk(registry, **options).know(SCAN_OP, WATCH_OP).know(PUBLISH_OP, offer=OFFER)
     return registry, desk
 
 
