@@ -1,0 +1,229 @@
+"""Secrets introduced by words: ``my password is X``, ``the PIN is 1234``, ``api key: X``, ``token X``.
+
+Part of :mod:`milpa_chat.runtime.redaction` (which calls :func:`spans` from ``mask_text``); the rule:
+
+**The lead-in** is a secret word, any case, singular or plural: ``password``, ``passwd``, ``pwd``,
+``passphrase``, ``passcode``, ``token``, ``secret``, ``credential``/``creds``, ``PIN``, ``SSN``,
+``OTP``, ``CVV``/``CVC``, and ``key`` after a qualifier (``api key``, ``API-key``, ``apikey``,
+``secret key``, ``private key``...). A qualifier glued on is the same word (``dbpassword``,
+``accesstoken``). It may be followed by ``code``/``number``/``value``/``string`` (``pin code``,
+``SSN number``). A token counter is not a lead-in (``max tokens``, ``number of tokens``).
+
+**The value** follows in one of two ways:
+
+* *Introduced* by ``is``, ``was``, ``are``, ``were``, ``would be``/``will be``/``should be``,
+  ``has been``, ``:``, ``=``, ``->``, ``=>`` (optionally ``now``/``still``/``set to``/``changed to``
+  after the verb, and optionally ``for <name>``/``of <name>`` before it: ``the password for alice is
+  X``). The value is masked unless it is prose: a plain word (letters only, in one case) that is
+  common (``required``, ``missing``, ``too``, ``the``...) or ends like one (``-ed``, ``-ing``,
+  ``-ly``, ``-able``), or a small number followed by a unit (``is 8 characters``).
+* *Directly* after ``password``/``pwd``/``passphrase``/``passcode``/``token``/``credentials``/an
+  ``api key`` (``pwd X``, ``token X``): masked only when it looks like a secret, six characters or
+  more and not a plain word (it has a digit, a symbol, or mixed case: ``hunter2``, ``rifFCI8m``);
+  after ``PIN``/``SSN``/``OTP``/``CVV`` only when it is a number of three digits or more (``PIN
+  1234``; ``the PIN pad`` is kept).
+
+A value is one run of non-space characters (closing punctuation such as ``.``, ``,`` and ``)`` is
+kept outside the mask), or the text between quotes (``"..."``, ``'...'``, backquotes, typographic
+quotes), which may hold spaces. The words stay: ``my password is ***REDACTED***``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["ANCHORS", "spans"]
+
+#: Every lead-in contains one of these (lower case): text holding none of them is not looked at.
+ANCHORS: Final = ("pass", "pwd", "token", "secret", "key", "cred", "pin", "ssn", "otp", "cvv", "cvc")
+_PASSWORDS: Final = frozenset({"password", "passwd", "pwd", "passphrase", "passcode", "token", "credential", "cred"})
+_STRONG_ONLY: Final = frozenset({"secret"})
+_NUMERIC: Final = frozenset({"pin", "ssn", "otp", "cvv", "cvc", "cvv2"})
+_GLUED: Final = ("password", "passwd", "passphrase", "passcode", "token", "secret", "key")
+_QUALIFIERS: Final = frozenset({
+    "api", "access", "secret", "private", "master", "encryption", "decryption", "client", "signing", "session",
+    "auth", "oauth", "ssh", "gpg", "pgp", "hmac", "license", "licence", "account", "service", "app", "webhook",
+    "bot", "admin", "root", "shared", "deploy", "recovery", "wallet", "seed", "refresh", "bearer", "id", "db",
+    "wifi", "user", "personal", "github", "slack", "stripe", "openai", "aws", "jwt", "csrf", "login", "email",
+})  # fmt: skip
+_COUNTERS: Final = frozenset({
+    "max", "min", "maximum", "minimum", "total", "prompt", "completion", "input", "output", "cached", "reasoning",
+    "remaining", "used", "num", "number", "of", "many", "few", "more", "fewer", "per", "extra", "llm",
+})  # fmt: skip
+_SUFFIX: Final = re.compile(r"[ \t_-](?:code|number|no|num|value|string)s?(?![a-z0-9])")
+_VERB: Final = r"(?:is|was|are|were|equals|(?:would|will|should|must|shall|could|might|may)[ \t]+be|ha[sd][ \t]+been)"
+_STRONG: Final = re.compile(
+    r"[ \t]*(?:=>|->|(?P<colon>:)|=)[ \t]*"
+    rf"|[ \t]+{_VERB}(?![a-z0-9])"
+    r"(?:[ \t]+(?:now|still|just|actually|always|set[ \t]+to|changed[ \t]+to|reset[ \t]+to))?"
+    r"[ \t]*:?[ \t]*(?=\S)"
+)
+_FOR: Final = re.compile(r"[ \t]+(?:for|of|on|at|to)[ \t]+(?:(?:the|my|our|your|their|this|that|his|her)[ \t]+)?"
+                         r"[^\s:=\"'`]+")  # fmt: skip
+_WEAK: Final = re.compile(r"[ \t]+(?=\S)")
+_QUOTES: Final = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“", "”": "”"}
+_CLOSING: Final = frozenset(".,;:!?)]}>\"'`”’»…")
+_PLAIN: Final = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_NUMBER: Final = re.compile(r"[0-9](?:[0-9 -]*[0-9])?")
+_UNITS: Final = re.compile(
+    r"[ \t]+(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|bytes?|bits?|long|old|or|to|and|"
+    r"seconds?|minutes?|hours?|days?|weeks?|months?|years?|times?)(?![a-z])",
+    re.IGNORECASE,
+)
+_PROSE_ENDINGS: Final = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness")
+_COMMON_WORDS: Final = """
+a an the this that these those it its my your our their his her mine yours ours theirs me you we they he she
+no not none null nil empty blank unset set missing required optional mandatory needed necessary invalid valid
+incorrect correct wrong right bad good weak strong short long too very so also still now already never always
+just only same different new old temporary temp default expired revoked reset changed updated saved stored hidden
+masked redacted encrypted hashed secret private public safe unsafe secure insecure sensitive ok okay fine true
+false yes unknown known available unavailable unchanged at in on of for to from with by as if when where which who
+what how why about above below under over into inside within without between after before being been be do does
+did can could will would should must may might shall there here and or but than then either neither both each
+every all any some many more most less least few several other another such one two three four five six seven
+eight nine ten first last next previous like case something anything nothing whatever easy hard simple complex
+obvious unique random active inactive pending generated provided given shown sent attached following follows
+lost gone forgotten leaked compromised exposed expiring rotating working broken stale fresh current same
+enough mandatory sufficient insufficient unavailable real fake dummy example sample placeholder test bearer
+basic digest none undefined unspecified usually typically probably definitely actually really correctly
+"""
+#: Words that follow "password is" in prose (an introduced value that is one of them is kept).
+_COMMON: Final = frozenset(_COMMON_WORDS.split())
+Span = tuple[int, int]
+
+
+def spans(text: str, low: str) -> list[Span]:
+    """Where the values introduced by secret words are in ``text`` (``low`` is ``text`` lower-cased,
+    position for position)."""
+    found: list[Span] = []
+    for anchor in ANCHORS:
+        at = low.find(anchor)
+        while at != -1:
+            span = _value_after(text, low, at, len(anchor))
+            if span is not None:
+                found.append(span)
+            at = low.find(anchor, at + 1)
+    return found
+
+
+def _value_after(text: str, low: str, at: int, size: int) -> Span | None:
+    start, end = at, at + size
+    while start > 0 and low[start - 1].isalnum() and at - start < 24:
+        start -= 1
+    while end < len(low) and low[end].isalnum() and end - at < 40:
+        end += 1
+    kind = _lead_kind(low, start, end)
+    if kind is None:
+        return None
+    suffix = _SUFFIX.match(low, end)
+    if suffix is not None:
+        end = suffix.end()
+    strong = _STRONG.match(low, end)
+    if strong is None:
+        named = _FOR.match(low, end)
+        strong = _STRONG.match(low, named.end()) if named is not None else None
+    if strong is not None:
+        value = _value(text, strong.end())
+        if value is None or _prose(text, *value) or (strong.group("colon") and _sentence(text, *value)):
+            return None
+        return value[:2]
+    weak = _WEAK.match(low, end)
+    if weak is None or kind == "strong":
+        return None
+    value = _value(text, weak.end())
+    if value is None:
+        return None
+    shown = text[value[0] : value[1]]
+    secret = _NUMBER.fullmatch(shown) is not None and _digits(shown) >= 3 if kind == "numeric" else _looks(shown)
+    return value[:2] if secret else None
+
+
+def _lead_kind(low: str, start: int, end: int) -> str | None:
+    """``"password"`` (a value may follow directly), ``"numeric"`` (a number may) or ``"strong"``
+    (only an introduced value counts) for the secret word ``low[start:end]``, else ``None``."""
+    word = low[start:end]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if word in _NUMERIC:
+        return "numeric"
+    before = _word_before(low, start)
+    if word == "token" and before in _COUNTERS:
+        return None
+    if word in _PASSWORDS:
+        return "password"
+    if word in _STRONG_ONLY:
+        return "strong"
+    if word == "key":
+        return "password" if before in _QUALIFIERS else None
+    for glued in _GLUED:
+        if word.endswith(glued) and word[: -len(glued)] in _QUALIFIERS:
+            return "strong" if glued == "secret" else "password"
+    return None
+
+
+def _word_before(low: str, start: int) -> str:
+    """The word before ``start`` across one separator (``api key``, ``API-key``, ``api_key``)."""
+    if start < 2 or low[start - 1] not in " \t-_":
+        return ""
+    end = start - 1
+    begin = end
+    while begin > 0 and low[begin - 1].isalnum() and end - begin < 24:
+        begin -= 1
+    return low[begin:end]
+
+
+def _value(text: str, at: int) -> tuple[int, int, bool] | None:
+    """``(start, end, quoted)`` of the value starting at ``at``; ``None`` when there is none."""
+    n = len(text)
+    close = _QUOTES.get(text[at]) if at < n else None
+    if close is not None:
+        limit = min(n, at + 512)
+        end = text.find(close, at + 1, limit)
+        while end != -1:  # a closing quote that ends the value (not one inside it)
+            after = text[end + 1 : end + 2]
+            if not after or after.isspace() or after in _CLOSING:
+                return (at + 1, end, True) if end > at + 1 else None
+            end = text.find(close, end + 1, limit)
+    end = at
+    while end < n and not text[end].isspace() and end - at < 512:
+        end += 1
+    while end > at + 1 and text[end - 1] in _CLOSING:
+        end -= 1
+    return (at, end, False) if end > at else None
+
+
+def _prose(text: str, start: int, end: int, quoted: bool) -> bool:
+    """Whether an introduced value is words, not a secret (``required``, ``too short``, ``8 characters``)."""
+    value = text[start:end]
+    if not any(c.isalnum() for c in value) or value.startswith("***REDACTED***"):
+        return True  # nothing to hide, or hidden already
+    if quoted:
+        return False
+    if _PLAIN.fullmatch(value) and (value.islower() or value.istitle() or value.isupper()):
+        word = value.lower()
+        return word in _COMMON or (len(word) > 4 and word.endswith(_PROSE_ENDINGS))
+    return value.isdigit() and len(value) <= 3 and _UNITS.match(text, end) is not None
+
+
+def _sentence(text: str, start: int, end: int, quoted: bool) -> bool:
+    """``password: must be at least 8 characters``: after a colon, a word followed by more words is prose."""
+    after = text[end : end + 2]
+    return (
+        not quoted
+        and _PLAIN.fullmatch(text[start:end]) is not None
+        and len(after) == 2
+        and after[0] == " "
+        and after[1].isalpha()
+    )
+
+
+def _looks(value: str) -> bool:
+    """A value written directly after a secret word is a secret when it looks like one."""
+    if len(value) < 6 or not any(c.isalnum() for c in value) or value.startswith("***REDACTED***"):
+        return False
+    return _PLAIN.fullmatch(value) is None or not (value.islower() or value.istitle() or value.isupper())
+
+
+def _digits(value: str) -> int:
+    return sum(c.isdigit() for c in value)
