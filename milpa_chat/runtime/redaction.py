@@ -320,8 +320,7 @@ def mask_text(text: str) -> str:
     if len(text) < 5:
         return text
     if _TRIGGER.search(text) is None:  # no known format, no key=value: only a sentence may hold a secret
-        low = _lower(text)
-        return _replace(text, phrases.spans(text, low)) if any(a in low for a in phrases.ANCHORS) else text
+        return _replace(text, phrases.spans(text, _lower(text)))
     head = text.lstrip()[:1]
     if head in ("{", "[") and len(text) <= 1_000_000:
         document = _json_document(text)

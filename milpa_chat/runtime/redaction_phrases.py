@@ -33,14 +33,23 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["ANCHORS", "spans"]
+__all__ = ["spans"]
 
-#: Every lead-in contains one of these (lower case): text holding none of them is not looked at.
-ANCHORS: Final = ("pass", "pwd", "token", "secret", "key", "cred", "pin", "ssn", "otp", "cvv", "cvc")
-_PASSWORDS: Final = frozenset({"password", "passwd", "pwd", "passphrase", "passcode", "token", "credential", "cred"})
-_STRONG_ONLY: Final = frozenset({"secret"})
-_NUMERIC: Final = frozenset({"pin", "ssn", "otp", "cvv", "cvc", "cvv2"})
-_GLUED: Final = ("password", "passwd", "passphrase", "passcode", "token", "secret", "key")
+#: Each secret word as written (singular or plural) -> (its stem, its kind: see :func:`_lead_kind`).
+_LEADS: Final = {
+    **{w + s: (w, "password") for w in ("password", "passwd", "pwd", "passphrase", "passcode", "token", "credential")
+       for s in ("", "s")},
+    "creds": ("cred", "password"), "secret": ("secret", "strong"), "secrets": ("secret", "strong"),
+    "key": ("key", "password"), "keys": ("key", "password"),
+    **{w + s: (w, "numeric") for w in ("pin", "ssn", "otp", "cvv", "cvc", "cvv2") for s in ("", "s")},
+}  # fmt: skip
+_GLUED: Final = frozenset({"password", "passwd", "passphrase", "passcode", "token", "secret", "key"})
+#: A secret word of :data:`_LEADS` that ends there ("keyboard", "opinion", "passenger" are other words):
+#: one factored pattern, so that text is scanned once, in C.
+_LEAD: Final = re.compile(
+    r"(?:pass(?:w(?:ords?|ds?)|phrases?|codes?)|pwds?|tokens?|secrets?|keys?|cred(?:entials?|s)|pins?|ssns?|otps?"
+    r"|cv(?:v2?|c)s?)(?![^\W_])"
+)
 _QUALIFIERS: Final = frozenset({
     "api", "access", "secret", "private", "master", "encryption", "decryption", "client", "signing", "session",
     "auth", "oauth", "ssh", "gpg", "pgp", "hmac", "license", "licence", "account", "service", "app", "webhook",
@@ -51,19 +60,22 @@ _COUNTERS: Final = frozenset({
     "max", "min", "maximum", "minimum", "total", "prompt", "completion", "input", "output", "cached", "reasoning",
     "remaining", "used", "num", "number", "of", "many", "few", "more", "fewer", "per", "extra", "llm",
 })  # fmt: skip
-_SUFFIX: Final = re.compile(r"[ \t_-](?:code|number|no|num|value|string)s?(?![a-z0-9])")
 _VERB: Final = r"(?:is|was|are|were|equals|(?:would|will|should|must|shall|could|might|may)[ \t]+be|ha[sd][ \t]+been)"
-_STRONG: Final = re.compile(
-    r"[ \t]*(?:=>|->|(?P<colon>:)|=)[ \t]*"
+#: What follows a secret word up to its value: ``code``/``number``..., then ``for <name>`` and an
+#: introducing word or sign (``is``, ``:``, ``=``...), or only spaces (group ``weak``). One match, in C.
+_AFTER: Final = re.compile(
+    r"(?:[ \t_-](?:code|number|no|num|value|string)s?(?![a-z0-9]))?"
+    r"(?:(?:[ \t]+(?:for|of|on|at|to)[ \t]+(?:(?:the|my|our|your|their|this|that|his|her)[ \t]+)?[^\s:=\"'`]+)?"
+    r"(?:[ \t]*(?:=>|->|(?P<colon>:)|=)[ \t]*"
     rf"|[ \t]+{_VERB}(?![a-z0-9])"
-    r"(?:[ \t]+(?:now|still|just|actually|always|set[ \t]+to|changed[ \t]+to|reset[ \t]+to))?"
-    r"[ \t]*:?[ \t]*(?=\S)"
+    r"(?:[ \t]+(?:now|still|just|actually|always|set[ \t]+to|changed[ \t]+to|reset[ \t]+to))?[ \t]*:?[ \t]*)"
+    r"|(?P<weak>[ \t]+))(?=\S)"
 )
-_FOR: Final = re.compile(r"[ \t]+(?:for|of|on|at|to)[ \t]+(?:(?:the|my|our|your|their|this|that|his|her)[ \t]+)?"
-                         r"[^\s:=\"'`]+")  # fmt: skip
-_WEAK: Final = re.compile(r"[ \t]+(?=\S)")
 _QUOTES: Final = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“", "”": "”"}
 _CLOSING: Final = frozenset(".,;:!?)]}>\"'`”’»…")
+_BARE: Final = re.compile(r"\S{1,512}")
+_ALNUM: Final = re.compile(r"[^\W_]")
+REDACTED: Final = "***REDACTED***"
 _PLAIN: Final = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _NUMBER: Final = re.compile(r"[0-9](?:[0-9 -]*[0-9])?")
 _UNITS: Final = re.compile(
@@ -97,69 +109,51 @@ def spans(text: str, low: str) -> list[Span]:
     """Where the values introduced by secret words are in ``text`` (``low`` is ``text`` lower-cased,
     position for position)."""
     found: list[Span] = []
-    for anchor in ANCHORS:
-        at = low.find(anchor)
-        while at != -1:
-            span = _value_after(text, low, at, len(anchor))
-            if span is not None:
-                found.append(span)
-            at = low.find(anchor, at + 1)
+    for word in _LEAD.finditer(low):
+        span = _value_after(text, low, word.start(), word.end())
+        if span is not None:
+            found.append(span)
     return found
 
 
-def _value_after(text: str, low: str, at: int, size: int) -> Span | None:
-    start, end = at, at + size
-    while start > 0 and low[start - 1].isalnum() and at - start < 24:
-        start -= 1
-    while end < len(low) and low[end].isalnum() and end - at < 40:
-        end += 1
-    kind = _lead_kind(low, start, end)
-    if kind is None:
+def _value_after(text: str, low: str, at: int, end: int) -> Span | None:
+    stem, lead = _LEADS[low[at:end]]
+    kind: str | None = lead
+    if stem in ("token", "key") or (at and low[at - 1].isalnum()):
+        kind = _lead_kind(low, at, stem, kind)
+    after = None if kind is None else _AFTER.match(low, end)
+    if after is None:
         return None
-    suffix = _SUFFIX.match(low, end)
-    if suffix is not None:
-        end = suffix.end()
-    strong = _STRONG.match(low, end)
-    if strong is None:
-        named = _FOR.match(low, end)
-        strong = _STRONG.match(low, named.end()) if named is not None else None
-    if strong is not None:
-        value = _value(text, strong.end())
-        if value is None or _prose(text, *value) or (strong.group("colon") and _sentence(text, *value)):
-            return None
-        return value[:2]
-    weak = _WEAK.match(low, end)
-    if weak is None or kind == "strong":
-        return None
-    value = _value(text, weak.end())
+    weak = after.group("weak") is not None
+    value = None if weak and kind == "strong" else _value(text, after.end())
     if value is None:
         return None
-    shown = text[value[0] : value[1]]
-    secret = _NUMBER.fullmatch(shown) is not None and _digits(shown) >= 3 if kind == "numeric" else _looks(shown)
-    return value[:2] if secret else None
+    if not weak:
+        hide = not (_prose(text, *value) or (after.group("colon") and _sentence(text, *value)))
+    else:
+        shown = text[value[0] : value[1]]
+        hide = _NUMBER.fullmatch(shown) is not None and _digits(shown) >= 3 if kind == "numeric" else _looks(shown)
+    return value[:2] if hide else None
 
 
-def _lead_kind(low: str, start: int, end: int) -> str | None:
-    """``"password"`` (a value may follow directly), ``"numeric"`` (a number may) or ``"strong"``
-    (only an introduced value counts) for the secret word ``low[start:end]``, else ``None``."""
-    word = low[start:end]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    if word in _NUMERIC:
-        return "numeric"
-    before = _word_before(low, start)
-    if word == "token" and before in _COUNTERS:
+def _lead_kind(low: str, at: int, stem: str, kind: str) -> str | None:
+    """``kind`` for the secret word at ``at``, unless it is glued to a word that is not a qualifier
+    (``spin``, ``monkey``), counts tokens (``max tokens``) or is a ``key`` without a qualifier."""
+    if at and low[at - 1].isalnum():  # glued: "dbpassword", "accesstoken", "apikey"
+        start = at
+        while start > 0 and low[start - 1].isalnum() and at - start < 16:
+            start -= 1
+        return kind if stem in _GLUED and low[start:at] in _QUALIFIERS and _at_start(low, start) else None
+    before = _word_before(low, at)
+    if stem == "token" and before in _COUNTERS:
         return None
-    if word in _PASSWORDS:
-        return "password"
-    if word in _STRONG_ONLY:
-        return "strong"
-    if word == "key":
-        return "password" if before in _QUALIFIERS else None
-    for glued in _GLUED:
-        if word.endswith(glued) and word[: -len(glued)] in _QUALIFIERS:
-            return "strong" if glued == "secret" else "password"
-    return None
+    if stem == "key":
+        return kind if before in _QUALIFIERS else None
+    return kind
+
+
+def _at_start(low: str, at: int) -> bool:
+    return at == 0 or not low[at - 1].isalnum()
 
 
 def _word_before(low: str, start: int) -> str:
@@ -175,28 +169,28 @@ def _word_before(low: str, start: int) -> str:
 
 def _value(text: str, at: int) -> tuple[int, int, bool] | None:
     """``(start, end, quoted)`` of the value starting at ``at``; ``None`` when there is none."""
-    n = len(text)
-    close = _QUOTES.get(text[at]) if at < n else None
+    close = _QUOTES.get(text[at : at + 1])
     if close is not None:
-        limit = min(n, at + 512)
+        limit = min(len(text), at + 512)
         end = text.find(close, at + 1, limit)
         while end != -1:  # a closing quote that ends the value (not one inside it)
             after = text[end + 1 : end + 2]
             if not after or after.isspace() or after in _CLOSING:
                 return (at + 1, end, True) if end > at + 1 else None
             end = text.find(close, end + 1, limit)
-    end = at
-    while end < n and not text[end].isspace() and end - at < 512:
-        end += 1
+    bare = _BARE.match(text, at)
+    if bare is None:
+        return None
+    end = bare.end()
     while end > at + 1 and text[end - 1] in _CLOSING:
         end -= 1
-    return (at, end, False) if end > at else None
+    return at, end, False
 
 
 def _prose(text: str, start: int, end: int, quoted: bool) -> bool:
     """Whether an introduced value is words, not a secret (``required``, ``too short``, ``8 characters``)."""
     value = text[start:end]
-    if not any(c.isalnum() for c in value) or value.startswith("***REDACTED***"):
+    if _ALNUM.search(value) is None or value.startswith(REDACTED):
         return True  # nothing to hide, or hidden already
     if quoted:
         return False
@@ -220,9 +214,11 @@ def _sentence(text: str, start: int, end: int, quoted: bool) -> bool:
 
 def _looks(value: str) -> bool:
     """A value written directly after a secret word is a secret when it looks like one."""
-    if len(value) < 6 or not any(c.isalnum() for c in value) or value.startswith("***REDACTED***"):
+    if len(value) < 6:
         return False
-    return _PLAIN.fullmatch(value) is None or not (value.islower() or value.istitle() or value.isupper())
+    if value.isalpha():  # a word in one case is a word ("bucket", "Reset"); mixed case is not ("rifFCIm")
+        return not (value.islower() or value.istitle() or value.isupper())
+    return _PLAIN.fullmatch(value) is None and _ALNUM.search(value) is not None and not value.startswith(REDACTED)
 
 
 def _digits(value: str) -> int:
