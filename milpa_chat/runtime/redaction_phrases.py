@@ -120,7 +120,7 @@ def _value_after(text: str, low: str, at: int, end: int) -> Span | None:
     stem, lead = _LEADS[low[at:end]]
     kind: str | None = lead
     if stem in ("token", "key") or (at and low[at - 1].isalnum()):
-        kind = _lead_kind(low, at, stem, kind)
+        kind = _lead_kind(low, at, stem, lead)
     after = None if kind is None else _AFTER.match(low, end)
     if after is None:
         return None
