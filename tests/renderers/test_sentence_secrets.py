@@ -30,8 +30,8 @@ from milpa_chat.runtime.redaction import REDACTED, mask_text
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import MemoryStore
 
-PER_EXAMPLE = 20
-EXAMPLES = 500
+PER_EXAMPLE = 25
+EXAMPLES = 400
 CHECKED = {"sentences": 0, "outputs": 0}
 STANDARD = RendererRegistry.standard(redact=True)
 CHANNELS = ["telegram", "slack", "jupyter", "cli", "web", "json"]
@@ -43,16 +43,32 @@ _LOWER, _UPPER, _DIGITS = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVW
 _PUNCT = "!#$%&()*+,-./:;<=>?@[]^_{|}~'\"`"
 
 
-@st.composite
-def secrets(draw: st.DrawFn) -> tuple[str, str]:
+_ALNUM = _LOWER + _UPPER + _DIGITS
+_ANY = _ALNUM + _PUNCT
+
+
+class _Digits:
+    """Choices spelled out of one drawn integer: one draw per sentence instead of dozens keeps 10,000
+    sentences fast, and Hypothesis still shrinks it (towards short secrets and the first choices)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def pick(self, options: Any) -> Any:
+        self.n, i = divmod(self.n, len(options))
+        return options[i]
+
+    def text(self, alphabet: str, low: int, high: int) -> str:
+        return "".join(self.pick(alphabet) for _ in range(low + self.pick(range(high - low + 1))))
+
+
+def _secret(d: _Digits) -> tuple[str, str]:
     """``(secret, core)``: punctuation, an alphanumeric core with a digit and both cases, more characters.
     Escaping (HTML, JSON, Slack) never touches the core, so finding it anywhere is a leak."""
-    core = list(draw(st.text(_LOWER + _UPPER + _DIGITS, min_size=5, max_size=14)))
+    core = list(d.text(_ALNUM, 5, 14))
     for alphabet in (_DIGITS, _UPPER, _LOWER):
-        core.insert(draw(st.integers(0, len(core))), draw(st.sampled_from(alphabet)))
-    head = draw(st.text(_PUNCT, max_size=2))
-    tail = draw(st.text(_LOWER + _UPPER + _DIGITS + _PUNCT, max_size=8))
-    return head + "".join(core) + tail, "".join(core)
+        core.insert(d.pick(range(len(core) + 1)), d.pick(alphabet))
+    return d.text(_PUNCT, 0, 2) + "".join(core) + d.text(_ANY, 0, 8), "".join(core)
 
 
 #: "\0" stands for the secret. Introduced values (is/was/:/=...) and values written directly after
@@ -68,29 +84,31 @@ _LEAD_INS = [
 ]  # fmt: skip
 _NUMERIC_LEAD_INS = ["PIN \0", "pin code \0", "SSN \0", "the cvv \0"]
 _WORDS = ["the", "deploy", "failed", "for", "ana", "retry", "later", "note", "hi", "please", "log", "in", "ok"]
-_BEFORE = st.lists(st.sampled_from(_WORDS), max_size=4).map(lambda ws: " ".join(ws) + " " if ws else "")
-_AFTER = st.sampled_from(["", " thanks", ". Retry later", ", ok?", " and deploy", "!", ") done", "; log in"])
+_AFTER = ["", " thanks", ". Retry later", ", ok?", " and deploy", "!", ") done", "; log in"]
+_CASES = [str, str.upper, str.lower, str.title]
 
 
-@st.composite
-def sentences(draw: st.DrawFn) -> tuple[str, str, str]:
-    """``(sentence, secret, needle)``: the needle is what must never be shown."""
-    if draw(st.integers(0, 9)) == 0:  # a number after PIN/SSN/CVV, written directly
-        digits = draw(st.text(_DIGITS, min_size=5, max_size=9))
-        secret, needle, lead_in = digits, digits, draw(st.sampled_from(_NUMERIC_LEAD_INS))
+def _sentence(n: int) -> tuple[str, str, str, int]:
+    """``(sentence, secret, needle, where)``: the needle must never be shown; ``where`` places it."""
+    d = _Digits(n)
+    if d.pick(range(10)) == 0:  # a number after PIN/SSN/CVV, written directly
+        digits = d.text(_DIGITS, 5, 9)
+        secret, needle, lead_in = digits, digits, d.pick(_NUMERIC_LEAD_INS)
     else:
-        (secret, needle), lead_in = draw(secrets()), draw(st.sampled_from(_LEAD_INS))
-    case = draw(st.sampled_from([str, str.upper, str.lower, str.title]))
-    sentence = draw(_BEFORE) + case(lead_in).replace("\0", secret) + draw(_AFTER)
-    return sentence, secret, needle
+        (secret, needle), lead_in = _secret(d), d.pick(_LEAD_INS)
+    before = " ".join(d.pick(_WORDS) for _ in range(d.pick(range(5))))
+    said = d.pick(_CASES)(lead_in).replace("\0", secret)
+    return f"{before} {said}".lstrip() + d.pick(_AFTER), secret, needle, d.pick(range(5))
 
 
-def _holders(draw: st.DrawFn, texts: list[str]) -> dict[str, Any]:
+sentences = st.integers(0, 2**400 - 1).map(_sentence)
+
+
+def _holders(drawn: list[tuple[str, str, str, int]]) -> dict[str, Any]:
     """The sentences as arguments: whole values, a longer message, nested dicts and lists, JSON in a string."""
-    args: dict[str, Any] = {"query": texts[0], "details": {}}
+    args: dict[str, Any] = {"query": drawn[0][0], "details": {}}
     details: dict[str, Any] = args["details"]
-    for i, text in enumerate(texts[1:], 1):
-        where = draw(st.integers(0, 4))
+    for i, (text, _, _, where) in enumerate(drawn[1:], 1):
         if where == 0:
             details[f"note{i}"] = text
         elif where == 1:
@@ -167,25 +185,25 @@ async def _outputs(args: dict[str, Any], notes: list[str]) -> list[str]:
     for channel in CHANNELS:
         renderer = STANDARD.get(channel)
         assert renderer is not None
+        ctx = ToolContext(channel=channel)
         outputs += [_text(renderer.render_message(card)), _text(renderer.render_message(show_all)),
-                    _text(STANDARD.render_approval(drawn, channel)), _text(STANDARD.render(asked, ToolContext(channel=channel))),
-                    _text(STANDARD.render(done, ToolContext(channel=channel))),
-                    _text(STANDARD.render(failed, ToolContext(channel=channel)))]  # fmt: skip
+                    _text(STANDARD.render_approval(drawn, channel)), _text(STANDARD.render(asked, ctx)),
+                    _text(STANDARD.render(done, ctx)), _text(STANDARD.render(failed, ctx))]  # fmt: skip
     return outputs
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_no_generated_sentence_secret_is_shown_anywhere(data: st.DataObject) -> None:
-    drawn = data.draw(st.lists(sentences(), min_size=PER_EXAMPLE, max_size=PER_EXAMPLE))
-    texts = [s for s, _, _ in drawn]
-    for sentence, secret, _ in drawn:  # the words stay, the secret goes
+    drawn = data.draw(st.lists(sentences, min_size=PER_EXAMPLE, max_size=PER_EXAMPLE))
+    texts = [s for s, _, _, _ in drawn]
+    for sentence, secret, _, _ in drawn:  # the words stay, the secret goes
         masked = mask_text(sentence)
         assert secret not in masked and REDACTED in masked, (sentence, masked)
-    args = _holders(data.draw, texts)
+    args = _holders(drawn)
     outputs = LOOP.run_until_complete(_outputs(args, texts[-6:]))
     everything = _IDS.sub("<id>", "\n".join(outputs))  # (ids are hex: they may hold any run of digits)
-    for sentence, secret, needle in drawn:
+    for sentence, secret, needle, _ in drawn:
         assert needle not in everything and secret not in everything, (sentence, secret)
     assert REDACTED in everything
     CHECKED["sentences"] += len(drawn)
