@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +110,9 @@ def test_the_audit_line_of_a_call_shows_the_sentence_without_the_secret() -> Non
     logger.setLevel(logging.INFO)
     AuditLogger(logger).call(ToolContext.cli(), "search", {"query": "my password is rifFCI8m…"}, True, None, 2.0)
     assert len(lines) == 1 and "rifFCI8m" not in lines[0] and f"my password is {M}" in lines[0], lines
+
+
+def test_the_examples_of_the_docs_hold() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text(encoding="utf-8")
+    [block] = [b for b in re.findall(r"^```python\n(.*?)^```$", page, flags=re.M | re.S) if "mask_text" in b]
+    exec(compile(block, "docs/runtime.md (redaction)", "exec"), {})
