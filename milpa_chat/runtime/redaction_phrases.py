@@ -12,14 +12,16 @@ Part of :mod:`milpa_chat.runtime.redaction` (which calls :func:`spans` from ``ma
 **The value** follows in one of two ways:
 
 * *Introduced* by ``is``, ``was``, ``are``, ``were``, ``would be``/``will be``/``should be``,
-  ``has been``, ``:``, ``=``, ``->``, ``=>`` (optionally ``now``/``still``/``set to``/``changed to``
+  ``has been``, ``:``, ``=`` (optionally ``now``/``still``/``set to``/``changed to``
   after the verb, and optionally ``for <name>``/``of <name>`` before it: ``the password for alice is
   X``). The value is masked unless it is prose: a plain word (letters only, in one case) that is
   common (``required``, ``missing``, ``too``, ``the``...) or ends like one (``-ed``, ``-ing``,
-  ``-ly``, ``-able``), or a small number followed by a unit (``is 8 characters``).
+  ``-ly``, ``-able``), or a number followed by a unit (``is 8 characters``, ``must be 1-256 characters``).
 * *Directly* after ``password``/``pwd``/``passphrase``/``passcode``/``token``/``credentials``/an
   ``api key`` (``pwd X``, ``token X``): masked only when it looks like a secret, six characters or
-  more and not a plain word (it has a digit, a symbol, or mixed case: ``hunter2``, ``rifFCI8m``);
+  more and not a plain word (it has a digit, a symbol, or mixed case: ``hunter2``, ``rifFCI8m``), not
+  opening with a bracket or ``@`` (``the bot token (TELEGRAM_TOKEN)``, ``token @BotFather gave you``)
+  and not a path or file name (``--tokens tokens.json``);
   after ``PIN``/``SSN``/``OTP``/``CVV`` only when it is a number of three digits or more (``PIN
   1234``; ``the PIN pad`` is kept).
 
@@ -66,17 +68,22 @@ _VERB: Final = r"(?:is|was|are|were|equals|(?:would|will|should|must|shall|could
 _AFTER: Final = re.compile(
     r"(?:[ \t_-](?:code|number|no|num|value|string)s?(?![a-z0-9]))?"
     r"(?:(?:[ \t]+(?:for|of|on|at|to)[ \t]+(?:(?:the|my|our|your|their|this|that|his|her)[ \t]+)?[^\s:=\"'`]+)?"
-    r"(?:[ \t]*(?:=>|->|(?P<colon>:)|=)[ \t]*"
+    r"(?:[ \t]*(?:(?P<colon>:)|=)[ \t]*"
     rf"|[ \t]+{_VERB}(?![a-z0-9])"
     r"(?:[ \t]+(?:now|still|just|actually|always|set[ \t]+to|changed[ \t]+to|reset[ \t]+to))?[ \t]*:?[ \t]*)"
     r"|(?P<weak>[ \t]+))(?=\S)"
 )
 _QUOTES: Final = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“", "”": "”"}
-_CLOSING: Final = frozenset(".,;:!?)]}>\"'`”’»…")
+_CLOSING: Final = frozenset(".,;:!?)]}>*\"'`”’»…")
 _BARE: Final = re.compile(r"\S{1,512}")
 _ALNUM: Final = re.compile(r"[^\W_]")
 REDACTED: Final = "***REDACTED***"
 _PLAIN: Final = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_AMOUNT: Final = re.compile(r"[0-9]{1,4}(?:[.,-][0-9]{1,4})?")  # "8 characters", "1-256 characters"
+_FILE: Final = re.compile(
+    r"(?:~|\.{1,2})?/\S*|[\w.-]+\.(?:json|toml|ya?ml|txt|env|pem|key|crt|cfg|ini|conf|csv|py|md|log|db|sqlite)",
+    re.IGNORECASE,
+)  # a path or a file name: "--tokens tokens.json"
 _NUMBER: Final = re.compile(r"[0-9](?:[0-9 -]*[0-9])?")
 _UNITS: Final = re.compile(
     r"[ \t]+(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|bytes?|bits?|long|old|or|to|and|"
@@ -94,11 +101,12 @@ false yes unknown known available unavailable unchanged at in on of for to from 
 what how why about above below under over into inside within without between after before being been be do does
 did can could will would should must may might shall there here and or but than then either neither both each
 every all any some many more most less least few several other another such one two three four five six seven
-eight nine ten first last next previous like case something anything nothing whatever easy hard simple complex
+eight nine ten first last next previous like case used something anything nothing whatever easy hard simple complex
 obvious unique random active inactive pending generated provided given shown sent attached following follows
 lost gone forgotten leaked compromised exposed expiring rotating working broken stale fresh current same
 enough mandatory sufficient insufficient unavailable real fake dummy example sample placeholder test bearer
 basic digest none undefined unspecified usually typically probably definitely actually really correctly
+bound kept held made done read found built stolen tied scoped single opaque unique per only
 """
 #: Words that follow "password is" in prose (an introduced value that is one of them is kept).
 _COMMON: Final = frozenset(_COMMON_WORDS.split())
@@ -169,6 +177,8 @@ def _word_before(low: str, start: int) -> str:
 
 def _value(text: str, at: int) -> tuple[int, int, bool] | None:
     """``(start, end, quoted)`` of the value starting at ``at``; ``None`` when there is none."""
+    if text.startswith(REDACTED, at):
+        return None  # masked already (a known format, a key=value)
     close = _QUOTES.get(text[at : at + 1])
     if close is not None:
         limit = min(len(text), at + 512)
@@ -190,14 +200,14 @@ def _value(text: str, at: int) -> tuple[int, int, bool] | None:
 def _prose(text: str, start: int, end: int, quoted: bool) -> bool:
     """Whether an introduced value is words, not a secret (``required``, ``too short``, ``8 characters``)."""
     value = text[start:end]
-    if _ALNUM.search(value) is None or value.startswith(REDACTED):
-        return True  # nothing to hide, or hidden already
+    if _ALNUM.search(value) is None:
+        return True  # nothing to hide
     if quoted:
         return False
     if _PLAIN.fullmatch(value) and (value.islower() or value.istitle() or value.isupper()):
         word = value.lower()
-        return word in _COMMON or (len(word) > 4 and word.endswith(_PROSE_ENDINGS))
-    return value.isdigit() and len(value) <= 3 and _UNITS.match(text, end) is not None
+        return word in _COMMON or (len(word) > 3 and word.endswith(_PROSE_ENDINGS))
+    return _AMOUNT.fullmatch(value) is not None and _UNITS.match(text, end) is not None
 
 
 def _sentence(text: str, start: int, end: int, quoted: bool) -> bool:
@@ -214,11 +224,11 @@ def _sentence(text: str, start: int, end: int, quoted: bool) -> bool:
 
 def _looks(value: str) -> bool:
     """A value written directly after a secret word is a secret when it looks like one."""
-    if len(value) < 6:
+    if len(value) < 6 or value[0] in "([{<@" or _FILE.fullmatch(value):  # "(TELEGRAM_TOKEN)", "@BotFather"
         return False
     if value.isalpha():  # a word in one case is a word ("bucket", "Reset"); mixed case is not ("rifFCIm")
         return not (value.islower() or value.istitle() or value.isupper())
-    return _PLAIN.fullmatch(value) is None and _ALNUM.search(value) is not None and not value.startswith(REDACTED)
+    return _PLAIN.fullmatch(value) is None and _ALNUM.search(value) is not None
 
 
 def _digits(value: str) -> int:

@@ -77,7 +77,7 @@ _LEAD_INS = [
     "my password is \0", "password: \0", "password=\0", "Password = \0", "the password was \0",
     "the PIN is \0", "pin code: \0", "PIN number is \0", "api key is \0", "API-key: \0", "my API key would be \0",
     "the secret is \0", "our secrets are \0", "the passphrase was \0", "credentials: \0", "my ssn is \0",
-    "the password for alice is \0", "the token is now \0", "access token => \0", "db_password -> \0",
+    "the password for alice is \0", "the token is now \0", "access token = \0", "db_password: \0",
     "the OTP is \0", "apikey: \0", "your passcode will be \0", "the password has been set to \0",
     'my password is "\0"', "the token was '\0'", "password: `\0`", "the passphrase is “\0”",
     "pwd \0", "token \0", "passphrase \0", "password \0", "api key \0", "credentials \0", "the bot token \0",

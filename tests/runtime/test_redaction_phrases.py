@@ -80,12 +80,27 @@ KEPT = [
     "password policy is strict",
     "pwd",
     "my password is",
+    "TelegramBot needs the bot token @BotFather gave you",
+    "Telegram rejected the bot token (TELEGRAM_TOKEN): check it",
+    "webhook_secret must be 1-256 characters of A-Z, a-z, 0-9",
+    "Confirm tokens are bound to the principal",
+    "the token was used once",
+    "milpa-chat mcp --http 8765 --tokens tokens.json",
+    "* **Bot token scopes**: `commands`, `chat:write`",
+    "BearerTokens needs at least one token -> McpCaller entry",
 ]
 
 
 @pytest.mark.parametrize("text", KEPT)
 def test_ordinary_sentences_about_secrets_are_kept(text: str) -> None:
     assert mask_text(text) == text
+
+
+def test_a_value_masked_by_another_rule_is_not_masked_twice() -> None:
+    assert mask_text("token Bearer abcdefgh12345678 ok") == f"token Bearer {M} ok"
+    assert mask_text("my token xoxb-1234567890-abcdefghijkl") == f"my token {M}"
+    assert mask_text("the token: ghp_abcdefghijklmnopqrstuvwxyz0123") == f"the token: {M}"
+    assert mask_text(f"token {M} ok") == f"token {M} ok"
 
 
 def test_sentences_are_masked_at_any_depth_and_beside_other_forms() -> None:
