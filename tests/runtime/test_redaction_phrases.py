@@ -131,3 +131,9 @@ def test_the_examples_of_the_docs_hold() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text(encoding="utf-8")
     [block] = [b for b in re.findall(r"^```python\n(.*?)^```$", page, flags=re.M | re.S) if "mask_text" in b]
     exec(compile(block, "docs/runtime.md (redaction)", "exec"), {})
+
+
+def test_the_phrase_rule_writes_the_same_mask() -> None:
+    from milpa_chat.runtime import redaction_phrases
+
+    assert redaction_phrases.REDACTED == REDACTED
