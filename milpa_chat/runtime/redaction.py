@@ -320,7 +320,10 @@ def mask_text(text: str) -> str:
     if len(text) < 5:
         return text
     if _TRIGGER.search(text) is None:  # no known format, no key=value: only a sentence may hold a secret
-        return _replace(text, phrases.spans(text, _lower(text)))
+        low = text.lower()
+        if len(low) != len(text):
+            low = _lower(text)
+        return text if phrases.LEAD.search(low) is None else _replace(text, phrases.spans(text, low))
     head = text.lstrip()[:1]
     if head in ("{", "[") and len(text) <= 1_000_000:
         document = _json_document(text)

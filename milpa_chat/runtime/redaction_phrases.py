@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["spans"]
+__all__ = ["LEAD", "spans"]
 
 #: Each secret word as written (singular or plural) -> (its stem, its kind: see :func:`_lead_kind`).
 _LEADS: Final = {
@@ -48,7 +48,7 @@ _LEADS: Final = {
 _GLUED: Final = frozenset({"password", "passwd", "passphrase", "passcode", "token", "secret", "key"})
 #: A secret word of :data:`_LEADS` that ends there ("keyboard", "opinion", "passenger" are other words):
 #: one factored pattern, so that text is scanned once, in C.
-_LEAD: Final = re.compile(
+LEAD: Final = re.compile(
     r"(?:pass(?:w(?:ords?|ds?)|phrases?|codes?)|pwds?|tokens?|secrets?|keys?|cred(?:entials?|s)|pins?|ssns?|otps?"
     r"|cv(?:v2?|c)s?)(?![^\W_])"
 )
@@ -117,7 +117,7 @@ def spans(text: str, low: str) -> list[Span]:
     """Where the values introduced by secret words are in ``text`` (``low`` is ``text`` lower-cased,
     position for position)."""
     found: list[Span] = []
-    for word in _LEAD.finditer(low):
+    for word in LEAD.finditer(low):
         span = _value_after(text, low, word.start(), word.end())
         if span is not None:
             found.append(span)
