@@ -45,7 +45,10 @@ messages, errors, notes:
   ``password=…``, ``?token=…&api_key=…``, ``export OPENAI_API_KEY=…``, YAML, JSON (also escaped
   JSON inside JSON). ``key: value`` leaves prose alone (``password: must be at least 8 characters``
   keeps its text: a colon followed by a sentence is not a credential);
-* a string that is a whole JSON document is parsed, redacted by both rules, and written back.
+* a string that is a whole JSON document is parsed, redacted by both rules, and written back;
+* a value introduced by a secret word in a sentence: ``my password is …``, ``the PIN is …``,
+  ``api key: …``, ``pwd …`` (the words stay; the rule, and what is kept as prose, is in
+  :mod:`milpa_chat.runtime.redaction_phrases`).
 
 The limits of the rule: a secret under a harmless key, in no known format and not written as
 ``key=value`` (``"note": "hunter2"``) cannot be recognised. Keys themselves are never masked.
@@ -58,6 +61,8 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Final
+
+from milpa_chat.runtime import redaction_phrases as phrases
 
 __all__ = ["REDACTED", "Redaction", "is_secret_key", "mask_text", "redact"]
 
@@ -171,6 +176,7 @@ _TRIGGER: Final = re.compile(
 _TOKEN_BODY: Final = r"(?![A-Za-z0-9_\-])"
 #: (anchors in lower case, pattern matched at an anchor, needs a word boundary before it); group ``s``
 #: (if any) is what is masked. Only ``sk-``/``sk_`` want a boundary (``task-…``, ``disk_live_…``).
+# fmt: off
 _DETECTORS: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], bool], ...]] = (
     (("-----begin",), re.compile(
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY"
@@ -195,6 +201,7 @@ _DETECTORS: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], bool], ...]] = (
     (("hf_",), re.compile(r"hf_[A-Za-z0-9]{30,}"), False),
     (("npm_",), re.compile(r"npm_[A-Za-z0-9]{36}"), False),
 )
+# fmt: on
 _TELEGRAM: Final = re.compile(r"(?<![0-9A-Za-z])[0-9]{6,12}:AA[A-Za-z0-9_\-]{30,}")
 _STEMS: Final = ("pass", "pwd", "secret", "token", "key", "auth", "bearer", "jwt", "cred", "cookie", "session",
                  "pin", "otp", "cvv", "cvc", "ssn")  # fmt: skip
@@ -205,9 +212,7 @@ _AFTER_KEY: Final = re.compile(
     r"|(?P<scheme>(?i:bearer|basic|digest|negotiate|token)[ \t]+[^\s\"'&,;<>]+)"
     r"|(?P<v>[^\s\"'&,;<>]+))"
 )
-_ANY_ANCHOR: Final = re.compile(
-    "|".join(re.escape(a) for d in _DETECTORS for a in d[0]) + "|:aa|" + "|".join(_STEMS)
-)
+_ANY_ANCHOR: Final = re.compile("|".join(re.escape(a) for d in _DETECTORS for a in d[0]) + "|:aa|" + "|".join(_STEMS))
 _SENTENCE: Final = re.compile(r"[A-Za-z]+")
 _WORDISH: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 Span = tuple[int, int]
@@ -312,8 +317,13 @@ def _prose(m: re.Match[str], value: str) -> bool:
 
 def mask_text(text: str) -> str:
     """``text`` with every recognisable secret replaced by ``***REDACTED***`` (see the module docstring)."""
-    if len(text) < 5 or _TRIGGER.search(text) is None:
+    if len(text) < 5:
         return text
+    if _TRIGGER.search(text) is None:  # no known format, no key=value: only a sentence may hold a secret
+        low = text.lower()
+        if len(low) != len(text):
+            low = _lower(text)
+        return text if phrases.LEAD.search(low) is None else _replace(text, phrases.spans(text, low))
     head = text.lstrip()[:1]
     if head in ("{", "[") and len(text) <= 1_000_000:
         document = _json_document(text)
@@ -325,7 +335,7 @@ def mask_text(text: str) -> str:
     masked = _replace(text, _known_formats(text, low))
     if masked is not text:
         low = _lower(masked)
-    return _replace(masked, _key_values(masked, low))
+    return _replace(masked, _key_values(masked, low) + phrases.spans(masked, low))
 
 
 def _json_document(text: str) -> str | None:
