@@ -94,6 +94,9 @@ def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, c
         raise ApprovalRefused(f"Only {a.requester_name} can confirm this.")
     _open(a)
     _decided(v, actor)
+    if a.data.get("external"):  # the caller that opened it runs the call (ApprovalDesk.claim), not a follower
+        v["state"] = "approved"
+        return "confirmed", False, "Confirmed."
     desk._claim(v, actor.now)
     return "confirmed", True, "Confirmed — running it now."
 
@@ -170,7 +173,7 @@ def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor,
     _check_rescuer(a, actor)
     v.update(state="approved", rescued_by=actor.principal, rescued_by_name=actor.name, rescued_at=actor.now)
     claimed = desk._maybe_claim(v, actor.now, can_run)
-    if a.kind == "confirm" and not claimed:
+    if a.kind == "confirm" and not claimed and not a.data.get("external"):
         desk._claim(v, actor.now)
         claimed = True
     return "run_again", claimed, "Running it again now." if claimed else "It will run again."
