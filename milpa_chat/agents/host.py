@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -28,11 +29,14 @@ from milpa_chat.runtime.gates import action_summary
 from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
+    from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
     from milpa_chat.runtime.registry import ToolRegistry
 
 __all__ = ["ApprovalHost", "Decision", "approval_id", "context_from", "context_record"]
+
+log = logging.getLogger("milpa_chat.agents")
 
 RUNS = "agent_runs"
 #: States of a record whose call was allowed (it may have run since).
@@ -79,7 +83,8 @@ class Decision:
 
     @property
     def decided_by(self) -> str | None:
-        return self.approval.data.get("decided_by")  # type: ignore[no-any-return]
+        by = self.approval.data.get("decided_by")
+        return None if by is None else str(by)
 
     @property
     def deciders(self) -> list[str]:
@@ -89,7 +94,8 @@ class Decision:
 
     @property
     def note(self) -> str | None:
-        return self.approval.data.get("decision_note")  # type: ignore[no-any-return]
+        note = self.approval.data.get("decision_note")
+        return None if note is None else str(note)
 
     @property
     def reason(self) -> str:
@@ -119,16 +125,57 @@ class ApprovalHost:
         registry: ToolRegistry = getattr(target, "registry", target)
         if not hasattr(registry, "approvals"):
             raise TypeError(f"ApprovalHost(...) takes an Assistant or a ToolRegistry, got {type(target).__name__}")
+        #: The chat layer, when the host was given an Assistant (answers of chat runs are posted through it).
+        self.assistant: Any = target if target is not registry else None
         self.registry = registry
         self.desk = registry.approvals
         self.store = registry.store
         self.poll = poll
+        self._tasks: set[asyncio.Task[None]] = set()
         _check_schemas(self.desk)
+
+    # ------------------------------------------------------------------ chat
+    def chat_agent(self, answer: Callable[[str, ToolContext], Awaitable[str | None]]) -> Callable[..., Any]:
+        """An :class:`~milpa_chat.chat.Assistant` agent (``assistant.agent = ...``): a person's free text starts
+        ``answer(text, ctx)`` in the background (it may wait on approvals while the chat goes on) and its
+        answer is posted in their chat."""
+
+        async def agent(inbound: Any, ctx: ToolContext) -> None:
+            task = asyncio.create_task(self._answer(answer(inbound.text or "", ctx), ctx))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        return agent
+
+    async def _answer(self, run: Awaitable[str | None], ctx: ToolContext) -> None:
+        try:
+            text = await run
+        except Exception:
+            log.exception("an agent run for %s failed", ctx.principal)
+            text = "Something went wrong while I worked on your request; the error was logged."
+        if text:
+            await self.tell(ctx, text)
+
+    async def tell(self, ctx: ToolContext, text: str) -> None:
+        """Post ``text`` in the chat of ``ctx`` (when the host has an Assistant with that surface attached)."""
+        from milpa_chat.chat import cards
+
+        transports = getattr(self.assistant, "transports", {})
+        chat = ctx.extra.get("chat_id")
+        if ctx.channel in transports and chat is not None:
+            await transports[ctx.channel].send(str(chat), cards.text(text))
 
     # ------------------------------------------------------------------ open
     async def request(
-        self, tool: str, args: Mapping[str, Any], ctx: ToolContext, *, verify: VerifyPolicy | None = None,
-        expires_in: float | None = None, reason: str | None = None, schema: Mapping[str, Any] | None = None,
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        ctx: ToolContext,
+        *,
+        verify: VerifyPolicy | None = None,
+        expires_in: float | None = None,
+        reason: str | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> Approval:
         """Open an approval for ``tool(**args)`` proposed by a model for the person of ``ctx`` and deliver
         its cards. ``verify``: approvers decide (scopes, four-eyes, quorum, expiry); else the person confirms.
@@ -138,24 +185,30 @@ class ApprovalHost:
         wire = json.loads(json.dumps(dict(args), default=str))
         ttl = verify.expires_in if verify is not None else (expires_in or self.registry.confirmations.ttl)
         approval = await self.desk.open(
-            "verification" if verify is not None else "confirm", ctx.as_model(), tool=tool, args=wire,
-            summary=action_summary(tool, wire, self.registry.audit.redact), expires_in=ttl, policy=verify,
-            reason=reason, payload={"schema": dict(schema)} if schema else None, external=True)
+            "verification" if verify is not None else "confirm",
+            ctx.as_model(),
+            tool=tool,
+            args=wire,
+            summary=action_summary(tool, wire, self.registry.audit.redact),
+            expires_in=ttl,
+            policy=verify,
+            reason=reason,
+            payload={"schema": dict(schema)} if schema else None,
+            external=True,
+        )
         if self.desk.follower is not None:  # the chat layer sends the cards
             await self.desk.follower(Change(approval, "requested"))
         return approval
 
     # ------------------------------------------------------------------ wait
-    async def wait(self, approval_id: str, *, timeout: float | None = None) -> Decision:
+    async def wait(self, approval_id: str) -> Decision:
         """The decision on ``approval_id``, once people took it (or it expired). Reads the store, so it
-        works from any process; raises :class:`ApprovalRefused` for an unknown id, ``TimeoutError``."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+        works from any process (bound it with ``asyncio.timeout``); raises :class:`ApprovalRefused` for an
+        unknown id."""
         while True:
             a = await self.desk.get(approval_id)
             if a is None:
-                raise ApprovalRefused(f"Unknown approval {approval_id!r} (it may have been removed).",
-                                      code="NOT_FOUND")
+                raise ApprovalRefused(f"Unknown approval {approval_id!r} (it may have been removed).", code="NOT_FOUND")
             if a.state != "pending":
                 return Decision(a)
             if a.expires_at <= self.store.clock():
@@ -163,8 +216,6 @@ class ApprovalHost:
                 if change is not None and self.desk.follower is not None:
                     await self.desk.follower(change)  # the cards say "Expired", the requester is told
                 continue
-            if deadline is not None and loop.time() >= deadline:
-                raise TimeoutError(f"approval {approval_id} is still pending after {timeout} s")
             await asyncio.sleep(self.poll)
 
     # ------------------------------------------------------------------- run
@@ -201,8 +252,9 @@ class ApprovalHost:
                 result = a.data.get("result") or {}
                 return result.get("data") if result.get("data") is not None else result.get("message")
             if a.state in FINAL or a.state in ("effect_uncertain", "pending"):
-                raise ApprovalRefused(f"{a.label} did not run here: {a.data.get('outcome') or a.state}.",
-                                      code="CONFLICT", approval=a)
+                raise ApprovalRefused(
+                    f"{a.label} did not run here: {a.data.get('outcome') or a.state}.", code="CONFLICT", approval=a
+                )
             await asyncio.sleep(self.poll)
 
     # ------------------------------------------------------------------ runs
@@ -235,8 +287,13 @@ def context_from(record: Mapping[str, Any]) -> ToolContext:
     """The model-made context of a paused run's requester, from :func:`context_record`."""
     from milpa_chat.runtime.context import ToolContext
 
-    return ToolContext(principal=record.get("principal"), channel=str(record.get("channel") or "unknown"),
-                       scopes=tuple(record.get("scopes") or ()), extra=dict(record.get("extra") or {}), by_model=True)
+    return ToolContext(
+        principal=record.get("principal"),
+        channel=str(record.get("channel") or "unknown"),
+        scopes=tuple(record.get("scopes") or ()),
+        extra=dict(record.get("extra") or {}),
+        by_model=True,
+    )
 
 
 def _result(value: Any) -> ToolResult:
@@ -248,7 +305,7 @@ def _result(value: Any) -> ToolResult:
     return ToolResult.success(value, text)
 
 
-def _check_schemas(desk: Any) -> None:
+def _check_schemas(desk: ApprovalDesk) -> None:
     """Edits of an external record are checked against the JSON schema its framework gave the tool."""
     previous = desk.checker
     if getattr(previous, "external_schemas", False):
@@ -265,8 +322,11 @@ def _check_schemas(desk: Any) -> None:
         errors = {".".join(map(str, e.path)): e.message for e in Draft202012Validator(schema).iter_errors(args)}
         if errors:
             shown = "; ".join(f"{k or 'arguments'}: {v}" for k, v in errors.items())
-            raise ApprovalRefused(f"The edited arguments are not valid: {shown}. Correct them and save again.",
-                                  code="VALIDATION_ERROR", errors=errors)
+            raise ApprovalRefused(
+                f"The edited arguments are not valid: {shown}. Correct them and save again.",
+                code="VALIDATION_ERROR",
+                errors=errors,
+            )
         return dict(args)
 
     check.external_schemas = True  # type: ignore[attr-defined]

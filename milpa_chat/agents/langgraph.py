@@ -59,31 +59,56 @@ class LangGraphApprovals:
     graph's paused runs apart from other agents' in the same store."""
 
     def __init__(
-        self, host: ApprovalHost, graph: Any, *, verify: VerifyPolicy | Mapping[str, VerifyPolicy] | None = None,
-        name: str = "graph", schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        self,
+        host: ApprovalHost,
+        graph: Any,
+        *,
+        verify: VerifyPolicy | Mapping[str, VerifyPolicy] | None = None,
+        name: str = "graph",
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.host = host
         self.graph = graph
         self.verify = verify
         self.schemas = dict(schemas or {})
         self.framework = f"langgraph:{name}"
+        self.answer_key = "result"
 
     async def run(self, input: Any, ctx: ToolContext, *, config: Mapping[str, Any]) -> Any:
         """``graph.ainvoke(input, config)`` for the person of ``ctx``, waiting on kit approvals at each tool
         interrupt; returns the graph's final state."""
         if not (config.get("configurable") or {}).get("thread_id"):
-            raise ValueError("LangGraphApprovals.run(config=...) needs {'configurable': {'thread_id': ...}}: the "
-                             "graph's checkpointer keeps the paused run under it")
+            raise ValueError(
+                "LangGraphApprovals.run(config=...) needs {'configurable': {'thread_id': ...}}: the "
+                "graph's checkpointer keeps the paused run under it"
+            )
         result = await self.graph.ainvoke(input, dict(config))
         return await self._settle(result, ctx, dict(config), None)
 
-    async def resume(self, run_id: str) -> Any:
-        """Go on with a paused run kept in the store (after a restart)."""
+    def chat_agent(self, prepare: Any, *, answer_key: str = "result") -> Any:
+        """This graph as an :class:`~milpa_chat.chat.Assistant`'s agent: ``assistant.agent =
+        approvals.chat_agent(lambda text: ({"request": text}, {"configurable": {"thread_id": ...}}))``;
+        ``prepare(text)`` gives the graph's input and config; the final state's ``answer_key`` is posted."""
+
+        async def answer(text: str, ctx: ToolContext) -> str:
+            graph_input, config = prepare(text)
+            return _answer(await self.run(graph_input, ctx, config=config), answer_key)
+
+        self.answer_key = answer_key
+        return self.host.chat_agent(answer)
+
+    async def resume(self, run_id: str, *, tell: bool = True) -> Any:
+        """Go on with a paused run kept in the store (after a restart). ``tell``: post the final state's answer
+        in the requester's chat."""
         record = await self.host.load_run(run_id)
         if record is None:
             raise LookupError(f"no paused LangGraph run {run_id!r} in the store")
         result = await self._resume(record["approvals"], record["config"])
-        return await self._settle(result, context_from(record["ctx"]), record["config"], run_id)
+        ctx = context_from(record["ctx"])
+        result = await self._settle(result, ctx, record["config"], run_id)
+        if tell:
+            await self.host.tell(ctx, _answer(result, self.answer_key))
+        return result
 
     async def resume_pending(self) -> list[Any]:
         """Resume every paused run of this graph kept in the store (call it when the process starts)."""
@@ -96,11 +121,19 @@ class LangGraphApprovals:
             approvals: dict[str, str] = {}
             for interrupt in result["__interrupt__"]:
                 tool, args = _proposal(interrupt.value)
-                opened = await self.host.request(tool, args, ctx, verify=self._policy(tool),
-                                                 schema=self.schemas.get(tool))
+                opened = await self.host.request(
+                    tool, args, ctx, verify=self._policy(tool), schema=self.schemas.get(tool)
+                )
                 approvals[interrupt.id] = opened.id
-            run_id = await self.host.save_run(run_id, {"framework": self.framework, "config": _jsonable(config),
-                                                       "approvals": approvals, "ctx": context_record(ctx)})
+            run_id = await self.host.save_run(
+                run_id,
+                {
+                    "framework": self.framework,
+                    "config": _jsonable(config),
+                    "approvals": approvals,
+                    "ctx": context_record(ctx),
+                },
+            )
             result = await self._resume(approvals, config)
         if run_id is not None:
             await self.host.end_run(run_id)
@@ -110,7 +143,8 @@ class LangGraphApprovals:
         """Wait for the decisions, then resume the graph once: the resume is claimed through every approved
         approval (nested), so only one caller ever resumes an approved call."""
         decided = await asyncio.gather(*(self.host.wait(aid) for aid in approvals.values()))
-        command = Command(resume={iid: resume_value(d) for iid, d in zip(approvals, decided, strict=True)})
+        values = {iid: resume_value(d) for iid, d in zip(approvals, decided, strict=True)}
+        command: Command[Any] = Command(resume=values)
         outcome: dict[str, Any] = {}
 
         async def resume(_args: dict[str, Any]) -> str:
@@ -140,11 +174,11 @@ def _claimed(host: ApprovalHost, approval: str, inner: Any) -> Any:
 
 
 def _proposal(value: Any) -> tuple[str, dict[str, Any]]:
-    if isinstance(value, Mapping) and isinstance(value.get("tool"), str) and isinstance(value.get("args", {}),
-                                                                                          Mapping):
+    if isinstance(value, Mapping) and isinstance(value.get("tool"), str) and isinstance(value.get("args", {}), Mapping):
         return value["tool"], dict(value.get("args") or {})
-    raise ValueError(f"a kit approval needs interrupt({{'tool': <name>, 'args': {{...}}}}); the graph interrupted "
-                     f"with {value!r}")
+    raise ValueError(
+        f"a kit approval needs interrupt({{'tool': <name>, 'args': {{...}}}}); the graph interrupted with {value!r}"
+    )
 
 
 def _summary(state: Any) -> str:
@@ -159,6 +193,15 @@ def _summary(state: Any) -> str:
     return str(state)[:500]
 
 
+def _answer(state: Any, key: str) -> str:
+    if isinstance(state, Mapping) and state.get(key) is not None:
+        return str(state[key])
+    return _summary(state)
+
+
 def _jsonable(config: Mapping[str, Any]) -> dict[str, Any]:
-    return {"configurable": {k: v for k, v in (config.get("configurable") or {}).items()
-                             if isinstance(v, str | int | float | bool)}}
+    return {
+        "configurable": {
+            k: v for k, v in (config.get("configurable") or {}).items() if isinstance(v, str | int | float | bool)
+        }
+    }

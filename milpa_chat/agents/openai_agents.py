@@ -21,7 +21,7 @@ from milpa_chat._extras import require
 
 require("agents", extra="openai-agents", feature="Kit approvals for OpenAI Agents SDK agents")
 
-from agents import Agent, FunctionTool, RunState, Runner  # noqa: E402
+from agents import Agent, FunctionTool, Runner, RunState  # noqa: E402
 
 from milpa_chat.agents.host import ApprovalHost, context_from, context_record  # noqa: E402
 
@@ -43,8 +43,12 @@ class OpenAIAgentsApprovals:
     wrapped in place, so an approved call runs through its approval (claimed once)."""
 
     def __init__(
-        self, host: ApprovalHost, agent: Agent[Any], *,
-        verify: VerifyPolicy | Mapping[str, VerifyPolicy] | None = None, name: str = "agent",
+        self,
+        host: ApprovalHost,
+        agent: Agent[Any],
+        *,
+        verify: VerifyPolicy | Mapping[str, VerifyPolicy] | None = None,
+        name: str = "agent",
     ) -> None:
         self.host = host
         self.agent = agent
@@ -62,8 +66,18 @@ class OpenAIAgentsApprovals:
         result = await Runner.run(self.agent, input, **kwargs)
         return await self._settle(result, ctx, None, kwargs)
 
-    async def resume(self, run_id: str, **kwargs: Any) -> Any:
-        """Go on with a paused run kept in the store (after a restart)."""
+    def chat_agent(self, **kwargs: Any) -> Any:
+        """This agent as an :class:`~milpa_chat.chat.Assistant`'s agent: ``assistant.agent = approvals.chat_agent()``
+        (free text runs it in the background; its answer is posted in the chat)."""
+
+        async def answer(text: str, ctx: ToolContext) -> str:
+            return str((await self.run(text, ctx, **kwargs)).final_output)
+
+        return self.host.chat_agent(answer)
+
+    async def resume(self, run_id: str, *, tell: bool = True, **kwargs: Any) -> Any:
+        """Go on with a paused run kept in the store (after a restart). ``tell``: post the run's answer in the
+        requester's chat (as :meth:`chat_agent` does)."""
         record = await self.host.load_run(run_id)
         if record is None:
             raise LookupError(f"no paused OpenAI Agents run {run_id!r} in the store")
@@ -71,7 +85,11 @@ class OpenAIAgentsApprovals:
         self.calls.update(record["approvals"])
         await self._apply(state, state.get_interruptions(), record["approvals"])
         result = await Runner.run(self.agent, state, **kwargs)
-        return await self._settle(result, context_from(record["ctx"]), run_id, kwargs)
+        ctx = context_from(record["ctx"])
+        result = await self._settle(result, ctx, run_id, kwargs)
+        if tell:
+            await self.host.tell(ctx, str(result.final_output))
+        return result
 
     async def resume_pending(self, **kwargs: Any) -> list[Any]:
         """Resume every paused run of this agent kept in the store (call it when the process starts)."""
@@ -89,8 +107,15 @@ class OpenAIAgentsApprovals:
                 opened = await self.host.request(name, args, ctx, verify=self._policy(name), schema=self._schema(name))
                 approvals[str(item.call_id)] = opened.id
             self.calls.update(approvals)
-            run_id = await self.host.save_run(run_id, {"framework": self.framework, "state": state.to_json(),
-                                                       "approvals": approvals, "ctx": context_record(ctx)})
+            run_id = await self.host.save_run(
+                run_id,
+                {
+                    "framework": self.framework,
+                    "state": state.to_json(),
+                    "approvals": approvals,
+                    "ctx": context_record(ctx),
+                },
+            )
             await self._apply(state, result.interruptions, approvals)
             result = await Runner.run(self.agent, state, **kwargs)
         if run_id is not None:

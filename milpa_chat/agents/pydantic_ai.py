@@ -55,7 +55,12 @@ class _KitCalls(AbstractCapability[Any]):
         return await handler(args)  # type: ignore[no-any-return]
 
     async def wrap_tool_execute(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any],
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
         handler: Any,
     ) -> Any:
         approval = self.approvals.get(call.tool_call_id)
@@ -72,8 +77,12 @@ class PydanticAIApprovals:
     this agent's paused runs apart from other agents' in the same store."""
 
     def __init__(
-        self, host: ApprovalHost, agent: Agent[Any, Any], *,
-        verify: VerifyPolicy | Mapping[str, VerifyPolicy] | None = None, name: str = "agent",
+        self,
+        host: ApprovalHost,
+        agent: Agent[Any, Any],
+        *,
+        verify: VerifyPolicy | Mapping[str, VerifyPolicy] | None = None,
+        name: str = "agent",
     ) -> None:
         self.host = host
         self.agent = agent
@@ -87,17 +96,32 @@ class PydanticAIApprovals:
         result = await self.agent.run(prompt, **self._options(calls, kwargs))
         return await self._settle(result, ctx, None, calls, kwargs)
 
-    async def resume(self, run_id: str, **kwargs: Any) -> Any:
-        """Go on with a paused run kept in the store (after a restart): wait for its decisions, then resume."""
+    def chat_agent(self, **kwargs: Any) -> Any:
+        """This agent as an :class:`~milpa_chat.chat.Assistant`'s agent: ``assistant.agent = approvals.chat_agent()``
+        (free text runs it in the background; its answer is posted in the chat)."""
+
+        async def answer(text: str, ctx: ToolContext) -> str:
+            return str((await self.run(text, ctx, **kwargs)).output)
+
+        return self.host.chat_agent(answer)
+
+    async def resume(self, run_id: str, *, tell: bool = True, **kwargs: Any) -> Any:
+        """Go on with a paused run kept in the store (after a restart): wait for its decisions, then resume.
+        ``tell``: post the run's answer in the requester's chat (as :meth:`chat_agent` does)."""
         record = await self.host.load_run(run_id)
         if record is None:
             raise LookupError(f"no paused pydantic-ai run {run_id!r} in the store")
         messages = ModelMessagesTypeAdapter.validate_python(record["messages"])
         calls = _KitCalls(self.host, dict(record["approvals"]))
         results = await self._decisions(record["approvals"])
-        result = await self.agent.run(message_history=messages, deferred_tool_results=results,
-                                      **self._options(calls, kwargs))
-        return await self._settle(result, context_from(record["ctx"]), run_id, calls, kwargs)
+        result = await self.agent.run(
+            message_history=messages, deferred_tool_results=results, **self._options(calls, kwargs)
+        )
+        ctx = context_from(record["ctx"])
+        result = await self._settle(result, ctx, run_id, calls, kwargs)
+        if tell:
+            await self.host.tell(ctx, str(result.output))
+        return result
 
     async def resume_pending(self, **kwargs: Any) -> list[Any]:
         """Resume every paused run of this agent kept in the store (call it when the process starts)."""
@@ -118,21 +142,31 @@ class PydanticAIApprovals:
         while isinstance(result.output, DeferredToolRequests):
             requests: DeferredToolRequests = result.output
             if requests.calls:
-                raise RuntimeError("pydantic-ai deferred calls for external execution; kit approvals answer only "
-                                   "calls that need approval (requires_approval=True or ApprovalRequired)")
+                raise RuntimeError(
+                    "pydantic-ai deferred calls for external execution; kit approvals answer only "
+                    "calls that need approval (requires_approval=True or ApprovalRequired)"
+                )
             approvals = {}
             for call in requests.approvals:
                 args = requests.validated_args.get(call.tool_call_id) or call.args_as_dict()
-                opened = await self.host.request(call.tool_name, args, ctx, verify=self._policy(call.tool_name),
-                                                 schema=calls.schemas.get(call.tool_call_id))
+                opened = await self.host.request(
+                    call.tool_name,
+                    args,
+                    ctx,
+                    verify=self._policy(call.tool_name),
+                    schema=calls.schemas.get(call.tool_call_id),
+                )
                 approvals[call.tool_call_id] = opened.id
             messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
-            run_id = await self.host.save_run(run_id, {"framework": self.framework, "messages": messages,
-                                                       "approvals": approvals, "ctx": context_record(ctx)})
+            run_id = await self.host.save_run(
+                run_id,
+                {"framework": self.framework, "messages": messages, "approvals": approvals, "ctx": context_record(ctx)},
+            )
             calls = _KitCalls(self.host, approvals, calls.schemas)
             results = await self._decisions(approvals)
-            result = await self.agent.run(message_history=result.all_messages(), deferred_tool_results=results,
-                                          **self._options(calls, kwargs))
+            result = await self.agent.run(
+                message_history=result.all_messages(), deferred_tool_results=results, **self._options(calls, kwargs)
+            )
         if run_id is not None:
             await self.host.end_run(run_id)
         return result
@@ -141,8 +175,9 @@ class PydanticAIApprovals:
         decided = await asyncio.gather(*(self.host.wait(aid) for aid in approvals.values()))
         answers: dict[str, ToolApproved | ToolDenied] = {}
         for call_id, decision in zip(approvals, decided, strict=True):
-            answers[call_id] = (ToolApproved(override_args=decision.args) if decision.approved
-                                else ToolDenied(decision.reason))
+            answers[call_id] = (
+                ToolApproved(override_args=decision.args) if decision.approved else ToolDenied(decision.reason)
+            )
         return DeferredToolResults(approvals=dict(answers))
 
     def _policy(self, tool: str) -> VerifyPolicy | None:
