@@ -16,6 +16,14 @@ from typing import Any
 from milpa_chat.agents import ApprovalHost, approval_id
 from milpa_chat.runtime.definition import VerifyPolicy
 
+APPROVERS = -500
+#: Alice asks for payments; Maria and Mateo approve them in the approvers' group.
+IDENTITIES: dict[str, Any] = {
+    "roles": {"writer": ["payments:send"], "manager": ["payments:approve", "verification:approve"]},
+    "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"], "telegram:2002": ["manager"]},
+    "approvers": {"telegram": [str(APPROVERS)]},
+}
+MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"], expires_in=600)
 PAYMENT = {"to": "ACME", "amount": 120}
 SCHEMA = {
     "type": "object",

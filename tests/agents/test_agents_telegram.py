@@ -23,18 +23,11 @@ from milpa_chat.runtime.definition import VerifyPolicy
 from milpa_chat.store import MemoryStore
 from milpa_chat.testing import BotApiServer, ManualClock, TelegramMessage, TelegramUser
 
-from .frameworks import FRAMEWORKS, Ledger
+from .frameworks import APPROVERS, FRAMEWORKS, IDENTITIES, MANAGERS, Ledger
 
 ALICE = TelegramUser(1001, "Alice", "alice")
 MARIA = TelegramUser(2001, "Maria", "maria")
 MATEO = TelegramUser(2002, "Mateo", "mateo")
-APPROVERS = -500
-IDENTITIES: dict[str, Any] = {
-    "roles": {"writer": ["payments:send"], "manager": ["payments:approve", "verification:approve"]},
-    "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"], "telegram:2002": ["manager"]},
-    "approvers": {"telegram": [str(APPROVERS)]},
-}
-MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"], expires_in=600)
 WAIT = 15.0
 pytestmark = pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 
