@@ -20,6 +20,7 @@ from milpa_chat.bots.telegram import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.runtime.approval import ApprovalRefused, digest
 from milpa_chat.runtime.definition import VerifyPolicy
+from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import MemoryStore
 from milpa_chat.testing import BotApiServer, ManualClock, TelegramMessage, TelegramUser
 
@@ -39,6 +40,7 @@ class Chat:
     ledger: Ledger
     clock: ManualClock
     driver: Any
+    trail: AuditTrail
 
     async def ask(self, text: str = "please pay ACME 120 EUR", *, where: int = APPROVERS) -> TelegramMessage:
         """Alice asks the agent; returns the approval card shown ``where`` (the approvers' group by default)."""
@@ -76,7 +78,9 @@ class Chat:
 @asynccontextmanager
 async def chat(framework: str, tmp_path: Path, verify: VerifyPolicy | None = MANAGERS) -> AsyncIterator[Chat]:
     clock = ManualClock()
-    assistant = Assistant(ToolRegistry(store=MemoryStore(clock=clock)), Identities.from_dict(IDENTITIES), edits=True)
+    registry = ToolRegistry(store=MemoryStore(clock=clock))
+    trail = AuditTrail(registry.store).attach(registry)
+    assistant = Assistant(registry, Identities.from_dict(IDENTITIES), edits=True)
     host, ledger, driver = ApprovalHost(assistant, poll=0.02), Ledger(), FRAMEWORKS[framework]()
     async with AsyncExitStack() as stack:
         _, assistant.agent = await driver.build(host, ledger, verify, stack, tmp_path)
@@ -85,7 +89,7 @@ async def chat(framework: str, tmp_path: Path, verify: VerifyPolicy | None = MAN
         bot = TelegramBot(assistant, tg.token, tg.base_url, sweep_interval=None)
         await bot.start(poll_timeout=1)
         try:
-            yield Chat(tg, host, ledger, clock, driver)
+            yield Chat(tg, host, ledger, clock, driver, trail)
         finally:
             for task in list(host._tasks):
                 task.cancel()
@@ -169,6 +173,12 @@ async def test_an_approver_edits_the_amount_and_another_approves_the_edited_call
         assert [p[:2] for p in c.ledger.paid] == [("ACME", 80.0)]
         assert done.args == {"to": "ACME", "amount": 80.0} and done.revision == 1
         assert done.data["digest"] == digest(done.args) != digest({"to": "ACME", "amount": 120})
+        # the trail: the card showed the edited digest, and the run started with that digest and the approval id as key
+        story = await c.trail.story(done.id)
+        started = [e.fields for e in story if e.kind == "started"]
+        assert [(f["args_digest"], f["key"]) for f in started] == [(done.data["digest"], done.id)]
+        assert done.data["digest"] in {e.fields["args_digest"] for e in story if e.kind == "shown"}
+        assert (await c.trail.verify()).ok
 
 
 async def test_a_quorum_of_two_runs_the_call_after_the_second_approval(framework: str, tmp_path: Path) -> None:
