@@ -29,7 +29,6 @@ from milpa_chat.runtime.gates import action_summary
 from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
-    from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
     from milpa_chat.runtime.registry import ToolRegistry
@@ -132,7 +131,6 @@ class ApprovalHost:
         self.store = registry.store
         self.poll = poll
         self._tasks: set[asyncio.Task[None]] = set()
-        _check_schemas(self.desk)
 
     # ------------------------------------------------------------------ chat
     def chat_agent(self, answer: Callable[[str, ToolContext], Awaitable[str | None]]) -> Callable[..., Any]:
@@ -303,31 +301,3 @@ def _result(value: Any) -> ToolResult:
     except (TypeError, ValueError):
         value, text = None, str(value)
     return ToolResult.success(value, text)
-
-
-def _check_schemas(desk: ApprovalDesk) -> None:
-    """Edits of an external record are checked against the JSON schema its framework gave the tool."""
-    previous = desk.checker
-    if getattr(previous, "external_schemas", False):
-        return
-
-    async def check(a: Approval, args: dict[str, Any]) -> dict[str, Any]:
-        schema = (a.data.get("payload") or {}).get("schema") if a.data.get("external") else None
-        if schema is None:
-            if previous is None:
-                raise ApprovalRefused("Edits cannot be checked here.", code="UNAVAILABLE")
-            return await previous(a, args)
-        from jsonschema import Draft202012Validator
-
-        errors = {".".join(map(str, e.path)): e.message for e in Draft202012Validator(schema).iter_errors(args)}
-        if errors:
-            shown = "; ".join(f"{k or 'arguments'}: {v}" for k, v in errors.items())
-            raise ApprovalRefused(
-                f"The edited arguments are not valid: {shown}. Correct them and save again.",
-                code="VALIDATION_ERROR",
-                errors=errors,
-            )
-        return dict(args)
-
-    check.external_schemas = True  # type: ignore[attr-defined]
-    desk.checker = check

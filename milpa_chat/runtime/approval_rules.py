@@ -204,6 +204,10 @@ def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolC
         from milpa_chat.runtime.limits import check_payload
 
         tool = registry.get(a.tool or "")
+        schema = (a.data.get("payload") or {}).get("schema") if a.data.get("external") else None
+        if tool is None and isinstance(schema, dict):  # a call of another framework: the schema it gave the tool
+            check_payload(args, registry.limits)
+            return schema_check(schema, args)
         if tool is None:
             raise ApprovalRefused(f"'{a.label}' is no longer a registered tool, so this request cannot be edited; "
                                   "reject it instead.", code="NOT_FOUND")
@@ -224,6 +228,20 @@ def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolC
         return dict(wire)
 
     return check
+
+
+def schema_check(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` checked against a JSON schema (an external record's): refused with the errors per field."""
+    from jsonschema import Draft202012Validator
+
+    errors: dict[str, str] = {}
+    for e in Draft202012Validator(schema).iter_errors(args):
+        errors.setdefault(str(e.path[0]) if e.path else "", e.message)
+    if errors:
+        shown = "; ".join(f"{k or 'arguments'}: {v}" for k, v in errors.items())
+        raise ApprovalRefused(f"The edited arguments are not valid: {shown}. Correct them and save again.",
+                              code="VALIDATION_ERROR", errors=errors)
+    return dict(args)
 
 
 def _check_editor(a: Approval, actor: Actor) -> None:
