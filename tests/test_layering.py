@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "milpa_chat"
-SDKS = ("telegram", "slack_bolt", "slack_sdk", "ipywidgets", "IPython", "openai", "anthropic", "psycopg")
+SDKS = ("telegram", "slack_bolt", "slack_sdk", "ipywidgets", "IPython", "openai", "anthropic", "psycopg",
+        "pydantic_ai", "agents", "langgraph", "langchain_core")
 # A layer may import only from the layers listed for it (besides itself and the top-level helpers).
 ALLOWED = {
     "store": set(),
@@ -22,6 +23,8 @@ ALLOWED = {
     # standing grants on the host: the judge of `command`, kept in the store, lent before the runtime's approval
     # gate, drafted and signed through the chat's cards
     "standing": {"runtime", "store", "renderers", "chat", "command"},
+    # approvals for agents of other frameworks: the host API over the runtime's desk, cards through the chat
+    "agents": {"runtime", "store", "chat", "gateway"},
 }
 TOP_LEVEL_HELPERS = {"milpa_chat.errors", "milpa_chat._extras", "milpa_chat._failpoints", "milpa_chat"}
 
@@ -67,7 +70,7 @@ def test_core_never_imports_a_channel_sdk_at_module_level(layer: str) -> None:
 def test_importing_the_package_loads_no_sdk() -> None:
     code = (
         "import sys, milpa_chat, milpa_chat.runtime, milpa_chat.store, milpa_chat.chat, milpa_chat.renderers, "
-        "milpa_chat.gateway, milpa_chat.testing\n"
+        "milpa_chat.gateway, milpa_chat.testing, milpa_chat.agents\n"
         f"loaded = sorted(m for m in {SDKS!r} + ('jsonschema', 'aiohttp', 'httpx') if m in sys.modules)\n"
         "print(','.join(loaded))"
     )

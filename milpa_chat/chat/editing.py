@@ -165,7 +165,11 @@ class ApprovalEditor:
 
     def fields(self, approval: Approval) -> list[EditField]:
         definition = self.registry.get(approval.tool or "")
-        return [] if definition is None else edit_fields(approval, definition.input_schema)
+        if definition is not None:
+            return edit_fields(approval, definition.input_schema)
+        # a call an agent of another framework proposed: the JSON schema its framework gave the tool
+        schema = (approval.data.get("payload") or {}).get("schema") if approval.data.get("external") else None
+        return [] if not isinstance(schema, dict) else edit_fields(approval, schema)
 
     async def check(self, ref: str, ctx: ToolContext, via: str) -> Approval:
         """The approval behind a button's ref, if ``ctx`` may edit it now (else :class:`ApprovalRefused`)."""

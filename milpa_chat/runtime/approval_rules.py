@@ -94,6 +94,9 @@ def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, c
         raise ApprovalRefused(f"Only {a.requester_name} can confirm this.")
     _open(a)
     _decided(v, actor)
+    if a.data.get("external"):  # the caller that opened it runs the call (ApprovalDesk.claim), not a follower
+        v["state"] = "approved"
+        return "confirmed", False, "Confirmed."
     desk._claim(v, actor.now)
     return "confirmed", True, "Confirmed — running it now."
 
@@ -170,7 +173,7 @@ def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor,
     _check_rescuer(a, actor)
     v.update(state="approved", rescued_by=actor.principal, rescued_by_name=actor.name, rescued_at=actor.now)
     claimed = desk._maybe_claim(v, actor.now, can_run)
-    if a.kind == "confirm" and not claimed:
+    if a.kind == "confirm" and not claimed and not a.data.get("external"):
         desk._claim(v, actor.now)
         claimed = True
     return "run_again", claimed, "Running it again now." if claimed else "It will run again."
@@ -201,6 +204,10 @@ def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolC
         from milpa_chat.runtime.limits import check_payload
 
         tool = registry.get(a.tool or "")
+        schema = (a.data.get("payload") or {}).get("schema") if a.data.get("external") else None
+        if tool is None and isinstance(schema, dict):  # a call of another framework: the schema it gave the tool
+            check_payload(args, registry.limits)
+            return schema_check(schema, args)
         if tool is None:
             raise ApprovalRefused(f"'{a.label}' is no longer a registered tool, so this request cannot be edited; "
                                   "reject it instead.", code="NOT_FOUND")
@@ -221,6 +228,20 @@ def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolC
         return dict(wire)
 
     return check
+
+
+def schema_check(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` checked against a JSON schema (an external record's): refused with the errors per field."""
+    from jsonschema import Draft202012Validator
+
+    errors: dict[str, str] = {}
+    for e in Draft202012Validator(schema).iter_errors(args):
+        errors.setdefault(str(e.path[0]) if e.path else "", e.message)
+    if errors:
+        shown = "; ".join(f"{k or 'arguments'}: {v}" for k, v in errors.items())
+        raise ApprovalRefused(f"The edited arguments are not valid: {shown}. Correct them and save again.",
+                              code="VALIDATION_ERROR", errors=errors)
+    return dict(args)
 
 
 def _check_editor(a: Approval, actor: Actor) -> None:

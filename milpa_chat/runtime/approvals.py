@@ -172,11 +172,15 @@ class ApprovalDesk:
         mutating: bool = True,
         idempotent: bool = False,
         guard: str | None = None,
+        external: bool = False,
     ) -> Approval:
         """Store a new pending approval for ``ctx`` (the requester) and return it.
 
         ``guard``: the record is decided only by a person's surface (a :meth:`decide` that names
-        ``via``: a card, the notebook inbox, the CLI), never by a tool — standing-grant changes."""
+        ``via``: a card, the notebook inbox, the CLI), never by a tool — standing-grant changes.
+        ``external``: the call is run by the caller that opened the record (an agent of another framework,
+        through :meth:`claim` then :meth:`finish`), never by a follower: a confirm or an approval leaves it
+        ``approved`` for that caller to claim."""
         from milpa_chat.runtime.definition import VerifyPolicy
 
         if guard is None and isinstance(subject, str) and _RESERVED.match(subject):
@@ -207,6 +211,8 @@ class ApprovalDesk:
             value["guard"] = guard
         for opener in self.openers:
             opener(value, ctx)
+        if external:
+            value.update(external=True, auto_run=False)
         who = ctx.principal or "anonymous"
         while True:
             aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
@@ -327,10 +333,10 @@ class ApprovalDesk:
         """``approved -> executing`` for the requester running an approved request (exactly one caller wins).
 
         This decides nothing (approvers did), so the requester's model may run it too: an MCP client's
-        ``approval_run``, an agent resumed after the approval."""
+        ``approval_run``, an agent resumed after the approval (a confirmed ``external`` record, too)."""
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
-            if a.kind != "verification" or a.tool != tool:
+            if (a.kind != "verification" and not a.data.get("external")) or a.tool != tool:
                 raise ApprovalRefused(f"Verification request {a.id} was not opened for tool '{tool}'.")
             if a.requester_principal != ctx.principal:
                 raise ApprovalRefused(f"Verification request {a.id} belongs to another requester.")

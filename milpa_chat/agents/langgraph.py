@@ -1,0 +1,207 @@
+"""Kit approvals for a LangGraph graph (``pip install 'milpa-chat[langgraph]'``).
+
+A node that calls ``interrupt({"tool": name, "args": {...}})`` pauses the graph; each such interrupt becomes a
+kit approval with cards on every surface. Once people decided, the graph is resumed through its own
+checkpointer with ``Command(resume=...)``; each interrupt gets a decision in the shape of LangChain's
+human-in-the-loop decisions, plus the approved arguments and who decided::
+
+    {"type": "approve" | "edit" | "reject", "args": {...approved...}, "approval_id": "...",
+     "edited_action": {"name": ..., "args": ...},   # "edit" only
+     "message": "Rejected by Maria: ...",            # "reject" only (also an expiry or a withdrawal)
+     "decided_by": [...]}
+
+The resume that runs an approved call is claimed through its approval first, so it happens once (two workers,
+a retried delivery, a restarted process: one resume); :func:`milpa_chat.agents.approval_id` inside the node
+is the idempotency key. The paused run is kept in the kit store; a new process resumes it
+(:meth:`LangGraphApprovals.resume_pending`)::
+
+    approvals = LangGraphApprovals(ApprovalHost(assistant), graph)
+    state = await approvals.run({"request": "pay ACME 120"}, ctx, config={"configurable": {"thread_id": "t1"}})
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat._extras import require
+
+require("langgraph", extra="langgraph", feature="Kit approvals for LangGraph graphs")
+
+from langgraph.types import Command  # noqa: E402
+
+from milpa_chat.agents.host import ApprovalHost, Decision, context_from, context_record  # noqa: E402
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import VerifyPolicy
+
+__all__ = ["LangGraphApprovals", "resume_value"]
+
+
+def resume_value(decision: Decision) -> dict[str, Any]:
+    """What the node's ``interrupt(...)`` returns for ``decision``."""
+    value: dict[str, Any] = {"approval_id": decision.id, "args": decision.args, "decided_by": decision.deciders}
+    tool = decision.approval.tool
+    if not decision.approved:
+        return {**value, "type": "reject", "message": decision.reason}
+    if decision.edited:
+        return {**value, "type": "edit", "edited_action": {"name": tool, "args": decision.args}}
+    return {**value, "type": "approve"}
+
+
+class LangGraphApprovals:
+    """Runs a compiled ``graph`` (with a checkpointer) with kit approvals for its tool interrupts.
+
+    ``verify``: a :class:`~milpa_chat.runtime.definition.VerifyPolicy` (approvers decide) for every tool, or
+    one per tool name; a tool without one is confirmed by the person the graph acts for. ``name`` tells this
+    graph's paused runs apart from other agents' in the same store."""
+
+    def __init__(
+        self,
+        host: ApprovalHost,
+        graph: Any,
+        *,
+        verify: VerifyPolicy | Mapping[str, VerifyPolicy] | None = None,
+        name: str = "graph",
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.host = host
+        self.graph = graph
+        self.verify = verify
+        self.schemas = dict(schemas or {})
+        self.framework = f"langgraph:{name}"
+        self.answer_key = "result"
+
+    async def run(self, input: Any, ctx: ToolContext, *, config: Mapping[str, Any]) -> Any:
+        """``graph.ainvoke(input, config)`` for the person of ``ctx``, waiting on kit approvals at each tool
+        interrupt; returns the graph's final state."""
+        if not (config.get("configurable") or {}).get("thread_id"):
+            raise ValueError(
+                "LangGraphApprovals.run(config=...) needs {'configurable': {'thread_id': ...}}: the "
+                "graph's checkpointer keeps the paused run under it"
+            )
+        result = await self.graph.ainvoke(input, dict(config))
+        return await self._settle(result, ctx, dict(config), None)
+
+    def chat_agent(self, prepare: Any, *, answer_key: str = "result") -> Any:
+        """This graph as an :class:`~milpa_chat.chat.Assistant`'s agent: ``assistant.agent =
+        approvals.chat_agent(lambda text: ({"request": text}, {"configurable": {"thread_id": ...}}))``;
+        ``prepare(text)`` gives the graph's input and config; the final state's ``answer_key`` is posted."""
+
+        async def answer(text: str, ctx: ToolContext) -> str:
+            graph_input, config = prepare(text)
+            return _answer(await self.run(graph_input, ctx, config=config), answer_key)
+
+        self.answer_key = answer_key
+        return self.host.chat_agent(answer)
+
+    async def resume(self, run_id: str, *, tell: bool = True) -> Any:
+        """Go on with a paused run kept in the store (after a restart). ``tell``: post the final state's answer
+        in the requester's chat."""
+        record = await self.host.load_run(run_id)
+        if record is None:
+            raise LookupError(f"no paused LangGraph run {run_id!r} in the store")
+        result = await self._resume(record["approvals"], record["config"])
+        ctx = context_from(record["ctx"])
+        result = await self._settle(result, ctx, record["config"], run_id)
+        if tell:
+            await self.host.tell(ctx, _answer(result, self.answer_key))
+        return result
+
+    async def resume_pending(self) -> list[Any]:
+        """Resume every paused run of this graph kept in the store (call it when the process starts)."""
+        runs = await self.host.pending_runs(self.framework)
+        return list(await asyncio.gather(*(self.resume(r) for r in runs)))
+
+    # ------------------------------------------------------------------ steps
+    async def _settle(self, result: Any, ctx: ToolContext, config: dict[str, Any], run_id: str | None) -> Any:
+        while isinstance(result, Mapping) and result.get("__interrupt__"):
+            approvals: dict[str, str] = {}
+            for interrupt in result["__interrupt__"]:
+                tool, args = _proposal(interrupt.value)
+                opened = await self.host.request(
+                    tool, args, ctx, verify=self._policy(tool), schema=self.schemas.get(tool)
+                )
+                approvals[interrupt.id] = opened.id
+            run_id = await self.host.save_run(
+                run_id,
+                {
+                    "framework": self.framework,
+                    "config": _jsonable(config),
+                    "approvals": approvals,
+                    "ctx": context_record(ctx),
+                },
+            )
+            result = await self._resume(approvals, config)
+        if run_id is not None:
+            await self.host.end_run(run_id)
+        return result
+
+    async def _resume(self, approvals: Mapping[str, str], config: dict[str, Any]) -> Any:
+        """Wait for the decisions, then resume the graph once: the resume is claimed through every approved
+        approval (nested), so only one caller ever resumes an approved call."""
+        decided = await asyncio.gather(*(self.host.wait(aid) for aid in approvals.values()))
+        values = {iid: resume_value(d) for iid, d in zip(approvals, decided, strict=True)}
+        command: Command[Any] = Command(resume=values)
+        outcome: dict[str, Any] = {}
+
+        async def resume(_args: dict[str, Any]) -> str:
+            outcome["state"] = await self.graph.ainvoke(command, config)
+            return _summary(outcome["state"])
+
+        step = resume
+        for decision in decided:
+            if decision.approved:
+                step = _claimed(self.host, decision.id, step)
+        await step({})
+        if "state" in outcome:
+            return outcome["state"]
+        return (await self.graph.aget_state(config)).values  # another caller resumed it: its state
+
+    def _policy(self, tool: str) -> VerifyPolicy | None:
+        if self.verify is None or not isinstance(self.verify, Mapping):
+            return self.verify
+        return self.verify.get(tool)
+
+
+def _claimed(host: ApprovalHost, approval: str, inner: Any) -> Any:
+    async def step(_args: dict[str, Any]) -> Any:
+        return await host.run(approval, inner)
+
+    return step
+
+
+def _proposal(value: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(value, Mapping) and isinstance(value.get("tool"), str) and isinstance(value.get("args", {}), Mapping):
+        return value["tool"], dict(value.get("args") or {})
+    raise ValueError(
+        f"a kit approval needs interrupt({{'tool': <name>, 'args': {{...}}}}); the graph interrupted with {value!r}"
+    )
+
+
+def _summary(state: Any) -> str:
+    """One line for the record and the chat: the last message of a messages state, else the state's keys."""
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    if messages:
+        content = getattr(messages[-1], "content", messages[-1])
+        return str(content)[:500]
+    if isinstance(state, Mapping):
+        result = state.get("result")
+        return str(result)[:500] if result is not None else "Done."
+    return str(state)[:500]
+
+
+def _answer(state: Any, key: str) -> str:
+    if isinstance(state, Mapping) and state.get(key) is not None:
+        return str(state[key])
+    return _summary(state)
+
+
+def _jsonable(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "configurable": {
+            k: v for k, v in (config.get("configurable") or {}).items() if isinstance(v, str | int | float | bool)
+        }
+    }
