@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from milpa_chat.errors import DeclarationError
 from milpa_chat.mcp.approvals import ApprovalTools
 from milpa_chat.mcp.auth import BearerTokens, McpCaller
 from milpa_chat.mcp.tools import Reply, annotations_for, error_reply, output_schema_for, reply_for
+from milpa_chat.mcp.waiting import Progress, requested_wait, wait_for_decision
 
 if TYPE_CHECKING:
     from milpa_chat.chat.identity import Identities
@@ -58,6 +60,11 @@ class McpServer:
     that shows this server's approval cards, for example). ``people``: the identities whose ``[people]``
     section maps MCP principals to chat users (their confirm cards go to that chat).
 
+    ``waits``: how long a call of a tool waits, in its own ``tools/call``, for a person to decide the
+    approval it opened (``0``: answer at once with the pending approval); a request's
+    ``_meta["milpa-chat/wait_seconds"]`` overrides it, up to ``max_wait`` (:mod:`milpa_chat.mcp.waiting`).
+    ``handlers``: more request handlers for the SDK's ``Server`` (``on_list_resources=...``, ...).
+
     Every call is model-made unless its caller says ``person=True``: a confirm request is confirmed by
     the person behind the client through MCP elicitation (when the client declares it) or on a card in
     their chat; ``approval_run`` never confirms by itself.
@@ -77,6 +84,9 @@ class McpServer:
         run_tool: str = "approval_run",
         lifespan: Lifespan | None = None,
         people: Identities | None = None,
+        waits: Callable[[ToolDefinition], float] | None = None,
+        max_wait: float = 3600.0,
+        handlers: Mapping[str, Any] | None = None,
     ) -> None:
         mcp = _sdk()
         from mcp.server.lowlevel import Server
@@ -87,6 +97,8 @@ class McpServer:
         self.hidden = frozenset(hidden)
         self.lifespan = lifespan
         self.people = people
+        self.waits = waits
+        self.max_wait = max_wait
         self.approvals = ApprovalTools(registry, status_tool=status_tool, run_tool=run_tool)
         for builtin in (status_tool, run_tool):
             if registry.has(builtin):
@@ -97,9 +109,10 @@ class McpServer:
         self._builtins = {d["name"]: d for d in self.approvals.definitions()}
         self._types = mcp.types
         self._transport = "stdio"
+        self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self.server: Any = Server(
             name, version=version, instructions=instructions or _INSTRUCTIONS,
-            on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool,
+            on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool, **dict(handlers or {}),
         )
 
     # ------------------------------------------------------------------ callers
@@ -160,11 +173,13 @@ class McpServer:
 
     # -------------------------------------------------------------------- calls
     async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext,
-                   ask: Ask | None = None) -> Reply:
+                   ask: Ask | None = None, *, wait: float | None = None, progress: Progress | None = None) -> Reply:
         """One MCP tool call as ``ctx``: a built-in approval tool, or the registry's pipeline.
 
         ``ask``: the client's elicitation, when it declared the capability: a confirm request it opens
-        is put to the person behind the client at once, and run (once) in this same call if they confirm."""
+        is put to the person behind the client at once, and run (once) in this same call if they confirm.
+        ``wait``: seconds to wait here for a person's decision (default: ``waits(tool)``), with ``progress``
+        told what is awaited."""
         if name in self._builtins:
             return await self._builtin(name, arguments or {}, ctx, ask)
         tool = self.registry.get(name)
@@ -177,6 +192,12 @@ class McpServer:
             if approval is not None and approval.kind == "confirm" and approval.state == "pending":
                 return await self.approvals.confirm(approval, ctx, ask)
         pending = await self.approvals.pending(result, ctx)
+        if pending is not None and isinstance(opened, str):
+            seconds = (self.waits(tool) if self.waits is not None else 0.0) if wait is None else wait
+            if min(seconds, self.max_wait) > 0:
+                decided = await wait_for_decision(self.approvals, opened, ctx, min(seconds, self.max_wait),
+                                                  progress or _silent)
+                return decided or pending
         if pending is not None:
             return pending
         _, wrapped = output_schema_for(tool, may_ask=False)
@@ -197,17 +218,48 @@ class McpServer:
         return await self.approvals.run(arguments, ctx, ask)
 
     # ------------------------------------------------------------ SDK handlers
+    async def tools_changed(self) -> None:
+        """Tell every client session seen so far that the tool list changed (``tools/list_changed``)."""
+        for session in list(self._sessions):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # a session that ended
+                log.debug("tools/list_changed not sent: %s", exc)
+                self._sessions.discard(session)
+
     async def _on_list_tools(self, request_ctx: Any, params: Any) -> Any:
+        self._sessions.add(request_ctx.session)
         ctx = self.context(request_ctx.request)
         return self._types.ListToolsResult(tools=[self._types.Tool.model_validate(t) for t in self.tools(ctx)])
 
     async def _on_call_tool(self, request_ctx: Any, params: Any) -> Any:
+        self._sessions.add(request_ctx.session)
         ctx = self.context(request_ctx.request)
-        reply = await self.call(params.name, params.arguments, ctx, self._asker(request_ctx))
+        tool = self.registry.get(params.name)
+        default = self.waits(tool) if self.waits is not None and tool is not None else 0.0
+        wait = requested_wait(request_ctx.meta, default, self.max_wait)
+        reply = await self.call(params.name, params.arguments, ctx, self._asker(request_ctx), wait=wait,
+                                progress=self._progress(request_ctx))
         return self._types.CallToolResult(
             content=[self._types.TextContent(type="text", text=reply.text)],
             structured_content=reply.structured, is_error=reply.is_error,
         )
+
+    def _progress(self, request_ctx: Any) -> Progress:
+        """Progress notifications for this request, when the client sent a progress token."""
+        token = (request_ctx.meta or {}).get("progress_token")
+        if token is None:
+            return _silent
+        session = request_ctx.session
+
+        async def progress(step: float, message: str) -> None:
+            try:
+                await session.send_progress_notification(token, step, None, message,
+                                                         related_request_id=request_ctx.request_id)
+            except Exception as exc:  # a client that went away is not the call's failure
+                log.debug("progress notification not sent: %s", exc)
+
+        return progress
 
     def _asker(self, request_ctx: Any) -> Ask | None:
         """The client's form elicitation for this request, when the client declared it at initialization."""
@@ -234,11 +286,13 @@ class McpServer:
 
     async def run_stdio(self) -> None:
         """Serve one MCP host over this process's stdin/stdout until it closes them."""
+        from mcp.server.lowlevel import NotificationOptions
         from mcp.server.stdio import stdio_server
 
         self._transport = "stdio"
+        options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with self._running(), stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+            await self.server.run(read, write, options)
 
     def http_app(self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> Any:
         """The streamable-HTTP ASGI app (Starlette) behind bearer authentication with :attr:`tokens`."""
@@ -263,6 +317,10 @@ class McpServer:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         async with self._running():
             await uvicorn.Server(config).serve()
+
+
+async def _silent(step: float, message: str) -> None:
+    return None
 
 
 _INSTRUCTIONS = (
