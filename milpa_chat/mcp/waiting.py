@@ -12,6 +12,7 @@ the pending approval, for ``approval_status`` / ``approval_run``.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -73,4 +74,8 @@ async def wait_for_decision(tools: ApprovalTools, approval_id: str, ctx: ToolCon
     if approval is None:
         return None
     await progress(step, f"{approval.label}: {approval.state}.")
-    return await tools.run({"approval_id": approval_id}, ctx)
+    reply = await tools.run({"approval_id": approval_id}, ctx)
+    if reply.is_error and isinstance(reply.structured, dict) and isinstance(reply.structured.get("error"), dict):
+        error = {**reply.structured["error"], "approval_id": approval_id}  # to follow up with approval_status
+        return replace(reply, structured={**reply.structured, "error": error})
+    return reply

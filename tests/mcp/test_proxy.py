@@ -6,6 +6,8 @@ against the local Bot API server)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +118,26 @@ async def test_a_client_that_does_not_wait_follows_up_with_approval_status_and_r
 
 def _holds(answer: Any) -> bool:
     return bool(answer.get("isError") is False)
+
+
+async def test_an_upstream_killed_mid_call_is_a_clear_error_and_a_retry_does_not_call_it_again(tmp_path: Path) -> None:
+    async with rig(tmp_path, "stdio") as r, client(r.url) as session:
+        call = asyncio.ensure_future(session.call_tool("notes_slow_delete", {"name": "garden", "seconds": 60}))
+        card = await r.api.wait_for_message(APPROVERS, timeout=WAIT)
+        assert await tap(r.api, card, "Approve", MARIA) == "Approved."
+        await r.api.wait_until(lambda: bool(r.calls("slow_delete")), WAIT, what="the upstream receiving the call")
+        os.kill(r.calls("slow_delete")[0]["pid"], signal.SIGKILL)
+        failed = wire(await asyncio.wait_for(call, WAIT))
+        text = failed["content"][0]["text"]
+        assert failed["isError"] is True
+        assert text.startswith("upstream 'notes' closed the connection during tools/call slow_delete; it may or "
+                               "may not have taken effect. The proxy connects again on the next call")
+        approval_id = failed["structuredContent"]["error"]["approval_id"]
+        retried = wire(await session.call_tool("approval_run", {"approval_id": approval_id}))
+        assert retried["isError"] is True and retried["content"][0]["text"] == text  # the recorded outcome
+        status = wire(await session.call_tool("approval_status", {"approval_id": approval_id}))
+        assert status["structuredContent"]["state"] == "failed"
+        again = wire(await session.call_tool("notes_read_note", {"name": "garden"}))  # a new upstream process
+        assert again["structuredContent"] == {"name": "garden", "text": "water the plants"}
+    assert len(r.calls("slow_delete")) == 1
+    assert r.calls("read_note")[0]["pid"] != r.calls("slow_delete")[0]["pid"]
