@@ -40,8 +40,7 @@ def cmd_proxy(ns: argparse.Namespace) -> int:
     try:
         config = load_proxy_config(ns.config)
         if ns.http is not None:
-            print(f"milpa-chat: MCP proxy over streamable HTTP at http://{ns.host}:{ns.http}{ns.path}",
-                  file=sys.stderr)
+            print(f"milpa-chat: MCP proxy over streamable HTTP at http://{ns.host}:{ns.http}{ns.path}", file=sys.stderr)
         asyncio.run(run_proxy(config, http=ns.http, host=ns.host, path=ns.path))
     except (DeclarationError, UpstreamError) as exc:
         raise _usage_error(str(exc)) from exc
@@ -55,8 +54,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--http", type=int, default=None, metavar="PORT", help="serve streamable HTTP on this port")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     p.add_argument("--path", default="/mcp", help="HTTP path of the MCP endpoint (default /mcp)")
-    p.add_argument("--tokens", default=None, metavar="FILE",
-                   help='JSON {"<token or sha256:hex>": {"principal": "mcp:name", "scopes": [...]}} (HTTP callers)')
+    p.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help='JSON {"<token or sha256:hex>": {"principal": "mcp:name", "scopes": [...]}} (HTTP callers)',
+    )
     p.add_argument("--principal", default=None, help="the principal of the stdio caller (default: stdio)")
     p.add_argument("--scopes", default=None, help="comma-separated scopes of the stdio caller (default: *)")
     inner = p.add_subparsers(dest="mcp_command", metavar="proxy")

@@ -32,8 +32,12 @@ class Passthrough:
         self._owner_of_uri: dict[str, UpstreamClient] = {}
 
     def handlers(self) -> dict[str, Any]:
-        return {"on_list_resources": self.list_resources, "on_read_resource": self.read_resource,
-                "on_list_prompts": self.list_prompts, "on_get_prompt": self.get_prompt}
+        return {
+            "on_list_resources": self.list_resources,
+            "on_read_resource": self.read_resource,
+            "on_list_prompts": self.list_prompts,
+            "on_get_prompt": self.get_prompt,
+        }
 
     async def _each(self, what: str, send: Any) -> list[tuple[UpstreamClient, Any]]:
         async def one(u: UpstreamClient) -> tuple[UpstreamClient, Any]:
@@ -88,7 +92,7 @@ class Passthrough:
         if not candidates:
             raise MCPError(INVALID_PARAMS, f"No upstream has a prompt named {params.name!r}.")
         owner = candidates[0]
-        name = params.name[len(owner.config.tool_prefix):]
+        name = params.name[len(owner.config.tool_prefix) :]
         try:
             return await owner.request(f"prompts/get {name}", lambda s: s.get_prompt(name, params.arguments))
         except UpstreamError as exc:

@@ -51,12 +51,22 @@ def gating_of(tool: Any, upstream: UpstreamConfig) -> dict[str, Any]:
     verify = None
     if rule.verify is not None:
         v = rule.verify
-        verify = VerifyPolicy(approver_scopes=v.approver_scopes, quorum=v.quorum, four_eyes=v.four_eyes,
-                              expires_in=v.expires_in, risk=v.risk or rule.risk)
+        verify = VerifyPolicy(
+            approver_scopes=v.approver_scopes,
+            quorum=v.quorum,
+            four_eyes=v.four_eyes,
+            expires_in=v.expires_in,
+            risk=v.risk or rule.risk,
+        )
     confirm = rule.confirm if rule.confirm is not None else (mutating and verify is None)
     scopes = rule.scopes if rule.scopes is not None else upstream.scopes
-    return {"mutating": mutating, "confirm": confirm, "verify": verify, "scopes": tuple(scopes),
-            "idempotent": bool(tool.annotations is not None and tool.annotations.idempotent_hint)}
+    return {
+        "mutating": mutating,
+        "confirm": confirm,
+        "verify": verify,
+        "scopes": tuple(scopes),
+        "idempotent": bool(tool.annotations is not None and tool.annotations.idempotent_hint),
+    }
 
 
 def result_of(upstream: str, answer: Any) -> ToolResult:
@@ -64,8 +74,11 @@ def result_of(upstream: str, answer: Any) -> ToolResult:
     texts = [c.text for c in answer.content if getattr(c, "type", None) == "text"]
     text = "\n".join(texts).strip()
     if answer.is_error:
-        return ToolResult.error(text or f"upstream {upstream!r} reported an error without a text",
-                                code=ErrorCode.INTERNAL_ERROR, meta={"upstream": upstream, "upstream_error": True})
+        return ToolResult.error(
+            text or f"upstream {upstream!r} reported an error without a text",
+            code=ErrorCode.INTERNAL_ERROR,
+            meta={"upstream": upstream, "upstream_error": True},
+        )
     data = answer.structured_content if answer.structured_content is not None else (text or None)
     return ToolResult.success(data, text or None, meta={"upstream": upstream})
 
@@ -78,8 +91,9 @@ class McpProxy:
     that change (``tools/list_changed``) are imported again.
     """
 
-    def __init__(self, config: ProxyConfig, registry: ToolRegistry | None = None, *,
-                 errlog: TextIO | None = None) -> None:
+    def __init__(
+        self, config: ProxyConfig, registry: ToolRegistry | None = None, *, errlog: TextIO | None = None
+    ) -> None:
         from milpa_chat.runtime.registry import ToolRegistry
 
         self.config = config
@@ -138,22 +152,34 @@ class McpProxy:
         kit_name = upstream.tool_prefix + tool.name
         owner = self.imported.get(kit_name)
         if (owner is not None and owner[0] != upstream.name) or (owner is None and self.registry.has(kit_name)):
-            raise DeclarationError(f"upstream {upstream.name!r} has a tool {tool.name!r}, but the registry already "
-                                   f"has {kit_name!r}; give the upstream a prefix = \"{upstream.name}_\" in the "
-                                   f"proxy file")
+            raise DeclarationError(
+                f"upstream {upstream.name!r} has a tool {tool.name!r}, but the registry already "
+                f'has {kit_name!r}; give the upstream a prefix = "{upstream.name}_" in the '
+                f"proxy file"
+            )
         gating = gating_of(tool, upstream)
         idempotent = gating.pop("idempotent")
         description = tool.description or tool.title or f"{tool.name} (upstream {upstream.name})"
         try:
             definition = definition_from_schema(
-                kit_name, description, dict(tool.input_schema or {"type": "object"}), self._handler(client, tool.name),
-                timeout=upstream.timeout + 5, tags=("mcp-proxy", f"upstream:{upstream.name}"), **gating)
+                kit_name,
+                description,
+                dict(tool.input_schema or {"type": "object"}),
+                self._handler(client, tool.name),
+                timeout=upstream.timeout + 5,
+                tags=("mcp-proxy", f"upstream:{upstream.name}"),
+                **gating,
+            )
         except DeclarationError as exc:
             log.warning("upstream %r: tool %r is not offered: %s", upstream.name, tool.name, exc)
             return None
         annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
-        extra = {**definition.extra, "upstream": upstream.name, "upstream_tool": tool.name,
-                 "upstream_annotations": annotations}
+        extra = {
+            **definition.extra,
+            "upstream": upstream.name,
+            "upstream_tool": tool.name,
+            "upstream_annotations": annotations,
+        }
         return replace(definition, extra=extra, idempotent=idempotent)
 
     @staticmethod
@@ -163,8 +189,11 @@ class McpProxy:
                 answer = await client.call_tool(tool, args)
             except UpstreamError as exc:
                 log.warning("%s", exc)
-                return ToolResult.error(str(exc), code=ErrorCode.INTERNAL_ERROR,
-                                        meta={"upstream": client.name, "upstream_failed": True, "sent": exc.sent})
+                return ToolResult.error(
+                    str(exc),
+                    code=ErrorCode.INTERNAL_ERROR,
+                    meta={"upstream": client.name, "upstream_failed": True, "sent": exc.sent},
+                )
             return result_of(client.name, answer)
 
         call_upstream.__qualname__ = f"upstream:{client.name}:{tool}"

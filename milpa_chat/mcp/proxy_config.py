@@ -75,8 +75,10 @@ class UpstreamConfig(_Strict):
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:
         if (self.command is None) == (self.url is None):
-            raise ValueError(f"upstream {self.name!r} needs exactly one of command = \"...\" (stdio) or "
-                             f"url = \"https://...\" (streamable HTTP)")
+            raise ValueError(
+                f'upstream {self.name!r} needs exactly one of command = "..." (stdio) or '
+                f'url = "https://..." (streamable HTTP)'
+            )
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"upstream {self.name!r}: url must start with http:// or https://, got {self.url!r}")
         if self.command is None and (self.args or self.env or self.cwd):
@@ -130,8 +132,9 @@ class ProxyConfig(_Strict):
         return None if value is None else (self.base / value)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, where: str = "the proxy configuration",
-                     base: Path | None = None) -> ProxyConfig:
+    def from_mapping(
+        cls, data: Mapping[str, Any], *, where: str = "the proxy configuration", base: Path | None = None
+    ) -> ProxyConfig:
         body = dict(_expand(data, where))
         settings = dict(body.pop("proxy", {}) or {})
         try:
@@ -140,8 +143,9 @@ class ProxyConfig(_Strict):
             raise DeclarationError(f"{where}: {_explain(exc)}") from None
 
     @classmethod
-    def from_toml_text(cls, text: str, *, where: str = "the proxy configuration",
-                       base: Path | None = None) -> ProxyConfig:
+    def from_toml_text(
+        cls, text: str, *, where: str = "the proxy configuration", base: Path | None = None
+    ) -> ProxyConfig:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -161,11 +165,14 @@ def load_proxy_config(path: str | Path) -> ProxyConfig:
 
 def _expand(value: Any, where: str) -> Any:
     if isinstance(value, str):
+
         def var(m: re.Match[str]) -> str:
             found = os.environ.get(m.group(1))
             if found is None:
-                raise DeclarationError(f"{where} uses ${{{m.group(1)}}}, which is not set in the environment; "
-                                       f"export {m.group(1)}=... before starting the proxy")
+                raise DeclarationError(
+                    f"{where} uses ${{{m.group(1)}}}, which is not set in the environment; "
+                    f"export {m.group(1)}=... before starting the proxy"
+                )
             return found
 
         return _VAR.sub(var, value)

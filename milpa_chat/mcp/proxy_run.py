@@ -35,8 +35,10 @@ def build_registry(config: ProxyConfig) -> tuple[ToolRegistry, Any]:
     identities = config.path(config.identities)
     if identities is None:
         if config.telegram is not None:
-            raise DeclarationError("the proxy file has [telegram] but no identities = \"identities.toml\": the bot "
-                                   "needs to know the approvers and their chats")
+            raise DeclarationError(
+                'the proxy file has [telegram] but no identities = "identities.toml": the bot '
+                "needs to know the approvers and their chats"
+            )
         return registry, None
     from milpa_chat.chat import Assistant, Identities
 
@@ -51,8 +53,10 @@ async def _cards(config: ProxyConfig, assistant: Any) -> AsyncIterator[None]:
         return
     token = os.environ.get(config.telegram.token_env)
     if not token:
-        raise DeclarationError(f"[telegram] in the proxy file reads the bot token from ${config.telegram.token_env}, "
-                               f"which is not set; export {config.telegram.token_env}=... first")
+        raise DeclarationError(
+            f"[telegram] in the proxy file reads the bot token from ${config.telegram.token_env}, "
+            f"which is not set; export {config.telegram.token_env}=... first"
+        )
     from milpa_chat.bots import TelegramBot
 
     bot = TelegramBot(assistant, token, config.telegram.base_url)
@@ -63,8 +67,14 @@ async def _cards(config: ProxyConfig, assistant: Any) -> AsyncIterator[None]:
         await bot.stop()
 
 
-async def run_proxy(config: ProxyConfig, *, http: int | None = None, host: str = "127.0.0.1", path: str = "/mcp",
-                    errlog: TextIO | None = None) -> None:
+async def run_proxy(
+    config: ProxyConfig,
+    *,
+    http: int | None = None,
+    host: str = "127.0.0.1",
+    path: str = "/mcp",
+    errlog: TextIO | None = None,
+) -> None:
     """Start the proxy of ``config`` and serve it (stdio, or streamable HTTP on ``host:http``) until stopped."""
     from milpa_chat.mcp.auth import BearerTokens
     from milpa_chat.mcp.proxy import McpProxy
@@ -73,8 +83,10 @@ async def run_proxy(config: ProxyConfig, *, http: int | None = None, host: str =
     tokens_file = config.path(config.tokens)
     tokens = BearerTokens.from_file(tokens_file) if tokens_file is not None else None
     if http is not None and tokens is None:
-        raise DeclarationError("serving the proxy over HTTP needs tokens = \"tokens.json\" in the proxy file: every "
-                               "HTTP caller is named by a bearer token")
+        raise DeclarationError(
+            'serving the proxy over HTTP needs tokens = "tokens.json" in the proxy file: every '
+            "HTTP caller is named by a bearer token"
+        )
     proxy: McpProxy = McpProxy(config, registry, errlog=errlog)
     try:
         async with _cards(config, assistant):

@@ -43,8 +43,9 @@ class UpstreamClient:
     ``errlog``: where a stdio upstream's stderr goes (this process's stderr by default).
     """
 
-    def __init__(self, config: UpstreamConfig, *, on_tools_changed: Changed | None = None,
-                 errlog: TextIO | None = None) -> None:
+    def __init__(
+        self, config: UpstreamConfig, *, on_tools_changed: Changed | None = None, errlog: TextIO | None = None
+    ) -> None:
         self.config = config
         self.name = config.name
         self.on_tools_changed = on_tools_changed
@@ -76,9 +77,11 @@ class UpstreamClient:
                 self._session = await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout)
             except TimeoutError:
                 await self._drop()
-                raise UpstreamError(f"upstream {self.name!r} ({self.where}) did not finish connecting within "
-                                    f"{self.config.connect_timeout:g} s; check that it starts on its own, or "
-                                    f"raise connect_timeout in the proxy file") from None
+                raise UpstreamError(
+                    f"upstream {self.name!r} ({self.where}) did not finish connecting within "
+                    f"{self.config.connect_timeout:g} s; check that it starts on its own, or "
+                    f"raise connect_timeout in the proxy file"
+                ) from None
             except UpstreamError:
                 await self._drop()
                 raise
@@ -88,23 +91,28 @@ class UpstreamClient:
         from mcp import ClientSession
 
         try:
-            async with self._transport() as (read, write), ClientSession(
-                read, write, message_handler=self._on_message
-            ) as session:
+            async with (
+                self._transport() as (read, write),
+                ClientSession(read, write, message_handler=self._on_message) as session,
+            ):
                 await session.initialize()
                 ready.set_result(session)
                 await closing.wait()
         except Exception as exc:
             if not ready.done():
-                ready.set_exception(UpstreamError(
-                    f"upstream {self.name!r} ({self.where}) could not be reached: {_reason(exc)}; check the "
-                    f"[[upstream]] entry named {self.name!r} (command or url, env, headers) and that it runs"))
+                ready.set_exception(
+                    UpstreamError(
+                        f"upstream {self.name!r} ({self.where}) could not be reached: {_reason(exc)}; check the "
+                        f"[[upstream]] entry named {self.name!r} (command or url, env, headers) and that it runs"
+                    )
+                )
             else:
                 log.warning("upstream %r: the connection ended: %s", self.name, _reason(exc))
         finally:
             if not ready.done():
-                ready.set_exception(UpstreamError(f"upstream {self.name!r} ({self.where}) closed before it "
-                                                  f"answered the MCP handshake"))
+                ready.set_exception(
+                    UpstreamError(f"upstream {self.name!r} ({self.where}) closed before it answered the MCP handshake")
+                )
 
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
@@ -164,21 +172,30 @@ class UpstreamClient:
                 raise self._timed_out(what, limit) from None
             if exc.code == CONNECTION_CLOSED:
                 await self._forget(session)
-                raise UpstreamError(f"upstream {self.name!r} closed the connection during {what}; it may or may not "
-                                    f"have taken effect. The proxy connects again on the next call; check the "
-                                    f"upstream's own log before repeating anything", sent=True) from None
+                raise UpstreamError(
+                    f"upstream {self.name!r} closed the connection during {what}; it may or may not "
+                    f"have taken effect. The proxy connects again on the next call; check the "
+                    f"upstream's own log before repeating anything",
+                    sent=True,
+                ) from None
             raise UpstreamError(f"upstream {self.name!r} refused {what}: {exc.message}", sent=True) from None
         except TimeoutError:
             raise self._timed_out(what, limit) from None
         except (OSError, EOFError, asyncio.IncompleteReadError, RuntimeError) as exc:
             await self._forget(session)
-            raise UpstreamError(f"upstream {self.name!r} failed during {what} ({_reason(exc)}); it may or may not "
-                                f"have taken effect. The proxy connects again on the next call", sent=True) from None
+            raise UpstreamError(
+                f"upstream {self.name!r} failed during {what} ({_reason(exc)}); it may or may not "
+                f"have taken effect. The proxy connects again on the next call",
+                sent=True,
+            ) from None
 
     def _timed_out(self, what: str, limit: float) -> UpstreamError:
-        return UpstreamError(f"upstream {self.name!r} did not answer {what} within {limit:g} s; it may still be "
-                             f"running it. Check the upstream before repeating it, or raise timeout for "
-                             f"{self.name!r} in the proxy file", sent=True)
+        return UpstreamError(
+            f"upstream {self.name!r} did not answer {what} within {limit:g} s; it may still be "
+            f"running it. Check the upstream before repeating it, or raise timeout for "
+            f"{self.name!r} in the proxy file",
+            sent=True,
+        )
 
     async def _forget(self, session: Any) -> None:
         async with self._lock:
@@ -188,8 +205,9 @@ class UpstreamClient:
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """``tools/call`` on the upstream: its ``CallToolResult`` (``isError`` included)."""
         limit = self.config.timeout
-        return await self.request(f"tools/call {name}",
-                                  lambda s: s.call_tool(name, arguments, read_timeout_seconds=limit))
+        return await self.request(
+            f"tools/call {name}", lambda s: s.call_tool(name, arguments, read_timeout_seconds=limit)
+        )
 
     async def list_tools(self) -> list[Any]:
         """Every tool the upstream lists (all pages)."""
@@ -198,8 +216,7 @@ class UpstreamClient:
         async def listing(session: Any) -> list[Any]:
             tools, cursor = [], None
             while True:
-                page = await session.list_tools(
-                    params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
                 tools += page.tools
                 cursor = page.next_cursor
                 if not cursor:

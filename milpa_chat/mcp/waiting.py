@@ -12,8 +12,8 @@ the pending approval, for ``approval_status`` / ``approval_run``.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.mcp.approvals import status_of
@@ -54,8 +54,9 @@ def _waiting(a: Approval) -> bool:
     return a.state == "approved" and bool(a.data.get("auto_run"))
 
 
-async def wait_for_decision(tools: ApprovalTools, approval_id: str, ctx: ToolContext, seconds: float,
-                            progress: Progress) -> Reply | None:
+async def wait_for_decision(
+    tools: ApprovalTools, approval_id: str, ctx: ToolContext, seconds: float, progress: Progress
+) -> Reply | None:
     """Wait up to ``seconds`` for a person to decide ``approval_id``; then run it once (or report the refusal).
 
     ``None`` when the time ran out first (the caller answers with the pending approval)."""

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2
 import uvicorn
@@ -44,6 +44,10 @@ GATED = {"verify": {"approver_scopes": ["notes:approve"]}, "wait_seconds": 30}
 WAIT = 20.0
 
 
+def _devnull() -> TextIO:
+    return open(os.devnull, "w")  # closed by the caller's with; the upstream's log lines stay out of the output
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -53,11 +57,20 @@ def free_port() -> int:
 
 def upstream_entry(kind: str, calls: Path, port: int | None = None, **more: Any) -> dict[str, Any]:
     """The ``[[upstream]]`` table of the test upstream: destructive tools decided by an approver."""
-    entry: dict[str, Any] = {"name": "notes", "prefix": "notes_", "scopes": ["notes:use"], "timeout": 20,
-                             "tools": {"delete_note": GATED, "slow_delete": GATED}}
+    entry: dict[str, Any] = {
+        "name": "notes",
+        "prefix": "notes_",
+        "scopes": ["notes:use"],
+        "timeout": 20,
+        "tools": {"delete_note": GATED, "slow_delete": GATED},
+    }
     if kind == "stdio":
-        entry.update(command=sys.executable, args=["-m", "tests.mcp.upstream", str(calls)], cwd=str(ROOT),
-                     env={"PYTHONPATH": str(ROOT)})
+        entry.update(
+            command=sys.executable,
+            args=["-m", "tests.mcp.upstream", str(calls)],
+            cwd=str(ROOT),
+            env={"PYTHONPATH": str(ROOT)},
+        )
     else:
         entry.update(url=f"http://127.0.0.1:{port}/mcp")
     entry.update(more)
@@ -76,10 +89,19 @@ def calls(path: Path, tool: str | None = None) -> list[dict[str, Any]]:
 async def http_upstream(calls_file: Path) -> AsyncIterator[int]:
     """The upstream as a streamable-HTTP server in its own process; its port."""
     port = free_port()
-    with open(os.devnull, "w") as quiet:
+    with _devnull() as quiet:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.mcp.upstream", str(calls_file), "--http", str(port), cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=quiet, stderr=quiet)
+            sys.executable,
+            "-m",
+            "tests.mcp.upstream",
+            str(calls_file),
+            "--http",
+            str(port),
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=quiet,
+            stderr=quiet,
+        )
         try:
             for _ in range(300):
                 try:
@@ -103,6 +125,7 @@ class Rig:
     proxy: McpProxy
     calls_file: Path
     store: SqliteStore
+    upstream_url: str | None = None
 
     def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
         return calls(self.calls_file, tool)
@@ -113,8 +136,9 @@ async def served(proxy: McpProxy) -> AsyncIterator[str]:
     """The proxy's McpServer over streamable HTTP on 127.0.0.1; its URL."""
     port = free_port()
     server = proxy.server(tokens=BearerTokens({TOKEN: CALLER}))
-    web = uvicorn.Server(uvicorn.Config(server.http_app(port=port), host="127.0.0.1", port=port,
-                                        log_level="warning", lifespan="on"))
+    web = uvicorn.Server(
+        uvicorn.Config(server.http_app(port=port), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     task = asyncio.ensure_future(web.serve())
     try:
         while not web.started:
@@ -131,19 +155,20 @@ async def rig(tmp_path: Path, kind: str = "stdio", **upstream: Any) -> AsyncIter
     """Upstream, proxy, approvers' Telegram bot; the proxy's tools on one SQLite store."""
     calls_file = tmp_path / "calls.jsonl"
     store = SqliteStore(tmp_path / "proxy.db")
-    async with BotApiServer() as api, (http_upstream(calls_file) if kind == "http" else _no_port()) as port:
+    async with BotApiServer() as api, http_upstream(calls_file) if kind == "http" else _no_port() as port:
         api.group(APPROVERS, "Approvers", members=[MARIA, MATEO])
         config = ProxyConfig.from_mapping({"upstream": [upstream_entry(kind, calls_file, port, **upstream)]})
         registry = ToolRegistry(store=store, approval_handoff=0.0)
         assistant = Assistant(registry, Identities.from_dict(IDENTITIES), name="Proxy approvals", edits=True)
         bot = TelegramBot(assistant, api.token, api.base_url, sweep_interval=None)
         await bot.start(poll_timeout=1)
-        with open(os.devnull, "w") as quiet:
+        with _devnull() as quiet:
             proxy = McpProxy(config, registry, errlog=quiet)
             try:
                 await proxy.start()
                 async with served(proxy) as url:
-                    yield Rig(url, api, proxy, calls_file, store)
+                    direct = None if port is None else f"http://127.0.0.1:{port}/mcp"
+                    yield Rig(url, api, proxy, calls_file, store, direct)
             finally:
                 await proxy.close()
                 await bot.stop()
@@ -159,6 +184,18 @@ async def _no_port() -> AsyncIterator[None]:
 async def client(url: str, token: str = TOKEN) -> AsyncIterator[ClientSession]:
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def direct_client(url: str) -> AsyncIterator[ClientSession]:
+    """A client of the upstream itself (no proxy, no token)."""
+    async with (
+        httpx2.AsyncClient(timeout=60) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import statistics
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp.proxy_rig import APPROVERS, MARIA, MATEO, WAIT, Rig, client, rig, tap
+from tests.mcp.proxy_rig import APPROVERS, MARIA, MATEO, WAIT, Rig, client, direct_client, rig, tap
 from tests.mcp.support import wire
 
 
@@ -56,8 +58,9 @@ async def a_destructive_call_waits_for_the_managers_tap(r: Rig) -> None:
         progress.append(message or "")
 
     async with client(r.url) as session:
-        call = asyncio.ensure_future(session.call_tool("notes_delete_note", {"name": "garden"},
-                                                       progress_callback=heard))
+        call = asyncio.ensure_future(
+            session.call_tool("notes_delete_note", {"name": "garden"}, progress_callback=heard)
+        )
         card = await r.api.wait_for_message(APPROVERS, timeout=WAIT)
         assert "notes_delete_note" in (card.text or "") and "garden" in (card.text or "")
         assert r.calls("delete_note") == []  # nothing reached the upstream before the decision
@@ -80,8 +83,11 @@ async def an_approvers_edit_is_what_the_upstream_receives(r: Rig) -> None:
         assert "New value for name (now family)?" in (prompt.text or "")
         reply = await r.api.send_message(APPROVERS, MARIA, "groceries", reply_to=prompt)
         await r.api.wait_for_message(APPROVERS, since=reply, timeout=WAIT)
-        await r.api.wait_until(lambda: "groceries" in (r.api.message(card.chat.id, card.message_id).text or ""),
-                               WAIT, what="the card showing the edit")
+        await r.api.wait_until(
+            lambda: "groceries" in (r.api.message(card.chat.id, card.message_id).text or ""),
+            WAIT,
+            what="the card showing the edit",
+        )
         assert await tap(r.api, card, "Approve", MATEO) == "Approved."  # another manager approves the edit
         done = wire(await asyncio.wait_for(call, WAIT))
     assert done["structuredContent"] == {"deleted": "groceries"}
@@ -100,24 +106,21 @@ async def test_the_proxy_gates_upstream_tools_and_runs_each_approved_call_once(t
 
 
 async def test_a_client_that_does_not_wait_follows_up_with_approval_status_and_run(tmp_path: Path) -> None:
-    async with rig(tmp_path, "stdio", tools={"delete_note": {"verify": {"approver_scopes": ["notes:approve"]}}}) as r:
-        async with client(r.url) as session:
-            asked = wire(await session.call_tool("notes_delete_note", {"name": "garden"}))
-            approval_id = asked["structuredContent"]["approval"]["approval_id"]
-            card = await r.api.wait_for_message(APPROVERS, timeout=WAIT)
-            assert await tap(r.api, card, "Reject", MARIA) == "Rejected — nothing was done."
-            waited = wire(await session.call_tool("notes_delete_note", {"name": "family"},
-                                                  meta={"milpa-chat/wait_seconds": 0.5}))
-            assert waited["structuredContent"]["approval"]["state"] == "pending"  # still waiting when time was up
-            status = wire(await session.call_tool("approval_status", {"approval_id": approval_id}))
-            assert status["structuredContent"]["state"] == "rejected"
-            ran = wire(await session.call_tool("approval_run", {"approval_id": approval_id}))
-            assert ran["isError"] is True and "Rejected by Maria" in ran["content"][0]["text"]
+    only_verify = {"delete_note": {"verify": {"approver_scopes": ["notes:approve"]}}}  # no wait_seconds
+    async with rig(tmp_path, "stdio", tools=only_verify) as r, client(r.url) as session:
+        asked = wire(await session.call_tool("notes_delete_note", {"name": "garden"}))
+        approval_id = asked["structuredContent"]["approval"]["approval_id"]
+        card = await r.api.wait_for_message(APPROVERS, timeout=WAIT)
+        assert await tap(r.api, card, "Reject", MARIA) == "Rejected — nothing was done."
+        waited = wire(
+            await session.call_tool("notes_delete_note", {"name": "family"}, meta={"milpa-chat/wait_seconds": 0.5})
+        )
+        assert waited["structuredContent"]["approval"]["state"] == "pending"  # still waiting when time was up
+        status = wire(await session.call_tool("approval_status", {"approval_id": approval_id}))
+        assert status["structuredContent"]["state"] == "rejected"
+        ran = wire(await session.call_tool("approval_run", {"approval_id": approval_id}))
+        assert ran["isError"] is True and "Rejected by Maria" in ran["content"][0]["text"]
     assert r.calls("delete_note") == []
-
-
-def _holds(answer: Any) -> bool:
-    return bool(answer.get("isError") is False)
 
 
 async def test_an_upstream_killed_mid_call_is_a_clear_error_and_a_retry_does_not_call_it_again(tmp_path: Path) -> None:
@@ -130,8 +133,10 @@ async def test_an_upstream_killed_mid_call_is_a_clear_error_and_a_retry_does_not
         failed = wire(await asyncio.wait_for(call, WAIT))
         text = failed["content"][0]["text"]
         assert failed["isError"] is True
-        assert text.startswith("upstream 'notes' closed the connection during tools/call slow_delete; it may or "
-                               "may not have taken effect. The proxy connects again on the next call")
+        assert text.startswith(
+            "upstream 'notes' closed the connection during tools/call slow_delete; it may or "
+            "may not have taken effect. The proxy connects again on the next call"
+        )
         approval_id = failed["structuredContent"]["error"]["approval_id"]
         retried = wire(await session.call_tool("approval_run", {"approval_id": approval_id}))
         assert retried["isError"] is True and retried["content"][0]["text"] == text  # the recorded outcome
@@ -141,3 +146,47 @@ async def test_an_upstream_killed_mid_call_is_a_clear_error_and_a_retry_does_not
         assert again["structuredContent"] == {"name": "garden", "text": "water the plants"}
     assert len(r.calls("slow_delete")) == 1
     assert r.calls("read_note")[0]["pid"] != r.calls("slow_delete")[0]["pid"]
+
+
+async def test_twenty_concurrent_clients_each_decided_and_run_once_and_the_proxys_overhead(tmp_path: Path) -> None:
+    async with rig(tmp_path, "http") as r:
+        assert r.upstream_url is not None
+
+        async def one(i: int) -> dict[str, Any]:
+            async with client(r.url) as session:
+                return wire(await session.call_tool("notes_delete_note", {"name": f"n{i}"}))
+
+        calls = asyncio.gather(*(one(i) for i in range(20)))
+        await r.api.wait_until(lambda: len(_cards(r)) == 20, 60, what="twenty cards")
+        answers = await asyncio.gather(*(tap(r.api, card, "Approve", MARIA) for card in _cards(r)))
+        assert answers == ["Approved."] * 20
+        done = await asyncio.wait_for(calls, 60)
+        assert [d["structuredContent"] for d in done] == [{"deleted": f"n{i}"} for i in range(20)]
+        assert sorted(c["arguments"]["name"] for c in r.calls("delete_note")) == sorted(f"n{i}" for i in range(20))
+        await _overhead(r.url, r.upstream_url)
+
+
+def _cards(r: Rig) -> list[Any]:
+    return [m for m in r.api.messages(APPROVERS) if any("Approve" in b for b in m.button_labels)]
+
+
+async def _overhead(proxy_url: str, upstream_url: str, n: int = 200) -> None:
+    async def timed(session: Any, name: str, times: int = n) -> list[float]:
+        spent = []
+        for _ in range(times):
+            t0 = time.perf_counter()
+            answer = await session.call_tool(name, {"name": "garden"})
+            spent.append(time.perf_counter() - t0)
+            assert answer.is_error is False
+        return spent
+
+    async with direct_client(upstream_url) as upstream, client(proxy_url) as proxied:
+        await timed(upstream, "read_note", 20)  # warm both paths
+        await timed(proxied, "notes_read_note", 20)
+        direct = statistics.median(await timed(upstream, "read_note"))
+        through = statistics.median(await timed(proxied, "notes_read_note"))
+    print(
+        f"\nread-only tools/call, median of {n}: direct {direct * 1000:.2f} ms, through the proxy "
+        f"{through * 1000:.2f} ms, overhead {(through - direct) * 1000:.2f} ms per call"
+    )
+    assert through > direct  # the proxy is one more hop: an honest figure, never below the direct call

@@ -45,8 +45,9 @@ TOOLS = [
     _tool("delete_note", "Delete a note", {"name": NAME}, {"readOnlyHint": False, "destructiveHint": True}),
     _tool("tag_note", "Tag a note", {"name": NAME, "tag": {"type": "string"}}, None),
     _tool("check_note", "Whether a note is safe to delete", {"name": NAME}, {"readOnlyHint": True}),
-    _tool("slow_delete", "Delete a note slowly", {"name": NAME, "seconds": {"type": "number"}},
-          {"destructiveHint": True}),
+    _tool(
+        "slow_delete", "Delete a note slowly", {"name": NAME, "seconds": {"type": "number"}}, {"destructiveHint": True}
+    ),
     _tool("broken", "Always fails", {}, {"readOnlyHint": True}),
     _tool("grow", "Adds the tool 'shrink'", {}, {"readOnlyHint": True}),
 ]
@@ -58,10 +59,14 @@ class Upstream:
         self.calls = calls
         self.tools = list(TOOLS)
         self.server: Server[Any] = Server(
-            "test-upstream", version="1.0",
-            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
-            on_list_resources=self.list_resources, on_read_resource=self.read_resource,
-            on_list_prompts=self.list_prompts, on_get_prompt=self.get_prompt,
+            "test-upstream",
+            version="1.0",
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_read_resource=self.read_resource,
+            on_list_prompts=self.list_prompts,
+            on_get_prompt=self.get_prompt,
         )
 
     def record(self, name: str, arguments: dict[str, Any]) -> None:
@@ -99,8 +104,9 @@ class Upstream:
         return _error("broken on purpose: the disk is full")
 
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[types.Resource(uri="notes://index", name="index",
-                                                                   mime_type="text/plain")])
+        return types.ListResourcesResult(
+            resources=[types.Resource(uri="notes://index", name="index", mime_type="text/plain")]
+        )
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         text = "\n".join(NOTES)
@@ -110,8 +116,9 @@ class Upstream:
         return types.ListPromptsResult(prompts=[types.Prompt(name="summarize", description="Summarize the notes")])
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        message = types.PromptMessage(role="user", content=types.TextContent(type="text", text="Summarize: " +
-                                                                               ", ".join(NOTES.values())))
+        message = types.PromptMessage(
+            role="user", content=types.TextContent(type="text", text="Summarize: " + ", ".join(NOTES.values()))
+        )
         return types.GetPromptResult(messages=[message])
 
 
