@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from milpa_chat.errors import DeclarationError
+from milpa_chat.mcp.proxy_grants import operation_for, operation_name
 from milpa_chat.mcp.upstream import UpstreamClient, UpstreamError
 from milpa_chat.runtime.definition import VerifyPolicy
 from milpa_chat.runtime.result import ErrorCode, ToolResult
@@ -129,7 +130,8 @@ class McpProxy:
         for kit in mine:
             self.registry.remove(kit)
             del self.imported[kit]
-        names = []
+        names: list[str] = []
+        added: list[ToolDefinition] = []
         for tool in tools:
             if upstream.rule(tool.name).hidden:
                 continue
@@ -139,6 +141,8 @@ class McpProxy:
             self.registry.add(definition)
             self.imported[definition.name] = (name, tool.name)
             names.append(definition.name)
+            added.append(definition)
+        self._know(client, added)
         unknown = sorted(set(upstream.tools) - {t.name for t in tools})
         if unknown:
             log.warning("upstream %r lists no tool named %s, which the proxy file configures", name, unknown)
@@ -180,7 +184,22 @@ class McpProxy:
             "upstream_tool": tool.name,
             "upstream_annotations": annotations,
         }
+        named = operation_name(upstream, tool.name)
+        if named is not None:
+            extra["operation_name"] = named
         return replace(definition, extra=extra, idempotent=idempotent)
+
+    def _know(self, client: UpstreamClient, imported: list[ToolDefinition]) -> None:
+        """Tell the registry's standing grants (a ``GrantDesk``) the operations just imported."""
+        from milpa_chat.standing import GrantDesk
+
+        desk = self.registry.grants
+        if not isinstance(desk, GrantDesk):
+            return
+        for definition in imported:
+            operation = operation_for(client.config, self.imported[definition.name][1], definition)
+            if operation is not None:
+                desk.know(operation)
 
     @staticmethod
     def _handler(client: UpstreamClient, tool: str) -> Any:

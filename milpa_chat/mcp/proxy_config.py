@@ -53,6 +53,8 @@ class ToolRule(_Strict):
     risk: Literal["low", "high"] | None = None
     wait_seconds: float | None = Field(None, ge=0, le=MAX_WAIT_SECONDS)
     hidden: bool = False
+    acts_on: str | None = None
+    effects: dict[str, str] | None = None
 
 
 class UpstreamConfig(_Strict):

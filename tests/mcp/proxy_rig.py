@@ -26,6 +26,7 @@ from milpa_chat.chat import Assistant, Identities
 from milpa_chat.mcp import BearerTokens, McpCaller
 from milpa_chat.mcp.proxy import McpProxy
 from milpa_chat.mcp.proxy_config import ProxyConfig
+from milpa_chat.standing import GrantDesk
 from milpa_chat.store import SqliteStore
 from milpa_chat.testing import BotApiServer, TelegramMessage, TelegramUser
 
@@ -151,7 +152,7 @@ async def served(proxy: McpProxy) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def rig(tmp_path: Path, kind: str = "stdio", **upstream: Any) -> AsyncIterator[Rig]:
+async def rig(tmp_path: Path, kind: str = "stdio", *, grants: bool = False, **upstream: Any) -> AsyncIterator[Rig]:
     """Upstream, proxy, approvers' Telegram bot; the proxy's tools on one SQLite store."""
     calls_file = tmp_path / "calls.jsonl"
     store = SqliteStore(tmp_path / "proxy.db")
@@ -159,6 +160,8 @@ async def rig(tmp_path: Path, kind: str = "stdio", **upstream: Any) -> AsyncIter
         api.group(APPROVERS, "Approvers", members=[MARIA, MATEO])
         config = ProxyConfig.from_mapping({"upstream": [upstream_entry(kind, calls_file, port, **upstream)]})
         registry = ToolRegistry(store=store, approval_handoff=0.0)
+        if grants:
+            GrantDesk(registry)  # registry.grants: judged before an approval is opened
         assistant = Assistant(registry, Identities.from_dict(IDENTITIES), name="Proxy approvals", edits=True)
         bot = TelegramBot(assistant, api.token, api.base_url, sweep_interval=None)
         await bot.start(poll_timeout=1)

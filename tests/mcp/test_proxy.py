@@ -125,6 +125,7 @@ async def test_a_client_that_does_not_wait_follows_up_with_approval_status_and_r
 
 async def test_an_upstream_killed_mid_call_is_a_clear_error_and_a_retry_does_not_call_it_again(tmp_path: Path) -> None:
     async with rig(tmp_path, "stdio") as r, client(r.url) as session:
+        await passes_resources_prompts_and_tool_list_changes_through(r, session)
         call = asyncio.ensure_future(session.call_tool("notes_slow_delete", {"name": "garden", "seconds": 60}))
         card = await r.api.wait_for_message(APPROVERS, timeout=WAIT)
         assert await tap(r.api, card, "Approve", MARIA) == "Approved."
@@ -164,6 +165,23 @@ async def test_twenty_concurrent_clients_each_decided_and_run_once_and_the_proxy
         assert [d["structuredContent"] for d in done] == [{"deleted": f"n{i}"} for i in range(20)]
         assert sorted(c["arguments"]["name"] for c in r.calls("delete_note")) == sorted(f"n{i}" for i in range(20))
         await _overhead(r.url, r.upstream_url)
+
+
+async def passes_resources_prompts_and_tool_list_changes_through(r: Rig, session: Any) -> None:
+    resources = (await session.list_resources()).resources
+    assert [str(x.uri) for x in resources] == ["notes://index"]
+    read = await session.read_resource("notes://index")
+    assert read.contents[0].text == "groceries\nfamily\ngarden"
+    prompts = (await session.list_prompts()).prompts
+    assert [p.name for p in prompts] == ["notes_summarize"]
+    prompt = await session.get_prompt("notes_summarize")
+    assert prompt.messages[0].content.text.startswith("Summarize: buy milk")
+    assert "notes_shrink" not in {t.name for t in (await session.list_tools()).tools}
+    grown = wire(await session.call_tool("notes_grow", {}))  # the upstream adds a tool and says list_changed
+    assert grown["structuredContent"] == {"tools": 8}
+    await r.api.wait_until(lambda: r.proxy.registry.has("notes_shrink"), WAIT, what="the tools imported again")
+    assert "notes_shrink" in {t.name for t in (await session.list_tools()).tools}
+    assert wire(await session.call_tool("notes_shrink", {}))["structuredContent"] == {"ok": True}
 
 
 def _cards(r: Rig) -> list[Any]:
