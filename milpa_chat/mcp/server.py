@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
@@ -109,7 +108,7 @@ class McpServer:
         self._builtins = {d["name"]: d for d in self.approvals.definitions()}
         self._types = mcp.types
         self._transport = "stdio"
-        self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._connections: set[Any] = set()
         self.server: Any = Server(
             name, version=version, instructions=instructions or _INSTRUCTIONS,
             on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool, **dict(handlers or {}),
@@ -219,21 +218,29 @@ class McpServer:
 
     # ------------------------------------------------------------ SDK handlers
     async def tools_changed(self) -> None:
-        """Tell every client session seen so far that the tool list changed (``tools/list_changed``)."""
-        for session in list(self._sessions):
+        """Tell every connected client that the tool list changed (``notifications/tools/list_changed``)."""
+        for connection in list(self._connections):
             try:
-                await session.send_tool_list_changed()
-            except Exception as exc:  # a session that ended
+                await connection.outbound.notify("notifications/tools/list_changed", None)
+            except Exception as exc:  # a connection that ended
                 log.debug("tools/list_changed not sent: %s", exc)
-                self._sessions.discard(session)
+                self._connections.discard(connection)
+
+    def _remember(self, request_ctx: Any) -> None:
+        """Keep the request's client connection (the SDK's per-client ``Connection``) until it closes."""
+        connection = getattr(request_ctx.session, "_connection", None)  # the SDK keeps no public handle on it
+        if connection is None or connection in self._connections:
+            return
+        self._connections.add(connection)
+        connection.exit_stack.callback(self._connections.discard, connection)
 
     async def _on_list_tools(self, request_ctx: Any, params: Any) -> Any:
-        self._sessions.add(request_ctx.session)
+        self._remember(request_ctx)
         ctx = self.context(request_ctx.request)
         return self._types.ListToolsResult(tools=[self._types.Tool.model_validate(t) for t in self.tools(ctx)])
 
     async def _on_call_tool(self, request_ctx: Any, params: Any) -> Any:
-        self._sessions.add(request_ctx.session)
+        self._remember(request_ctx)
         ctx = self.context(request_ctx.request)
         tool = self.registry.get(params.name)
         default = self.waits(tool) if self.waits is not None and tool is not None else 0.0

@@ -184,11 +184,11 @@ async def _no_port() -> AsyncIterator[None]:
 
 
 @asynccontextmanager
-async def client(url: str, token: str = TOKEN) -> AsyncIterator[ClientSession]:
+async def client(url: str, token: str = TOKEN, message_handler: Any = None) -> AsyncIterator[ClientSession]:
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
         streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, message_handler=message_handler) as session,
     ):
         await session.initialize()
         yield session

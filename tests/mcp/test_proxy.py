@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import ToolListChangedNotification as ToolListChanged
 
 from tests.mcp.proxy_rig import APPROVERS, MARIA, MATEO, WAIT, Rig, client, direct_client, rig, tap
 from tests.mcp.support import wire
@@ -176,10 +177,19 @@ async def passes_resources_prompts_and_tool_list_changes_through(r: Rig, session
     assert [p.name for p in prompts] == ["notes_summarize"]
     prompt = await session.get_prompt("notes_summarize")
     assert prompt.messages[0].content.text.startswith("Summarize: buy milk")
-    assert "notes_shrink" not in {t.name for t in (await session.list_tools()).tools}
-    grown = wire(await session.call_tool("notes_grow", {}))  # the upstream adds a tool and says list_changed
-    assert grown["structuredContent"] == {"tools": 8}
-    await r.api.wait_until(lambda: r.proxy.registry.has("notes_shrink"), WAIT, what="the tools imported again")
+    heard: list[Any] = []
+
+    async def listen(message: Any) -> None:
+        heard.append(message)
+
+    async with client(r.url, message_handler=listen) as watcher:
+        assert "notes_shrink" not in {t.name for t in (await watcher.list_tools()).tools}
+        grown = wire(await session.call_tool("notes_grow", {}))  # the upstream adds a tool and says list_changed
+        assert grown["structuredContent"] == {"tools": 8}
+        await r.api.wait_until(lambda: r.proxy.registry.has("notes_shrink"), WAIT, what="the tools imported again")
+        await r.api.wait_until(
+            lambda: any(isinstance(m, ToolListChanged) for m in heard), WAIT, what="the proxy's own tools/list_changed"
+        )
     assert "notes_shrink" in {t.name for t in (await session.list_tools()).tools}
     assert wire(await session.call_tool("notes_shrink", {}))["structuredContent"] == {"ok": True}
 
