@@ -116,13 +116,16 @@ class ProxyConfig(_Strict):
     identities: str | None = None
     tokens: str | None = None
     wait_seconds: float = Field(0.0, ge=0, le=MAX_WAIT_SECONDS)
-    upstream: tuple[UpstreamConfig, ...] = Field(min_length=1)
+    upstream: tuple[UpstreamConfig, ...] = Field((), validate_default=True)
     telegram: TelegramSettings | None = None
     base: Path = Path(".")
 
-    @field_validator("upstream")
+    @field_validator("upstream", mode="after")
     @classmethod
     def _distinct(cls, value: tuple[UpstreamConfig, ...]) -> tuple[UpstreamConfig, ...]:
+        if not value:
+            raise ValueError("the file names no upstream; add an [[upstream]] table with a name and a command "
+                             "(stdio) or a url (streamable HTTP)")
         names = [u.name for u in value]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
