@@ -124,8 +124,10 @@ class ProxyConfig(_Strict):
     @classmethod
     def _distinct(cls, value: tuple[UpstreamConfig, ...]) -> tuple[UpstreamConfig, ...]:
         if not value:
-            raise ValueError("the file names no upstream; add an [[upstream]] table with a name and a command "
-                             "(stdio) or a url (streamable HTTP)")
+            raise ValueError(
+                "the file names no upstream; add an [[upstream]] table with a name and a command "
+                "(stdio) or a url (streamable HTTP)"
+            )
         names = [u.name for u in value]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

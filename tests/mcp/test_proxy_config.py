@@ -77,15 +77,15 @@ def test_effects_fail_closed_and_the_file_overrides_them() -> None:
     ).upstream[0]
     read = gating_of(tool("read_file", {"readOnlyHint": True, "idempotentHint": True}), upstream)
     assert read == {"mutating": False, "confirm": False, "verify": None, "scopes": ("files:use",), "idempotent": True}
-    for annotations in (
+    for hints in (
         None,
         {"destructiveHint": True},
         {"openWorldHint": True},
         {"readOnlyHint": False},
         {"readOnlyHint": True, "destructiveHint": True},
     ):  # contradictory hints: fail closed
-        gated = gating_of(tool("move_file", annotations), upstream)
-        assert gated["mutating"] is True and gated["confirm"] is True, annotations
+        gated = gating_of(tool("move_file", hints), upstream)
+        assert gated["mutating"] is True and gated["confirm"] is True, hints
     write = gating_of(tool("write_file", {"destructiveHint": True}), upstream)
     assert write["confirm"] is False and write["verify"].approver_scopes == ("files:approve",)
     assert write["verify"].quorum == 2 and write["verify"].risk == "high"
