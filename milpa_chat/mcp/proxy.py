@@ -126,22 +126,16 @@ class McpProxy:
         client = self.upstreams[name]
         tools = await client.list_tools()
         upstream = client.config
-        mine = {kit: up for kit, (owner, up) in self.imported.items() if owner == name}
-        for kit in mine:
+        fresh = [(tool.name, self._definition(client, tool)) for tool in tools if not upstream.rule(tool.name).hidden]
+        added = [d for _, d in fresh if d is not None]
+        for kit in [kit for kit, (owner, _) in self.imported.items() if owner == name]:  # swapped with no await
             self.registry.remove(kit)
             del self.imported[kit]
-        names: list[str] = []
-        added: list[ToolDefinition] = []
-        for tool in tools:
-            if upstream.rule(tool.name).hidden:
-                continue
-            definition = self._definition(client, tool)
-            if definition is None:
-                continue
-            self.registry.add(definition)
-            self.imported[definition.name] = (name, tool.name)
-            names.append(definition.name)
-            added.append(definition)
+        for upstream_name, definition in fresh:
+            if definition is not None:
+                self.registry.add(definition)
+                self.imported[definition.name] = (name, upstream_name)
+        names = [d.name for d in added]
         self._know(client, added)
         unknown = sorted(set(upstream.tools) - {t.name for t in tools})
         if unknown:

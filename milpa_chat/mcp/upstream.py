@@ -59,7 +59,7 @@ class UpstreamClient:
     @property
     def where(self) -> str:
         c = self.config
-        return f"`{c.command} {' '.join(c.args)}`".replace(" `", "`") if c.command else str(c.url)
+        return "`" + " ".join([c.command, *c.args]) + "`" if c.command is not None else str(c.url)
 
     # ------------------------------------------------------------------ the connection
     async def session(self) -> Any:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from typing import Any
 import mcp.types as mcp_types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.mcp.proxy_rig import ROOT, _devnull, calls
+from milpa_chat.testing import BotApiServer
+from tests.mcp.proxy_rig import APPROVERS, MARIA, ROOT, WAIT, _devnull, calls, tap
 from tests.mcp.support import wire
 
 
@@ -83,3 +85,45 @@ def test_a_wrong_proxy_file_is_refused_naming_the_key(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "upstream 'notes' needs exactly one of command" in done.stderr and str(bad) in done.stderr
+
+
+async def test_the_proxy_command_shows_cards_on_telegram_from_its_file(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    (tmp_path / "identities.toml").write_text(
+        f'[roles]\nmanager = ["notes:approve"]\n\n[users]\n"telegram:2001" = ["manager"]\n\n'
+        f'[approvers]\ntelegram = ["{APPROVERS}"]\n',
+        encoding="utf-8",
+    )
+    async with BotApiServer() as api:
+        api.group(APPROVERS, "Approvers", members=[MARIA])
+        config = (
+            proxy_file(tmp_path, log)
+            .read_text(encoding="utf-8")
+            .replace('store = "proxy.db"', 'store = "proxy.db"\nidentities = "identities.toml"')
+            + f"""
+[upstream.tools.delete_note]
+verify = {{ approver_scopes = ["notes:approve"] }}
+wait_seconds = 30
+
+[telegram]
+token_env = "PROXY_TEST_BOT_TOKEN"
+base_url = {json.dumps(api.base_url)}
+"""
+        )
+        (tmp_path / "proxy.toml").write_text(config, encoding="utf-8")
+        params = StdioServerParameters(
+            command=sys.executable,
+            cwd=ROOT,
+            args=["-m", "milpa_chat.mcp", "proxy", "--config", str(tmp_path / "proxy.toml")],
+            env={"PYTHONPATH": str(ROOT), "PROXY_TEST_BOT_TOKEN": api.token},
+        )
+        with _devnull() as quiet:
+            async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                call = asyncio.ensure_future(session.call_tool("delete_note", {"name": "garden"}))
+                card = await api.wait_for_message(APPROVERS, timeout=WAIT)
+                assert "Approval needed: delete_note" in (card.text or "") and calls(log) == []
+                assert await tap(api, card, "Approve", MARIA) == "Approved."
+                done = wire(await asyncio.wait_for(call, WAIT))
+    assert done["structuredContent"] == {"deleted": "garden"}
+    assert [(c["tool"], c["arguments"]) for c in calls(log)] == [("delete_note", {"name": "garden"})]
