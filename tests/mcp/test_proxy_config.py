@@ -3,14 +3,17 @@ annotations, fail closed, and the file overrides them per tool."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import mcp.types as types
 import pytest
 
 from milpa_chat.errors import DeclarationError
-from milpa_chat.mcp.proxy import gating_of
+from milpa_chat.mcp.proxy import McpProxy, gating_of
 from milpa_chat.mcp.proxy_config import ProxyConfig
+from milpa_chat.runtime import ToolContext
+from tests.mcp.proxy_rig import _devnull, calls, upstream_entry
 
 STDIO = {"name": "files", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]}
 
@@ -91,3 +94,19 @@ def test_effects_fail_closed_and_the_file_overrides_them() -> None:
     assert write["verify"].quorum == 2 and write["verify"].risk == "high"
     listed = gating_of(tool("list_allowed", None), upstream)
     assert listed["mutating"] is False and listed["confirm"] is False and listed["scopes"] == ("files:list",)
+
+
+async def test_an_upstream_that_does_not_answer_in_time_is_named_and_the_next_call_works(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    fast = {"slow_delete": {"mutating": False, "confirm": False}}  # the file says it needs no approval
+    config = ProxyConfig.from_mapping({"upstream": [upstream_entry("stdio", log, timeout=1, tools=fast)]})
+    with _devnull() as quiet:
+        async with McpProxy(config, errlog=quiet) as proxy:
+            late = await proxy.registry.call("notes_slow_delete", {"name": "garden", "seconds": 30}, ToolContext.cli())
+            assert late.error == (
+                "upstream 'notes' did not answer tools/call slow_delete within 1 s; it may still be running it. "
+                "Check the upstream before repeating it, or raise timeout for 'notes' in the proxy file"
+            )
+            read = await proxy.registry.call("notes_read_note", {"name": "garden"}, ToolContext.cli())
+            assert read.success and read.data == {"name": "garden", "text": "water the plants"}
+    assert [c["tool"] for c in calls(log)] == ["slow_delete", "read_note"]
