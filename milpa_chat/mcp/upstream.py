@@ -64,10 +64,10 @@ class UpstreamClient:
     # ------------------------------------------------------------------ the connection
     async def session(self) -> Any:
         """The open ``ClientSession``, connecting first when there is none (or the last one failed)."""
-        if self._session is not None and self._task is not None and not self._task.done():
+        if self._open():
             return self._session
         async with self._lock:
-            if self._session is not None and self._task is not None and not self._task.done():
+            if self._open():
                 return self._session
             await self._drop()
             ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -86,6 +86,14 @@ class UpstreamClient:
                 await self._drop()
                 raise
             return self._session
+
+    def _open(self) -> bool:
+        """Whether the session is up: its task runs and the SDK has not seen its transport end (a stdio
+        upstream that died while idle), so a request sent now can leave. The SDK keeps that flag on its
+        dispatcher only (no public one), so it is read defensively: unknown counts as open."""
+        if self._session is None or self._task is None or self._task.done():
+            return False
+        return not bool(getattr(getattr(self._session, "_dispatcher", None), "_closed", False))
 
     async def _hold(self, ready: asyncio.Future[Any], closing: asyncio.Event) -> None:
         from mcp import ClientSession

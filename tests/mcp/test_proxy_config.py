@@ -3,6 +3,9 @@ annotations, fail closed, and the file overrides them per tool."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +113,18 @@ async def test_an_upstream_that_does_not_answer_in_time_is_named_and_the_next_ca
             read = await proxy.registry.call("notes_read_note", {"name": "garden"}, ToolContext.cli())
             assert read.success and read.data == {"name": "garden", "text": "water the plants"}
     assert [c["tool"] for c in calls(log)] == ["slow_delete", "read_note"]
+
+
+async def test_an_upstream_that_died_while_idle_is_started_again_for_the_next_call(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    config = ProxyConfig.from_mapping({"upstream": [upstream_entry("stdio", log)]})
+    with _devnull() as quiet:
+        async with McpProxy(config, errlog=quiet) as proxy:
+            first = await proxy.registry.call("notes_read_note", {"name": "garden"}, ToolContext.cli())
+            assert first.success
+            os.kill(calls(log)[0]["pid"], signal.SIGKILL)
+            await asyncio.sleep(0.5)
+            second = await proxy.registry.call("notes_read_note", {"name": "family"}, ToolContext.cli())
+            assert second.success, second.error  # never sent to the dead process: sent to a new one
+    assert [c["arguments"] for c in calls(log)] == [{"name": "garden"}, {"name": "family"}]
+    assert calls(log)[0]["pid"] != calls(log)[1]["pid"]
