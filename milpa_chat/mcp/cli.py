@@ -2,6 +2,7 @@
 
     milpa-chat mcp --tools pkg.mod:obj                          stdio, for an MCP host to spawn
     milpa-chat mcp --tools pkg.mod:obj --http 8765 --tokens tokens.json
+    milpa-chat mcp proxy --config proxy.toml [--http 8765]      other MCP servers, gated (see proxy_config)
 
 ``obj`` is an :class:`~milpa_chat.mcp.McpServer` (or a factory returning one: a server that also
 starts a chat bot for its approval cards), a ``ToolRegistry`` or a factory returning one, or
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from milpa_chat.mcp.server import McpServer
 
-__all__ = ["add_parser", "cmd_mcp", "load_server", "main"]
+__all__ = ["add_parser", "cmd_mcp", "cmd_proxy", "load_server", "main"]
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -29,15 +30,44 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     return p
 
 
+def cmd_proxy(ns: argparse.Namespace) -> int:
+    """``milpa-chat mcp proxy --config FILE``: serve the upstreams of FILE, gated, until stopped."""
+    from milpa_chat.errors import DeclarationError
+    from milpa_chat.mcp.proxy_config import load_proxy_config
+    from milpa_chat.mcp.proxy_run import run_proxy
+    from milpa_chat.mcp.upstream import UpstreamError
+
+    try:
+        config = load_proxy_config(ns.config)
+        if ns.http is not None:
+            print(f"milpa-chat: MCP proxy over streamable HTTP at http://{ns.host}:{ns.http}{ns.path}", file=sys.stderr)
+        asyncio.run(run_proxy(config, http=ns.http, host=ns.host, path=ns.path))
+    except (DeclarationError, UpstreamError) as exc:
+        raise _usage_error(str(exc)) from exc
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tools", default="milpa_chat.demo:tools", help="pkg.mod:obj: an McpServer, a registry, or tools")
     p.add_argument("--http", type=int, default=None, metavar="PORT", help="serve streamable HTTP on this port")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     p.add_argument("--path", default="/mcp", help="HTTP path of the MCP endpoint (default /mcp)")
-    p.add_argument("--tokens", default=None, metavar="FILE",
-                   help='JSON {"<token or sha256:hex>": {"principal": "mcp:name", "scopes": [...]}} (HTTP callers)')
+    p.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help='JSON {"<token or sha256:hex>": {"principal": "mcp:name", "scopes": [...]}} (HTTP callers)',
+    )
     p.add_argument("--principal", default=None, help="the principal of the stdio caller (default: stdio)")
     p.add_argument("--scopes", default=None, help="comma-separated scopes of the stdio caller (default: *)")
+    inner = p.add_subparsers(dest="mcp_command", metavar="proxy")
+    proxy = inner.add_parser("proxy", help="put the approvals in front of other MCP servers (a TOML file)")
+    proxy.add_argument("--config", required=True, metavar="FILE", help="the proxy file (docs/mcp.md)")
+    proxy.add_argument("--http", type=int, default=None, metavar="PORT", help="serve streamable HTTP on this port")
+    proxy.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
+    proxy.add_argument("--path", default="/mcp", help="HTTP path of the MCP endpoint (default /mcp)")
 
 
 def _usage_error(message: str) -> Exception:
@@ -81,6 +111,9 @@ def load_server(spec: str) -> McpServer:
 def cmd_mcp(ns: argparse.Namespace) -> int:
     from milpa_chat.errors import DeclarationError
     from milpa_chat.mcp.auth import BearerTokens, McpCaller
+
+    if getattr(ns, "mcp_command", None) == "proxy":
+        return cmd_proxy(ns)
 
     server = load_server(ns.tools)
     if ns.principal is not None or ns.scopes is not None:

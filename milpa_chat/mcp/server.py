@@ -29,6 +29,7 @@ from milpa_chat.errors import DeclarationError
 from milpa_chat.mcp.approvals import ApprovalTools
 from milpa_chat.mcp.auth import BearerTokens, McpCaller
 from milpa_chat.mcp.tools import Reply, annotations_for, error_reply, output_schema_for, reply_for
+from milpa_chat.mcp.waiting import Progress, requested_wait, wait_for_decision
 from milpa_chat.runtime.pipeline import CONFIRM_BY
 
 if TYPE_CHECKING:
@@ -61,6 +62,11 @@ class McpServer:
     approver scopes that decide, as a verification, the confirm requests of a caller nobody can ask (a
     client without elicitation whose principal ``people`` does not map to a chat).
 
+    ``waits``: how long a call of a tool waits, in its own ``tools/call``, for a person to decide the
+    approval it opened (``0``: answer at once with the pending approval); a request's
+    ``_meta["milpa-chat/wait_seconds"]`` overrides it, up to ``max_wait`` (:mod:`milpa_chat.mcp.waiting`).
+    ``handlers``: more request handlers for the SDK's ``Server`` (``on_list_resources=...``, ...).
+
     Every call is model-made unless its caller says ``person=True``: a confirm request is confirmed by
     the person behind the client through MCP elicitation (when the client declares it) or on a card in
     their chat; ``approval_run`` never confirms by itself.
@@ -81,6 +87,9 @@ class McpServer:
         lifespan: Lifespan | None = None,
         people: Identities | None = None,
         confirm_approvers: Iterable[str] = (),
+        waits: Callable[[ToolDefinition], float] | None = None,
+        max_wait: float = 3600.0,
+        handlers: Mapping[str, Any] | None = None,
     ) -> None:
         mcp = _sdk()
         from mcp.server.lowlevel import Server
@@ -92,6 +101,8 @@ class McpServer:
         self.lifespan = lifespan
         self.people = people
         self.confirm_approvers = tuple(confirm_approvers)
+        self.waits = waits
+        self.max_wait = max_wait
         self.approvals = ApprovalTools(registry, status_tool=status_tool, run_tool=run_tool)
         for builtin in (status_tool, run_tool):
             if registry.has(builtin):
@@ -102,9 +113,10 @@ class McpServer:
         self._builtins = {d["name"]: d for d in self.approvals.definitions()}
         self._types = mcp.types
         self._transport = "stdio"
+        self._connections: set[Any] = set()
         self.server: Any = Server(
             name, version=version, instructions=instructions or _INSTRUCTIONS,
-            on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool,
+            on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool, **dict(handlers or {}),
         )
 
     # ------------------------------------------------------------------ callers
@@ -165,11 +177,13 @@ class McpServer:
 
     # -------------------------------------------------------------------- calls
     async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext,
-                   ask: Ask | None = None) -> Reply:
+                   ask: Ask | None = None, *, wait: float | None = None, progress: Progress | None = None) -> Reply:
         """One MCP tool call as ``ctx``: a built-in approval tool, or the registry's pipeline.
 
         ``ask``: the client's elicitation, when it declared the capability: a confirm request it opens
-        is put to the person behind the client at once, and run (once) in this same call if they confirm."""
+        is put to the person behind the client at once, and run (once) in this same call if they confirm.
+        ``wait``: seconds to wait here for a person's decision (default: ``waits(tool)``), with ``progress``
+        told what is awaited."""
         if name in self._builtins:
             return await self._builtin(name, arguments or {}, ctx, ask)
         tool = self.registry.get(name)
@@ -182,6 +196,12 @@ class McpServer:
             if approval is not None and approval.kind == "confirm" and approval.state == "pending":
                 return await self.approvals.confirm(approval, ctx, ask)
         pending = await self.approvals.pending(result, ctx)
+        if pending is not None and isinstance(opened, str):
+            seconds = (self.waits(tool) if self.waits is not None else 0.0) if wait is None else wait
+            if min(seconds, self.max_wait) > 0:
+                decided = await wait_for_decision(self.approvals, opened, ctx, min(seconds, self.max_wait),
+                                                  progress or _silent)
+                return decided or pending
         if pending is not None:
             return pending
         _, wrapped = output_schema_for(tool, may_ask=False)
@@ -202,20 +222,60 @@ class McpServer:
         return await self.approvals.run(arguments, ctx, ask)
 
     # ------------------------------------------------------------ SDK handlers
+    async def tools_changed(self) -> None:
+        """Tell every connected client that the tool list changed (``notifications/tools/list_changed``)."""
+        for connection in list(self._connections):
+            try:
+                await connection.outbound.notify("notifications/tools/list_changed", None)
+            except Exception as exc:  # a connection that ended
+                log.debug("tools/list_changed not sent: %s", exc)
+                self._connections.discard(connection)
+
+    def _remember(self, request_ctx: Any) -> None:
+        """Keep the request's client connection (the SDK's per-client ``Connection``) until it closes."""
+        connection = getattr(request_ctx.session, "_connection", None)  # the SDK keeps no public handle on it
+        if connection is None or connection in self._connections:
+            return
+        self._connections.add(connection)
+        connection.exit_stack.callback(self._connections.discard, connection)
+
     async def _on_list_tools(self, request_ctx: Any, params: Any) -> Any:
+        self._remember(request_ctx)
         ctx = self.context(request_ctx.request)
         return self._types.ListToolsResult(tools=[self._types.Tool.model_validate(t) for t in self.tools(ctx)])
 
     async def _on_call_tool(self, request_ctx: Any, params: Any) -> Any:
+        self._remember(request_ctx)
         ctx = self.context(request_ctx.request)
         ask = self._asker(request_ctx)
         if ask is None and self.confirm_approvers and ctx.by_model and ctx.channel == "mcp":
             ctx = ctx.with_extra(**{CONFIRM_BY: list(self.confirm_approvers)})  # approvers decide instead
         reply = await self.call(params.name, params.arguments, ctx, ask)
+        tool = self.registry.get(params.name)
+        default = self.waits(tool) if self.waits is not None and tool is not None else 0.0
+        wait = requested_wait(request_ctx.meta, default, self.max_wait)
+        reply = await self.call(params.name, params.arguments, ctx, self._asker(request_ctx), wait=wait,
+                                progress=self._progress(request_ctx))
         return self._types.CallToolResult(
             content=[self._types.TextContent(type="text", text=reply.text)],
             structured_content=reply.structured, is_error=reply.is_error,
         )
+
+    def _progress(self, request_ctx: Any) -> Progress:
+        """Progress notifications for this request, when the client sent a progress token."""
+        token = (request_ctx.meta or {}).get("progress_token")
+        if token is None:
+            return _silent
+        session = request_ctx.session
+
+        async def progress(step: float, message: str) -> None:
+            try:
+                await session.send_progress_notification(token, step, None, message,
+                                                         related_request_id=request_ctx.request_id)
+            except Exception as exc:  # a client that went away is not the call's failure
+                log.debug("progress notification not sent: %s", exc)
+
+        return progress
 
     def _asker(self, request_ctx: Any) -> Ask | None:
         """The client's form elicitation for this request, when the client declared it at initialization."""
@@ -242,11 +302,13 @@ class McpServer:
 
     async def run_stdio(self) -> None:
         """Serve one MCP host over this process's stdin/stdout until it closes them."""
+        from mcp.server.lowlevel import NotificationOptions
         from mcp.server.stdio import stdio_server
 
         self._transport = "stdio"
+        options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with self._running(), stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+            await self.server.run(read, write, options)
 
     def http_app(self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> Any:
         """The streamable-HTTP ASGI app (Starlette) behind bearer authentication with :attr:`tokens`."""
@@ -271,6 +333,10 @@ class McpServer:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         async with self._running():
             await uvicorn.Server(config).serve()
+
+
+async def _silent(step: float, message: str) -> None:
+    return None
 
 
 _INSTRUCTIONS = (

@@ -183,6 +183,11 @@ class ToolRegistry:
         )
         return self.add(replace(definition, idempotent=idempotent) if idempotent else definition)
 
+    def remove(self, name: str) -> ToolDefinition | None:
+        """Take tool ``name`` out of the registry (``None`` when it is not registered). Approvals already
+        opened for it stay; running one finds the tool again if it was registered anew, else says it is gone."""
+        return self._tools.pop(name, None)
+
     def has(self, name: str) -> bool:
         return name in self._tools
 
