@@ -8,7 +8,6 @@ It is channel-neutral: adapters in ``milpa_chat.bots`` turn platform updates int
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 import secrets
 from collections import OrderedDict
@@ -17,13 +16,31 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat import cards
 from milpa_chat.chat.approvals import requester_user
-from milpa_chat.chat.commands import CommandError, parse_arguments, parse_command
 from milpa_chat.chat.editing import EDIT_ACTIONS, ApprovalEditor
-from milpa_chat.chat.flows import ACTIONS, ApprovalFlows
+from milpa_chat.chat.flows import ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef
 from milpa_chat.chat.outbox import ApprovalOutbox
-from milpa_chat.chat.replies import approval_stats, help_message, privately, refusal, start_message
+from milpa_chat.chat.replies import privately, refusal
+from milpa_chat.chat.routes import (
+    APPROVAL_ACTIONS,
+    BUILTIN,
+    AgentText,
+    ApprovalStats,
+    ApprovalTaps,
+    BuiltinCommands,
+    EditTaps,
+    ForgedTaps,
+    GrantRoutes,
+    OtherBots,
+    PageTaps,
+    PromptReplies,
+    Route,
+    ShowAllTaps,
+    StaleButtons,
+    ToolButtons,
+    ToolCommands,
+)
 from milpa_chat.chat.routing import approver_targets, nudge_cards, route
 from milpa_chat.chat.surface import Transport
 from milpa_chat.chat.typing_indicator import typing_while
@@ -42,10 +59,6 @@ log = logging.getLogger("milpa_chat.chat")
 #: ``agent(inbound, ctx) -> reply``: free text goes here when configured (see ``milpa_chat.gateway``).
 Agent = Callable[[Inbound, ToolContext], Awaitable["str | Message | None"]]
 
-BUILTIN = ("start", "help", "tools")
-#: Tools driven by buttons, not listed as commands.
-HIDDEN = frozenset({"resolve_verification"})
-APPROVAL_ACTIONS = frozenset(ACTIONS)
 #: What a person is told when handling their message failed inside the kit (a store or platform outage).
 FAILED_MESSAGE = "Sorry, that could not be handled right now: nothing was run. Please try again in a moment."
 FAILED_TAP = "That could not be handled right now (the service is unavailable). Please tap again in a moment."
@@ -117,6 +130,8 @@ class Assistant:
         self._may_prompt = edits or risk_tiers
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
+        #: What handles an inbound event, asked in order (:mod:`milpa_chat.chat.routes`); see :meth:`add_route`.
+        self.routes: list[Route] = self._default_routes()
         bind = getattr(agent, "bind", None)
         if callable(bind):  # an agent that pauses for approvals (milpa_chat.gateway.ChatAgent) needs the assistant
             bind(self)
@@ -163,14 +178,39 @@ class Assistant:
         if inbound.delivery_id is not None and not await self._first_delivery(inbound):
             log.info("Ignoring redelivered %s update %s", inbound.surface, inbound.delivery_id)
             return
-        if inbound.kind == "action":
-            await self._on_action(inbound, transport)
-        elif self._may_prompt and await self.editor.awaiting(inbound):  # the answer to a prompt (an edit, a reason)
-            await self.editor.on_reply(inbound, transport)
-        elif inbound.kind == "command":
-            await self._on_command(inbound, transport)
-        else:
-            await self._on_text(inbound, transport)
+        for handler in self.routes:
+            if handler.check(inbound, transport) and await handler.handle(inbound, transport) is not False:
+                return
+
+    # ------------------------------------------------------------------ routes
+    def _default_routes(self) -> list[Route]:
+        """The routes, in the order they are asked (see :mod:`milpa_chat.chat.routes`)."""
+        taps: list[Route] = [
+            ForgedTaps(self.flows),
+            ApprovalTaps(self.flows, self.editor, self.context_for),
+            EditTaps(self.editor),
+            PageTaps(self.registry, self.context_for, self._stored_once, self.open_approval, self.present),
+            ShowAllTaps(self.approvals, self.outbox, self.context_for),
+            GrantRoutes(lambda: self.grants),
+            ToolButtons(self.registry, self.run_tool, self.context_for),
+            StaleButtons(),
+        ]
+        replies: list[Route] = [PromptReplies(self.editor)] if self._may_prompt else []
+        messages: list[Route] = [
+            OtherBots(),
+            ApprovalStats(self.registry, self.context_for),
+            BuiltinCommands(self.registry, self.context_for, lambda: self.name),
+            ToolCommands(self.registry, self.run_tool, self.context_for),
+            AgentText(lambda: self.agent, self.context_for),
+        ]
+        return [*taps, *replies, *messages]
+
+    def add_route(self, route: Route, *, before: type | None = None) -> None:
+        """Add a route of your own: asked before the first route of type ``before`` (else after the taps and
+        before the text routes end: just before free text)."""
+        kinds = [type(r) for r in self.routes]
+        where = kinds.index(before) if before is not None and before in kinds else kinds.index(AgentText)
+        self.routes.insert(where, route)
 
     async def _tell_failure(self, inbound: Inbound, transport: Transport) -> bool:
         """One clear sentence to the person; False when the surface could not carry it either."""
@@ -208,91 +248,6 @@ class Assistant:
         return await self.store.insert("deliveries", f"{inbound.surface}:{inbound.delivery_id}",
                                        {"chat": inbound.chat_id}, ttl=7 * 86400, durable=False) is not None
 
-    async def _on_text(self, inbound: Inbound, transport: Transport) -> None:
-        if self.agent is None:
-            p = _prefix(transport)
-            await privately(transport, inbound, cards.text(
-                f"I work with commands. Send {p}tools to see what you can do, or {p}help for how to write them."))
-            return
-        await transport.typing(inbound.chat_id)
-        reply = await self.agent(inbound, self.context_for(inbound))
-        if reply is not None:
-            await transport.send(inbound.chat_id, cards.text(reply) if isinstance(reply, str) else reply)
-
-    async def _on_command(self, inbound: Inbound, transport: Transport) -> None:
-        assert inbound.text is not None
-        try:
-            cmd = parse_command(inbound.text, transport.traits.bot_username)
-        except CommandError:
-            return  # addressed to another bot in a group
-        ctx = self.context_for(inbound)
-        p = _prefix(transport)
-        if self.grants is not None and self.grants.knows_command(cmd.name):
-            await self.grants.on_command(inbound, transport)
-            return
-        if cmd.name == "approvals" and "approvals" not in self.registry:
-            await privately(transport, inbound, await self._approval_stats(ctx))
-            return
-        if cmd.name in BUILTIN:
-            await privately(transport, inbound, self._builtin(cmd.name, ctx, p))
-            return
-        definition = self.registry.get(cmd.name)
-        if definition is None:
-            close = difflib.get_close_matches(cmd.name, [t.name for t in self.registry], n=2)
-            hint = f" Did you mean {', '.join(p + c for c in close)}?" if close else ""
-            await privately(transport, inbound, cards.text(
-                f"Unknown command {p}{cmd.name}.{hint} Send {p}tools to see what you can use."))
-            return
-        try:
-            args = parse_arguments(cmd.rest, definition.input_schema)
-        except CommandError as exc:
-            usage = cards.usage(definition.name, definition.input_schema, p)
-            await privately(transport, inbound, cards.text(f"{p}{cmd.name}: {exc}.\nUsage: {usage}"))
-            return
-        await self.run_tool(inbound, transport, definition.name, args, ctx)
-
-    def _builtin(self, name: str, ctx: ToolContext, prefix: str) -> Message:
-        """``/start`` (who you are, and how to write commands), ``/help`` or ``/tools``, from the actor's tools."""
-        visible = [s for s in self.registry.get_tool_summaries(ctx) if s["name"] not in HIDDEN]
-        if name == "tools":
-            return cards.tools_message(visible, prefix)
-        if name == "start":
-            return start_message(self.name, prefix, visible, ctx)
-        return help_message(self.name, prefix, visible)
-
-    async def _on_action(self, inbound: Inbound, transport: Transport) -> None:
-        action, ref = inbound.action or "", inbound.ref or ""
-        if inbound.offered is False:  # not a button of the message it was tapped on: decides and edits nothing
-            await self.flows.refuse_forged(inbound, transport)
-            return
-        if action == "approve" and not inbound.note:  # a high-risk request: the surface asks why first
-            needs = await self.editor.wants_reason(ref, self.context_for(inbound), transport)
-            if needs is not None:
-                await self.editor.ask_reason(inbound, transport, needs)
-                return
-        if action in APPROVAL_ACTIONS:
-            await self.flows.on_tap(inbound, transport, action, ref)
-        elif action in EDIT_ACTIONS:
-            await self.editor.on_tap(inbound, transport, action, ref)
-        elif action == "page":
-            await self._on_page(inbound, transport, ref)
-        elif action == cards.SHOW_ALL:
-            await self._show_all(inbound, transport, ref)
-        elif self.grants is not None and self.grants.knows_action(action):
-            await self.grants.on_action(inbound, transport, action, ref)
-        elif action in self.registry:
-            await transport.answer(inbound, "Working on it…")
-            definition = self.registry.get(action)
-            assert definition is not None
-            try:
-                args = parse_arguments(ref, definition.input_schema)
-            except CommandError as exc:
-                await privately(transport, inbound, cards.text(f"{action}: {exc}", tone="error"))
-                return
-            await self.run_tool(inbound, transport, action, args, self.context_for(inbound))
-        else:
-            await transport.answer(inbound, "This button is not valid any more.", alert=True)
-
     # ------------------------------------------------------------------- tools
     async def run_tool(
         self, inbound: Inbound, transport: Transport, name: str, args: dict[str, Any], ctx: ToolContext
@@ -329,10 +284,6 @@ class Assistant:
     def _route(self, value: dict[str, Any], ctx: ToolContext) -> None:
         """Opener: where a new approval is shown and where its requester is told (chat users only)."""
         route(value, ctx, self.identities, self.transports, self.registry, tiers=self.risk_tiers)
-
-    async def _approval_stats(self, ctx: ToolContext, days: float = 30.0) -> Message:
-        """``/approvals``: how each approver decided lately (for people who approve here)."""
-        return await approval_stats(self.registry, ctx, days)
 
     def _approver_targets(self, value: dict[str, Any]) -> list[tuple[str, str, str]]:
         return approver_targets(value, self.identities, self.transports)
@@ -410,46 +361,6 @@ class Assistant:
             await transport.edit(edit, message)
             return edit
         return await transport.send(chat_id, message)
-
-    async def _show_all(self, inbound: Inbound, transport: Transport, ref: str) -> None:
-        """"📄 Show all": every argument of the card tapped, to the person who tapped (Slack: only them; Telegram:
-        in the chat that already shows the card). Only from a copy of that card, or to its requester or an
-        approver: the button's data names the request, the platform says who taps and where."""
-        approval = await self.approvals.get(cards.parse_ref(ref)[0]) if ref else None
-        if approval is None:
-            await transport.answer(inbound, "This request is no longer kept.", alert=True)
-            return
-        ctx = self.context_for(inbound)
-        approver_scopes = set(approval.data.get("policy", {}).get("approver_scopes", ()))
-        on_its_card = bool(inbound.message_id) and self.outbox.knows(approval, inbound)
-        if not (on_its_card or ctx.principal == approval.requester_principal or approver_scopes & set(ctx.scopes)):
-            await transport.answer(inbound, "This button is not valid any more.", alert=True)
-            return
-        await transport.answer(inbound, "Every argument, below.")
-        await privately(transport, inbound, cards.all_arguments(approval))
-
-    async def _on_page(self, inbound: Inbound, transport: Transport, ref: str) -> None:
-        view_id, _, page_text = ref.rpartition(":")
-        view = await self.store.get("views", view_id) if view_id else None
-        ctx = self.context_for(inbound)
-        if view is None or not page_text.isdigit():
-            await transport.answer(inbound, "These results are no longer available; run the command again.", alert=True)
-            return
-        if view.value["principal"] != ctx.principal:
-            await transport.answer(inbound, "Only the person who ran this can page through it.", alert=True)
-            return
-        definition = self.registry.get(view.value["tool"])
-        effects = definition is None or definition.mutating
-        if effects and inbound.delivery_id is not None and not await self._stored_once(inbound):
-            return  # a page of a tool with effects asks for a decision again: once per tap, on any worker
-        await transport.answer(inbound, f"Page {page_text}")
-        args = {**view.value["args"], "page": int(page_text)}
-        result = await self.registry.call(view.value["tool"], args, ctx)
-        if await self.open_approval(inbound, view.value["tool"], result):
-            return  # this page is a call of its own that asks for a decision: a card of its own
-        ref_msg = MessageRef(inbound.surface, inbound.chat_id, inbound.message_id) if inbound.message_id else None
-        await self.present(transport, inbound.chat_id, view.value["tool"], args, ctx, result, edit=ref_msg,
-                           view=view_id if ref_msg is not None else None)
 
     # --------------------------------------------------------------- sweeping
     async def sweep(self) -> int:
