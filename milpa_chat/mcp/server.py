@@ -250,12 +250,11 @@ class McpServer:
         ask = self._asker(request_ctx)
         if ask is None and self.confirm_approvers and ctx.by_model and ctx.channel == "mcp":
             ctx = ctx.with_extra(**{CONFIRM_BY: list(self.confirm_approvers)})  # approvers decide instead
-        reply = await self.call(params.name, params.arguments, ctx, ask)
         tool = self.registry.get(params.name)
         default = self.waits(tool) if self.waits is not None and tool is not None else 0.0
         wait = requested_wait(request_ctx.meta, default, self.max_wait)
-        reply = await self.call(params.name, params.arguments, ctx, self._asker(request_ctx), wait=wait,
-                                progress=self._progress(request_ctx))
+        progress = self._progress(request_ctx)
+        reply = await self.call(params.name, params.arguments, ctx, ask, wait=wait, progress=progress)
         return self._types.CallToolResult(
             content=[self._types.TextContent(type="text", text=reply.text)],
             structured_content=reply.structured, is_error=reply.is_error,
