@@ -241,7 +241,11 @@ class TelegramBot(TelegramHandlers):
 
     def run_webhook(self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443,
                     url_path: str = "telegram", drop_pending_updates: bool = False) -> None:
-        """Serve the webhook until Ctrl-C / SIGTERM (PTB owns the event loop), then finish what was accepted."""
+        """Serve the webhook until Ctrl-C / SIGTERM (PTB owns the event loop), then finish what was accepted.
+        A port another program holds raises :class:`~milpa_chat._ports.PortInUseError` before anything starts."""
+        from milpa_chat._ports import check_port
+
+        check_port(listen, port, option="run_webhook(port=...)")
         self._running(lambda: f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
                       f"(registered as {webhook_url}; Ctrl-C to stop)", lambda: self.application.run_webhook(
             listen=listen, port=port, url_path=url_path, webhook_url=webhook_url, secret_token=self._secret(),
