@@ -23,6 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from milpa_chat.playground.feed import Feed
+from milpa_chat.playground.tour import Pace
 from milpa_chat.playground.world import (
     SLACK_APPROVERS,
     SLACK_WORK,
@@ -44,6 +45,7 @@ class Playground:
         self.world = world
         self.feed = Feed(world.telegram, world.slack_api, world.modals)
         self.tour: asyncio.Task[Any] | None = None
+        self.pace = Pace()
 
     def state(self) -> dict[str, Any]:
         world = self.world
@@ -129,6 +131,7 @@ def create_app(make_world: Callable[[], World] | World) -> Starlette:
         Route("/api/slack/close", _guarded(lambda r: _slack_close(play(), r)), methods=["POST"]),
         Route("/api/clock", _guarded(lambda r: _clock(play(), r)), methods=["POST"]),
         Route("/api/tour", _guarded(lambda r: _tour(play(), r)), methods=["POST"]),
+        Route("/favicon.ico", lambda _r: FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
@@ -276,11 +279,13 @@ async def _tour(play: Playground, request: Request) -> Response:
     from milpa_chat.playground.tour import run_tour
 
     if play.tour is not None and not play.tour.done():
-        raise PlaygroundError("the tour is already playing")
+        play.pace.skip()  # "Next step" while it plays: on to the next step now
+        return JSONResponse({"ok": True, "skipped": True})
     base = str(request.base_url).rstrip("/")
 
     def step(line: str) -> None:
         play.feed.note({"type": "tour.step", "text": line})
 
-    play.tour = asyncio.get_running_loop().create_task(run_tour(base, out=step))
+    play.pace = Pace()  # played for a person: readable steps
+    play.tour = asyncio.get_running_loop().create_task(run_tour(base, out=step, pace=play.pace))
     return JSONResponse({"ok": True})
