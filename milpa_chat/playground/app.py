@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -167,21 +167,7 @@ async def _feed(play: Playground, request: Request) -> Response:
 async def _stream(play: Playground, request: Request) -> Response:
     start = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
     seq = int(start) + (1 if "last-event-id" in request.headers else 0)
-
-    async def events() -> AsyncIterator[str]:
-        nonlocal seq
-        while True:
-            await play.feed.wait(seq, 15.0)
-            batch = play.feed.since(seq)
-            if not batch:
-                yield ": still here\n\n"
-                continue
-            for event in batch:
-                yield f"id: {event['seq']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
-            seq = batch[-1]["seq"] + 1
-
-    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+    return EventSourceResponse(play.feed.stream(seq), ping=15, headers={"Cache-Control": "no-store"})
 
 
 async def _inbox(play: Playground) -> Response:
