@@ -2,7 +2,8 @@
 #   make playground — the assistant in your browser: the real Telegram and Slack adapters on local servers,
 #                     approval cards, personas to switch between (no tokens, no network); Ctrl-C stops it
 #   make test       — lint, types and the whole test suite (the browser tests need /usr/bin/chromium:
-#                     apt-get install -y chromium; without it those tests are skipped, in CI they fail)
+#                     apt-get install -y chromium fonts-noto-color-emoji — without the fonts Debian's Chromium
+#                     shows the cards' emoji as boxes; without Chromium those tests are skipped, in CI they fail)
 #   make demo       — the pipeline walk-through in the terminal, on SQLite
 # Each creates .venv and installs the project into it on first use.
 # make check-playground plays the playground's scripted tour headless and exits 0 when every step passed.

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bots._config import ConfigError, build_assistant, number
+from milpa_chat._ports import check_port
 from milpa_chat.chat import Assistant
 from milpa_chat.errors import MilpaError
 
@@ -133,6 +134,8 @@ def main(env: Mapping[str, str] | None = None) -> int:
         config = Config.from_env(os.environ if env is None else env)
         if not config.identities.is_file():
             raise ConfigError(f"MILPA_IDENTITIES: {config.identities} does not exist; copy {EXAMPLE_IDENTITIES}")
+        if not config.app_token:
+            check_port(config.host, config.port, option="PORT (or HOST)")
     except (ConfigError, MilpaError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from bots._config import ConfigError, build_assistant, number
 from bots.tools import ExampleTools
+from milpa_chat._ports import check_port
 from milpa_chat.chat import Assistant
 from milpa_chat.errors import MilpaError
 
@@ -92,6 +93,8 @@ def main(env: Mapping[str, str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
     try:
         config = Config.from_env(os.environ if env is None else env)
+        if config.webhook_url:
+            check_port(config.webhook_listen, config.webhook_port, option="TELEGRAM_WEBHOOK_PORT")
         assistant, _ = build(config)
         from milpa_chat.bots.telegram import TelegramBot
 

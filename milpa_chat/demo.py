@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -171,13 +172,21 @@ class _Walk:
 
 
 async def run_demo(store_path: str | Path | None = None, out: Printer = print, *, verbose: bool = False) -> int:
-    """Walk through the pipeline: success, validation error, denial, confirm, verification. Returns 0.
+    """Walk through the pipeline on SQLite: success, validation error, denial, confirm, verification. Returns 0.
 
+    ``store_path``: the SQLite file (kept); without it, a temporary file removed when the walk-through ends.
     ``verbose``: also print the audit trail and the ids (request ids, tokens) the cards leave out."""
+    if store_path is None:
+        with tempfile.TemporaryDirectory(prefix="milpa-chat-demo-") as folder:
+            return await _run(Path(folder) / "demo.db", out, verbose, temporary=True)
+    return await _run(store_path, out, verbose, temporary=False)
+
+
+async def _run(store_path: str | Path, out: Printer, verbose: bool, *, temporary: bool) -> int:
     registry = build_registry(store_path)
     handler = _show_audit(out) if verbose else None
     try:
-        await _walk(_Walk(registry, out, verbose), store_path)
+        await _walk(_Walk(registry, out, verbose), store_path, temporary)
     finally:
         if handler is not None:
             logging.getLogger("milpa_chat.audit").removeHandler(handler)
@@ -185,11 +194,12 @@ async def run_demo(store_path: str | Path | None = None, out: Printer = print, *
     return 0
 
 
-async def _walk(w: _Walk, store_path: str | Path | None) -> None:
+async def _walk(w: _Walk, store_path: str | Path, temporary: bool) -> None:
     alice = ToolContext.telegram(1001, 1001, ["notes:read", "notes:write", "payments:send"], first_name="Alice")
     guest = ToolContext.telegram(2002, 2002, ["notes:read"], first_name="Guest")
     boss = ToolContext.telegram(3003, 3003, ["payments:approve"], first_name="Manager")
-    where = f"SQLite at {store_path}" if store_path is not None else "an in-memory store"
+    where = f"SQLite at {store_path}" + (" (a temporary file, removed at the end; --store FILE keeps one)"
+                                         if temporary else "")
     w.out(f"milpa-chat demo — store: {where}")
     w.out("\n=== 1. A read-only tool ===")
     await w.show("alice", "list_notes", {"page": 1}, alice)
@@ -214,6 +224,6 @@ async def _walk(w: _Walk, store_path: str | Path | None) -> None:
     w.out("  [The approved call runs with the approved arguments]")
     await w.show("alice", "send_payment", {"verification_id": rid}, alice)
     final = await w.registry.verifier.get(rid)
-    kept = "stored in SQLite, survives restarts" if store_path is not None else "kept in memory for this run"
+    kept = "stored in SQLite" + ("; this run's file is removed at the end" if temporary else ", survives restarts")
     w.say(f"  the payment request: state={final.state if final else '?'} ({kept})")
     w.out("\n" + NEXT_STEPS)

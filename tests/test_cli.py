@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from enum import Enum
@@ -255,3 +256,15 @@ def test_a_registry_object_is_moved_onto_the_store_of_each_command(capsys: pytes
         assert main(["call", "notes_tag", "--tools", "tests.test_cli:SHARED", "--args", f'{{"note_ids": {ids}}}']) == 0
     assert main(["audit", "verify"]) == 0
     assert "The audit trail holds: 2 entries" in capsys.readouterr().out  # both calls, in the command's store
+
+
+def test_the_demo_without_a_store_runs_on_a_temporary_sqlite_file_and_says_so(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-m", "milpa_chat.cli", "demo"], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith(f"milpa-chat demo — store: SQLite at {tmp_path}") and first.endswith("demo.db (a "
+           "temporary file, removed at the end; --store FILE keeps one)"), first
+    assert "in-memory" not in proc.stdout and "state=executed (stored in SQLite;" in proc.stdout
+    assert list(tmp_path.iterdir()) == [], "the temporary file is removed at the end"

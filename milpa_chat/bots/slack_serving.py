@@ -180,8 +180,11 @@ class SlackServing(ABC):
         requests, finishes those in flight (at most ``shutdown_timeout`` seconds) and the work they started."""
         from aiohttp import web
 
+        from milpa_chat._ports import check_port
+
         if self._runner is not None:
             raise RuntimeError("this SlackBot is serving already; call stop() first")
+        check_port(host, port, option="serve(port=...)")  # one line, before the token is even checked
         application = self.web_app()
         await self.check_auth()
         runner = web.AppRunner(application, access_log=None, shutdown_timeout=shutdown_timeout)

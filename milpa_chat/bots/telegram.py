@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from milpa_chat._extras import require
 from milpa_chat.bots.errors import BotStartupError, telegram_startup_error
 from milpa_chat.bots.telegram_handlers import TelegramHandlers, chat_user, known_commands
-from milpa_chat.bots.telegram_menu import MenuPlan, menu_plan, sync_menu
+from milpa_chat.bots.telegram_menu import MenuPlan, menu_plan, merge_commands, own_commands, sync_menu
 from milpa_chat.bots.telegram_routing import allowed_updates
 from milpa_chat.bots.telegram_webhook import until_signalled
 from milpa_chat.errors import MissingExtraError
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from milpa_chat.bots.telegram_transport import TelegramTransport
     from milpa_chat.bots.telegram_webhook import WebhookServer
     from milpa_chat.chat.assistant import Assistant
-    from milpa_chat.command.projectors import TelegramCommandProjector
+    from milpa_chat.command.projectors import TelegramCommand, TelegramCommandProjector
     from milpa_chat.renderers.telegram import TelegramRenderer
 
 __all__ = ["DEFAULT_LISTEN", "BotStartupError", "TelegramBot", "TelegramTransport", "chat_user"]
@@ -136,6 +136,7 @@ class TelegramBot(TelegramHandlers):
         self._late_answers: set[asyncio.Future[bool]] = set()
         self._started = False
         self._webhook: WebhookServer | None = None
+        self._ours: set[str] = set()  # what start() started and stop() stops: "initialized", "running", "updater"
         self._handlers: list[BaseHandler[Any, Any, Any]] = []
         self._add_handlers()
         self._chain_hooks()
@@ -185,9 +186,12 @@ class TelegramBot(TelegramHandlers):
         A rejected token or an unreachable Bot API raises :class:`BotStartupError`."""
         if not self._started:
             await self._initialize_bot()
-            await self.application.initialize()
-            if not self.application.running:
-                await self.application.start()
+            app = self.application
+            self._ours = set() if getattr(app, "_initialized", False) else {"initialized"}
+            await app.initialize()
+            if not app.running:
+                await app.start()
+                self._ours.add("running")
             self._started = True
             self._start_sweeper()
             await self.sync_commands()
@@ -195,6 +199,7 @@ class TelegramBot(TelegramHandlers):
             await self._updater().start_polling(
                 timeout=int(poll_timeout), allowed_updates=self.allowed_updates,
                 drop_pending_updates=drop_pending_updates)
+            self._ours.add("updater")
             log.info("Telegram bot @%s is polling %s for updates", self.transport.bot_username, self.api_root)
 
     async def start_webhook(
@@ -219,20 +224,23 @@ class TelegramBot(TelegramHandlers):
                  url_path.strip("/"), webhook_url)
 
     async def stop(self) -> None:
-        """Stop fetching updates, let running handlers finish, stop the sweeper and shut down."""
+        """Stop what :meth:`start` started — fetching updates, the application (running handlers finish), the
+        sweeper — and shut down what it initialized. An updater or application your own code started before is
+        left running (stop it as you started it)."""
         if not self._started:
             return
         webhook, self._webhook = self._webhook, None
         if webhook is not None:
             await webhook.stop()
-        updater = self.application.updater
-        if updater is not None and updater.running:
+        updater, app = self.application.updater, self.application
+        if "updater" in self._ours and updater is not None and updater.running:
             await updater.stop()
-        if self.application.running:
-            await self.application.stop()
+        if "running" in self._ours and app.running:
+            await app.stop()
         await self._stop_sweeper()
-        await self.application.shutdown()
-        self._started = False
+        if "initialized" in self._ours:
+            await app.shutdown()
+        self._ours, self._started = set(), False
 
     async def __aenter__(self) -> TelegramBot:
         await self.start()
@@ -252,7 +260,11 @@ class TelegramBot(TelegramHandlers):
 
     def run_webhook(self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443,
                     url_path: str = "telegram", drop_pending_updates: bool = False) -> None:
-        """Serve the webhook (as :meth:`start_webhook`) until Ctrl-C / SIGTERM, then finish what was accepted."""
+        """Serve the webhook (as :meth:`start_webhook`) until Ctrl-C / SIGTERM, then finish what was accepted.
+        A port another program holds raises :class:`~milpa_chat._ports.PortInUseError` before anything starts."""
+        from milpa_chat._ports import check_port
+
+        check_port(listen, port, option="run_webhook(port=...)")
         self._running(lambda: f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
                       f"(registered as {webhook_url}; Ctrl-C to stop)", lambda: asyncio.get_event_loop()
                       .run_until_complete(until_signalled(
@@ -329,7 +341,30 @@ class TelegramBot(TelegramHandlers):
         A private chat or approver chat whose menu equals the default is deleted (so an earlier menu
         goes); a member's menu equal to the chat's is not set. A refusal is logged, never raised.
         """
-        return await sync_menu(self.application.bot, self.menu_plan())
+        plan = self.menu_plan()
+        own = await self._own_commands()
+        if own:  # installed beside the application's own commands: they stay in every menu, after the kit's
+            plan = [(scope, merge_commands(kit, own), None if shown is None else merge_commands(shown, own))
+                    for scope, kit, shown in plan]
+        return await sync_menu(self.application.bot, plan)
+
+    async def _own_commands(self) -> list[TelegramCommand]:
+        """The commands of the application's own ``CommandHandler``s (none when the kit built the application),
+        described as the bot's current default menu describes them, else by their name."""
+        from telegram.ext import CommandHandler
+
+        if self.owns_application:
+            return []
+        names = [name for handlers in self.application.handlers.values() for h in handlers
+                 if isinstance(h, CommandHandler) and h not in self._handlers for name in sorted(h.commands)]
+        if not names:
+            return []
+        try:
+            current = {c.command: c.description for c in await self.application.bot.get_my_commands()}
+        except Exception as exc:  # the menu is a convenience: the names alone will do
+            log.info("Could not read the bot's current command menu (%s); your commands are described by name", exc)
+            current = {}
+        return own_commands(names, current)
 
     def _start_sweeper(self) -> None:
         if self.sweep_interval is not None and self._sweeper is None:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from milpa_chat.command.projectors import TelegramCommand, TelegramCommandProjector
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["MenuPlan", "menu_plan", "scope_text", "sync_menu"]
+__all__ = ["MenuPlan", "menu_plan", "merge_commands", "own_commands", "scope_text", "sync_menu"]
 
 log = logging.getLogger("milpa_chat.bots.telegram")
 
@@ -52,6 +52,20 @@ def menu_plan(projector: TelegramCommandProjector, registry: ToolRegistry, ids: 
         plan += [(BotCommandScopeChatMember(int(chat), u),
                   menu(ids.scopes_for("telegram", ChatUser(str(u)), chat)), in_chat) for u in users]
     return plan
+
+
+def own_commands(names: list[str], described: Mapping[str, str]) -> list[TelegramCommand]:
+    """The application's own commands (``CommandHandler`` names, first seen first), described as ``described``
+    says (the bot's current menu), else by their name."""
+    from milpa_chat.command.projectors import TelegramCommand
+
+    return [TelegramCommand(name, described.get(name) or f"/{name}") for name in dict.fromkeys(names)]
+
+
+def merge_commands(kit: list[TelegramCommand], own: list[TelegramCommand]) -> list[TelegramCommand]:
+    """The kit's menu, then the application's own commands it does not list (at most 100, the Bot API's limit)."""
+    taken = {c.command for c in kit}
+    return [*kit, *(c for c in own if c.command not in taken)][:100]
 
 
 async def sync_menu(bot: Bot, plan: MenuPlan) -> int:

@@ -70,6 +70,7 @@ async def execute(registry: ToolRegistry, name: str, args: dict[str, Any], *, pl
             result = await registry.call(name, {"confirm_token": token}, ctx)
             print(render(result))
         else:
+            await registry.confirmations.cancel(token, ctx)  # the one decision function: the request is closed
             print("Cancelled — nothing was done.")
             return 1
     approval_id = result.meta.get("approval_id") if result.success else None

@@ -138,7 +138,7 @@ async def _dispatch(ns: argparse.Namespace) -> int:
 
     verbose = ns.verbose and "verbose" in inspect.signature(run_demo).parameters
     options: dict[str, Any] = {"verbose": True} if verbose else {}
-    return await run_demo(getattr(ns, "store", None), **options)  # without --store: in memory, nothing on disk
+    return await run_demo(getattr(ns, "store", None), **options)  # without --store: a temporary SQLite file
 
 
 def _run_command(ns: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ module is cheap and works without either installed.
 from __future__ import annotations
 
 import copy
+import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -147,6 +149,7 @@ class LlmService:
         timeout: float = 60.0,
         max_retries: int = 2,
         observer: ChannelObserver | None = None,
+        logger: logging.Logger | None = None,
     ) -> None:
         if not model:
             raise ValueError("LlmService(model=...) needs a model name, e.g. 'gpt-4o' or 'claude-sonnet-4-5'")
@@ -163,6 +166,7 @@ class LlmService:
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self.observer = observer
+        self.log = logger or logging.getLogger("milpa_chat.gateway.llm")
         self._api_key = api_key
         self._http_client = http_client
         self._client: object | None = client
@@ -180,6 +184,12 @@ class LlmService:
             return self.base_url
         base = getattr(self._client, "base_url", None)
         return str(base).rstrip("/") if base is not None else _DEFAULT_URLS[self.provider]
+
+    def _raw(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The provider's response as received, on ``self.log`` at DEBUG (what a translation bug is read from)."""
+        if self.log.isEnabledFor(logging.DEBUG):
+            self.log.debug("%s %s raw response: %s", self.provider, self.model, json.dumps(data, ensure_ascii=False))
+        return data
 
     # --- the call --------------------------------------------------------------------------------
 
@@ -240,7 +250,7 @@ class LlmService:
         official = "://api.openai.com" in self.endpoint
         body["max_completion_tokens" if official else "max_tokens"] = max_tokens
         self._observe(f"{self.endpoint}/chat/completions", body, observers)
-        data = _dump(await client.chat.completions.create(**body))
+        data = self._raw(_dump(await client.chat.completions.create(**body)))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise MalformedResponseError("the response has no choices")
@@ -269,7 +279,7 @@ class LlmService:
         if tools:
             body["tools"] = anthropic_tools(tools)
         self._observe(f"{self.endpoint}/v1/messages", body, observers)
-        data = _dump(await client.messages.create(**body))
+        data = self._raw(_dump(await client.messages.create(**body)))
         content = data.get("content")
         if not isinstance(content, list):
             raise MalformedResponseError("the response has no list of content blocks")

@@ -70,6 +70,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     proxy.add_argument("--path", default="/mcp", help="HTTP path of the MCP endpoint (default /mcp)")
 
 
+def _check_port(host: str, port: int) -> None:
+    """A port another program holds: one line and exit 2, before the URL is announced."""
+    from milpa_chat._ports import PortInUseError, check_port
+
+    try:
+        check_port(host, port, option="--http PORT")
+    except PortInUseError as exc:
+        raise _usage_error(str(exc)) from exc
+
+
 def _usage_error(message: str) -> Exception:
     from milpa_chat.cli.errors import CliError
 
@@ -127,6 +137,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
         else:
             if server.tokens is None:
                 raise _usage_error("--http needs --tokens FILE: every HTTP caller is named by a bearer token")
+            _check_port(ns.host, ns.http)
             print(f"milpa-chat: MCP over streamable HTTP at http://{ns.host}:{ns.http}{ns.path}", file=sys.stderr)
             asyncio.run(server.run_http(host=ns.host, port=ns.http, path=ns.path))
     except DeclarationError as exc:

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from milpa_chat.playground.feed import Feed
 from milpa_chat.playground.guard import LocalOnly
+from milpa_chat.playground.tour import Pace
 from milpa_chat.playground.world import (
     SLACK_APPROVERS,
     SLACK_WORK,
@@ -46,6 +47,7 @@ class Playground:
         self.world = world
         self.feed = Feed(world.telegram, world.slack_api, world.modals)
         self.tour: asyncio.Task[Any] | None = None
+        self.pace = Pace()
 
     def state(self) -> dict[str, Any]:
         world = self.world
@@ -135,6 +137,7 @@ def create_app(make_world: Callable[[], World] | World, *, allowed_hosts: Iterab
         Route("/api/slack/close", _guarded(lambda r: _slack_close(play(), r)), methods=["POST"]),
         Route("/api/clock", _guarded(lambda r: _clock(play(), r)), methods=["POST"]),
         Route("/api/tour", _guarded(lambda r: _tour(play(), r)), methods=["POST"]),
+        Route("/favicon.ico", lambda _r: FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, lifespan=lifespan,
@@ -183,21 +186,7 @@ async def _feed(play: Playground, request: Request) -> Response:
 async def _stream(play: Playground, request: Request) -> Response:
     start = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
     seq = _number(request, "since", int, start) + (1 if "last-event-id" in request.headers else 0)
-
-    async def events() -> AsyncIterator[str]:
-        nonlocal seq
-        while True:
-            await play.feed.wait(seq, 15.0)
-            batch = play.feed.since(seq)
-            if not batch:
-                yield ": still here\n\n"
-                continue
-            for event in batch:
-                yield f"id: {event['seq']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
-            seq = batch[-1]["seq"] + 1
-
-    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+    return EventSourceResponse(play.feed.stream(seq), ping=15, headers={"Cache-Control": "no-store"})
 
 
 async def _inbox(play: Playground) -> Response:
@@ -296,11 +285,13 @@ async def _tour(play: Playground, request: Request) -> Response:
 
     await _body(request)  # the page sends {}: anything else is not the page
     if play.tour is not None and not play.tour.done():
-        raise PlaygroundError("the tour is already playing")
+        play.pace.skip()  # "Next step" while it plays: on to the next step now
+        return JSONResponse({"ok": True, "skipped": True})
     base = str(request.base_url).rstrip("/")
 
     def step(line: str) -> None:
         play.feed.note({"type": "tour.step", "text": line})
 
-    play.tour = asyncio.get_running_loop().create_task(run_tour(base, out=step))
+    play.pace = Pace()  # played for a person: readable steps
+    play.tour = asyncio.get_running_loop().create_task(run_tour(base, out=step, pace=play.pace))
     return JSONResponse({"ok": True})

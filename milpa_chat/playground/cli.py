@@ -60,10 +60,14 @@ def cmd_playground(ns: argparse.Namespace) -> int:
 
 
 async def _serve(ns: argparse.Namespace) -> int:
-    try:
+    from milpa_chat._ports import check_port
+    from milpa_chat.errors import MilpaError
+
+    try:  # a port another program holds is said before anything starts, in one line
+        check_port(ns.host, ns.port if ns.port is not None else (0 if ns.check else DEFAULT_PORT), option="--port")
         world = World(tools=ns.tools, identities=ns.identities, store=ns.store)
         await world.__aenter__()
-    except (PlaygroundError, OSError) as exc:
+    except (PlaygroundError, OSError, MilpaError) as exc:
         print(f"milpa-chat playground: {exc}", file=sys.stderr)
         return 2
     try:

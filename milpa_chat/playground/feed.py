@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -183,6 +183,16 @@ class Feed:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+    async def stream(self, seq: int, wait: float = 15.0) -> AsyncIterator[dict[str, Any]]:
+        """Every event from ``seq`` on, then each new one as it comes, as server-sent events (``id``: its seq)."""
+        while True:
+            await self.wait(seq, wait)
+            batch = self.since(seq)
+            for event in batch:
+                yield {"id": str(event["seq"]), "data": json.dumps(event, separators=(",", ":"))}
+            if batch:
+                seq = batch[-1]["seq"] + 1
 
     async def flush(self) -> None:
         """Read the servers now and wake the waiting streams (after an action of the page)."""

@@ -12,12 +12,14 @@ tools of :mod:`milpa_chat.examples` and the built-in personas.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-__all__ = ["STEPS", "TourError", "run_tour"]
+__all__ = ["STEPS", "Pace", "TourError", "run_tour"]
 
 T = TypeVar("T")
 Printer = Callable[[str], None]
@@ -32,11 +34,38 @@ class TourError(AssertionError):
     """A step did not show what it should; the message says what was missing."""
 
 
+class Pace:
+    """The tour played for a person: a beat before each action, then each step held long enough to read (``least``
+    to ``most`` seconds, longer for a longer result). :meth:`skip` ends the current step's waiting at once (the
+    page's "Next step"). Without a pace (``--check``) the tour runs as fast as the servers answer."""
+
+    def __init__(self, *, beat: float = 0.5, least: float = 2.0, most: float = 4.0,
+                 chars_per_second: float = 60.0) -> None:
+        self.beat, self.least, self.most, self.chars_per_second = beat, least, most, chars_per_second
+        self._skip = asyncio.Event()
+
+    def skip(self) -> None:
+        self._skip.set()
+
+    def next_step(self) -> None:
+        self._skip.clear()
+
+    def reading_time(self, text: str) -> float:
+        """Seconds a step showing ``text`` is held: ``least`` plus reading time, at most ``most``."""
+        return min(self.most, self.least + len(text) / self.chars_per_second)
+
+    async def wait(self, seconds: float) -> None:
+        if seconds > 0 and not self._skip.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._skip.wait(), seconds)
+
+
 class TourClient:
     """Acts through the page's endpoints and mirrors the feed (the latest event of every message)."""
 
-    def __init__(self, session: Any, base: str) -> None:
+    def __init__(self, session: Any, base: str, pace: Pace | None = None) -> None:
         self.session = session
+        self.pace = pace
         self.base = base.rstrip("/")
         self.seq = 0
         self.tg: dict[tuple[int, int], dict[str, Any]] = {}
@@ -45,6 +74,8 @@ class TourClient:
         self.views: dict[str, dict[str, Any]] = {}
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.pace is not None:
+            await self.pace.wait(self.pace.beat)  # what the last action showed stays on screen a moment
         async with self.session.post(self.base + path, json=body) as resp:
             data: dict[str, Any] = await resp.json()
         if resp.status != 200 or not data.get("ok"):
@@ -381,23 +412,29 @@ STEPS: tuple[tuple[str, Step], ...] = (
 )
 
 
-async def run_tour(base: str, out: Printer = print) -> bool:
-    """Play every step against the playground at ``base``; print a line per step; ``True`` when all passed."""
+async def run_tour(base: str, out: Printer = print, *, pace: Pace | None = None) -> bool:
+    """Play every step against the playground at ``base``; print a line per step; ``True`` when all passed.
+    ``pace``: hold each step for a person to follow (the page); without it, as fast as it goes (``--check``)."""
     import aiohttp
 
     passed = 0
     memo: dict[str, Any] = {}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        client = TourClient(session, base)
+        client = TourClient(session, base, pace)
         await client.sync()
         for number, (title, step) in enumerate(STEPS, 1):
             started = time.monotonic()
+            if pace is not None:
+                pace.next_step()
             try:
                 detail = await step(client, memo)
             except (TourError, aiohttp.ClientError, KeyError, ValueError) as exc:
                 out(f"FAIL {number}. {title}: {exc}")
                 continue
             passed += 1
+            line = f"{number}. {title}: {detail}"
+            if pace is not None:  # the result stays on the page before the step ends (and its alert closes)
+                await pace.wait(pace.reading_time(line) - (time.monotonic() - started))
             out(f"ok   {number}. {title} ({time.monotonic() - started:.1f} s): {detail}")
     out(f"{passed} of {len(STEPS)} steps passed")
     return passed == len(STEPS)

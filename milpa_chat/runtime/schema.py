@@ -19,8 +19,9 @@ from typing import Any
 
 from milpa_chat.errors import DeclarationError
 from milpa_chat.runtime.definition import ArgumentError, InvalidArguments, ToolDefinition, ValidatedArgs, VerifyPolicy
+from milpa_chat.runtime.handlers import handler_for
 from milpa_chat.runtime.schema_messages import Loc, json_schema_errors, path_text
-from milpa_chat.runtime.signature import check_handler, is_async_callable
+from milpa_chat.runtime.signature import is_async_callable
 from milpa_chat.runtime.tool_options import check_argument_name, tool_options
 
 __all__ = [
@@ -252,13 +253,13 @@ def definition_from_schema(
     )  # fmt: skip
     if not name or not description:
         raise DeclarationError("A hand-registered tool needs a name and a description")
-    check_handler(name, handler)
     schema = _input_schema(name, input_schema)
+    invoke = handler_for(name, handler, schema)
     if output_schema is not None:
         check_json_schema(output_schema, f"Tool {name!r} output_schema")
     return ToolDefinition(
         name=name, description=description, input_schema=schema, validator=JsonSchemaValidator(schema),
-        invoke=handler, is_async=is_async_callable(handler), scopes=options.scopes, mutating=mutating is not False,
+        invoke=invoke, is_async=is_async_callable(handler), scopes=options.scopes, mutating=mutating is not False,
         effect_declared=mutating is not None,
         confirm=confirm, timeout=options.timeout, version=version,
         output_schema=copy.deepcopy(dict(output_schema)) if output_schema is not None else None,

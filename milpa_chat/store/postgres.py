@@ -150,7 +150,7 @@ class PostgresStore(ThreadedStore):
             conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise StoreError(
-                f"cannot connect to {self._where}: {str(exc).strip()}. Check that the server is running "
+                f"cannot connect to {self._where}: {' '.join(str(exc).split())}. Check that the server is running "
                 "and that the DSN (postgresql://user@host:port/dbname) is right."
             ) from exc
         try:

@@ -26,7 +26,7 @@ TIMEOUT = 300
 def missing_pieces() -> list[str]:
     missing = []
     if not Path(CHROMIUM).exists():
-        missing.append(f"Chromium at {CHROMIUM} (install it with: apt-get install -y chromium)")
+        missing.append(f"Chromium at {CHROMIUM} (install it with: apt-get install -y chromium fonts-noto-color-emoji)")
     for module, package in (("playwright", "playwright"), ("jupyterlab", "jupyterlab"), ("ipykernel", "ipykernel")):
         if importlib.util.find_spec(module) is None:
             missing.append(f"the Python package {package} (pip install -e '.[e2e]')")

@@ -40,7 +40,7 @@ DECIDED = re.compile(r"Approved by [Mm]aria via Slack at [0-9-]+ [0-9:]+ UTC")
 def require_browser() -> None:
     missing = []
     if not Path(CHROMIUM).exists():
-        missing.append(f"Chromium at {CHROMIUM} (install it with: apt-get install -y chromium)")
+        missing.append(f"Chromium at {CHROMIUM} (install it with: apt-get install -y chromium fonts-noto-color-emoji)")
     if importlib.util.find_spec("playwright") is None:
         missing.append("the Python package playwright (pip install -e '.[e2e]')")
     if not missing:
@@ -178,12 +178,16 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
     edit_before_approve(page)
     forged_tap_and_expiry(page)
 
-    page.click("#tour-button")  # the scripted tour, played by the playground itself, shown live
+    page.click("#tour-button")  # the scripted tour, played by the playground itself, shown live at a person's pace
+    assert page.locator("#tour-button").inner_text() == "⏭ Next step"
+    page.locator("#alert[open]").wait_for(timeout=90_000)  # the tour's forged tap (step 8), shown to Alice
+    assert "cannot approve" in page.locator("#alert-text").inner_text()
+    page.locator("#tour-log li", has_text="8. A forged tap").wait_for(timeout=30_000)
+    assert page.locator("#alert[open]").count() == 0  # the alert closed when its step ended
     page.locator("#tour-log li", has_text="steps passed").wait_for(timeout=90_000)
     log = page.locator("#tour-log li").all_inner_texts()
     assert log[-1] == "11 of 11 steps passed", log
-    assert "cannot approve" in page.locator("#alert-text").inner_text()  # the tour's forged tap, shown to Alice
-    page.locator("#alert button").click()
+    assert page.locator("#tour-button").inner_text() == "▶ Play the tour"
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: one pane at a time, tabs to switch
     assert page.locator("#slack").is_hidden() and page.locator("#telegram").is_visible()

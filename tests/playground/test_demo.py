@@ -41,5 +41,6 @@ def test_without_a_store_path_nothing_is_left_on_disk() -> None:
     before = set(Path(tempfile.gettempdir()).iterdir())
     lines: list[str] = []
     assert asyncio.run(run_demo(None, lines.append)) == 0
-    assert "in-memory store" in lines[0] and "state=executed" in "\n".join(lines)
+    assert "store: SQLite at " in lines[0] and "(a temporary file, removed at the end" in lines[0]
+    assert "state=executed" in "\n".join(lines)
     assert set(Path(tempfile.gettempdir()).iterdir()) - before == set()

@@ -29,7 +29,6 @@ class Methods:
 @pytest.mark.parametrize(
     ("handler", "needle"),
     [
-        (lambda: 1, "<lambda>() cannot be called as handler(args, ctx)"),
         (lambda args: 1, "<lambda>(args) cannot be called as handler(args, ctx)"),
         (lambda *, args, ctx: 1, "cannot be called as handler(args, ctx)"),
         (Methods().wrong, "Methods.wrong(x) cannot be called as handler(args, ctx)"),

@@ -316,10 +316,19 @@ async function submitModal(e) {
 }
 
 function tourStep(ev) {
+  if ($("alert").open) $("alert").close();  // an alert the step raised ends with its step
+  if (/steps passed$/.test(ev.text)) tourButton(false);
   const li = document.createElement("li");
   li.textContent = ev.text;
   li.className = ev.text.startsWith("FAIL") ? "fail" : "";
   $("tour-log").append(li);
+}
+
+function tourButton(playing) {
+  const b = $("tour-button");
+  if (!b.dataset.idle) b.dataset.idle = b.textContent;
+  b.textContent = playing ? "⏭ Next step" : b.dataset.idle;
+  b.classList.toggle("playing", playing);
 }
 
 // ------------------------------------------------------------------ actions
@@ -420,7 +429,11 @@ async function start() {
     $("sk-input").value = "";
     await act("/api/slack/send", { channel: view.skChannel, text });
   });
-  $("tour-button").addEventListener("click", () => act("/api/tour", {}));
+  $("tour-button").addEventListener("click", async () => {
+    const data = await act("/api/tour", {});  // while it plays: on to the next step
+    if (data && data.ok && !data.skipped) tourButton(true);
+  });
+  if (view.state.tour_running) tourButton(true);
   $("clock-button").addEventListener("click", async () => {
     const data = await act("/api/clock", { advance: 3600 });
     if (data && data.ok) toast(`An hour passed: ${data.acted_on} approval(s) acted on`);

@@ -1,0 +1,52 @@
+"""The tour played on the page goes at a person's pace (each step held 2-4 s, by the length of what it shows),
+"Next step" (the tour button while it plays) skips ahead, and the page has a favicon (no 404 on every load)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+from milpa_chat.playground.tour import Pace
+
+from .support import served
+
+STEP_SECONDS = re.compile(r"^ok +\d+\. .*? \((\d+\.\d) s\): ")
+
+
+async def _tour_lines(s: object, seen: int) -> list[str]:
+    events = await s.get("/api/feed", since=0)  # type: ignore[attr-defined]
+    return [e["text"] for e in events["events"] if e["type"] == "tour.step"][seen:]
+
+
+def test_a_step_is_held_between_two_and_four_seconds_by_the_length_of_its_text() -> None:
+    pace = Pace()
+    assert pace.reading_time("") == 2.0 and pace.reading_time("x" * 60) == 3.0 and pace.reading_time("x" * 900) == 4.0
+
+
+async def test_played_on_the_page_each_step_is_readable_and_next_step_skips_ahead() -> None:
+    async with served() as s:
+        await s.ok("/api/tour", {})
+        lines: list[str] = []
+        while len(lines) < 2:
+            await asyncio.sleep(0.2)
+            lines = await _tour_lines(s, 0)
+        held = [float(STEP_SECONDS.match(line).group(1)) for line in lines[:2]]  # type: ignore[union-attr]
+        assert all(2.0 <= seconds <= 5.0 for seconds in held), lines  # not 0.0-0.3 s: a person can follow
+
+        started = time.monotonic()
+        while not any(line.endswith("steps passed") for line in lines):  # a person pressing "Next step"
+            skipped = await s.ok("/api/tour", {})
+            assert skipped.get("skipped"), "the tour ended between two presses"
+            await asyncio.sleep(0.05)
+            lines = await _tour_lines(s, 0)
+        assert lines[-1] == "11 of 11 steps passed", lines
+        assert time.monotonic() - started < 9 * 2.0, "skipping ahead did not hold the steps"
+
+
+async def test_the_page_has_a_favicon() -> None:
+    async with served() as s:
+        async with s.session.get(s.url + "/favicon.ico") as resp:
+            assert resp.status == 200 and resp.content_type == "image/svg+xml" and b"<svg" in await resp.read()
+        async with s.session.get(s.url + "/") as resp:
+            assert 'rel="icon" href="/static/favicon.svg"' in await resp.text()
