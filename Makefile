@@ -31,7 +31,8 @@ demo: $(STAMP)
 	$(BIN)/milpa-chat demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check milpa_chat tests bench bots
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 types: $(STAMP)
 	$(BIN)/mypy

@@ -49,8 +49,13 @@ class Tools:
     async def delete_note(self, note_id: int) -> dict[str, Any]:
         return {"deleted": note_id}
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",)))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",)),
+    )
     async def pay(self, to: str, amount: float) -> dict[str, Any]:
         return {"paid": amount, "to": to}
 
@@ -109,8 +114,10 @@ async def seed(store: Store, n: int, where: dict[str, Any]) -> None:
 
         conn = sqlite3.connect(where["path"])
         now = time.time()
-        conn.executemany("INSERT INTO milpa_records VALUES (?, ?, ?, 1, ?, ?, NULL, ?)",
-                         [(COLLECTION, k, json.dumps(v, separators=(",", ":")), now, now, d) for k, v, d in rows])
+        conn.executemany(
+            "INSERT INTO milpa_records VALUES (?, ?, ?, 1, ?, ?, NULL, ?)",
+            [(COLLECTION, k, json.dumps(v, separators=(",", ":")), now, now, d) for k, v, d in rows],
+        )
         conn.commit()
         conn.close()
     else:
@@ -199,14 +206,18 @@ async def measure(open_store: Callable[[], tuple[Store, dict[str, Any]]], n: int
 
 def print_table(backend: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{backend}: ms per tap through the Assistant (p50 / p99), store calls / writes per tap, sweeps\n")
-    print("| pending | Confirm p50 | p99 | calls/writes | Approve p50 | p99 | calls/writes | x peer (Confirm) "
-          "| sweep, none due | stall | sweep, 20 expire | stall | peer get+CAS p50 |")
+    print(
+        "| pending | Confirm p50 | p99 | calls/writes | Approve p50 | p99 | calls/writes | x peer (Confirm) "
+        "| sweep, none due | stall | sweep, 20 expire | stall | peer get+CAS p50 |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         c, a = r["confirm"], r["approve"]
-        print(f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} | {a[0]:.2f} | {a[1]:.2f} | "
-              f"{a[2]} / {a[3]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | {r['sweep_idle'][1]:.2f} | "
-              f"{r['sweep_20'][0]:.1f} | {r['sweep_20'][1]:.2f} | {r['peer']:.3f} |")
+        print(
+            f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} | {a[0]:.2f} | {a[1]:.2f} | "
+            f"{a[2]} / {a[3]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | {r['sweep_idle'][1]:.2f} | "
+            f"{r['sweep_20'][0]:.1f} | {r['sweep_20'][1]:.2f} | {r['peer']:.3f} |"
+        )
 
 
 async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
@@ -215,6 +226,7 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
 
     print_table("memory", [await measure(memory, n, taps) for n in sizes])
     with tempfile.TemporaryDirectory() as tmp:
+
         def sqlite() -> tuple[Store, dict[str, Any]]:
             from milpa_chat.store.sqlite import SqliteStore
 
@@ -229,8 +241,10 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
             path = Path(tmp) / f"bench-{secrets.token_hex(3)}.db"
             return SqliteStore(path, synchronous="NORMAL"), {"backend": "sqlite", "path": str(path)}
 
-        print_table("sqlite (synchronous=NORMAL: survives process crashes, not power loss)",
-                    [await measure(sqlite_normal, n, taps) for n in sizes])
+        print_table(
+            "sqlite (synchronous=NORMAL: survives process crashes, not power loss)",
+            [await measure(sqlite_normal, n, taps) for n in sizes],
+        )
     if dsn is None:
         return
     schemas: list[str] = []

@@ -123,22 +123,39 @@ async def fleet_of(size: int, tmp: Path, *, trail: bool = True) -> AsyncIterator
     procs: list[subprocess.Popen[bytes]] = []
     balancer: subprocess.Popen[bytes] | None = None
     async with BotApiServer(TOKEN, webhook_timeout=10.0, callback_query_timeout=300) as server:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "MILPA_STORE": DSN, "MILPA_PG_SCHEMA": schema,
-               "MILPA_PG_POOL": "5", "MILPA_IDENTITIES": str(identities), "MILPA_LISTEN": "127.0.0.1",
-               "TELEGRAM_TOKEN": TOKEN, "TELEGRAM_BASE_URL": server.base_url,
-               "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{balancer_port}/telegram",
-               "TELEGRAM_WEBHOOK_SECRET": SECRET, "MILPA_AUDIT_TRAIL": "1" if trail else "0"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "MILPA_STORE": DSN,
+            "MILPA_PG_SCHEMA": schema,
+            "MILPA_PG_POOL": "5",
+            "MILPA_IDENTITIES": str(identities),
+            "MILPA_LISTEN": "127.0.0.1",
+            "TELEGRAM_TOKEN": TOKEN,
+            "TELEGRAM_BASE_URL": server.base_url,
+            "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{balancer_port}/telegram",
+            "TELEGRAM_WEBHOOK_SECRET": SECRET,
+            "MILPA_AUDIT_TRAIL": "1" if trail else "0",
+        }
         config = tmp / f"haproxy-{size}.cfg"
         config.write_text(haproxy_config(balancer_port, [f"127.0.0.1:{p}" for p in ports], []))
         try:
             log = tmp / "haproxy.log"
-            balancer = subprocess.Popen([HAPROXY, "-db", "-f", str(config)], stdout=log.open("wb"),
-                                        stderr=subprocess.STDOUT)
+            balancer = subprocess.Popen(
+                [HAPROXY, "-db", "-f", str(config)], stdout=log.open("wb"), stderr=subprocess.STDOUT
+            )
             await wait_port(balancer_port, balancer, log)
             for i, port in enumerate(ports):  # one at a time: the first creates the tables
                 log = tmp / f"worker-{size}-{i}.log"
-                procs.append(subprocess.Popen(worker_command(), cwd=ROOT, env={**env, "MILPA_PORT": str(port)},
-                                              stdout=log.open("wb"), stderr=subprocess.STDOUT))
+                procs.append(
+                    subprocess.Popen(
+                        worker_command(),
+                        cwd=ROOT,
+                        env={**env, "MILPA_PORT": str(port)},
+                        stdout=log.open("wb"),
+                        stderr=subprocess.STDOUT,
+                    )
+                )
                 await wait_port(port, procs[-1], log)
             await server.wait_until(lambda: server.webhook is not None, timeout=20, what="the webhook")
             await asyncio.sleep(1.0)  # the balancer's health checks (every 500 ms) see every worker
@@ -268,8 +285,10 @@ async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int,
 
         psycopg.connect(DSN, connect_timeout=3).close()
     except Exception as exc:
-        raise SystemExit(f"PostgreSQL at {DSN} is unreachable ({type(exc).__name__}: {exc}); "
-                         "set MILPA_BENCH_POSTGRES_DSN to a database the bench may create schemas in") from None
+        raise SystemExit(
+            f"PostgreSQL at {DSN} is unreachable ({type(exc).__name__}: {exc}); "
+            "set MILPA_BENCH_POSTGRES_DSN to a database the bench may create schemas in"
+        ) from None
     started = time.perf_counter()
     measured: dict[tuple[bool, int], list[tuple[float, float]]] = {(t, n): [] for t in trails for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
@@ -280,17 +299,23 @@ async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int,
     refused = {k: statistics.median(r for r, _ in rows) for k, rows in measured.items()}
     confirmed = {k: statistics.median(c for _, c in rows) for k, rows in measured.items()}
     base = sizes[0]
-    print(f"{rounds} rounds, {window} taps in flight at most, {os.cpu_count()} cores shared by the harness, HAProxy, "
-          f"PostgreSQL and the workers; Python {sys.version.split()[0]}; {time.perf_counter() - started:.0f} s\n")
-    print(f"| audit trail | Telegram webhook workers | refused taps/s ({taps} a round) | vs {base} worker | "
-          f"confirm and run taps/s ({runs} a round) | vs {base} worker |")
+    print(
+        f"{rounds} rounds, {window} taps in flight at most, {os.cpu_count()} cores shared by the harness, HAProxy, "
+        f"PostgreSQL and the workers; Python {sys.version.split()[0]}; {time.perf_counter() - started:.0f} s\n"
+    )
+    print(
+        f"| audit trail | Telegram webhook workers | refused taps/s ({taps} a round) | vs {base} worker | "
+        f"confirm and run taps/s ({runs} a round) | vs {base} worker |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for trail in trails:
         name = "on (the default)" if trail else "off (MILPA_AUDIT_TRAIL=0)"
         for size in sizes:
             k, b = (trail, size), (trail, base)
-            print(f"| {name} | {size} | {refused[k]:,.0f} | {refused[k] / refused[b]:.0%} | {confirmed[k]:,.0f} | "
-                  f"{confirmed[k] / confirmed[b]:.0%} |")
+            print(
+                f"| {name} | {size} | {refused[k]:,.0f} | {refused[k] / refused[b]:.0%} | {confirmed[k]:,.0f} | "
+                f"{confirmed[k] / confirmed[b]:.0%} |"
+            )
 
 
 if __name__ == "__main__":
@@ -300,9 +325,13 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=300, help="confirm-and-run taps a round (default 300)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of every size, interleaved (default 2)")
     parser.add_argument("--window", type=int, default=16, help="taps in flight at most (default 16)")
-    parser.add_argument("--audit-trail", choices=["on", "off", "both"], default="both",
-                        help="the workers keep the hash-chained audit trail (on, the default of a deployment), do not "
-                             "(off), or both, one table part each (default both)")
+    parser.add_argument(
+        "--audit-trail",
+        choices=["on", "off", "both"],
+        default="both",
+        help="the workers keep the hash-chained audit trail (on, the default of a deployment), do not "
+        "(off), or both, one table part each (default both)",
+    )
     args = parser.parse_args()
     try:
         chosen = [int(n) for n in args.workers.split(",") if n.strip()]

@@ -122,7 +122,8 @@ async def bench_milpa(n: int, store: Any, label: str) -> list[Row]:
     ctx = ToolContext.cli()
     rows: list[Row] = []
     for case, name, args in (
-        ("add valid (async)", "add", VALID_ADD), ("add invalid (async)", "add", INVALID_ADD),
+        ("add valid (async)", "add", VALID_ADD),
+        ("add invalid (async)", "add", INVALID_ADD),
         ("add valid (sync tool)", "add_sync", VALID_ADD),
         ("search valid (async)", "search_notes", VALID_SEARCH),
         ("search invalid (async)", "search_notes", INVALID_SEARCH),
@@ -144,8 +145,7 @@ async def bench_milpa_unconfigured(n: int) -> list[Row]:
         reg = milpa_registry(MemoryStore())
         ctx = ToolContext.cli()
         label = "milpa registry.call (no logging set up)"
-        return [("add invalid (async)", label,
-                 *await time_async(lambda: reg.call("add", INVALID_ADD, ctx), n))]
+        return [("add invalid (async)", label, *await time_async(lambda: reg.call("add", INVALID_ADD, ctx), n))]
     finally:
         logger.handlers = saved
 
@@ -194,12 +194,21 @@ async def bench_mcp(n: int) -> list[Row]:
     server.tool()(add)
     server.tool()(add_sync)
     return [
-        ("add valid (async)", "mcp MCPServer.call_tool",
-         *await time_async(lambda: server.call_tool("add", VALID_ADD), n // 4)),
-        ("add invalid (async)", "mcp MCPServer.call_tool",
-         *await time_async(lambda: server.call_tool("add", INVALID_ADD), n // 4)),
-        ("add valid (sync tool)", "mcp MCPServer.call_tool",
-         *await time_async(lambda: server.call_tool("add_sync", VALID_ADD), n // 40)),
+        (
+            "add valid (async)",
+            "mcp MCPServer.call_tool",
+            *await time_async(lambda: server.call_tool("add", VALID_ADD), n // 4),
+        ),
+        (
+            "add invalid (async)",
+            "mcp MCPServer.call_tool",
+            *await time_async(lambda: server.call_tool("add", INVALID_ADD), n // 4),
+        ),
+        (
+            "add valid (sync tool)",
+            "mcp MCPServer.call_tool",
+            *await time_async(lambda: server.call_tool("add_sync", VALID_ADD), n // 40),
+        ),
     ]
 
 
@@ -326,12 +335,19 @@ async def main(n: int) -> None:
     print(f"import milpa_chat: min {lo:.1f} ms, median {med:.1f} ms (fresh interpreter, 5 runs)")
     milpa = {r[0]: r[2] for r in rows if r[1] == "milpa registry.call (memory)"}
     for case in ("add valid (async)", "add invalid (async)"):
-        peers = {r[1]: r[2] for r in rows if r[0] == case and r[1] not in (
-            "bare call", "pydantic validate_call", SCHEMA_ONLY) and not r[1].startswith("milpa")}
+        peers = {
+            r[1]: r[2]
+            for r in rows
+            if r[0] == case
+            and r[1] not in ("bare call", "pydantic validate_call", SCHEMA_ONLY)
+            and not r[1].startswith("milpa")
+        }
         if peers:
             name = min(peers, key=peers.__getitem__)
-            print(f"{case}: fastest peer runtime {name} {peers[name]:.2f} µs; milpa registry.call "
-                  f"{milpa[case]:.2f} µs ({peers[name] / milpa[case]:.1f}× faster)")
+            print(
+                f"{case}: fastest peer runtime {name} {peers[name]:.2f} µs; milpa registry.call "
+                f"{milpa[case]:.2f} µs ({peers[name] / milpa[case]:.1f}× faster)"
+            )
     lines = await lines_per_refusal()
     print("log lines written per refused call: " + ", ".join(f"{k} {v:.2f}" for k, v in lines.items()))
 

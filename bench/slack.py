@@ -69,8 +69,12 @@ class Notes:
         items = [{"id": i, "title": f"note {i}"} for i in range(1, 51)]
         return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Notes")
 
-    @tool("list_notes_async", "List notes (an async def tool: it runs on the event loop)", scopes=["notes:read"],
-          mutating=False)
+    @tool(
+        "list_notes_async",
+        "List notes (an async def tool: it runs on the event loop)",
+        scopes=["notes:read"],
+        mutating=False,
+    )
     async def list_notes_async(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         return self.list_notes(page)
 
@@ -164,11 +168,23 @@ class AppProcess:
 
 
 @asynccontextmanager
-async def app_process(kind: str, api: SlackApiServer, store_url: str, replay: Path | None = None,
-                      ) -> AsyncIterator[AppProcess]:
+async def app_process(
+    kind: str,
+    api: SlackApiServer,
+    store_url: str,
+    replay: Path | None = None,
+) -> AsyncIterator[AppProcess]:
     extra = ["--replay", str(replay)] if replay is not None else []
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--serve", kind, "--api", api.base_url, "--store", store_url, *extra,
+        sys.executable,
+        __file__,
+        "--serve",
+        kind,
+        "--api",
+        api.base_url,
+        "--store",
+        store_url,
+        *extra,
         stdout=asyncio.subprocess.PIPE,
     )
     assert proc.stdout is not None
@@ -215,9 +231,18 @@ class Measured:
     calls_per_tap: float
 
 
-async def measure(app: AppProcess, api: SlackApiServer, card: SlackMessage, action_id: str, *,
-                  per_tap: int, n: int, concurrency: int, redelivered: bool = False, first: int = 0,
-                  ) -> tuple[Measured, SlackMessage]:
+async def measure(
+    app: AppProcess,
+    api: SlackApiServer,
+    card: SlackMessage,
+    action_id: str,
+    *,
+    per_tap: int,
+    n: int,
+    concurrency: int,
+    redelivered: bool = False,
+    first: int = 0,
+) -> tuple[Measured, SlackMessage]:
     """``per_tap`` calls expected a tap, and ``first`` more for the first delivery (warm-up). Also returns the
     card as the measured taps carried it (a bare app is tapped on a copy of that)."""
     async with SlackEvents(app.url, SECRET, api=api, ack_timeout=30) as slack:
@@ -274,7 +299,8 @@ async def bare_card(api: SlackApiServer, like: SlackMessage) -> SlackMessage:
     from slack_sdk.web.async_client import AsyncWebClient
 
     await AsyncWebClient(token=TOKEN, base_url=api.base_url).chat_postMessage(
-        channel=CHANNEL, text=like.text, blocks=like.blocks)
+        channel=CHANNEL, text=like.text, blocks=like.blocks
+    )
     return api.messages(CHANNEL)[-1]
 
 
@@ -300,18 +326,30 @@ async def one_case(case: Case, store_url: str, n: int, concurrency: int, tmp: Pa
     again = case.kind == "redelivered"
     async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api, app_process("full", api, store_url) as app:
         card, action = await full_setup(case.kind, app, api)
-        full, tapped = await measure(app, api, card, action, per_tap=case.per_tap, n=n, concurrency=concurrency,
-                                     redelivered=again, first=case.first)
-        made = [{"method": c.method, "args": c.args} for c in work(api)[len(work(api)) - case.per_tap:]]
+        full, tapped = await measure(
+            app,
+            api,
+            card,
+            action,
+            per_tap=case.per_tap,
+            n=n,
+            concurrency=concurrency,
+            redelivered=again,
+            first=case.first,
+        )
+        made = [{"method": c.method, "args": c.args} for c in work(api)[len(work(api)) - case.per_tap :]]
     results: list[Measured] = []
     for replay in ([], made) if made else ([],):
         replay_file = tmp / f"{case.kind}.calls.json"
         replay_file.write_text(json.dumps(replay))
-        async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api, \
-                app_process("bare", api, store_url, replay_file if replay else None) as app:
+        async with (
+            SlackApiServer(TOKEN, channels=[CHANNEL]) as api,
+            app_process("bare", api, store_url, replay_file if replay else None) as app,
+        ):
             bare_on = await bare_card(api, tapped)
-            measured, _ = await measure(app, api, bare_on, action, per_tap=len(replay), n=n,
-                                        concurrency=concurrency, redelivered=again)
+            measured, _ = await measure(
+                app, api, bare_on, action, per_tap=len(replay), n=n, concurrency=concurrency, redelivered=again
+            )
             results.append(measured)
     return Trio(results[0], results[1] if made else None, full, made)
 
@@ -322,9 +360,28 @@ async def dispatch_us(n: int) -> tuple[float, float]:
     from slack_bolt.request.async_request import AsyncBoltRequest
 
     async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api:
-        card = await bare_card(api, SlackMessage(CHANNEL, "1.1", "card", "U0", [
-            {"type": "actions", "elements": [{"type": "button", "action_id": "milpa:page:0", "value": "page:v:2",
-                                              "text": {"type": "plain_text", "text": "Next"}}]}]))
+        card = await bare_card(
+            api,
+            SlackMessage(
+                CHANNEL,
+                "1.1",
+                "card",
+                "U0",
+                [
+                    {
+                        "type": "actions",
+                        "elements": [
+                            {
+                                "type": "button",
+                                "action_id": "milpa:page:0",
+                                "value": "page:v:2",
+                                "text": {"type": "plain_text", "text": "Next"},
+                            }
+                        ],
+                    }
+                ],
+            ),
+        )
         slack = SlackEvents("http://unused", SECRET, api=api)
         signed = slack.signer.sign(slack.payloads.click(card, "milpa:page:0", user=USER))
         bot = full_bot(api.base_url, "memory://")
@@ -360,8 +417,10 @@ def table(results: dict[tuple[str, str], list[Trio]], stores: list[str]) -> str:
         return statistics.median(getattr(m, name) for m in values)
 
     def ratio(row: list[Measured], base: list[Measured]) -> str:
-        return (f"{med(row, 'acks_per_s') / med(base, 'acks_per_s'):.0%} / "
-                f"{med(row, 'done_per_s') / med(base, 'done_per_s'):.0%}")
+        return (
+            f"{med(row, 'acks_per_s') / med(base, 'acks_per_s'):.0%} / "
+            f"{med(row, 'done_per_s') / med(base, 'done_per_s'):.0%}"
+        )
 
     lines = [
         "| case | store | app | calls/tap | acks/s | done/s | app CPU µs/tap | vs bare acking only (acks / done) "
@@ -397,17 +456,23 @@ async def main(n: int, concurrency: int, rounds: int, stores: list[str], tmp: Pa
             store_url = "memory://" if store == "memory" else str(tmp / f"{case.kind}{number}.db")
             results[(store, case.kind)].append(await one_case(case, store_url, n, concurrency, tmp))
     bare_us, full_us = await dispatch_us(n)
-    print(f"Python {sys.version.split()[0]}, n={n} taps per row, {concurrency} in flight, stores: {', '.join(stores)}, "
-          f"medians of {rounds} rounds; {time.perf_counter() - started:.0f} s\n")
+    print(
+        f"Python {sys.version.split()[0]}, n={n} taps per row, {concurrency} in flight, stores: {', '.join(stores)}, "
+        f"medians of {rounds} rounds; {time.perf_counter() - started:.0f} s\n"
+    )
     print(table(results, stores))
-    print("\nWeb API calls the full app made for one tap (recorded, and replayed by the same-calls bare app; "
-          "argument bytes as JSON):")
+    print(
+        "\nWeb API calls the full app made for one tap (recorded, and replayed by the same-calls bare app; "
+        "argument bytes as JSON):"
+    )
     for case in CASES:
         made = results[(stores[0], case.kind)][0].calls
         listed = ", ".join(f"{c['method']} ({len(json.dumps(c['args']).encode())} B)" for c in made)
         print(f"* {case.title}: {listed or 'none'}")
-    print(f"\nIn-process app.async_dispatch of one redelivered tap (no HTTP, one at a time, n={n}): "
-          f"bare {bare_us:.0f} µs, full {full_us:.0f} µs -> {bare_us / full_us:.0%} of bare's rate")
+    print(
+        f"\nIn-process app.async_dispatch of one redelivered tap (no HTTP, one at a time, n={n}): "
+        f"bare {bare_us:.0f} µs, full {full_us:.0f} µs -> {bare_us / full_us:.0%} of bare's rate"
+    )
 
 
 if __name__ == "__main__":
@@ -415,8 +480,11 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=2000, help="taps per row (default 2000)")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight (default 16)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of every case, interleaved (default 5)")
-    parser.add_argument("--stores", default="memory,sqlite",
-                        help="the full app's stores, comma-separated: memory, sqlite (a temporary file)")
+    parser.add_argument(
+        "--stores",
+        default="memory,sqlite",
+        help="the full app's stores, comma-separated: memory, sqlite (a temporary file)",
+    )
     parser.add_argument("--store", default="memory", help=argparse.SUPPRESS)  # the app process's store URL
     parser.add_argument("--serve", choices=("bare", "full"), help=argparse.SUPPRESS)
     parser.add_argument("--api", help=argparse.SUPPRESS)

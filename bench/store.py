@@ -44,7 +44,8 @@ async def measure(store: Store, n: int) -> dict[str, float]:
         "get": await timed(n, lambda i: store.get("bench", "hot")),
         "insert": await timed(n, lambda i: store.insert("tok", f"t{i}", {"approval": "a1", "n": i}, ttl=600)),
         "insert durable=False": await timed(
-            n, lambda i: store.insert("deliveries", f"d{i}", {"chat": "7"}, ttl=600, durable=False)),
+            n, lambda i: store.insert("deliveries", f"d{i}", {"chat": "7"}, ttl=600, durable=False)
+        ),
         "take": await timed(n, lambda i: store.take("tok", f"t{i}")),
         "hit": await timed(n, lambda i: store.hit(f"user:{i % 50}", cost=1, limit=10**9, window=60)),
     }

@@ -129,7 +129,9 @@ class DoneCounter:
 
 
 async def push_and_wait(
-    server: BotApiServer, taps: list[Callable[[], Awaitable[TelegramUpdate]]], per_tap: int = 1,
+    server: BotApiServer,
+    taps: list[Callable[[], Awaitable[TelegramUpdate]]],
+    per_tap: int = 1,
     results: int = 0,
 ) -> Row:
     """Tap with at most ``WINDOW[0]`` taps unanswered at a time (that many users tapping as fast as the bot
@@ -205,10 +207,14 @@ class Replay:
     @staticmethod
     def _step(bot: Bot, method: str, params: dict[str, str]) -> Callable[[CallbackQuery], Awaitable[Any]]:
         text, parse_mode = params.get("text"), params.get("parse_mode")
-        markup = InlineKeyboardMarkup.de_json(json.loads(params["reply_markup"]), bot) if "reply_markup" in params \
+        markup = (
+            InlineKeyboardMarkup.de_json(json.loads(params["reply_markup"]), bot) if "reply_markup" in params else None
+        )
+        preview = (
+            LinkPreviewOptions.de_json(json.loads(params["link_preview_options"]), bot)
+            if "link_preview_options" in params
             else None
-        preview = LinkPreviewOptions.de_json(json.loads(params["link_preview_options"]), bot) \
-            if "link_preview_options" in params else None
+        )
 
         def chat(query: CallbackQuery) -> int:
             assert query.message is not None
@@ -220,20 +226,27 @@ class Replay:
         if method == "editMessageText":
             assert text is not None
             return lambda q: bot.edit_message_text(
-                text, chat_id=chat(q), message_id=q.message.message_id if q.message else None,
-                parse_mode=parse_mode, reply_markup=markup, link_preview_options=preview)
+                text,
+                chat_id=chat(q),
+                message_id=q.message.message_id if q.message else None,
+                parse_mode=parse_mode,
+                reply_markup=markup,
+                link_preview_options=preview,
+            )
         if method == "sendChatAction":
             action = params["action"]
             return lambda q: bot.send_chat_action(chat(q), action)
         if method == "sendMessage":
             assert text is not None
-            return lambda q: bot.send_message(chat(q), text, parse_mode=parse_mode, reply_markup=markup,
-                                              link_preview_options=preview)
+            return lambda q: bot.send_message(
+                chat(q), text, parse_mode=parse_mode, reply_markup=markup, link_preview_options=preview
+            )
         raise ValueError(f"the assistant now calls {method} for a tap; teach Replay to make that call too")
 
 
-async def bare(server: BotApiServer, n: int, like: TelegramMessageVersion, data: str, calls: list[Call], *,
-               own_cards: bool = False) -> Row:
+async def bare(
+    server: BotApiServer, n: int, like: TelegramMessageVersion, data: str, calls: list[Call], *, own_cards: bool = False
+) -> Row:
     """A handler that replays ``calls`` for every tap on a copy of ``like`` (same HTML and keyboard, so PTB and
     the server parse and serialize updates of the same size as in the assistant's rows). ``own_cards``: every
     tap on a copy of its own, without warm-up (like the assistant's confirm-and-run row)."""
@@ -243,15 +256,22 @@ async def bare(server: BotApiServer, n: int, like: TelegramMessageVersion, data:
         assert update.callback_query is not None
         await replay[0](update.callback_query)
 
-    app = (Application.builder().token(server.token).base_url(server.base_url)
-           .base_file_url(server.base_file_url).concurrent_updates(True).build())
+    app = (
+        Application.builder()
+        .token(server.token)
+        .base_url(server.base_url)
+        .base_file_url(server.base_file_url)
+        .concurrent_updates(True)
+        .build()
+    )
     app.add_handler(CallbackQueryHandler(on_button))
     replay.append(Replay(app.bot, calls))
     keyboard = InlineKeyboardMarkup.de_json(like.reply_markup, app.bot) if like.reply_markup else None
 
     async def copy() -> TelegramMessage:
-        message = await app.bot.send_message(ALICE.id, like.source or "", parse_mode=like.parse_mode,
-                                             reply_markup=keyboard)
+        message = await app.bot.send_message(
+            ALICE.id, like.source or "", parse_mode=like.parse_mode, reply_markup=keyboard
+        )
         return server.message(ALICE.id, message.message_id)
 
     async with app:
@@ -321,6 +341,7 @@ async def decided(server: BotApiServer, store: Store, n: int) -> Row:
 async def decided_and_reported(server: BotApiServer, card: TelegramMessage, outcome: str) -> None:
     """Until the confirmed tool has run, the card shows the outcome and the result was sent (so that its
     requests do not overlap the measurement)."""
+
     def done() -> bool:
         results = [m for m in server.messages(ALICE.id) if m.message_id > card.message_id and outcome in (m.text or "")]
         return bool(results) and outcome in (server.message(ALICE.id, card.message_id).text or "")
@@ -362,7 +383,8 @@ async def confirm_and_run(server: BotApiServer, store: Store, n: int, per_tap: i
     async def scenario() -> Row:
         cards = [await card_for(server, number) for number in range(100, 100 + n)]
         taps: list[Callable[[], Awaitable[TelegramUpdate]]] = [
-            (lambda c=c, d=d: server.tap(ALICE.id, c.message_id, ALICE, d)) for c, d in cards]  # type: ignore[misc]
+            (lambda c=c, d=d: server.tap(ALICE.id, c.message_id, ALICE, d)) for c, d in cards
+        ]  # type: ignore[misc]
         row = await push_and_wait(server, taps, per_tap, results=n)
         assert len(server.messages(ALICE.id)) >= 2 * n  # a card and a result for every note
         return row
@@ -374,6 +396,7 @@ async def confirm_and_run(server: BotApiServer, store: Store, n: int, per_tap: i
 def table(results: list[list[Row]]) -> str:
     """One line per scenario: medians of the rounds; done/s and CPU per tap compared with the bare handler
     that only answers and with the bare handler that makes the same calls (tapped on the same kind of card)."""
+
     def median(rounds: list[Row], value: Callable[[Row], float]) -> float:
         return statistics.median(value(r) for r in rounds)
 
@@ -384,9 +407,12 @@ def table(results: list[list[Row]]) -> str:
     def versus(name: str, base: str) -> str:
         return f"{done[name] / done[base]:.0%} / {cpu_us[base] / cpu_us[name]:.0%}"
 
-    lines = ["| scenario | calls a tap | taps a round | answered/s | done/s | vs bare answering only "
-             "(wall / CPU) | vs bare making the same calls (wall / CPU) | CPU µs a tap | kit CPU µs a tap | "
-             "answer p50 / p95 ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| scenario | calls a tap | taps a round | answered/s | done/s | vs bare answering only "
+        "(wall / CPU) | vs bare making the same calls (wall / CPU) | CPU µs a tap | kit CPU µs a tap | "
+        "answer p50 / p95 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for rounds in results:
         row, name = rounds[0], rounds[0].name
         lat = sorted(x for r in rounds for x in r.latencies)
@@ -394,9 +420,11 @@ def table(results: list[list[Row]]) -> str:
         only = versus(name, row.answer_only) if row.answer_only else "baseline"
         same = "baseline" if row.bare and row.answer_only else "—" if row.bare else versus(name, row.same_calls)
         kit = "—" if row.bare else f"{cpu_us[name] - cpu_us[row.same_calls]:,.0f}"
-        lines.append(f"| {name} | {median(rounds, lambda r: r.calls_per_tap):g} | {row.taps} | "
-                     f"{answered[name]:,.0f} | {done[name]:,.0f} | {only} | {same} | {cpu_us[name]:,.0f} | {kit} | "
-                     f"{p50:.1f} / {p95:.1f} |")
+        lines.append(
+            f"| {name} | {median(rounds, lambda r: r.calls_per_tap):g} | {row.taps} | "
+            f"{answered[name]:,.0f} | {done[name]:,.0f} | {only} | {same} | {cpu_us[name]:,.0f} | {kit} | "
+            f"{p50:.1f} / {p95:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -415,21 +443,45 @@ async def one_round(server: BotApiServer, tmp: Path, taps: int, runs: int, numbe
     return [
         named(await bare(server, taps, pending, data, ANSWER_ONLY), BARE_PENDING),
         named(await bare(server, taps, pending, data, calls["refused"]), BARE_REFUSED, BARE_PENDING),
-        named(await refused(server, MemoryStore(), taps), "assistant: tap refused (not the requester)",
-              BARE_PENDING, BARE_REFUSED),
-        named(await refused(server, sqlite("refused"), taps),
-              "assistant (SQLite store): tap refused", BARE_PENDING, BARE_REFUSED),
+        named(
+            await refused(server, MemoryStore(), taps),
+            "assistant: tap refused (not the requester)",
+            BARE_PENDING,
+            BARE_REFUSED,
+        ),
+        named(
+            await refused(server, sqlite("refused"), taps),
+            "assistant (SQLite store): tap refused",
+            BARE_PENDING,
+            BARE_REFUSED,
+        ),
         named(await bare(server, taps, decided_card, data, ANSWER_ONLY), BARE_DECIDED),
         named(await bare(server, taps, decided_card, data, calls["decided"]), BARE_DECIDED_SAME, BARE_DECIDED),
-        named(await decided(server, MemoryStore(), taps), "assistant: tap on a decided card", BARE_DECIDED,
-              BARE_DECIDED_SAME),
-        named(await decided(server, sqlite("decided"), taps), "assistant (SQLite store): tap on a decided card",
-              BARE_DECIDED, BARE_DECIDED_SAME),
+        named(
+            await decided(server, MemoryStore(), taps),
+            "assistant: tap on a decided card",
+            BARE_DECIDED,
+            BARE_DECIDED_SAME,
+        ),
+        named(
+            await decided(server, sqlite("decided"), taps),
+            "assistant (SQLite store): tap on a decided card",
+            BARE_DECIDED,
+            BARE_DECIDED_SAME,
+        ),
         named(await bare(server, runs, pending, data, calls["confirm"], own_cards=True), BARE_CONFIRM, BARE_PENDING),
-        named(await confirm_and_run(server, MemoryStore(), runs, confirm), "assistant: confirm and run the tool",
-              BARE_PENDING, BARE_CONFIRM),
-        named(await confirm_and_run(server, sqlite("confirm"), runs, confirm),
-              "assistant (SQLite store): confirm and run the tool", BARE_PENDING, BARE_CONFIRM),
+        named(
+            await confirm_and_run(server, MemoryStore(), runs, confirm),
+            "assistant: confirm and run the tool",
+            BARE_PENDING,
+            BARE_CONFIRM,
+        ),
+        named(
+            await confirm_and_run(server, sqlite("confirm"), runs, confirm),
+            "assistant (SQLite store): confirm and run the tool",
+            BARE_PENDING,
+            BARE_CONFIRM,
+        ),
     ]
 
 
@@ -453,12 +505,16 @@ async def main(taps: int, runs: int, rounds: int) -> None:
             for number in range(rounds):
                 rows = await one_round(server, Path(tmp), taps, runs, number, got)
                 results = [[*r, row] for r, row in zip(results, rows, strict=True)] if results else [[r] for r in rows]
-    print(f"{rounds} rounds, {WINDOW[0]} taps in flight at most; Python {sys.version.split()[0]}, "
-          f"python-telegram-bot {ptb_version}; server, bots and harness share one process (CPU time is all "
-          f"of them); {time.perf_counter() - started:.0f} s\n")
+    print(
+        f"{rounds} rounds, {WINDOW[0]} taps in flight at most; Python {sys.version.split()[0]}, "
+        f"python-telegram-bot {ptb_version}; server, bots and harness share one process (CPU time is all "
+        f"of them); {time.perf_counter() - started:.0f} s\n"
+    )
     print(table(results))
-    print("\nBot API calls the assistant made for one tap (recorded, and replayed by the same-calls bare "
-          "handlers; parameter bytes as sent):")
+    print(
+        "\nBot API calls the assistant made for one tap (recorded, and replayed by the same-calls bare "
+        "handlers; parameter bytes as sent):"
+    )
     print(describe(got.calls))
 
 

@@ -28,10 +28,12 @@ def number(env: Mapping[str, str], name: str, default: N, kind: type[N]) -> N:
         return kind(raw)
     except ValueError:
         if kind is int:
-            raise ConfigError(f"{name}={raw!r} is not a whole number: {name} must be a whole number, "
-                              f"like {default}") from None
-        raise ConfigError(f"{name}={raw!r} is not a float: {name} must be a number of seconds, "
-                          f"like {default} or 0.5") from None
+            raise ConfigError(
+                f"{name}={raw!r} is not a whole number: {name} must be a whole number, like {default}"
+            ) from None
+        raise ConfigError(
+            f"{name}={raw!r} is not a float: {name} must be a number of seconds, like {default} or 0.5"
+        ) from None
 
 
 def build_assistant(

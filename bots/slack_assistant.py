@@ -47,7 +47,6 @@ EXAMPLE_IDENTITIES = Path(__file__).with_name("slack_identities.example.toml")
 log = logging.getLogger("bots.slack_assistant")
 
 
-
 @dataclass(frozen=True)
 class Config:
     bot_token: str
@@ -95,11 +94,11 @@ class Config:
         )
 
 
-
 def build(config: Config) -> Assistant:
     """The assistant with the example tools, over the configured store and identities."""
-    return build_assistant(config.store, config.identities, lease=config.approval_lease,
-                           handoff=config.approval_handoff)[0]
+    return build_assistant(
+        config.store, config.identities, lease=config.approval_lease, handoff=config.approval_handoff
+    )[0]
 
 
 async def run(config: Config) -> None:
@@ -113,8 +112,14 @@ async def run(config: Config) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        bot = SlackBot(assistant, config.bot_token, config.signing_secret, config.base_url,
-                       app_token=config.app_token, sweep_interval=config.sweep_interval)
+        bot = SlackBot(
+            assistant,
+            config.bot_token,
+            config.signing_secret,
+            config.base_url,
+            app_token=config.app_token,
+            sweep_interval=config.sweep_interval,
+        )
         try:
             if config.app_token:
                 await bot.connect_socket_mode()

@@ -41,7 +41,6 @@ EXAMPLE_IDENTITIES = Path(__file__).with_name("identities.example.toml")
 log = logging.getLogger("bots.telegram_assistant")
 
 
-
 @dataclass(frozen=True)
 class Config:
     token: str
@@ -81,11 +80,11 @@ class Config:
         )
 
 
-
 def build(config: Config) -> tuple[Assistant, ExampleTools]:
     """The assistant with the example tools, over the configured store and identities."""
-    return build_assistant(config.store, config.identities, lease=config.approval_lease,
-                           handoff=config.approval_handoff)
+    return build_assistant(
+        config.store, config.identities, lease=config.approval_lease, handoff=config.approval_handoff
+    )
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
@@ -98,8 +97,13 @@ def main(env: Mapping[str, str] | None = None) -> int:
         assistant, _ = build(config)
         from milpa_chat.bots.telegram import TelegramBot
 
-        bot = TelegramBot(assistant, config.token, config.base_url, webhook_secret=config.webhook_secret,
-                          sweep_interval=config.sweep_interval)
+        bot = TelegramBot(
+            assistant,
+            config.token,
+            config.base_url,
+            webhook_secret=config.webhook_secret,
+            sweep_interval=config.sweep_interval,
+        )
     except (ConfigError, MilpaError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -17,8 +17,15 @@ import signal
 
 __all__ = ["POINTS", "failpoint"]
 
-POINTS = ("approval.opened", "card.sent", "decision.claimed", "tool.started", "tool.returned", "run.finished",
-          "report.sent")
+POINTS = (
+    "approval.opened",
+    "card.sent",
+    "decision.claimed",
+    "tool.started",
+    "tool.returned",
+    "run.finished",
+    "report.sent",
+)
 _ARMED = frozenset(p.strip() for p in os.environ.get("MILPA_FAILPOINTS", "").split(",") if p.strip())
 
 

@@ -20,8 +20,9 @@ def check_port(host: str, port: int, *, option: str) -> None:
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        raise PortInUseError(f"cannot listen on {host}:{port}: {exc.strerror}; give an address of this machine "
-                             "(127.0.0.1, 0.0.0.0)") from exc
+        raise PortInUseError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; give an address of this machine (127.0.0.1, 0.0.0.0)"
+        ) from exc
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind: TIME_WAIT is no hold
@@ -29,7 +30,10 @@ def check_port(host: str, port: int, *, option: str) -> None:
             probe.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise PortInUseError(f"port {port} on {host} is already in use by another program: stop it, or "
-                                     f"choose another port with {option}") from exc
-            raise PortInUseError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another address or "
-                                 f"port ({option})") from exc
+                raise PortInUseError(
+                    f"port {port} on {host} is already in use by another program: stop it, or "
+                    f"choose another port with {option}"
+                ) from exc
+            raise PortInUseError(
+                f"cannot listen on {host}:{port}: {exc.strerror}; choose another address or port ({option})"
+            ) from exc

@@ -27,10 +27,15 @@ class DemoTools:
     def __init__(self) -> None:
         self.notes: dict[int, dict[str, Any]] = {
             i + 1: {"id": i + 1, "title": t, "tags": tags}
-            for i, (t, tags) in enumerate([
-                ("Buy milk", ["home"]), ("Call the bank", ["money"]), ("Renew passport", ["travel"]),
-                ("Pay the plumber", ["home", "money"]), ("Book flights", ["travel"]),
-            ])
+            for i, (t, tags) in enumerate(
+                [
+                    ("Buy milk", ["home"]),
+                    ("Call the bank", ["money"]),
+                    ("Renew passport", ["travel"]),
+                    ("Pay the plumber", ["home", "money"]),
+                    ("Book flights", ["travel"]),
+                ]
+            )
         }
         self.payments: list[dict[str, Any]] = []
 
@@ -47,8 +52,11 @@ class DemoTools:
         tags: Annotated[list[str] | None, Param("Only notes with one of these tags")] = None,
     ) -> ToolResult:
         words = query.lower().split()
-        hits = [n for n in self.notes.values()
-                if all(w in n["title"].lower() for w in words) and (not tags or set(tags) & set(n["tags"]))]
+        hits = [
+            n
+            for n in self.notes.values()
+            if all(w in n["title"].lower() for w in words) and (not tags or set(tags) & set(n["tags"]))
+        ]
         return ToolResult.paginated(hits[(page - 1) * 10 : page * 10], page, len(hits), 10, f"Notes matching {query!r}")
 
     @tool("delete_note", "Delete a note", scopes=["notes:write"], mutating=True, confirm=True)
@@ -58,8 +66,13 @@ class DemoTools:
             raise ToolError(f"There is no note {note_id}.", code="NOT_FOUND")
         return {"deleted": note_id, "title": note["title"]}
 
-    @tool("send_payment", "Send a payment; a manager must approve it first", scopes=["payments:send"],
-          mutating=True, verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=3600))
+    @tool(
+        "send_payment",
+        "Send a payment; a manager must approve it first",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=3600),
+    )
     async def send_payment(
         self,
         to: Annotated[str, Param("Who receives the money")],
@@ -157,8 +170,10 @@ class _Walk:
             return result
         approval = await self.registry.approvals.get(token)
         state = approval.state if approval is not None else "unknown"
-        self.say(f"⛔ Already used\n──────────────\n\nThis confirmation ran once already (its request is {state}); "
-                 f"nothing ran again.\nThe pipeline answered: {result.error}\n")
+        self.say(
+            f"⛔ Already used\n──────────────\n\nThis confirmation ran once already (its request is {state}); "
+            f"nothing ran again.\nThe pipeline answered: {result.error}\n"
+        )
         return result
 
     async def decide(self, who: str, request_id: str, ctx: ToolContext) -> ToolResult:
@@ -198,8 +213,9 @@ async def _walk(w: _Walk, store_path: str | Path, temporary: bool) -> None:
     alice = ToolContext.telegram(1001, 1001, ["notes:read", "notes:write", "payments:send"], first_name="Alice")
     guest = ToolContext.telegram(2002, 2002, ["notes:read"], first_name="Guest")
     boss = ToolContext.telegram(3003, 3003, ["payments:approve"], first_name="Manager")
-    where = f"SQLite at {store_path}" + (" (a temporary file, removed at the end; --store FILE keeps one)"
-                                         if temporary else "")
+    where = f"SQLite at {store_path}" + (
+        " (a temporary file, removed at the end; --store FILE keeps one)" if temporary else ""
+    )
     w.out(f"milpa-chat demo — store: {where}")
     w.out("\n=== 1. A read-only tool ===")
     await w.show("alice", "list_notes", {"page": 1}, alice)

@@ -64,7 +64,7 @@ class ExampleTools:
     @tool("list_notes", "List the notes, five per page", scopes=["notes:read"], mutating=False)
     async def list_notes(self, page: Annotated[int, Param("Page number", clamp=(1, 1000))] = 1) -> ToolResult:
         notes = await self._notes()
-        shown = notes[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+        shown = notes[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
         return ToolResult.paginated(shown, page, len(notes), PAGE_SIZE, f"{len(notes)} notes")
 
     @tool("search_notes", "Find the notes that contain every word of a query", scopes=["notes:read"], mutating=False)
@@ -81,8 +81,13 @@ class ExampleTools:
             raise ToolError(f"There is no note {note_id}; /list_notes shows the numbers.", code=ErrorCode.NOT_FOUND)
         return ToolResult.success(taken.value, f"Deleted note {note_id}: {taken.value['text']}")
 
-    @tool("send_payment", "Send a payment; a manager must approve it", scopes=["payments:send"], mutating=True,
-          verify=PAYMENT_POLICY)
+    @tool(
+        "send_payment",
+        "Send a payment; a manager must approve it",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=PAYMENT_POLICY,
+    )
     async def send_payment(
         self,
         to: Annotated[str, Param("Who receives the money")],
@@ -106,9 +111,19 @@ class PlaygroundTools(ExampleTools):
     """The example tools with a payment whose approvers are reminded after 15 minutes, and which goes to
     the escalation approvers after 30 (the playground's default tools: its clock can skip ahead)."""
 
-    @tool("send_payment", "Send a payment; a manager must approve it", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), four_eyes=True, expires_in=3600,
-                              remind_after=(900,), escalate_after=1800))
+    @tool(
+        "send_payment",
+        "Send a payment; a manager must approve it",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(
+            approver_scopes=("payments:approve",),
+            four_eyes=True,
+            expires_in=3600,
+            remind_after=(900,),
+            escalate_after=1800,
+        ),
+    )
     async def send_payment(
         self,
         to: Annotated[str, Param("Who receives the money")],

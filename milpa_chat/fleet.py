@@ -137,20 +137,29 @@ class FleetConfig:
             got = "it is not set" if not store else f"got {store.split('://')[0]}://…"
             raise FleetConfigError(
                 "MILPA_STORE must be the fleet's PostgreSQL database, e.g. postgresql://milpa@db:5432/milpa "
-                f"({got}); every worker of a fleet shares it, so SQLite and memory stores cannot be used")
+                f"({got}); every worker of a fleet shares it, so SQLite and memory stores cannot be used"
+            )
         identities = env.get("MILPA_IDENTITIES", "").strip()
         if not identities or not Path(identities).is_file():
             raise FleetConfigError(f"MILPA_IDENTITIES must name the identities TOML file (got {identities!r})")
-        keys = {"telegram": ("TELEGRAM_TOKEN", "TELEGRAM_BASE_URL", "TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET"),
-                "slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_BASE_URL")}
+        keys = {
+            "telegram": ("TELEGRAM_TOKEN", "TELEGRAM_BASE_URL", "TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET"),
+            "slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_BASE_URL"),
+        }
         platforms = {p: {k: env[k].strip() for k in names if env.get(k, "").strip()} for p, names in keys.items()}
         return cls(
-            store=store, identities=Path(identities), tools=env.get("MILPA_TOOLS") or cls.tools,
-            schema=env.get("MILPA_PG_SCHEMA") or "public", pool=int(_number(env, "MILPA_PG_POOL", 10)),
-            wait=_number(env, "MILPA_PG_WAIT", 5.0), listen=env.get("MILPA_LISTEN") or "127.0.0.1",
-            port=int(_number(env, "MILPA_PORT", 8081)), audit_trail=env.get("MILPA_AUDIT_TRAIL", "1") != "0",
+            store=store,
+            identities=Path(identities),
+            tools=env.get("MILPA_TOOLS") or cls.tools,
+            schema=env.get("MILPA_PG_SCHEMA") or "public",
+            pool=int(_number(env, "MILPA_PG_POOL", 10)),
+            wait=_number(env, "MILPA_PG_WAIT", 5.0),
+            listen=env.get("MILPA_LISTEN") or "127.0.0.1",
+            port=int(_number(env, "MILPA_PORT", 8081)),
+            audit_trail=env.get("MILPA_AUDIT_TRAIL", "1") != "0",
             sweep_interval=_number(env, "MILPA_SWEEP_INTERVAL", 15.0),
-            lease=_number(env, "MILPA_APPROVAL_LEASE", 30.0), handoff=_number(env, "MILPA_APPROVAL_HANDOFF", 30.0),
+            lease=_number(env, "MILPA_APPROVAL_LEASE", 30.0),
+            handoff=_number(env, "MILPA_APPROVAL_HANDOFF", 30.0),
             telegram=platforms["telegram"],
             slack=platforms["slack"],
         )
@@ -159,13 +168,17 @@ class FleetConfig:
         """Raise :class:`FleetConfigError` naming what is missing to serve ``platform``."""
         if platform not in PLATFORMS:
             raise FleetConfigError(f"unknown platform {platform!r}; serve one of: {', '.join(PLATFORMS)}")
-        need = {"telegram": ("TELEGRAM_TOKEN", "TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET"),
-                "slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")}[platform]
+        need = {
+            "telegram": ("TELEGRAM_TOKEN", "TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET"),
+            "slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"),
+        }[platform]
         given = self.telegram if platform == "telegram" else self.slack
         missing = [k for k in need if k not in given]
         if missing:
-            raise FleetConfigError(f"a {platform} worker needs {', '.join(missing)} (every worker of the fleet the "
-                                   "same values; the webhook secret must be shared so that any worker accepts)")
+            raise FleetConfigError(
+                f"a {platform} worker needs {', '.join(missing)} (every worker of the fleet the "
+                "same values; the webhook secret must be shared so that any worker accepts)"
+            )
 
 
 def open_store(config: FleetConfig) -> PostgresStore:
@@ -211,17 +224,27 @@ def _telegram(assistant: Assistant, config: FleetConfig, *, serving: bool) -> Te
     from milpa_chat.bots.telegram import TelegramBot
 
     t = config.telegram
-    return TelegramBot(assistant, t["TELEGRAM_TOKEN"], t.get("TELEGRAM_BASE_URL"),
-                       webhook_secret=t.get("TELEGRAM_WEBHOOK_SECRET"),
-                       sweep_interval=config.sweep_interval if serving else None, command_menu=serving)
+    return TelegramBot(
+        assistant,
+        t["TELEGRAM_TOKEN"],
+        t.get("TELEGRAM_BASE_URL"),
+        webhook_secret=t.get("TELEGRAM_WEBHOOK_SECRET"),
+        sweep_interval=config.sweep_interval if serving else None,
+        command_menu=serving,
+    )
 
 
 def _slack(assistant: Assistant, config: FleetConfig, *, serving: bool) -> SlackBot:
     from milpa_chat.bots.slack import SlackBot
 
     s = config.slack
-    return SlackBot(assistant, s["SLACK_BOT_TOKEN"], s.get("SLACK_SIGNING_SECRET"), s.get("SLACK_BASE_URL"),
-                    sweep_interval=config.sweep_interval)
+    return SlackBot(
+        assistant,
+        s["SLACK_BOT_TOKEN"],
+        s.get("SLACK_SIGNING_SECRET"),
+        s.get("SLACK_BASE_URL"),
+        sweep_interval=config.sweep_interval,
+    )
 
 
 async def serve(config: FleetConfig, platform: str, stop: asyncio.Event | None = None) -> None:
@@ -255,16 +278,21 @@ async def _start_transport_only(assistant: Assistant, bot: TelegramBot) -> bool:
     try:
         await bot.start(polling=False)
     except Exception as exc:
-        log.warning("Telegram is unreachable (%s: %s): this worker serves Slack and leaves Telegram's cards to the "
-                    "Telegram workers", type(exc).__name__, exc)
+        log.warning(
+            "Telegram is unreachable (%s: %s): this worker serves Slack and leaves Telegram's cards to the "
+            "Telegram workers",
+            type(exc).__name__,
+            exc,
+        )
         assistant.transports.pop("telegram", None)
         return False
     return True
 
 
 async def _serve_telegram(bot: TelegramBot, config: FleetConfig, stop: asyncio.Event) -> None:
-    await bot.start_webhook(config.telegram["TELEGRAM_WEBHOOK_URL"], listen=config.listen, port=config.port,
-                            url_path=TELEGRAM_PATH)
+    await bot.start_webhook(
+        config.telegram["TELEGRAM_WEBHOOK_URL"], listen=config.listen, port=config.port, url_path=TELEGRAM_PATH
+    )
     log.info("milpa fleet worker telegram ready on %s:%s/%s", config.listen, config.port, TELEGRAM_PATH)
     await stop.wait()
     log.info("draining: no new deliveries; finishing the ones accepted")
@@ -293,7 +321,12 @@ def _stop_on_signals() -> asyncio.Event:
 
 
 def haproxy_config(
-    port: int, telegram: Sequence[str], slack: Sequence[str], *, bind: str = "127.0.0.1", tls_cert: str | None = None,
+    port: int,
+    telegram: Sequence[str],
+    slack: Sequence[str],
+    *,
+    bind: str = "127.0.0.1",
+    tls_cert: str | None = None,
 ) -> str:
     """The balancer's configuration: ``/telegram`` to the Telegram workers, ``/slack/events`` to the Slack ones.
 
@@ -303,12 +336,17 @@ def haproxy_config(
     ``tls_cert``: a PEM (certificate and key) to terminate HTTPS with (Telegram only delivers to HTTPS).
     """
     address = f"{bind}:{port}" + (f" ssl crt {tls_cert}" if tls_cert else "")
-    def servers(name: str, addresses: Sequence[str]) -> str:
-        return "\n".join(f"    server {name}{i} {a} check inter 500ms fall 1 rise 1"
-                         for i, a in enumerate(addresses, 1))
 
-    return (HAPROXY_TEMPLATE.replace("@BIND@", address).replace("@TELEGRAM_SERVERS@", servers("telegram", telegram))
-            .replace("@SLACK_SERVERS@", servers("slack", slack)))
+    def servers(name: str, addresses: Sequence[str]) -> str:
+        return "\n".join(
+            f"    server {name}{i} {a} check inter 500ms fall 1 rise 1" for i, a in enumerate(addresses, 1)
+        )
+
+    return (
+        HAPROXY_TEMPLATE.replace("@BIND@", address)
+        .replace("@TELEGRAM_SERVERS@", servers("telegram", telegram))
+        .replace("@SLACK_SERVERS@", servers("slack", slack))
+    )
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -92,8 +92,12 @@ async def test_demo_walks_through_every_step(tmp_path: Path) -> None:
 
 
 def test_console_script_runs_the_demo(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "milpa_chat.cli", "demo", "--store", str(tmp_path / "d.db")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "milpa_chat.cli", "demo", "--store", str(tmp_path / "d.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "state=executed" in proc.stdout
 
@@ -123,8 +127,9 @@ class TagNotes:
 
 
 @operation("notes:purge", "Delete every note.")
-@Mutates(Mutation.PERSISTENT, Externality.NONE, Reversibility.IRREVERSIBLE, Authority.WRITE_AS_USER,
-         subject=Subject.DATA)
+@Mutates(
+    Mutation.PERSISTENT, Externality.NONE, Reversibility.IRREVERSIBLE, Authority.WRITE_AS_USER, subject=Subject.DATA
+)
 @Confirms
 class PurgeNotes:
     def __init__(self, older_than_days: Annotated[int, Because("only notes older than this")] = 30) -> None:
@@ -240,8 +245,22 @@ def test_a_property_named_like_a_command_option_is_the_tools_not_the_callers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     elsewhere = tmp_path / "not-a-store.db"
-    assert main(["run", "grants_give", "--tools", "tests.test_cli:granting", "--scopes", "admin", "audit",
-                 "--store", str(elsewhere)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "grants_give",
+                "--tools",
+                "tests.test_cli:granting",
+                "--scopes",
+                "admin",
+                "audit",
+                "--store",
+                str(elsewhere),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert 'Given:    ["admin", "audit"]' in out and f"In store: {elsewhere}" in out
     assert not elsewhere.exists()  # the command's store stayed the default one
@@ -260,11 +279,13 @@ def test_a_registry_object_is_moved_onto_the_store_of_each_command(capsys: pytes
 
 def test_the_demo_without_a_store_runs_on_a_temporary_sqlite_file_and_says_so(tmp_path: Path) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.run([sys.executable, "-m", "milpa_chat.cli", "demo"], capture_output=True, text=True,
-                          timeout=60, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "milpa_chat.cli", "demo"], capture_output=True, text=True, timeout=60, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
-    assert first.startswith(f"milpa-chat demo — store: SQLite at {tmp_path}") and first.endswith("demo.db (a "
-           "temporary file, removed at the end; --store FILE keeps one)"), first
+    assert first.startswith(f"milpa-chat demo — store: SQLite at {tmp_path}") and first.endswith(
+        "demo.db (a temporary file, removed at the end; --store FILE keeps one)"
+    ), first
     assert "in-memory" not in proc.stdout and "state=executed (stored in SQLite;" in proc.stdout
     assert list(tmp_path.iterdir()) == [], "the temporary file is removed at the end"

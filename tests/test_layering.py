@@ -10,8 +10,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "milpa_chat"
-SDKS = ("telegram", "slack_bolt", "slack_sdk", "ipywidgets", "IPython", "openai", "anthropic", "psycopg",
-        "pydantic_ai", "agents", "langgraph", "langchain_core")
+SDKS = (
+    "telegram",
+    "slack_bolt",
+    "slack_sdk",
+    "ipywidgets",
+    "IPython",
+    "openai",
+    "anthropic",
+    "psycopg",
+    "pydantic_ai",
+    "agents",
+    "langgraph",
+    "langchain_core",
+)
 # A layer may import only from the layers listed for it (besides itself and the top-level helpers).
 ALLOWED = {
     "store": set(),
@@ -82,9 +94,16 @@ def _runtime_imports(path: Path, *, typing: bool = False) -> set[str]:
     """Modules a file imports when it runs (lazy imports included; ``if TYPE_CHECKING:`` blocks only with
     ``typing``: a circle through them is still a circle in the design, though not at run time)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = set() if typing else {
-        id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for n in ast.walk(node)}
+    typing_only = (
+        set()
+        if typing
+        else {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+    )
     found: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -113,7 +132,7 @@ def import_cycles(package: str, *, typing: bool = False) -> list[list[str]]:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append([m.rsplit(".", 1)[1] for m in [*stack[stack.index(nxt):], nxt]])
+                cycles.append([m.rsplit(".", 1)[1] for m in [*stack[stack.index(nxt) :], nxt]])
             elif nxt in graph and nxt not in state:
                 visit(nxt, stack)
         stack.pop()
@@ -130,10 +149,13 @@ KNOWN_CYCLES: dict[str, str] = {}
 SUBPACKAGES = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").exists())
 
 
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p])) if p in KNOWN_CYCLES else p
-    for p in SUBPACKAGES
-])
+@pytest.mark.parametrize(
+    "package",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p])) if p in KNOWN_CYCLES else p
+        for p in SUBPACKAGES
+    ],
+)
 def test_no_circular_imports_inside_a_subpackage(package: str) -> None:
     cycles = import_cycles(package)
     assert not cycles, f"milpa_chat.{package} imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
@@ -147,11 +169,15 @@ KNOWN_TYPED_CYCLES: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_TYPED_CYCLES[p]))
-    if p in KNOWN_TYPED_CYCLES else p
-    for p in SUBPACKAGES
-])
+@pytest.mark.parametrize(
+    "package",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_TYPED_CYCLES[p]))
+        if p in KNOWN_TYPED_CYCLES
+        else p
+        for p in SUBPACKAGES
+    ],
+)
 def test_no_circle_inside_a_subpackage_counting_type_checking_imports(package: str) -> None:
     cycles = import_cycles(package, typing=True)
     assert not cycles, f"milpa_chat.{package} imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
@@ -173,12 +199,14 @@ def test_the_cycle_finder_finds_a_circle(tmp_path: Path, monkeypatch: pytest.Mon
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from milpa_chat.demo.b import B\n")
     (pkg / "b.py").write_text("def f():\n    from milpa_chat.demo.a import A\n")
-    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\n"
-                              "if TYPE_CHECKING:\n    from milpa_chat.demo.a import A\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from milpa_chat.demo.a import A\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path / "milpa_chat")
     assert import_cycles("demo") == [["a", "b", "a"]]
     (pkg / "d.py").write_text("from milpa_chat.demo.c import C\n")  # c names d's module only for types
-    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\n"
-                              "if TYPE_CHECKING:\n    from milpa_chat.demo.d import D\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from milpa_chat.demo.d import D\n"
+    )
     assert import_cycles("demo") == [["a", "b", "a"]]
     assert import_cycles("demo", typing=True) == [["a", "b", "a"], ["c", "d", "c"]]

@@ -44,10 +44,20 @@ def test_the_readme_shows_the_identities_file_and_the_python_runs_when_pasted(tm
 
 async def _drive(folder: Path, python: list[str]) -> None:
     async with BotApiServer() as server:
-        env = {**os.environ, "TELEGRAM_TOKEN": server.token, "TELEGRAM_BASE_URL": server.base_url,
-               "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "readme.py"], cwd=folder, env=env, text=True,  # noqa: ASYNC220
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        env = {
+            **os.environ,
+            "TELEGRAM_TOKEN": server.token,
+            "TELEGRAM_BASE_URL": server.base_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            [sys.executable, "readme.py"],
+            cwd=folder,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             await server.wait_for(lambda call: call.method == "getUpdates", timeout=60)
             writer = TelegramUser(42, "Ana", "ana")

@@ -21,10 +21,12 @@ def telegram_startup_error(exc: BaseException, base_url: str, token: str = "") -
         base_url = base_url.replace(token, "<token>")
     if isinstance(exc, InvalidToken):
         return BotStartupError(
-            "Telegram rejected the bot token (TELEGRAM_TOKEN): check it with @BotFather (/token) and try again")
+            "Telegram rejected the bot token (TELEGRAM_TOKEN): check it with @BotFather (/token) and try again"
+        )
     if isinstance(exc, NetworkError):
-        return BotStartupError(f"cannot reach the Telegram Bot API at {base_url} ({exc.message}); "
-                               "check the network, or TELEGRAM_BASE_URL")
+        return BotStartupError(
+            f"cannot reach the Telegram Bot API at {base_url} ({exc.message}); check the network, or TELEGRAM_BASE_URL"
+        )
     return None
 
 
@@ -36,10 +38,14 @@ def slack_startup_error(exc: BaseException, base_url: str) -> BotStartupError | 
     if isinstance(exc, SlackApiError):
         error = exc.response.get("error")
         if error in ("invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"):
-            return BotStartupError(f"Slack rejected the bot token (SLACK_BOT_TOKEN: {error}); copy the Bot User "
-                                   "OAuth Token (xoxb-…) again from your app's 'OAuth & Permissions' page")
+            return BotStartupError(
+                f"Slack rejected the bot token (SLACK_BOT_TOKEN: {error}); copy the Bot User "
+                "OAuth Token (xoxb-…) again from your app's 'OAuth & Permissions' page"
+            )
         return BotStartupError(f"Slack refused auth.test ({error})")
     if isinstance(exc, aiohttp.ClientError | TimeoutError | OSError):
-        return BotStartupError(f"cannot reach the Slack Web API at {base_url} ({type(exc).__name__}: {exc}); "
-                               "check the network, or SLACK_BASE_URL")
+        return BotStartupError(
+            f"cannot reach the Slack Web API at {base_url} ({type(exc).__name__}: {exc}); "
+            "check the network, or SLACK_BASE_URL"
+        )
     return None

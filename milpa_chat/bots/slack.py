@@ -221,9 +221,14 @@ class SlackBot(SlackServing):
         found = subcommands(self.subcommands, self.assistant.registry, ctx)
         names = {s.name for s in found}
         own = [s for s in self.assistant.registry.get_tool_summaries(ctx) if s["name"] in names]
-        message = menu_message(self.assistant.name, self.command, found, tools_only=head[0] == "/tools",
-                               examples=examples(own, f"{self.command} "),
-                               who=identity_line(ctx) if head[0] == "/start" else None)
+        message = menu_message(
+            self.assistant.name,
+            self.command,
+            found,
+            tools_only=head[0] == "/tools",
+            examples=examples(own, f"{self.command} "),
+            who=identity_line(ctx) if head[0] == "/start" else None,
+        )
         await self.transport.whisper(inbound, message)
         return True
 
@@ -293,8 +298,10 @@ def _check_credentials(bot_token: str, signing_secret: str | None, app_token: st
 
 def _check_installed(bot_token: str | None, base_url: str | None, app_token: str | None, command: str) -> None:
     if bot_token is not None or base_url is not None:
-        raise ValueError("SlackBot.install uses the app's own client: give the token and base_url to your AsyncApp "
-                         "(AsyncApp(client=AsyncWebClient(token=..., base_url=...))), not to the bot")
+        raise ValueError(
+            "SlackBot.install uses the app's own client: give the token and base_url to your AsyncApp "
+            "(AsyncApp(client=AsyncWebClient(token=..., base_url=...))), not to the bot"
+        )
     _check_credentials("xoxb-installed", "installed", app_token, command)
 
 
@@ -307,7 +314,7 @@ def _fallbacks_last(listeners: list[Any], mine: list[Any]) -> Any:
 
     class FallbacksLast(AsyncMiddleware):
         async def async_process(self, *, req: Any, resp: Any, next: Callable[[], Awaitable[Any]]) -> Any:
-            if mine and listeners[-len(mine):] != mine:
+            if mine and listeners[-len(mine) :] != mine:
                 listeners[:] = [*(entry for entry in listeners if entry not in mine), *mine]
             return await next()
 
@@ -327,8 +334,9 @@ def _web_client(token: str, base_url: str | None, rate_limit_retries: int) -> As
     handlers = [*async_default_handlers(), AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)]
     if base_url is None:
         return AsyncWebClient(token=token, retry_handlers=handlers)
-    return AsyncWebClient(token=token, base_url=base_url if base_url.endswith("/") else base_url + "/",
-                          retry_handlers=handlers)
+    return AsyncWebClient(
+        token=token, base_url=base_url if base_url.endswith("/") else base_url + "/", retry_handlers=handlers
+    )
 
 
 def _bolt_app(client: AsyncWebClient, signing_secret: str) -> AsyncApp:

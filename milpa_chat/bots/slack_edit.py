@@ -34,27 +34,45 @@ def edit_view(approval: Approval, fields: Sequence[EditField], chat_id: str) -> 
     """The modal for editing ``approval`` (drawn at its current revision) from the card in ``chat_id``."""
     from milpa_chat.chat.cards import button_ref
 
-    blocks: list[dict[str, Any]] = [{
-        "type": "section",
-        "text": {"type": "mrkdwn", "text": mrkdwn_escape(
-            f"Edit the arguments of {approval.label} (asked by {approval.requester_name}). The edit is checked "
-            "as a new call would be; approvals so far are reset and another approver must approve it.")[:3000]},
-    }]
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": mrkdwn_escape(
+                    f"Edit the arguments of {approval.label} (asked by {approval.requester_name}). The edit is checked "
+                    "as a new call would be; approvals so far are reset and another approver must approve it."
+                )[:3000],
+            },
+        }
+    ]
     for field in fields[:50]:
-        element: dict[str, Any] = {"type": "plain_text_input", "action_id": "value",
-                                   "multiline": len(field.now) > 80, "max_length": _MAX_TEXT}
+        element: dict[str, Any] = {
+            "type": "plain_text_input",
+            "action_id": "value",
+            "multiline": len(field.now) > 80,
+            "max_length": _MAX_TEXT,
+        }
         if field.now:
             element["initial_value"] = field.now[:_MAX_TEXT]
-        block: dict[str, Any] = {"type": "input", "block_id": f"{_PREFIX}{field.name}"[:255],
-                                 "optional": field.optional, "element": element,
-                                 "label": {"type": "plain_text", "text": field.label[:2000]}}
+        block: dict[str, Any] = {
+            "type": "input",
+            "block_id": f"{_PREFIX}{field.name}"[:255],
+            "optional": field.optional,
+            "element": element,
+            "label": {"type": "plain_text", "text": field.label[:2000]},
+        }
         if field.hint:
             block["hint"] = {"type": "plain_text", "text": field.hint[:2000]}
         blocks.append(block)
     return {
-        "type": "modal", "callback_id": CALLBACK_ID, "private_metadata": f"{button_ref(approval)}|{chat_id}",
-        "title": {"type": "plain_text", "text": "Edit request"}, "submit": {"type": "plain_text", "text": "Save"},
-        "close": {"type": "plain_text", "text": "Cancel"}, "blocks": blocks,
+        "type": "modal",
+        "callback_id": CALLBACK_ID,
+        "private_metadata": f"{button_ref(approval)}|{chat_id}",
+        "title": {"type": "plain_text", "text": "Edit request"},
+        "submit": {"type": "plain_text", "text": "Save"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": blocks,
     }
 
 
@@ -62,17 +80,31 @@ def reason_view(approval: Approval, why: str, chat_id: str) -> dict[str, Any]:
     """The modal asking the approver why they approve a high-risk request (the reason is kept as the note)."""
     from milpa_chat.chat.cards import button_ref
 
-    text = (f"{approval.label} (asked by {approval.requester_name}) is high-risk: {why}. Say why you approve it; "
-            "the reason is shown on the card and kept with the decision.")
+    text = (
+        f"{approval.label} (asked by {approval.requester_name}) is high-risk: {why}. Say why you approve it; "
+        "the reason is shown on the card and kept with the decision."
+    )
     return {
-        "type": "modal", "callback_id": REASON_ID, "private_metadata": f"{button_ref(approval)}|{chat_id}",
+        "type": "modal",
+        "callback_id": REASON_ID,
+        "private_metadata": f"{button_ref(approval)}|{chat_id}",
         "title": {"type": "plain_text", "text": "Approve with a reason"},
-        "submit": {"type": "plain_text", "text": "Approve"}, "close": {"type": "plain_text", "text": "Cancel"},
+        "submit": {"type": "plain_text", "text": "Approve"},
+        "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn_escape(text)[:3000]}},
-            {"type": "input", "block_id": f"{_PREFIX}reason", "label": {"type": "plain_text", "text": "Reason"},
-             "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "min_length": 3,
-                         "max_length": 500}},
+            {
+                "type": "input",
+                "block_id": f"{_PREFIX}reason",
+                "label": {"type": "plain_text", "text": "Reason"},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": "value",
+                    "multiline": True,
+                    "min_length": 3,
+                    "max_length": 500,
+                },
+            },
         ],
     }
 
@@ -85,7 +117,7 @@ def submitted(view: Mapping[str, Any]) -> tuple[str, str, dict[str, str]]:
         if not str(block_id).startswith(_PREFIX):
             continue
         value = (element.get("value") or {}).get("value") if isinstance(element, Mapping) else None
-        texts[str(block_id)[len(_PREFIX):]] = "" if value is None else str(value)
+        texts[str(block_id)[len(_PREFIX) :]] = "" if value is None else str(value)
     return ref, chat, texts
 
 

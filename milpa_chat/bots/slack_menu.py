@@ -32,8 +32,15 @@ def _listing(found: list[SlackSubcommand]) -> ItemList:
     return ItemList(tuple(f"{s.usage} — {s.description}" if s.description else s.usage for s in found))
 
 
-def menu_message(name: str, command: str, found: list[SlackSubcommand], *, tools_only: bool = False,
-                 examples: tuple[str, ...] = (), who: str | None = None) -> Message:
+def menu_message(
+    name: str,
+    command: str,
+    found: list[SlackSubcommand],
+    *,
+    tools_only: bool = False,
+    examples: tuple[str, ...] = (),
+    who: str | None = None,
+) -> Message:
     """``/milpa tools`` (``tools_only``): the subcommands; ``/milpa help``: how to write them (``examples``, built
     from the person's own tools), and the subcommands; ``who``: who the person is (``/milpa start``)."""
     p = f"{command} "
@@ -44,15 +51,25 @@ def menu_message(name: str, command: str, found: list[SlackSubcommand], *, tools
     blocks: list[Block] = [
         Heading(name, "🤖"),
         *([Paragraph.of(who)] if who else []),
-        Paragraph.of("Every tool is a subcommand of ", Span(command, "code"), ". Send ", Span(f"{p}tools", "code"),
-                     " for this list alone."),
+        Paragraph.of(
+            "Every tool is a subcommand of ",
+            Span(command, "code"),
+            ". Send ",
+            Span(f"{p}tools", "code"),
+            " for this list alone.",
+        ),
         _listing(found) if found else Paragraph.of(NONE_AVAILABLE),
-        ItemList(examples or (
-            f'{p}<subcommand> 5 "two words" — values in parameter order',
-            f'{p}<subcommand> name="two words" page=2 — named values',
-            f'{p}<subcommand> {{"name": "two words"}} — a JSON object',
-        )),
-        Note("<…> is required, […] optional (with its default). Actions that change things ask you to confirm; "
-             "some need an approver."),
+        ItemList(
+            examples
+            or (
+                f'{p}<subcommand> 5 "two words" — values in parameter order',
+                f'{p}<subcommand> name="two words" page=2 — named values',
+                f'{p}<subcommand> {{"name": "two words"}} — a JSON object',
+            )
+        ),
+        Note(
+            "<…> is required, […] optional (with its default). Actions that change things ask you to confirm; "
+            "some need an approver."
+        ),
     ]
     return Message(tuple(blocks), f"{name}: {len(found)} subcommands; send {p}tools to list them")

@@ -50,8 +50,10 @@ class SlackPeople:
         except SlackApiError as exc:
             if not self._told:
                 self._told = True
-                log.info("Slack users.info answered %s: people are named by their ids (grant users:read to "
-                         "name them)", exc.response.get("error"))
+                log.info(
+                    "Slack users.info answered %s: people are named by their ids (grant users:read to name them)",
+                    exc.response.get("error"),
+                )
             return None
         user = response.get("user") or {}
         profile = user.get("profile") or {}

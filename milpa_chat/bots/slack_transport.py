@@ -64,8 +64,9 @@ class SlackTransport(Surface):
         #: How users type a command here (``/milpa pay …``), for messages that explain commands. Slack has no
         #: ``/cmd@bot`` addressing: every ``/milpa`` command is ours.
         self.command_prefix = f"{command} "
-        self._traits = Traits(command_prefix=self.command_prefix, whispers=True, edit_forms=True, reason_forms=True,
-                              reports_failures=True)
+        self._traits = Traits(
+            command_prefix=self.command_prefix, whispers=True, edit_forms=True, reason_forms=True, reports_failures=True
+        )
 
     async def send(self, chat_id: str, message: Message) -> MessageRef:
         payload = self.renderer.render_message(message)
@@ -128,8 +129,9 @@ class SlackTransport(Surface):
         raw = inbound.raw if isinstance(inbound.raw, Mapping) else {}
         trigger = raw.get("trigger_id")
         if not trigger:
-            await self.answer(inbound, "This request is high-risk and needs a typed reason; tap Approve again.",
-                              alert=True)
+            await self.answer(
+                inbound, "This request is high-risk and needs a typed reason; tap Approve again.", alert=True
+            )
             return
         await self.client.views_open(trigger_id=str(trigger), view=reason_view(approval, why, inbound.chat_id))
 
@@ -144,8 +146,10 @@ class SlackTransport(Surface):
 
         error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
         if error in NOT_POSTABLE:
-            text = (f"I cannot post in this conversation ({error}). Invite me with /invite, "
-                    "or talk to me in a direct message.")
+            text = (
+                f"I cannot post in this conversation ({error}). Invite me with /invite, "
+                "or talk to me in a direct message."
+            )
         else:
             text = "Something went wrong while handling that; nothing more was done. The error was logged."
         try:
@@ -163,8 +167,9 @@ class SlackTransport(Surface):
         from slack_sdk.webhook.async_client import AsyncWebhookClient
 
         webhook = AsyncWebhookClient(response_url, session=getattr(self.client, "session", None))
-        resp = await webhook.send(text=payload.get("text"), blocks=payload.get("blocks"), response_type="ephemeral",
-                                  replace_original=False)
+        resp = await webhook.send(
+            text=payload.get("text"), blocks=payload.get("blocks"), response_type="ephemeral", replace_original=False
+        )
         if resp.status_code != 200:
             log.warning("response_url answered %s %s", resp.status_code, resp.body)
 
@@ -178,7 +183,10 @@ class SlackTransport(Surface):
         except SlackApiError as exc:
             log.warning(
                 "could not upload %s next to message %s in %s (%s); grant the app the files:write scope",
-                filename, ref.message_id, ref.chat_id, exc.response.get("error"),
+                filename,
+                ref.message_id,
+                ref.chat_id,
+                exc.response.get("error"),
             )
 
 

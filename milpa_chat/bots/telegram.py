@@ -142,8 +142,15 @@ class TelegramBot(TelegramHandlers):
         self._chain_hooks()
 
     @classmethod
-    def install(cls, application: App, assistant: Assistant, *, group: int = 0, fallback_group: int | None = None,
-                **options: Any) -> TelegramBot:
+    def install(
+        cls,
+        application: App,
+        assistant: Assistant,
+        *,
+        group: int = 0,
+        fallback_group: int | None = None,
+        **options: Any,
+    ) -> TelegramBot:
         """Add the kit to an existing PTB ``Application``: its handlers in ``group`` (its fallbacks in
         ``fallback_group``, default ``group + 1``), the sweeper and the command menu on the application's
         ``post_init`` (your own hooks still run). Run the application as usual, asking for
@@ -154,8 +161,10 @@ class TelegramBot(TelegramHandlers):
         from telegram.ext import CallbackQueryHandler, MessageHandler, filters
 
         text = filters.UpdateType.MESSAGE & filters.TEXT
-        kit = [CallbackQueryHandler(self._on_callback, pattern=self._claims_data),
-               MessageHandler(text & known_commands(self), self._on_message)]
+        kit = [
+            CallbackQueryHandler(self._on_callback, pattern=self._claims_data),
+            MessageHandler(text & known_commands(self), self._on_message),
+        ]
         fallbacks = [MessageHandler(text, self._on_fallback_message), CallbackQueryHandler(self._on_stray_tap)]
         self.application.add_handlers(kit, group=self.group)
         self.application.add_handlers(fallbacks, group=self.fallback_group)
@@ -179,8 +188,9 @@ class TelegramBot(TelegramHandlers):
         return allowed_updates(every, kit=self._handlers)
 
     # ------------------------------------------------------------ embedding
-    async def start(self, *, polling: bool = True, poll_timeout: float = 10.0,
-                    drop_pending_updates: bool = False) -> None:
+    async def start(
+        self, *, polling: bool = True, poll_timeout: float = 10.0, drop_pending_updates: bool = False
+    ) -> None:
         """Initialize and start the application and the expiry sweeper; then poll for updates unless
         ``polling=False`` (for :meth:`start_webhook`, or when you feed ``application.update_queue``).
         A rejected token or an unreachable Bot API raises :class:`BotStartupError`."""
@@ -197,14 +207,22 @@ class TelegramBot(TelegramHandlers):
             await self.sync_commands()
         if polling:
             await self._updater().start_polling(
-                timeout=int(poll_timeout), allowed_updates=self.allowed_updates,
-                drop_pending_updates=drop_pending_updates)
+                timeout=int(poll_timeout),
+                allowed_updates=self.allowed_updates,
+                drop_pending_updates=drop_pending_updates,
+            )
             self._ours.add("updater")
             log.info("Telegram bot @%s is polling %s for updates", self.transport.bot_username, self.api_root)
 
     async def start_webhook(
-        self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443, url_path: str = "telegram",
-        drop_pending_updates: bool = False, max_connections: int = 40,
+        self,
+        webhook_url: str,
+        *,
+        listen: str = DEFAULT_LISTEN,
+        port: int = 8443,
+        url_path: str = "telegram",
+        drop_pending_updates: bool = False,
+        max_connections: int = 40,
     ) -> None:
         """Start, serve ``listen:port/url_path`` (:class:`~milpa_chat.bots.telegram_webhook.WebhookServer`,
         tornado) and register ``webhook_url`` with Telegram. Deliveries without the right secret token are
@@ -217,11 +235,19 @@ class TelegramBot(TelegramHandlers):
         await server.start(listen, port)
         self._webhook = server
         await self.application.bot.set_webhook(
-            webhook_url, secret_token=self._secret(), allowed_updates=self.allowed_updates,
-            drop_pending_updates=drop_pending_updates, max_connections=max_connections,
+            webhook_url,
+            secret_token=self._secret(),
+            allowed_updates=self.allowed_updates,
+            drop_pending_updates=drop_pending_updates,
+            max_connections=max_connections,
         )
-        log.info("Telegram webhook listening on http://%s:%s/%s (registered as %s)", listen, port,
-                 url_path.strip("/"), webhook_url)
+        log.info(
+            "Telegram webhook listening on http://%s:%s/%s (registered as %s)",
+            listen,
+            port,
+            url_path.strip("/"),
+            webhook_url,
+        )
 
     async def stop(self) -> None:
         """Stop what :meth:`start` started — fetching updates, the application (running handlers finish), the
@@ -253,23 +279,47 @@ class TelegramBot(TelegramHandlers):
     def run_polling(self, *, poll_timeout: float = 10.0, drop_pending_updates: bool = False) -> None:
         """Poll until Ctrl-C / SIGTERM (PTB owns the event loop); a rejected token or an unreachable Bot
         API raises :class:`BotStartupError`."""
-        self._running(lambda: f"Telegram bot @{self.transport.bot_username} polling {self.api_root} for updates "
-                      "(Ctrl-C to stop)", lambda: self.application.run_polling(
-            timeout=int(poll_timeout), allowed_updates=self.allowed_updates,
-            drop_pending_updates=drop_pending_updates))
+        self._running(
+            lambda: f"Telegram bot @{self.transport.bot_username} polling {self.api_root} for updates (Ctrl-C to stop)",
+            lambda: self.application.run_polling(
+                timeout=int(poll_timeout),
+                allowed_updates=self.allowed_updates,
+                drop_pending_updates=drop_pending_updates,
+            ),
+        )
 
-    def run_webhook(self, webhook_url: str, *, listen: str = DEFAULT_LISTEN, port: int = 8443,
-                    url_path: str = "telegram", drop_pending_updates: bool = False) -> None:
+    def run_webhook(
+        self,
+        webhook_url: str,
+        *,
+        listen: str = DEFAULT_LISTEN,
+        port: int = 8443,
+        url_path: str = "telegram",
+        drop_pending_updates: bool = False,
+    ) -> None:
         """Serve the webhook (as :meth:`start_webhook`) until Ctrl-C / SIGTERM, then finish what was accepted.
         A port another program holds raises :class:`~milpa_chat._ports.PortInUseError` before anything starts."""
         from milpa_chat._ports import check_port
 
         check_port(listen, port, option="run_webhook(port=...)")
-        self._running(lambda: f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
-                      f"(registered as {webhook_url}; Ctrl-C to stop)", lambda: asyncio.get_event_loop()
-                      .run_until_complete(until_signalled(
-                          self.start_webhook(webhook_url, listen=listen, port=port, url_path=url_path,
-                                             drop_pending_updates=drop_pending_updates), self.stop)))
+        self._running(
+            lambda: (
+                f"Telegram webhook listening on http://{listen}:{port}/{url_path.strip('/')} "
+                f"(registered as {webhook_url}; Ctrl-C to stop)"
+            ),
+            lambda: asyncio.get_event_loop().run_until_complete(
+                until_signalled(
+                    self.start_webhook(
+                        webhook_url,
+                        listen=listen,
+                        port=port,
+                        url_path=url_path,
+                        drop_pending_updates=drop_pending_updates,
+                    ),
+                    self.stop,
+                )
+            ),
+        )
 
     def _running(self, line: Callable[[], str], run: Callable[[], None]) -> None:
         """Check the token on the loop PTB's ``run_*`` will use, say where the bot serves, then run."""
@@ -308,8 +358,10 @@ class TelegramBot(TelegramHandlers):
 
     def _updater(self) -> Any:
         if self.application.updater is None:
-            raise RuntimeError("this application was built without an Updater (configure=... removed it); "
-                               "feed updates through application.update_queue instead")
+            raise RuntimeError(
+                "this application was built without an Updater (configure=... removed it); "
+                "feed updates through application.update_queue instead"
+            )
         return self.application.updater
 
     async def _post_init(self, application: App) -> None:
@@ -344,8 +396,10 @@ class TelegramBot(TelegramHandlers):
         plan = self.menu_plan()
         own = await self._own_commands()
         if own:  # installed beside the application's own commands: they stay in every menu, after the kit's
-            plan = [(scope, merge_commands(kit, own), None if shown is None else merge_commands(shown, own))
-                    for scope, kit, shown in plan]
+            plan = [
+                (scope, merge_commands(kit, own), None if shown is None else merge_commands(shown, own))
+                for scope, kit, shown in plan
+            ]
         return await sync_menu(self.application.bot, plan)
 
     async def _own_commands(self) -> list[TelegramCommand]:
@@ -355,8 +409,13 @@ class TelegramBot(TelegramHandlers):
 
         if self.owns_application:
             return []
-        names = [name for handlers in self.application.handlers.values() for h in handlers
-                 if isinstance(h, CommandHandler) and h not in self._handlers for name in sorted(h.commands)]
+        names = [
+            name
+            for handlers in self.application.handlers.values()
+            for h in handlers
+            if isinstance(h, CommandHandler) and h not in self._handlers
+            for name in sorted(h.commands)
+        ]
         if not names:
             return []
         try:
@@ -368,8 +427,9 @@ class TelegramBot(TelegramHandlers):
 
     def _start_sweeper(self) -> None:
         if self.sweep_interval is not None and self._sweeper is None:
-            self._sweeper = asyncio.create_task(self.assistant.run_sweeper(self.sweep_interval),
-                                                name="milpa-approval-sweeper")
+            self._sweeper = asyncio.create_task(
+                self.assistant.run_sweeper(self.sweep_interval), name="milpa-approval-sweeper"
+            )
 
     async def _stop_sweeper(self) -> None:
         sweeper, self._sweeper = self._sweeper, None
@@ -379,12 +439,20 @@ class TelegramBot(TelegramHandlers):
                 await sweeper
 
 
-def _check_options(token: str | None, application: object, configure: object, webhook_secret: str | None,
-                   group: int, fallback_group: int | None) -> None:
+def _check_options(
+    token: str | None,
+    application: object,
+    configure: object,
+    webhook_secret: str | None,
+    group: int,
+    fallback_group: int | None,
+) -> None:
     if application is not None:
         if token is not None or configure is not None:
-            raise ValueError("give TelegramBot either token= (it builds the application) or application= "
-                             "(yours, already built), not both; configure= only applies to a token")
+            raise ValueError(
+                "give TelegramBot either token= (it builds the application) or application= "
+                "(yours, already built), not both; configure= only applies to a token"
+            )
     elif not token or ":" not in token:
         got = "an empty token" if not token else "a token without ':'"  # never echo a secret
         raise ValueError(f"TelegramBot needs the bot token @BotFather gave you (token='123456:ABC...'), got {got}")
@@ -394,12 +462,15 @@ def _check_options(token: str | None, application: object, configure: object, we
             "generate one with secrets.token_urlsafe(32)"
         )
     if fallback_group is not None and fallback_group <= group:
-        raise ValueError(f"fallback_group ({fallback_group}) must come after group ({group}): the fallbacks "
-                         "answer what no other handler takes")
+        raise ValueError(
+            f"fallback_group ({fallback_group}) must come after group ({group}): the fallbacks "
+            "answer what no other handler takes"
+        )
 
 
-def _build(token: str, base_url: str | None, base_file_url: str | None,
-           configure: Callable[[Builder], Builder] | None) -> App:
+def _build(
+    token: str, base_url: str | None, base_file_url: str | None, configure: Callable[[Builder], Builder] | None
+) -> App:
     from telegram.ext import Application
 
     builder: Builder = Application.builder().token(token).concurrent_updates(True)

@@ -41,16 +41,19 @@ def menu_plan(projector: TelegramCommandProjector, registry: ToolRegistry, ids: 
     default = menu(tuple(ids.default_scopes))
     plan: MenuPlan = [(BotCommandScopeDefault(), default, None)]
     users = _telegram_users(ids.users)
-    plan += [(BotCommandScopeChat(u), menu(ids.scopes_for("telegram", ChatUser(str(u)), str(u))), default)
-             for u in users]
+    plan += [
+        (BotCommandScopeChat(u), menu(ids.scopes_for("telegram", ChatUser(str(u)), str(u))), default) for u in users
+    ]
     for chat in ids.approver_chats("telegram"):
         if not chat.lstrip("-").isdigit():
             log.info("Approver chat %r is not a Telegram chat id; it gets no command menu", chat)
             continue
         in_chat = menu(ids.scopes_for("telegram", ChatUser(""), chat))
         plan.append((BotCommandScopeChat(int(chat)), in_chat, default))
-        plan += [(BotCommandScopeChatMember(int(chat), u),
-                  menu(ids.scopes_for("telegram", ChatUser(str(u)), chat)), in_chat) for u in users]
+        plan += [
+            (BotCommandScopeChatMember(int(chat), u), menu(ids.scopes_for("telegram", ChatUser(str(u)), chat)), in_chat)
+            for u in users
+        ]
     return plan
 
 
@@ -84,8 +87,9 @@ async def sync_menu(bot: Bot, plan: MenuPlan) -> int:
                 await bot.set_my_commands([BotCommand(c.command, c.description) for c in commands], scope=scope)
                 done += 1
         except Exception as exc:  # the menu is a convenience: the bot runs without it
-            log.warning("Could not set the Telegram command menu of %s: %s: %s", scope_text(scope),
-                        type(exc).__name__, exc)
+            log.warning(
+                "Could not set the Telegram command menu of %s: %s: %s", scope_text(scope), type(exc).__name__, exc
+            )
     return done
 
 

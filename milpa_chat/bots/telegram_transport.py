@@ -115,8 +115,9 @@ class TelegramTransport(Surface):
         payload = self._edit_renderer.render_message(message)
         part = payload.messages[0]
         try:
-            await self._retrying(lambda: self.bot.edit_message_text(
-                chat_id=ref.chat_id, message_id=int(ref.message_id), **_kwargs(part)))
+            await self._retrying(
+                lambda: self.bot.edit_message_text(chat_id=ref.chat_id, message_id=int(ref.message_id), **_kwargs(part))
+            )
         except BadRequest as exc:
             if _NOT_MODIFIED not in exc.message.lower():
                 raise
@@ -139,8 +140,13 @@ class TelegramTransport(Surface):
         in a group, addressed to them by name, ``selective``), answered by their next message."""
         who = inbound.user.display if inbound.chat_type != "private" else ""
         body = f"{who}: {text}" if who else text
-        sent = await self._retrying(lambda: self.bot.send_message(
-            inbound.chat_id, body[:4096], reply_markup=ForceReply(selective=True, input_field_placeholder="New value")))
+        sent = await self._retrying(
+            lambda: self.bot.send_message(
+                inbound.chat_id,
+                body[:4096],
+                reply_markup=ForceReply(selective=True, input_field_placeholder="New value"),
+            )
+        )
         return MessageRef(self.surface, inbound.chat_id, str(sent.message_id))
 
     # --------------------------------------------------------------- queries
@@ -174,9 +180,14 @@ class TelegramTransport(Surface):
         return await self._retrying(lambda: self.bot.send_message(chat_id, **_kwargs(part)))
 
     async def _send_document(self, chat_id: str, document: Document) -> None:
-        await self._retrying(lambda: self.bot.send_document(
-            chat_id, document.content, filename=document.filename,
-            caption="The full content, shortened in the message above."))
+        await self._retrying(
+            lambda: self.bot.send_document(
+                chat_id,
+                document.content,
+                filename=document.filename,
+                caption="The full content, shortened in the message above.",
+            )
+        )
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call``; on flood control wait the time Telegram asks (at most ``max_retry_wait``) and retry."""
@@ -209,8 +220,10 @@ def _kwargs(part: dict[str, Any]) -> dict[str, Any]:
     markup = part.get("reply_markup")
     if markup and markup.get("inline_keyboard"):
         kwargs["reply_markup"] = InlineKeyboardMarkup(
-            [[InlineKeyboardButton(b["text"], callback_data=b["callback_data"]) for b in row]
-             for row in markup["inline_keyboard"]]
+            [
+                [InlineKeyboardButton(b["text"], callback_data=b["callback_data"]) for b in row]
+                for row in markup["inline_keyboard"]
+            ]
         )
     return kwargs
 

@@ -36,8 +36,12 @@ __all__ = [
 def requester_user(a: Approval) -> ChatUser:
     """The person who asked, as their platform showed them."""
     user = a.data["requester"].get("user") or {}
-    return ChatUser(str(user.get("id") or a.requester_principal), str(user.get("name") or a.requester_name),
-                    user.get("username"), user.get("team"))
+    return ChatUser(
+        str(user.get("id") or a.requester_principal),
+        str(user.get("name") or a.requester_name),
+        user.get("username"),
+        user.get("team"),
+    )
 
 
 def requester_surface(a: Approval) -> str:
@@ -52,21 +56,29 @@ def requester_chat(a: Approval) -> str:
 
 def messages(a: Approval) -> list[MessageRef]:
     """The cards that were sent (cards whose first send has not happened yet are left out)."""
-    return [MessageRef(c["surface"], str(c["chat_id"]), str(c["message_id"]))
-            for c in a.data.get("cards", []) if c.get("message_id")]
+    return [
+        MessageRef(c["surface"], str(c["chat_id"]), str(c["message_id"]))
+        for c in a.data.get("cards", [])
+        if c.get("message_id")
+    ]
 
 
 def card_slots(targets: Iterable[tuple[str, str, str]]) -> list[dict[str, Any]]:
     """``(surface, chat_id, role)`` as the record's card entries, none sent yet."""
-    return [{"surface": sf, "chat_id": str(ch), "role": role, "message_id": None, "shown": None}
-            for sf, ch, role in targets]
+    return [
+        {"surface": sf, "chat_id": str(ch), "role": role, "message_id": None, "shown": None} for sf, ch, role in targets
+    ]
 
 
 def requester_fields(ctx: ToolContext) -> dict[str, Any]:
     """The requester's platform identity, from the context the identities gave them."""
     extra: Mapping[str, Any] = ctx.extra
-    return {"id": str(extra.get("user_id") or ctx.principal or ""), "name": str(extra.get("user_name") or ""),
-            "username": extra.get("user_username"), "team": extra.get("user_team")}
+    return {
+        "id": str(extra.get("user_id") or ctx.principal or ""),
+        "name": str(extra.get("user_name") or ""),
+        "username": extra.get("user_username"),
+        "team": extra.get("user_team"),
+    }
 
 
 def view(a: Approval, role: ApprovalRole = "approver") -> ApprovalView:
@@ -77,12 +89,24 @@ def view(a: Approval, role: ApprovalRole = "approver") -> ApprovalView:
     decided_at = d.get("decided_at")
     arguments = a.args if a.tool is not None else {"subject": d.get("subject"), **dict(d.get("payload") or {})}
     return ApprovalView(
-        id=a.id, kind=a.kind, tool=a.label, arguments=arguments, requester=requester_user(a).display,
-        requester_principal=a.requester_principal, expires_at=datetime.fromtimestamp(a.expires_at, UTC),
-        state=a.state, reason=d.get("reason"), mutating=bool(d.get("mutating", True)),
+        id=a.id,
+        kind=a.kind,
+        tool=a.label,
+        arguments=arguments,
+        requester=requester_user(a).display,
+        requester_principal=a.requester_principal,
+        expires_at=datetime.fromtimestamp(a.expires_at, UTC),
+        state=a.state,
+        reason=d.get("reason"),
+        mutating=bool(d.get("mutating", True)),
         decided_by=d.get("decided_by_name") or d.get("decided_by"),
         decided_at=None if decided_at is None else datetime.fromtimestamp(decided_at, UTC),
-        decided_via=d.get("decided_via"), decision_note=d.get("decision_note"), outcome=d.get("outcome"),
-        approvals_required=a.quorum, approved_by=tuple(v["name"] for v in a.votes), role=role,
-        digest=d.get("digest") if a.tool is not None else None, effect=d.get("effect"),
+        decided_via=d.get("decided_via"),
+        decision_note=d.get("decision_note"),
+        outcome=d.get("outcome"),
+        approvals_required=a.quorum,
+        approved_by=tuple(v["name"] for v in a.votes),
+        role=role,
+        digest=d.get("digest") if a.tool is not None else None,
+        effect=d.get("effect"),
     )

@@ -112,8 +112,9 @@ class Assistant:
             VerificationTool(
                 registry.verifier, request_scopes=["verification:request"], approver_scopes=["verification:approve"]
             ).register(registry)
-        self.outbox = ApprovalOutbox(self.approvals, self.transports, present=self._present_result,
-                                     resume=self.resume_agent)
+        self.outbox = ApprovalOutbox(
+            self.approvals, self.transports, present=self._present_result, resume=self.resume_agent
+        )
         self.flows = ApprovalFlows(self.approvals, self.outbox, run=self._run_approval, context_for=self.context_for)
         self.approvals.openers.append(self._route)
         self.approvals.reminders.append(self._nudge_cards)
@@ -152,8 +153,13 @@ class Assistant:
     def knows_action(self, action: str) -> bool:
         """Whether a button's action is the assistant's: a decision, a page, "Show all", or a tool's detail action."""
         grants = self.grants is not None and self.grants.knows_action(action)
-        return (grants or action in APPROVAL_ACTIONS or action in EDIT_ACTIONS or action in ("page", cards.SHOW_ALL)
-                or action in self.registry)
+        return (
+            grants
+            or action in APPROVAL_ACTIONS
+            or action in EDIT_ACTIONS
+            or action in ("page", cards.SHOW_ALL)
+            or action in self.registry
+        )
 
     # ------------------------------------------------------------------ events
     async def handle(self, inbound: Inbound, transport: Transport | None = None) -> None:
@@ -170,9 +176,16 @@ class Assistant:
             await self._dispatch(inbound, transport)
         except Exception as exc:  # a store or a plug-in failed: tell the person in the chat, log once
             told = await self._tell_failure(inbound, transport) or await _last_resort(transport, inbound, exc)
-            log.error("Handling a %s %s on %s failed (%s): %s: %s", inbound.kind, inbound.delivery_id or "-",
-                      inbound.surface, "the person was told" if told else "nobody could be told",
-                      type(exc).__name__, exc, exc_info=exc)
+            log.error(
+                "Handling a %s %s on %s failed (%s): %s: %s",
+                inbound.kind,
+                inbound.delivery_id or "-",
+                inbound.surface,
+                "the person was told" if told else "nobody could be told",
+                type(exc).__name__,
+                exc,
+                exc_info=exc,
+            )
 
     async def _dispatch(self, inbound: Inbound, transport: Transport) -> None:
         if inbound.delivery_id is not None and not await self._first_delivery(inbound):
@@ -220,8 +233,9 @@ class Assistant:
             else:
                 await transport.send(inbound.chat_id, cards.text(FAILED_MESSAGE, tone="error"))
         except Exception as exc:
-            log.debug("Could not tell %s chat %s about the failure: %s", inbound.surface, inbound.chat_id,
-                      type(exc).__name__)
+            log.debug(
+                "Could not tell %s chat %s about the failure: %s", inbound.surface, inbound.chat_id, type(exc).__name__
+            )
             return False
         return True
 
@@ -245,8 +259,16 @@ class Assistant:
 
         Not durable (no wait for the disk): losing a key to a power cut only lets that one redelivery be
         handled again (a card or a reply twice); a tool with effects still waits for its approval."""
-        return await self.store.insert("deliveries", f"{inbound.surface}:{inbound.delivery_id}",
-                                       {"chat": inbound.chat_id}, ttl=7 * 86400, durable=False) is not None
+        return (
+            await self.store.insert(
+                "deliveries",
+                f"{inbound.surface}:{inbound.delivery_id}",
+                {"chat": inbound.chat_id},
+                ttl=7 * 86400,
+                durable=False,
+            )
+            is not None
+        )
 
     # ------------------------------------------------------------------- tools
     async def run_tool(
@@ -303,12 +325,17 @@ class Assistant:
         route = approval.route
         transport = self.transports.get(route["surface"]) if route else None
         ctx = self.requester_context(approval)
-        return await typing_while(transport, route["chat_id"] if route else "",
-                                  self.registry.run_approval(approval, ctx, follow=False), after=self.typing_after)
+        return await typing_while(
+            transport,
+            route["chat_id"] if route else "",
+            self.registry.run_approval(approval, ctx, follow=False),
+            after=self.typing_after,
+        )
 
     async def _present_result(self, transport: Transport, chat_id: str, approval: Approval, result: ToolResult) -> None:
-        await self.present(transport, chat_id, approval.tool or "", approval.args, self.requester_context(approval),
-                           result)
+        await self.present(
+            transport, chat_id, approval.tool or "", approval.args, self.requester_context(approval), result
+        )
 
     async def resume_agent(self, approval: Approval, result: ToolResult | None) -> None:
         """Hand a decided approval back to the agent run waiting on it, and post the agent's answer.
@@ -343,8 +370,16 @@ class Assistant:
         return await typing_while(transport, chat_id, self.registry.call(name, args, ctx), after=self.typing_after)
 
     async def present(
-        self, transport: Transport, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext,
-        result: ToolResult, *, edit: MessageRef | None = None, view: str | None = None,
+        self,
+        transport: Transport,
+        chat_id: str,
+        name: str,
+        args: dict[str, Any],
+        ctx: ToolContext,
+        result: ToolResult,
+        *,
+        edit: MessageRef | None = None,
+        view: str | None = None,
     ) -> MessageRef | None:
         """Send (or edit in place) a result; paginated results get page buttons bound to a stored view
         (``view``: the view of the message being paged, whose buttons then stay bound to it)."""
@@ -353,8 +388,9 @@ class Assistant:
         elif result.pagination is not None:
             view = secrets.token_urlsafe(9)
             # a page view lost on a power cut only makes its page buttons say "no longer available"
-            await self.store.put("views", view, {"tool": name, "args": args, "principal": ctx.principal},
-                                 ttl=7 * 86400, durable=False)
+            await self.store.put(
+                "views", view, {"tool": name, "args": args, "principal": ctx.principal}, ttl=7 * 86400, durable=False
+            )
             result = result.with_meta(ref=view)
         message = cards.result_message(result)
         if edit is not None:

@@ -73,8 +73,10 @@ def approval_message(
         errors = unreached(approval, failing)
         if errors:
             why = _reason(errors[0])
-            note = Note(f"No approver could be reached yet: the approvers' card could not be posted ({why}). "
-                        "It is tried again; tell an approver yourself if it cannot wait.")
+            note = Note(
+                f"No approver could be reached yet: the approvers' card could not be posted ({why}). "
+                "It is tried again; tell an approver yourself if it cannot wait."
+            )
         else:
             note = Note("Waiting for an approver — you will be told here when it is decided.")
         message = Message((*message.blocks, note), message.summary, message.tone, message.truncated, message.full)
@@ -90,8 +92,11 @@ def with_show_all(approval: Approval, message: Message) -> Message:
     instead of attaching the whole document to the card, and again to each of its edits."""
     if not message.truncated:
         return message
-    blocks = (*message.blocks, Note("Some values are shortened here; 📄 Show all shows every argument."),
-              Actions.row(Button("📄 Show all", SHOW_ALL, approval.id)))
+    blocks = (
+        *message.blocks,
+        Note("Some values are shortened here; 📄 Show all shows every argument."),
+        Actions.row(Button("📄 Show all", SHOW_ALL, approval.id)),
+    )
     return Message(blocks, message.summary, message.tone, False, message.full)
 
 
@@ -105,8 +110,9 @@ def all_arguments(approval: Approval) -> Message:
     from milpa_chat.renderers.model import Code, Document, LazyDocument
 
     shown = redacted_plain(view(approval).arguments)
-    document = LazyDocument("arguments.json",
-                            lambda: Document("arguments.json", json_document(shown), "application/json"))
+    document = LazyDocument(
+        "arguments.json", lambda: Document("arguments.json", json_document(shown), "application/json")
+    )
     title = f"All arguments: {approval.label}"
     return Message((Heading(title, "📄"), Code(json_text(shown), "json")), title, "info", False, document)
 
@@ -138,7 +144,7 @@ def may_edit(approval: Approval, role: str) -> bool:
 
 
 def edit_button(approval: Approval, role: str) -> Button | None:
-    """"✏️ Edit" on the copies of a pending card whose holder may edit it (an outbox extra, see
+    """ "✏️ Edit" on the copies of a pending card whose holder may edit it (an outbox extra, see
     ``Assistant(edits=True)``); who really may edit is checked on the tap."""
     return Button("✏️ Edit", "edit", button_ref(approval)) if may_edit(approval, role) else None
 
@@ -151,8 +157,9 @@ def edit_lines(approval: Approval) -> list[str]:
     lines = []
     for rev in approval.revisions[-SHOWN_REVISIONS:]:
         shown = redacted_plain({k: {"old": old, "new": new} for k, (old, new) in rev["changes"].items()})
-        fields = "; ".join(f"{k}: {_short(json_text(d['old'], None))} → {_short(json_text(d['new'], None))}"
-                           for k, d in shown.items())
+        fields = "; ".join(
+            f"{k}: {_short(json_text(d['old'], None))} → {_short(json_text(d['new'], None))}" for k, d in shown.items()
+        )
         lines.append(f"Edited by {rev.get('by_name') or rev.get('by')} via {rev.get('via')}: {fields}")
     return lines
 
@@ -170,9 +177,15 @@ def versioned(approval: Approval, role: str, message: Message) -> Message:
     blocks: list[Block] = []
     for block in message.blocks:
         if isinstance(block, Actions):
-            block = Actions(tuple(tuple(Button(b.label, b.action, ref, b.style)
-                                        if b.action in VERSIONED and b.ref == approval.id else b for b in row)
-                                  for row in block.rows))
+            block = Actions(
+                tuple(
+                    tuple(
+                        Button(b.label, b.action, ref, b.style) if b.action in VERSIONED and b.ref == approval.id else b
+                        for b in row
+                    )
+                    for row in block.rows
+                )
+            )
         elif isinstance(block, Paragraph) and approval.revision and _is_arguments_heading(block):
             blocks += [Note(line) for line in edit_lines(approval)]
         blocks.append(block)
@@ -192,8 +205,12 @@ def risk_noted(approval: Approval, message: Message) -> Message:
     notes = [Note(f"High risk ({tier.get('why')}): approving needs a typed reason.")]
     fast = approval.data.get("second_approver")
     if fast:
-        notes.append(Note(f"Approved after {fast['seconds']:.0f} s, faster than the card can be read "
-                          f"({fast['limit']:.0f} s): a second approver must also approve."))
+        notes.append(
+            Note(
+                f"Approved after {fast['seconds']:.0f} s, faster than the card can be read "
+                f"({fast['limit']:.0f} s): a second approver must also approve."
+            )
+        )
     blocks = list(message.blocks)
     at = next((i for i, b in enumerate(blocks) if isinstance(b, Actions)), len(blocks))
     blocks[at:at] = notes

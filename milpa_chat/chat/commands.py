@@ -112,7 +112,7 @@ def parse_arguments(rest: str, schema: dict[str, Any]) -> dict[str, Any]:
                 f"the arguments look like JSON but do not parse ({exc.msg}, column {exc.colno})"
             ) from exc
         if not isinstance(value, dict):
-            raise CommandError("JSON arguments must be an object, like {\"page\": 2}")
+            raise CommandError('JSON arguments must be an object, like {"page": 2}')
         return value
     try:
         words = shlex.split(rest)

@@ -55,8 +55,10 @@ PROMPTS = "edit_prompts"
 MAX_PROMPTS = 1000
 #: A prompt waits at most this long (and never past its request's expiry).
 PROMPT_TTL = 86400.0
-NO_LONGER_OPEN = ("That question is no longer open (it was answered, stopped, or its request was decided or "
-                  "expired); nothing was changed. Tap Edit on the card to start again.")
+NO_LONGER_OPEN = (
+    "That question is no longer open (it was answered, stopped, or its request was decided or "
+    "expired); nothing was changed. Tap Edit on the card to start again."
+)
 
 
 def value_text(value: Any) -> str:
@@ -80,8 +82,16 @@ def edit_fields(approval: Approval, schema: Mapping[str, Any]) -> list[EditField
             continue
         prop = prop if isinstance(prop, Mapping) else {}
         label = str(prop.get("title") or name)[:75]
-        out.append(EditField(name, label, str(prop.get("description") or "")[:150], name not in required,
-                             value_text(args.get(name)), prop))
+        out.append(
+            EditField(
+                name,
+                label,
+                str(prop.get("description") or "")[:150],
+                name not in required,
+                value_text(args.get(name)),
+                prop,
+            )
+        )
     return out
 
 
@@ -110,13 +120,23 @@ class _Prompt:
     until: float = 0.0  # the store's clock: when it stops waiting
 
     def to_dict(self) -> dict[str, Any]:
-        return {"approval_id": self.approval_id, "revision": self.revision, "field": self.field,
-                "message_id": self.message_id, "until": self.until}
+        return {
+            "approval_id": self.approval_id,
+            "revision": self.revision,
+            "field": self.field,
+            "message_id": self.message_id,
+            "until": self.until,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> _Prompt:
-        return cls(str(d["approval_id"]), int(d["revision"]), str(d.get("field") or ""),
-                   str(d.get("message_id") or ""), float(d.get("until") or 0.0))
+        return cls(
+            str(d["approval_id"]),
+            int(d["revision"]),
+            str(d.get("field") or ""),
+            str(d.get("message_id") or ""),
+            float(d.get("until") or 0.0),
+        )
 
 
 Key = tuple[str, str, str]
@@ -135,23 +155,31 @@ def _replied_to(inbound: Inbound) -> tuple[str, bool, str] | None:
     message = raw.get("message") if isinstance(raw, Mapping) else getattr(raw, "message", None)
     if message is None:
         return None
-    replied = (message.get("reply_to_message") if isinstance(message, Mapping)
-               else getattr(message, "reply_to_message", None))
+    replied = (
+        message.get("reply_to_message") if isinstance(message, Mapping) else getattr(message, "reply_to_message", None)
+    )
     if replied is None:
         return None
     if isinstance(replied, Mapping):
         sender = replied.get("from") or {}
         return (str(replied.get("message_id", "")), bool(sender.get("is_bot")), str(replied.get("text") or ""))
     sender = getattr(replied, "from_user", None)
-    return (str(getattr(replied, "message_id", "")), bool(getattr(sender, "is_bot", False)),
-            str(getattr(replied, "text", None) or ""))
+    return (
+        str(getattr(replied, "message_id", "")),
+        bool(getattr(sender, "is_bot", False)),
+        str(getattr(replied, "text", None) or ""),
+    )
 
 
 class ApprovalEditor:
     """The Edit button, reply prompts and form submissions, each ending in :meth:`ApprovalDesk.amend`."""
 
     def __init__(
-        self, desk: ApprovalDesk, registry: ToolRegistry, *, context_for: Callable[[Inbound], ToolContext],
+        self,
+        desk: ApprovalDesk,
+        registry: ToolRegistry,
+        *,
+        context_for: Callable[[Inbound], ToolContext],
         edits: bool = True,
     ) -> None:
         self.desk = desk
@@ -226,8 +254,11 @@ class ApprovalEditor:
         record = _Prompt(approval.id, approval.revision, field, "", now + ttl)
         held = await store.put(PROMPTS, _store_key(key), record.to_dict(), ttl=ttl)
         self._remember(key, record)
-        sent = (await transport.prompt(inbound, text) if transport.traits.prompts
-                else await transport.send(inbound.chat_id, cards.text(text)))
+        sent = (
+            await transport.prompt(inbound, text)
+            if transport.traits.prompts
+            else await transport.send(inbound.chat_id, cards.text(text))
+        )
         message_id = sent.message_id if sent is not None else ""
         if message_id:  # unless it was answered already (a compare-and-set on the version just written)
             record = _Prompt(approval.id, approval.revision, field, message_id, now + ttl)
@@ -242,8 +273,12 @@ class ApprovalEditor:
             return None
         aid, revision = parse_ref(ref)
         approval = await self.desk.get(aid)
-        if (approval is None or approval.state != "pending" or revision != approval.revision
-                or (approval.data.get("risk") or {}).get("level") != "high"):
+        if (
+            approval is None
+            or approval.state != "pending"
+            or revision != approval.revision
+            or (approval.data.get("risk") or {}).get("level") != "high"
+        ):
             return None
         try:
             check_approver(approval, ctx)
@@ -266,8 +301,9 @@ class ApprovalEditor:
     ) -> Change:
         """Approve the version ``ref`` names, as ``ctx``, with the typed ``reason`` (the one decision path)."""
         aid, revision = parse_ref(ref)
-        return await self.desk.decide(aid, "approve", ctx, via=via, note=reason.strip() or None, follow=follow,
-                                      revision=revision)
+        return await self.desk.decide(
+            aid, "approve", ctx, via=via, note=reason.strip() or None, follow=follow, revision=revision
+        )
 
     def _remember(self, key: Key, prompt: _Prompt) -> None:
         self._prompts[key] = prompt
@@ -307,12 +343,21 @@ class ApprovalEditor:
         store = self.desk.store
         replied = _replied_to(inbound)
         held = await store.get(PROMPTS, _store_key(key))
-        if held is not None and replied is not None and PROMPT_TAIL in replied[2] and held.value.get("message_id") \
-                and replied[0] != str(held.value["message_id"]):  # a reply to another (older) prompt
+        if (
+            held is not None
+            and replied is not None
+            and PROMPT_TAIL in replied[2]
+            and held.value.get("message_id")
+            and replied[0] != str(held.value["message_id"])
+        ):  # a reply to another (older) prompt
             self._remember(key, _Prompt.from_dict(held.value))  # the latest one still waits
-            await transport.send(inbound.chat_id, cards.text(
-                "You replied to an earlier question; nothing was changed. Reply to the latest one, or "
-                f"{CANCEL}.", tone="error"))
+            await transport.send(
+                inbound.chat_id,
+                cards.text(
+                    f"You replied to an earlier question; nothing was changed. Reply to the latest one, or {CANCEL}.",
+                    tone="error",
+                ),
+            )
             return
         taken = await store.take(PROMPTS, _store_key(key)) if held is not None else None
         if taken is None:  # answered meanwhile (another worker, a double delivery), stopped, or expired
@@ -327,9 +372,14 @@ class ApprovalEditor:
         if approval is not None and approval.state == "pending" and approval.revision != prompt.revision:
             last = approval.revisions[-1] if approval.revisions else {}
             who, what = last.get("by_name") or "someone", ", ".join(last.get("changes", {})) or "its arguments"
-            await transport.send(inbound.chat_id, cards.text(
-                f"The request changed since you were asked: {who} edited {what}. Nothing was changed; decide "
-                "on the updated card (tap Edit there to change it again).", tone="error"))
+            await transport.send(
+                inbound.chat_id,
+                cards.text(
+                    f"The request changed since you were asked: {who} edited {what}. Nothing was changed; decide "
+                    "on the updated card (tap Edit there to change it again).",
+                    tone="error",
+                ),
+            )
             return
         ctx = self.context_for(inbound)
         ref = f"{prompt.approval_id}.{prompt.revision}"
@@ -366,7 +416,7 @@ class ApprovalEditor:
 def _chooser(approval: Approval, fields: list[EditField]) -> Message:
     ref = cards.button_ref(approval)
     buttons = [Button(_label(f), "edit_field", f"{ref}.{i}") for i, f in enumerate(fields[:20])]
-    rows = tuple(tuple(buttons[i:i + 2]) for i in range(0, len(buttons), 2))
+    rows = tuple(tuple(buttons[i : i + 2]) for i in range(0, len(buttons), 2))
     body = f"Edit {approval.label}: which value do you want to change?"
     return Message((Paragraph.of(body), Actions(rows)), body)
 

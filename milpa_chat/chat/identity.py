@@ -70,8 +70,10 @@ class Identities:
         for caller, person in self.people.items():
             surface, _, rest = person.partition(":")
             if surface not in ("telegram", "slack") or not rest or (surface == "slack" and ":" not in rest):
-                raise ValueError(f"[people] {caller!r} must name a chat user as 'telegram:<user id>' or "
-                                 f"'slack:<team>:<user>', got {person!r}")
+                raise ValueError(
+                    f"[people] {caller!r} must name a chat user as 'telegram:<user id>' or "
+                    f"'slack:<team>:<user>', got {person!r}"
+                )
         for where, entries in (("users", self.users), ("chats", self.chats)):
             for key, values in entries.items():
                 if isinstance(values, str) or not all(isinstance(v, str) for v in values):
@@ -83,14 +85,16 @@ class Identities:
         known = {"roles", "users", "chats", "defaults", "approvers", "escalation", "people"}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(
-                f"unknown identity section(s) {sorted(unknown)}; the known ones are {sorted(known)}"
-            )
+            raise ValueError(f"unknown identity section(s) {sorted(unknown)}; the known ones are {sorted(known)}")
         defaults = data.get("defaults", {})
         return cls(
-            roles=data.get("roles"), users=data.get("users"), chats=data.get("chats"),
-            default_scopes=defaults.get("scopes", ()), approvers=data.get("approvers"),
-            escalation=data.get("escalation"), people=data.get("people"),
+            roles=data.get("roles"),
+            users=data.get("users"),
+            chats=data.get("chats"),
+            default_scopes=defaults.get("scopes", ()),
+            approvers=data.get("approvers"),
+            escalation=data.get("escalation"),
+            people=data.get("people"),
         )
 
     @classmethod
@@ -128,8 +132,14 @@ class Identities:
             principal=principal_for(surface, user),
             channel=surface,
             scopes=self.scopes_for(surface, user, chat_id),
-            extra={"chat_id": chat_id, "user_id": user.id, "user_name": user.display,
-                   "user_username": user.username, "user_team": user.team, **extra},
+            extra={
+                "chat_id": chat_id,
+                "user_id": user.id,
+                "user_name": user.display,
+                "user_username": user.username,
+                "user_team": user.team,
+                **extra,
+            },
         )
 
     def person_context(self, principal: str | None) -> ToolContext | None:

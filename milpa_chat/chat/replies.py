@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.result import ToolResult
 
 __all__ = [
-    "approval_stats", "denial", "examples", "help_message", "identity_line", "privately", "refusal", "start_message",
+    "approval_stats",
+    "denial",
+    "examples",
+    "help_message",
+    "identity_line",
+    "privately",
+    "refusal",
+    "start_message",
 ]
 
 #: Result codes shown to the actor alone: what they may not do, or how they wrote it wrong.
@@ -72,9 +79,11 @@ def examples(summaries: Sequence[Mapping[str, Any]], prefix: str = "/") -> tuple
     """The three ways to write arguments, each shown with one of ``summaries`` (the actor's own tools)."""
     with_props = [s for s in summaries if s["inputSchema"].get("properties")]
     if not with_props:
-        return (f"{prefix}<tool> 5 \"two words\" — values in parameter order",
-                f"{prefix}<tool> name=\"two words\" page=2 — named values",
-                f"{prefix}<tool> {{\"name\": \"two words\"}} — a JSON object")
+        return (
+            f'{prefix}<tool> 5 "two words" — values in parameter order',
+            f'{prefix}<tool> name="two words" page=2 — named values',
+            f'{prefix}<tool> {{"name": "two words"}} — a JSON object',
+        )
     required = [s for s in with_props if s["inputSchema"].get("required")] or with_props
     first = required[0]
     schema = first["inputSchema"]
@@ -85,17 +94,21 @@ def examples(summaries: Sequence[Mapping[str, Any]], prefix: str = "/") -> tuple
     chosen = list(props)[:2]
     named = " ".join(f"{p}={_word(_sample(props[p]))}" for p in chosen)
     as_json = json.dumps({chosen[0]: _sample(props[chosen[0]])}, ensure_ascii=False)
-    return (f"{prefix}{first['name']} {positional} — values in parameter order",
-            f"{prefix}{named_tool['name']} {named} — named values",
-            f"{prefix}{named_tool['name']} {as_json} — a JSON object")
+    return (
+        f"{prefix}{first['name']} {positional} — values in parameter order",
+        f"{prefix}{named_tool['name']} {named} — named values",
+        f"{prefix}{named_tool['name']} {as_json} — a JSON object",
+    )
 
 
 def identity_line(ctx: ToolContext) -> str:
     """Who the actor is here, and what they hold (what an administrator needs to grant them more)."""
     if ctx.scopes:
         return f"You are {ctx.principal}, with the scopes {', '.join(ctx.scopes)}."
-    return (f"You are {ctx.principal} and hold no scopes here yet: ask an administrator to give "
-            f"{ctx.principal} a role in the identities.")
+    return (
+        f"You are {ctx.principal} and hold no scopes here yet: ask an administrator to give "
+        f"{ctx.principal} a role in the identities."
+    )
 
 
 def help_message(name: str, prefix: str, summaries: Sequence[Mapping[str, Any]]) -> Message:
@@ -126,13 +139,16 @@ def denial(name: str, definition: ToolDefinition | None, ctx: ToolContext, reaso
     if scopes and not ctx.has_any_scope(scopes):
         needs = scopes[0] if len(scopes) == 1 else "one of " + ", ".join(scopes)
         held = f"the scopes {', '.join(ctx.scopes)}" if ctx.scopes else "no scopes"
-        return (f"{prefix}{name} needs the scope {needs}. You are {ctx.principal}, with {held}: ask an "
-                f"administrator to grant {scopes[0]} to {ctx.principal}.")
+        return (
+            f"{prefix}{name} needs the scope {needs}. You are {ctx.principal}, with {held}: ask an "
+            f"administrator to grant {scopes[0]} to {ctx.principal}."
+        )
     return f"{reason.rstrip('.')}. (You are {ctx.principal}.)"
 
 
-def refusal(result: ToolResult, name: str, definition: ToolDefinition | None, ctx: ToolContext,
-            prefix: str = "/") -> Message | None:
+def refusal(
+    result: ToolResult, name: str, definition: ToolDefinition | None, ctx: ToolContext, prefix: str = "/"
+) -> Message | None:
     """The private answer to a refused call (denied, or its arguments did not validate), else ``None``."""
     code = result.code
     if result.success or code not in REFUSALS:

@@ -18,8 +18,15 @@ __all__ = ["approver_targets", "nudge_cards", "route"]
 Targets = list[tuple[str, str, str]]
 
 
-def route(value: dict[str, Any], ctx: ToolContext, identities: Identities, transports: Mapping[str, object],
-          registry: ToolRegistry, *, tiers: Mapping[str, Any] | None = None) -> None:
+def route(
+    value: dict[str, Any],
+    ctx: ToolContext,
+    identities: Identities,
+    transports: Mapping[str, object],
+    registry: ToolRegistry,
+    *,
+    tiers: Mapping[str, Any] | None = None,
+) -> None:
     """Opener: where a new approval is shown and where its requester is told (chat users only).
 
     ``tiers`` (risk tiers on): a verification records its tool's tier (``risk``: ``level``, ``why`` and
@@ -36,7 +43,8 @@ def route(value: dict[str, Any], ctx: ToolContext, identities: Identities, trans
         if alone:
             value.setdefault("notices", []).append(
                 "No approver chat or approver is configured for this request here: an approver can decide "
-                "on this card when they see it.")
+                "on this card when they see it."
+            )
     value.update(route=where, cards=card_slots(targets), auto_run=where is not None)
     definition = registry.get(value["tool"]) if value.get("tool") else None
     if definition is not None:

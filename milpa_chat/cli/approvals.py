@@ -44,12 +44,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common
     p_show = actions.add_parser("show", help="one approval: what runs, who asked, who decided, what happened")
     p_show.add_argument("id", help="the approval id (milpa-chat approvals lists them)")
     for verb in ("approve", "reject"):
-        p_verb = actions.add_parser(verb, help=f"{verb} one as --as PRINCIPAL (the requester cannot {verb} "
-                                    "their own)")
+        p_verb = actions.add_parser(verb, help=f"{verb} one as --as PRINCIPAL (the requester cannot {verb} their own)")
         p_verb.add_argument("id", help="the approval id (milpa-chat approvals lists them)")
         p_verb.add_argument("--note", default=None, help="why (shown on every card)")
-        p_verb.add_argument("--tools", default=None, help="pkg.mod:obj holding the tool that runs once approved "
-                            "(default: the demo tools)")
+        p_verb.add_argument(
+            "--tools",
+            default=None,
+            help="pkg.mod:obj holding the tool that runs once approved (default: the demo tools)",
+        )
     for parser in (p, p_list, p_show, *[actions.choices[v] for v in ("approve", "reject")]):
         if common is not None:
             common(parser)
@@ -66,8 +68,12 @@ def _list_options(p: argparse.ArgumentParser, default: Any) -> None:
     kw: dict[str, Any] = {} if default is None else {"default": default}
     p.add_argument("--all", action="store_true", help="decided ones too (default: open ones)", **kw)
     p.add_argument("--stats", action="store_true", help="how each approver decided (last --days days)", **kw)
-    p.add_argument("--days", type=float, help="the window of --stats (default 30)",
-                   **({"default": 30.0} if default is None else kw))
+    p.add_argument(
+        "--days",
+        type=float,
+        help="the window of --stats (default 30)",
+        **({"default": 30.0} if default is None else kw),
+    )
 
 
 def _when(ts: float | None) -> str:
@@ -100,8 +106,9 @@ async def _list(desk: ApprovalDesk, store: Store, ns: argparse.Namespace) -> int
         print("No open approvals." if not ns.all else "No approvals.")
     for a in sorted(shown, key=lambda a: float(a.data.get("created_at", 0))):
         votes = f", {len(a.votes)} of {a.quorum} approvals" if a.kind == "verification" else ""
-        print(f"{a.id}  {a.state:<16} {a.kind:<12} {a.label}  by {a.requester_name}{votes}, "
-              f"expires {_when(a.expires_at)}")
+        print(
+            f"{a.id}  {a.state:<16} {a.kind:<12} {a.label}  by {a.requester_name}{votes}, expires {_when(a.expires_at)}"
+        )
     return 0
 
 
@@ -109,25 +116,36 @@ def show_lines(a: Approval) -> list[str]:
     """What ``approvals show`` prints about one approval."""
     v = a.data
     r = v["requester"]
-    lines = [f"{a.id}  {a.kind} of {a.label}: {a.state}",
-             f"  summary:    {v.get('summary') or '-'}",
-             f"  arguments:  {json.dumps(a.args, ensure_ascii=False, sort_keys=True)}  (digest {v.get('digest')})",
-             f"  requested:  by {r.get('name') or r.get('principal')} ({r.get('principal')}, via {r.get('channel')}) "
-             f"at {_when(v.get('created_at'))}; expires {_when(a.expires_at)}"]
+    lines = [
+        f"{a.id}  {a.kind} of {a.label}: {a.state}",
+        f"  summary:    {v.get('summary') or '-'}",
+        f"  arguments:  {json.dumps(a.args, ensure_ascii=False, sort_keys=True)}  (digest {v.get('digest')})",
+        f"  requested:  by {r.get('name') or r.get('principal')} ({r.get('principal')}, via {r.get('channel')}) "
+        f"at {_when(v.get('created_at'))}; expires {_when(a.expires_at)}",
+    ]
     if a.kind == "verification":
         policy = v.get("policy", {})
         who = ", ".join(policy.get("approver_scopes") or ()) or "anyone identified"
-        lines.append(f"  approvers:  {who}; {len(a.votes)} of {a.quorum} approvals"
-                     f"{'; four-eyes' if policy.get('four_eyes') else ''}")
+        lines.append(
+            f"  approvers:  {who}; {len(a.votes)} of {a.quorum} approvals"
+            f"{'; four-eyes' if policy.get('four_eyes') else ''}"
+        )
     for vote in a.votes:
         note = f" — {vote['note']}" if vote.get("note") else ""
-        lines.append(f"  approved:   by {vote.get('name')} ({vote.get('principal')}, via {vote.get('via')}) "
-                     f"at {_when(vote.get('at'))}{note}")
-    if v.get("decided_by") and a.state not in ("pending",) and not (a.votes and v["decided_by"] == a.votes[-1].get(
-            "principal")):
+        lines.append(
+            f"  approved:   by {vote.get('name')} ({vote.get('principal')}, via {vote.get('via')}) "
+            f"at {_when(vote.get('at'))}{note}"
+        )
+    if (
+        v.get("decided_by")
+        and a.state not in ("pending",)
+        and not (a.votes and v["decided_by"] == a.votes[-1].get("principal"))
+    ):
         note = f" — {v['decision_note']}" if v.get("decision_note") else ""
-        lines.append(f"  decided:    by {v.get('decided_by_name')} ({v['decided_by']}, via {v.get('decided_via')}) "
-                     f"at {_when(v.get('decided_at'))}{note}")
+        lines.append(
+            f"  decided:    by {v.get('decided_by_name')} ({v['decided_by']}, via {v.get('decided_via')}) "
+            f"at {_when(v.get('decided_at'))}{note}"
+        )
     if a.tool is not None:
         lines.append(f"  runs:       {int(v.get('attempt', 0))} time(s)")
     if v.get("outcome"):
@@ -141,8 +159,9 @@ async def _show(desk: ApprovalDesk, approval_id: str) -> int:
 
 
 async def cmd_decide(ns: argparse.Namespace) -> int:
-    print("milpa-chat: decide is deprecated; use milpa-chat approvals approve|reject ID --as PRINCIPAL",
-          file=sys.stderr)
+    print(
+        "milpa-chat: decide is deprecated; use milpa-chat approvals approve|reject ID --as PRINCIPAL", file=sys.stderr
+    )
     decision = ns.decision.replace("-", "_")
     store = open_cli_store(ns.store)
     try:

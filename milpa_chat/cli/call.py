@@ -21,8 +21,9 @@ def _parse_args(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CliError(f"--args is not valid JSON ({exc.msg} at column {exc.colno}); "
-                       "example: --args '{\"note_id\": 5}'") from exc
+        raise CliError(
+            f"--args is not valid JSON ({exc.msg} at column {exc.colno}); example: --args '{{\"note_id\": 5}}'"
+        ) from exc
     if not isinstance(value, dict):
         raise CliError(f"--args must be a JSON object like '{{\"page\": 1}}', got {type(value).__name__}")
     return value
@@ -43,8 +44,15 @@ async def cmd_call(ns: argparse.Namespace) -> int:
     async with session(ns.tools, ns) as (registry, ctx):
         if ns.help:
             return _call_help(registry, ns.name)
-        return await execute(registry, ns.name, _parse_args(ns.args), plan=ns.plan, yes=ns.yes, ctx=ctx,
-                             where=same_place(ns.tools, ns.store))
+        return await execute(
+            registry,
+            ns.name,
+            _parse_args(ns.args),
+            plan=ns.plan,
+            yes=ns.yes,
+            ctx=ctx,
+            where=same_place(ns.tools, ns.store),
+        )
 
 
 def _call_help(registry: ToolRegistry, name: str) -> int:
@@ -54,9 +62,16 @@ def _call_help(registry: ToolRegistry, name: str) -> int:
     return 0
 
 
-
-async def execute(registry: ToolRegistry, name: str, args: dict[str, Any], *, plan: bool, yes: bool,
-                  ctx: ToolContext | None = None, where: str = "") -> int:
+async def execute(
+    registry: ToolRegistry,
+    name: str,
+    args: dict[str, Any],
+    *,
+    plan: bool,
+    yes: bool,
+    ctx: ToolContext | None = None,
+    where: str = "",
+) -> int:
     """Call ``name`` through the pipeline as ``ctx`` (the local shell by default); ask before a confirm
     tool runs (unless ``yes``). ``where``: the options naming the tools and store, for the hints."""
     ctx = ctx or ToolContext.cli()
@@ -75,7 +90,8 @@ async def execute(registry: ToolRegistry, name: str, args: dict[str, Any], *, pl
             return 1
     approval_id = result.meta.get("approval_id") if result.success else None
     if approval_id and result.meta.get("requires_verification") and not plan:
-        print(f"Another person decides it: milpa-chat approvals approve {approval_id} --as APPROVER{where} "
-              f"(or reject); milpa-chat approvals show {approval_id}")
+        print(
+            f"Another person decides it: milpa-chat approvals approve {approval_id} --as APPROVER{where} "
+            f"(or reject); milpa-chat approvals show {approval_id}"
+        )
     return 0 if result.success else 1
-

@@ -42,8 +42,10 @@ async def find(desk: ApprovalDesk, approval_id: str) -> Approval:
     """The approval ``approval_id``, or a usage error saying how to find the right id."""
     approval = await desk.get(approval_id)
     if approval is None:
-        raise CliError(f"no approval {approval_id!r} in this store; milpa-chat approvals --all lists them "
-                       "(is --store the store the request was made on?)")
+        raise CliError(
+            f"no approval {approval_id!r} in this store; milpa-chat approvals --all lists them "
+            "(is --store the store the request was made on?)"
+        )
     return approval
 
 
@@ -52,27 +54,35 @@ def _decider(identity: CliIdentity, decision: str, *, shell: bool) -> ToolContex
         return identity.context()
     if shell:
         return ToolContext.cli().with_extra(user_name=f"{getpass.getuser()} (local shell)")
-    raise CliError(f"approvals {decision} needs the approver: add --as PRINCIPAL (or set {PRINCIPAL_ENV}), "
-                   "with their scopes from --identities FILE or --scopes")
+    raise CliError(
+        f"approvals {decision} needs the approver: add --as PRINCIPAL (or set {PRINCIPAL_ENV}), "
+        "with their scopes from --identities FILE or --scopes"
+    )
 
 
 def _refusal(exc: ApprovalRefused, approval: Approval, ctx: ToolContext) -> Exception:
     text = str(exc).rstrip(".")
     if exc.code != "FORBIDDEN":  # decided already, expired, not a request approvers decide
         return CliError(f"{text}; milpa-chat approvals show {approval.id} tells its story")
-    fix = ("another principal decides: --as NAME" if "own request" in text else
-           "decide as another principal with --as, or give this one the approver scope in --identities or --scopes")
+    fix = (
+        "another principal decides: --as NAME"
+        if "own request" in text
+        else "decide as another principal with --as, or give this one the approver scope in --identities or --scopes"
+    )
     return CliError(f"{text} (you act as {ctx.principal}, scopes: {', '.join(ctx.scopes) or 'none'}); {fix}")
 
 
-def _runner(ns: argparse.Namespace, store: Store, approval: Approval, identity: CliIdentity) -> tuple[
-        ApprovalDesk, list[ToolResult]]:
+def _runner(
+    ns: argparse.Namespace, store: Store, approval: Approval, identity: CliIdentity
+) -> tuple[ApprovalDesk, list[ToolResult]]:
     """The desk of the registry that runs ``approval`` here once decided, and where its results go."""
     spec = getattr(ns, "tools", None) or DEFAULT_TOOLS
     registry = load_registry(spec, store)
     if approval.tool is None or not registry.has(approval.tool):
-        raise CliError(f"--tools {spec} has no tool {approval.tool!r}, which approval {approval.id} runs; "
-                       "pass the --tools the request was made with")
+        raise CliError(
+            f"--tools {spec} has no tool {approval.tool!r}, which approval {approval.id} runs; "
+            "pass the --tools the request was made with"
+        )
     return registry.approvals, runs_cli_approvals(registry, identity.requester)
 
 
@@ -97,9 +107,11 @@ async def cmd_verdict(ns: argparse.Namespace, decision: str, *, shell: bool = Fa
         for result in results:
             print(render(result))
         if not results and change.approval.state == "approved" and change.approval.tool is not None:
-            print("The assistant runs it at its next sweep, as the requester, and updates every card."
-                  if change.approval.data.get("auto_run") else
-                  "It runs when the requester calls it again (over MCP: approval_run).")
+            print(
+                "The assistant runs it at its next sweep, as the requester, and updates every card."
+                if change.approval.data.get("auto_run")
+                else "It runs when the requester calls it again (over MCP: approval_run)."
+            )
         current = await desk.get(approval.id)
         if current is not None and current.state != change.approval.state:
             print(f"Approval {approval.id} is now {current.state}.")

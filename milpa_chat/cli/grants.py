@@ -43,22 +43,34 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common
     p_show = actions.add_parser("show", help="one grant: its whole text, who signed it, its history")
     p_show.add_argument("id", help="the grant id (milpa-chat grants lists them)")
     parsers.append(p_show)
-    p_draft = actions.add_parser("draft", help="draft a grant from its JSON text (read strictly) and open its "
-                                 "signature; a grant that names supersedes replaces those grants once signed")
+    p_draft = actions.add_parser(
+        "draft",
+        help="draft a grant from its JSON text (read strictly) and open its "
+        "signature; a grant that names supersedes replaces those grants once signed",
+    )
     p_draft.add_argument("file", help="the grant's JSON text (- for standard input)")
-    p_draft.add_argument("--signer-may-be-drafter", action="store_true",
-                         help="let the person who drafts it sign it too (still a second, separate step)")
+    p_draft.add_argument(
+        "--signer-may-be-drafter",
+        action="store_true",
+        help="let the person who drafts it sign it too (still a second, separate step)",
+    )
     p_draft.add_argument("--note", default=None, help="shown with the request for a signature")
     parsers.append(p_draft)
-    helps = {"suspend": "stop a grant now (as --as PRINCIPAL, who may sign)",
-             "lift": "ask to lift a suspension (another signer decides it)",
-             "revoke": "take a grant out of force for good",
-             "sign": "sign a waiting grant, or approve a waiting lift (CHANGE: its approval id)",
-             "decline": "decline a waiting signature or lift (CHANGE: its approval id)"}
+    helps = {
+        "suspend": "stop a grant now (as --as PRINCIPAL, who may sign)",
+        "lift": "ask to lift a suspension (another signer decides it)",
+        "revoke": "take a grant out of force for good",
+        "sign": "sign a waiting grant, or approve a waiting lift (CHANGE: its approval id)",
+        "decline": "decline a waiting signature or lift (CHANGE: its approval id)",
+    }
     for verb, text in helps.items():
         p_verb = actions.add_parser(verb, help=text)
-        p_verb.add_argument("id", help="the approval id of the change" if verb in ("sign", "decline")
-                            else "the grant id (milpa-chat grants lists them)")
+        p_verb.add_argument(
+            "id",
+            help="the approval id of the change"
+            if verb in ("sign", "decline")
+            else "the grant id (milpa-chat grants lists them)",
+        )
         p_verb.add_argument("--note", default=None, help="why (kept in the grant's history, shown on its cards)")
         parsers.append(p_verb)
     for parser in parsers:
@@ -76,12 +88,17 @@ def show_lines(record: GrantRecord) -> list[str]:
     """What ``grants show`` prints: the summary, the signature, the whole text, the history."""
     d = record.data
     drafted = d.get("drafted_by") or {}
-    lines = [record.summary(), f"drafted by {drafted.get('name') or drafted.get('principal')} via "
-             f"{drafted.get('via')} at {_when(d.get('drafted_at'))}"]
+    lines = [
+        record.summary(),
+        f"drafted by {drafted.get('name') or drafted.get('principal')} via "
+        f"{drafted.get('via')} at {_when(d.get('drafted_at'))}",
+    ]
     signed = d.get("signed_by")
     if signed:
-        lines.append(f"signed by {signed.get('name') or signed.get('principal')} via {signed.get('via')} at "
-                     f"{_when(d.get('signed_at'))}")
+        lines.append(
+            f"signed by {signed.get('name') or signed.get('principal')} via {signed.get('via')} at "
+            f"{_when(d.get('signed_at'))}"
+        )
     if d.get("stopped_because"):
         lines.append(f"stopped because: {d['stopped_because']}")
     for approval_id, action in record.pending.items():
@@ -90,8 +107,10 @@ def show_lines(record: GrantRecord) -> list[str]:
     lines.append(record.text)
     for entry in d.get("history", []):
         who = entry.get("name") or entry.get("by") or entry.get("by_grant") or "-"
-        lines.append(f"  {_when(entry.get('at'))}  {entry.get('action')}  by {who} via {entry.get('via') or '-'}: "
-                     f"{entry.get('outcome') or ''}")
+        lines.append(
+            f"  {_when(entry.get('at'))}  {entry.get('action')}  by {who} via {entry.get('via') or '-'}: "
+            f"{entry.get('outcome') or ''}"
+        )
     return lines
 
 
@@ -106,11 +125,14 @@ def _desk(store: Store) -> GrantDesk:
 
 
 def _person(ns: argparse.Namespace, verb: str) -> ToolContext:
-    identity = CliIdentity.from_options(getattr(ns, "as_", None), getattr(ns, "identities", None),
-                                        getattr(ns, "scopes", None))
+    identity = CliIdentity.from_options(
+        getattr(ns, "as_", None), getattr(ns, "identities", None), getattr(ns, "scopes", None)
+    )
     if identity.principal is None:
-        raise CliError(f"grants {verb} needs the person who decides: add --as PRINCIPAL (or set {PRINCIPAL_ENV}), "
-                       "with a signer scope (grants:sign) from --identities FILE or --scopes")
+        raise CliError(
+            f"grants {verb} needs the person who decides: add --as PRINCIPAL (or set {PRINCIPAL_ENV}), "
+            "with a signer scope (grants:sign) from --identities FILE or --scopes"
+        )
     return identity.context()
 
 
@@ -143,8 +165,10 @@ async def _list(desk: GrantDesk, everything: bool) -> int:
 async def _find(desk: GrantDesk, grant_id: str) -> GrantRecord:
     found = await desk.get(grant_id)
     if found is None:
-        raise CliError(f"no standing grant {grant_id!r} in this store; milpa-chat grants --all lists them "
-                       "(is --store the store the grant was drafted on?)")
+        raise CliError(
+            f"no standing grant {grant_id!r} in this store; milpa-chat grants --all lists them "
+            "(is --store the store the grant was drafted on?)"
+        )
     return found
 
 
@@ -164,14 +188,17 @@ async def _draft(desk: GrantDesk, ns: argparse.Namespace) -> int:
     ctx = _person(ns, "draft")
     text = _read_text(ns.file)
     try:
-        record, approval = await desk.draft(text, ctx, via="cli", note=ns.note,
-                                            four_eyes=False if ns.signer_may_be_drafter else None)
+        record, approval = await desk.draft(
+            text, ctx, via="cli", note=ns.note, four_eyes=False if ns.signer_may_be_drafter else None
+        )
     except InvalidGrant as exc:
         raise CliError(f"grants draft {ns.file}: the grant does not read: {exc}") from exc
     except ApprovalRefused as exc:
         raise CliError(str(exc).rstrip(".")) from exc
-    print(f"Drafted {record.id}; it lends nothing until a person signs it: milpa-chat grants sign {approval.id} "
-          f"--as SIGNER (or on its card).")
+    print(
+        f"Drafted {record.id}; it lends nothing until a person signs it: milpa-chat grants sign {approval.id} "
+        f"--as SIGNER (or on its card)."
+    )
     return 0
 
 
@@ -179,18 +206,22 @@ async def _change(desk: GrantDesk, ns: argparse.Namespace, action: str) -> int:
     ctx = _person(ns, action)
     try:
         if action in ("sign", "decline"):
-            record, approval = await desk.decide(ns.id, "approve" if action == "sign" else "reject", ctx, via="cli",
-                                                 note=ns.note)
+            record, approval = await desk.decide(
+                ns.id, "approve" if action == "sign" else "reject", ctx, via="cli", note=ns.note
+            )
         else:
             record, approval = await desk.request(action, ns.id, ctx, via="cli", note=ns.note)
     except ApprovalRefused as exc:
-        raise CliError(f"{str(exc).rstrip('.')} (you act as {ctx.principal}, scopes: "
-                       f"{', '.join(ctx.scopes) or 'none'})") from exc
+        raise CliError(
+            f"{str(exc).rstrip('.')} (you act as {ctx.principal}, scopes: {', '.join(ctx.scopes) or 'none'})"
+        ) from exc
     if record is None:
         raise CliError(f"approval {ns.id} is no change of a standing grant; milpa-chat approvals show {ns.id}")
     if approval.state == "pending":
-        print(f"Asked: {approval.data.get('summary')}. Another signer decides it: milpa-chat grants sign "
-              f"{approval.id} --as SIGNER (or on its card).")
+        print(
+            f"Asked: {approval.data.get('summary')}. Another signer decides it: milpa-chat grants sign "
+            f"{approval.id} --as SIGNER (or on its card)."
+        )
     else:
         print(record.summary())
     return 0

@@ -42,8 +42,10 @@ def _load_identities(path: str) -> Identities:
     try:
         return Identities.from_toml(path)
     except FileNotFoundError as exc:
-        raise _usage_error(f"--identities {path}: no such file; write one ([roles], [users] with \"cli:NAME\" "
-                           f"entries, [defaults]) or leave out --identities and {IDENTITIES_ENV}") from exc
+        raise _usage_error(
+            f'--identities {path}: no such file; write one ([roles], [users] with "cli:NAME" '
+            f"entries, [defaults]) or leave out --identities and {IDENTITIES_ENV}"
+        ) from exc
     except ValueError as exc:
         raise _usage_error(f"--identities: {exc}") from exc
 
@@ -63,8 +65,7 @@ class CliIdentity:
         extra = tuple(s.strip() for s in (scopes or "").split(",") if s.strip())
         if name is None and (identities or extra):
             raise _usage_error(f"--identities and --scopes need a principal: add --as NAME (or set {PRINCIPAL_ENV})")
-        return cls(None if name is None else _principal(name), None if path is None else _load_identities(path),
-                   extra)
+        return cls(None if name is None else _principal(name), None if path is None else _load_identities(path), extra)
 
     def scopes_of(self, principal: str, fallback: tuple[str, ...] = ()) -> tuple[str, ...]:
         """``principal``'s scopes in the identities file (``fallback`` without one), plus ``--scopes`` for the
@@ -73,8 +74,11 @@ class CliIdentity:
         if self.identities is not None:
             ids = self.identities
             entries = ids.users.get(principal)
-            found = [s for e in entries for s in ids.roles.get(e, (e,))] if entries is not None else list(
-                ids.default_scopes)
+            found = (
+                [s for e in entries for s in ids.roles.get(e, (e,))]
+                if entries is not None
+                else list(ids.default_scopes)
+            )
         if principal == self.principal:
             found += self.scopes
         return tuple(dict.fromkeys(found))
@@ -92,6 +96,9 @@ class CliIdentity:
         r = record["requester"]
         principal = r.get("principal")
         stored = tuple(r.get("scopes", ()))
-        scopes = stored if self.identities is None or principal in (None, "local-shell") else self.scopes_of(
-            principal, stored)
+        scopes = (
+            stored
+            if self.identities is None or principal in (None, "local-shell")
+            else self.scopes_of(principal, stored)
+        )
         return ToolContext(principal, r.get("channel", "cli"), scopes, extra=dict(r.get("extra", {})))

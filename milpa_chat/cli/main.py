@@ -44,13 +44,13 @@ def _version() -> str:
         return __version__
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     parser = CliParser(prog="milpa-chat", description="Tools whose risky actions humans approve.")
     parser.add_argument("--version", action="version", version=f"milpa-chat {_version()}")
     add_global_options(parser, suppress=False)
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
-        dest="command", required=True, parser_class=CliParser)
+        dest="command", required=True, parser_class=CliParser
+    )
     p_tools = sub.add_parser("tools", help="list the tools of a module or object")
     p_tools.add_argument("tools", nargs="?", default=DEFAULT_TOOLS, help="pkg.mod:obj (default: the demo tools)")
     add_global_options(p_tools)
@@ -63,8 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_call.add_argument("--plan", action="store_true", help="dry run: validate and authorize only")
     p_call.add_argument("--yes", action="store_true", help="confirm without asking")
     add_global_options(p_call)
-    p_run = sub.add_parser("run", add_help=False, help="run a tool with its arguments as options "
-                           "(milpa-chat run NAME --help lists them, from its schema)")
+    p_run = sub.add_parser(
+        "run",
+        add_help=False,
+        help="run a tool with its arguments as options (milpa-chat run NAME --help lists them, from its schema)",
+    )
     p_run.add_argument("name", nargs="?")
     p_run.add_argument("options", nargs=argparse.REMAINDER)
     p_demo = sub.add_parser("demo", help="walk through the pipeline locally on SQLite")
@@ -90,8 +93,7 @@ def _add_playground(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         from milpa_chat.playground.cli import add_parser as add_playground_parser
     except ImportError as exc:  # not installed with this copy: the command says how to get it
         missing = str(exc)
-        p = sub.add_parser("playground", help="the local Telegram and Slack playground (not installed)",
-                           add_help=False)
+        p = sub.add_parser("playground", help="the local Telegram and Slack playground (not installed)", add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
         p.set_defaults(unavailable=missing)
         return
@@ -100,15 +102,15 @@ def _add_playground(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_playground(ns: argparse.Namespace) -> int:
     if getattr(ns, "unavailable", None):
-        raise CliError(f"the playground cannot start ({ns.unavailable}); install it with "
-                       "pip install 'milpa-chat[playground]'")
+        raise CliError(
+            f"the playground cannot start ({ns.unavailable}); install it with pip install 'milpa-chat[playground]'"
+        )
     from milpa_chat.playground import cli as playground
 
     run = getattr(playground, "cmd_playground", None) or getattr(ns, "handler", None)
     if run is None:
         raise CliError("this milpa_chat.playground has no cmd_playground(ns) to run")
     return int(run(ns))
-
 
 
 async def _dispatch(ns: argparse.Namespace) -> int:
@@ -167,4 +169,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, MilpaError, OSError) as exc:
         print(f"milpa-chat: {exc}", file=sys.stderr)
         return 2
-

@@ -18,9 +18,7 @@ def render(result: ToolResult) -> str:
     return CliRenderer().render(result, ToolContext.cli())
 
 
-
 def same_place(tools: str, store: str | None) -> str:
     """The options that point a later command at the same tools and store (for the hints printed)."""
     words = ([] if tools == DEFAULT_TOOLS else ["--tools", tools]) + ([] if not store else ["--store", store])
     return "".join(f" {shlex.quote(w)}" for w in words)
-

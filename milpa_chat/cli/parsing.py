@@ -18,19 +18,32 @@ class CliParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-
 def add_global_options(p: argparse.ArgumentParser, *, suppress: bool = True) -> None:
     """``--store``, ``--as``, ``--identities``, ``--scopes`` (after a command's name they take over the ones
     given before it)."""
     kw: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {"default": None}
-    p.add_argument("--store", metavar="PATH", help="the store: a SQLite file, sqlite:///file.db, postgresql://... "
-                   "(default: $MILPA_STORE, else store.db in the user's data directory)", **kw)
-    p.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="act as this principal (alice is cli:alice; "
-                   "default: $MILPA_PRINCIPAL, else the local shell with every scope)", **kw)
-    p.add_argument("--identities", metavar="FILE", help="TOML file giving each principal its scopes ([roles], "
-                   "[users], [defaults]; default: $MILPA_IDENTITIES)", **kw)
+    p.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the store: a SQLite file, sqlite:///file.db, postgresql://... "
+        "(default: $MILPA_STORE, else store.db in the user's data directory)",
+        **kw,
+    )
+    p.add_argument(
+        "--as",
+        dest="as_",
+        metavar="PRINCIPAL",
+        help="act as this principal (alice is cli:alice; "
+        "default: $MILPA_PRINCIPAL, else the local shell with every scope)",
+        **kw,
+    )
+    p.add_argument(
+        "--identities",
+        metavar="FILE",
+        help="TOML file giving each principal its scopes ([roles], [users], [defaults]; default: $MILPA_IDENTITIES)",
+        **kw,
+    )
     p.add_argument("--scopes", metavar="A,B", help="scopes of --as, added to those of --identities", **kw)
-
 
 
 def split_globals(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -45,4 +58,3 @@ def split_globals(argv: list[str]) -> tuple[list[str], list[str]]:
         else:
             break
     return argv[:i], argv[i:]
-

@@ -23,8 +23,12 @@ __all__ = ["cmd_run"]
 def _run_usage(registry: ToolRegistry) -> str:
     from milpa_chat.command.projectors import CliCommandProjector
 
-    lines = ["usage: milpa-chat run NAME [--ARG VALUE ...] [--tools pkg.mod:obj] [--plan] [--yes]",
-             "       milpa-chat run NAME --help    the tool's arguments, from its schema", "", "tools:"]
+    lines = [
+        "usage: milpa-chat run NAME [--ARG VALUE ...] [--tools pkg.mod:obj] [--plan] [--yes]",
+        "       milpa-chat run NAME --help    the tool's arguments, from its schema",
+        "",
+        "tools:",
+    ]
     lines += [f"  {c.name:<24} {c.description}" for c in CliCommandProjector().catalogue(registry, ToolContext.cli())]
     return "\n".join(lines)
 
@@ -77,5 +81,12 @@ async def cmd_run(argv: Sequence[str], before: argparse.Namespace | None = None)
         command = command_for(registry, name)
         ns = operation_parser(command, prog=f"milpa-chat run {name}").parse_args(rest)
         plan, yes = getattr(ns, "_plan", False), getattr(ns, "_yes", False)
-        return await execute(registry, command.name, arguments_from(ns), plan=plan, yes=yes, ctx=ctx,
-                             where=same_place(str(known.tools), known.store))
+        return await execute(
+            registry,
+            command.name,
+            arguments_from(ns),
+            plan=plan,
+            yes=yes,
+            ctx=ctx,
+            where=same_place(str(known.tools), known.store),
+        )

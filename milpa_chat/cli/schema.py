@@ -122,7 +122,10 @@ def operation_parser(command: CliCommand, *, prog: str) -> argparse.ArgumentPars
         facts.append(f"scopes: {', '.join(command.scopes)}")
 
     parser = CliParser(
-        prog=prog, description=command.description, epilog="; ".join(facts) or None, allow_abbrev=False,
+        prog=prog,
+        description=command.description,
+        epilog="; ".join(facts) or None,
+        allow_abbrev=False,
         conflict_handler="resolve",  # a property named like a call option (--plan) takes its flag
     )
     group = parser.add_argument_group("arguments (from the input schema)")
@@ -138,7 +141,7 @@ def operation_parser(command: CliCommand, *, prog: str) -> argparse.ArgumentPars
 
 def arguments_from(namespace: argparse.Namespace) -> dict[str, Any]:
     """The tool arguments a parsed command line gave (only those written)."""
-    return {k[len(_PREFIX):]: v for k, v in vars(namespace).items() if k.startswith(_PREFIX)}
+    return {k[len(_PREFIX) :]: v for k, v in vars(namespace).items() if k.startswith(_PREFIX)}
 
 
 def split_tools(argv: Sequence[str], default: str) -> str:

@@ -21,8 +21,9 @@ async def session(spec: str, ns: argparse.Namespace) -> AsyncIterator[tuple[Tool
     Approvals opened in the session run, once approved, wherever they are approved from the command
     line; every call and approval change goes to the store's audit trail. The store is closed after.
     """
-    identity = CliIdentity.from_options(getattr(ns, "as_", None), getattr(ns, "identities", None),
-                                        getattr(ns, "scopes", None))
+    identity = CliIdentity.from_options(
+        getattr(ns, "as_", None), getattr(ns, "identities", None), getattr(ns, "scopes", None)
+    )
     store = open_cli_store(getattr(ns, "store", None))
     try:
         registry = load_registry(spec, store)

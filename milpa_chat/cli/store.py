@@ -30,8 +30,17 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.result import ToolResult
     from milpa_chat.store.base import Store
 
-__all__ = ["DEFAULT_TOOLS", "STORE_ENV", "default_store_path", "demo_tools", "importable_cwd", "load_registry",
-           "open_cli_store", "resolve_store", "runs_cli_approvals"]
+__all__ = [
+    "DEFAULT_TOOLS",
+    "STORE_ENV",
+    "default_store_path",
+    "demo_tools",
+    "importable_cwd",
+    "load_registry",
+    "open_cli_store",
+    "resolve_store",
+    "runs_cli_approvals",
+]
 
 STORE_ENV = "MILPA_STORE"
 #: The tools a command runs on when it is given no ``--tools``.
@@ -71,16 +80,20 @@ def open_cli_store(given: str | None) -> Store:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _usage_error(f"cannot create {path.parent} for the default store ({exc.strerror}); "
-                               f"pass --store PATH or set {STORE_ENV}") from exc
+            raise _usage_error(
+                f"cannot create {path.parent} for the default store ({exc.strerror}); "
+                f"pass --store PATH or set {STORE_ENV}"
+            ) from exc
     try:
         store = open_store(url)
     except (ValueError, StoreError) as exc:
         where = "--store" if given else STORE_ENV if not is_default else "the default store"
         raise _usage_error(f"{where}: {exc}") from exc
     if created:
-        print(f"milpa-chat: keeping state in {url} (created now; --store PATH or {STORE_ENV} to use another)",
-              file=sys.stderr)
+        print(
+            f"milpa-chat: keeping state in {url} (created now; --store PATH or {STORE_ENV} to use another)",
+            file=sys.stderr,
+        )
     return store
 
 
@@ -98,8 +111,10 @@ def _import(spec: str, hint: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise _usage_error(f"cannot import {module_name!r} ({exc}); run from the directory that holds it "
-                           f"(or set PYTHONPATH) and pass {hint}") from exc
+        raise _usage_error(
+            f"cannot import {module_name!r} ({exc}); run from the directory that holds it "
+            f"(or set PYTHONPATH) and pass {hint}"
+        ) from exc
     for part in attr.split(".") if attr else ():
         if not hasattr(obj, part):
             raise _usage_error(f"{module_name!r} has no attribute {attr!r}; pass {hint}")

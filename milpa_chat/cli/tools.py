@@ -19,17 +19,25 @@ async def cmd_tools(ns: argparse.Namespace) -> int:
         for summary in registry.get_tool_summaries():
             defn = registry.get(summary["name"])
             assert defn is not None
-            flags = [f for f, on in (("effect undeclared: treated as mutating", not defn.effect_declared),
-                                     ("mutating", defn.mutating and defn.effect_declared), ("confirm", defn.confirm),
-                                     ("needs approval", defn.verify is not None)) if on]
+            flags = [
+                f
+                for f, on in (
+                    ("effect undeclared: treated as mutating", not defn.effect_declared),
+                    ("mutating", defn.mutating and defn.effect_declared),
+                    ("confirm", defn.confirm),
+                    ("needs approval", defn.verify is not None),
+                )
+                if on
+            ]
             scopes = f" [scopes: {', '.join(defn.scopes)}]" if defn.scopes else ""
             extra = f" ({', '.join(flags)})" if flags else ""
             print(f"{summary['name']}{extra}{scopes}\n    {summary['description']}")
             for pname, pschema in summary["inputSchema"].get("properties", {}).items():
                 required = pname in summary["inputSchema"].get("required", [])
-                print(f"    - {pname}: {type_text(pschema)}{'' if required else ' (optional)'}"
-                      f"{' — ' + pschema['description'] if pschema.get('description') else ''}")
+                print(
+                    f"    - {pname}: {type_text(pschema)}{'' if required else ' (optional)'}"
+                    f"{' — ' + pschema['description'] if pschema.get('description') else ''}"
+                )
     finally:
         await store.close()
     return 0
-

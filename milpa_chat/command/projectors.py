@@ -80,8 +80,9 @@ class TelegramCommandProjector(CatalogueProjector[TelegramCommand]):
 
     surface: ClassVar[str] = "telegram"
 
-    def __init__(self, *, hidden: Iterable[str] = HIDDEN,
-                 builtins: Sequence[tuple[str, str]] = BUILTIN_COMMANDS) -> None:
+    def __init__(
+        self, *, hidden: Iterable[str] = HIDDEN, builtins: Sequence[tuple[str, str]] = BUILTIN_COMMANDS
+    ) -> None:
         super().__init__(hidden=hidden)
         self.builtins = tuple(TelegramCommand(name, text) for name, text in builtins)
         self._told: set[str] = set()
@@ -101,8 +102,12 @@ class TelegramCommandProjector(CatalogueProjector[TelegramCommand]):
     def _tell(self, name: str, why: str) -> None:
         if name not in self._told:
             self._told.add(name)
-            log.info("Tool %r is left out of the Telegram command menu: %s; it stays callable otherwise "
-                     "(typed, on other surfaces, by the agent)", name, why)
+            log.info(
+                "Tool %r is left out of the Telegram command menu: %s; it stays callable otherwise "
+                "(typed, on other surfaces, by the agent)",
+                name,
+                why,
+            )
 
     def describe(self, entry: ToolModel) -> TelegramCommand:
         text = entry.description.strip() or f"Run {entry.name}"
@@ -113,8 +118,9 @@ class TelegramCommandProjector(CatalogueProjector[TelegramCommand]):
         commands = [*self.builtins, *self.catalogue(registry, ctx)]
         if len(commands) > TELEGRAM_MAX_COMMANDS:
             left = [c.command for c in commands[TELEGRAM_MAX_COMMANDS:]]
-            log.warning("Telegram keeps %d commands per scope; left out of the menu: %s",
-                        TELEGRAM_MAX_COMMANDS, ", ".join(left))
+            log.warning(
+                "Telegram keeps %d commands per scope; left out of the menu: %s", TELEGRAM_MAX_COMMANDS, ", ".join(left)
+            )
         return commands[:TELEGRAM_MAX_COMMANDS]
 
 
@@ -172,7 +178,8 @@ class CliArgument:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} | {
-            "choices": None if self.choices is None else list(self.choices)}
+            "choices": None if self.choices is None else list(self.choices)
+        }
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -223,8 +230,9 @@ class CliCommandProjector(CatalogueProjector[CliCommand]):
         props: Mapping[str, Any] = schema.get("properties") or {}
         required = set(schema.get("required", ()))
         arguments = tuple(cli_argument(n, p if isinstance(p, Mapping) else {}, n in required) for n, p in props.items())
-        return CliCommand(entry.name, entry.description, arguments, entry.mutating, entry.confirm, entry.verify,
-                          entry.scopes)
+        return CliCommand(
+            entry.name, entry.description, arguments, entry.mutating, entry.confirm, entry.verify, entry.scopes
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -170,7 +170,9 @@ class ChatAgent:
         if result is None:
             result = declined(approval.state, by=approval.data.get("decided_by_name"))
         where: dict[str, Any] = {
-            "stream": str(payload["stream"]), "base": int(payload["base"]), "task": str(payload["task"]),
+            "stream": str(payload["stream"]),
+            "base": int(payload["base"]),
+            "task": str(payload["task"]),
         }
         try:
             run = await self._orchestrator(ctx, where["task"]).resume(AgentState.from_dict(payload["state"]), result)
@@ -191,19 +193,29 @@ class ChatAgent:
             return f"I did not run {pending.call.name}: {pending.explanation}"
         await self._save(where["stream"], run.messages[base:])
         if run.status == "exhausted":
-            return (f"I stopped after {run.steps} steps without finishing. Tell me how to go on, or ask for "
-                    "something smaller.")
+            return (
+                f"I stopped after {run.steps} steps without finishing. Tell me how to go on, or ask for "
+                "something smaller."
+            )
         return run.answer or ("Done." if run.tool_results else "I have no answer to that.")
 
     def _orchestrator(self, ctx: ToolContext, task: str) -> AgentOrchestrator:
         options = OptionTable()
         gate = self.gate
         if self.judge is not None:
-            gate = SecondOpinionGate(self.judge, task, floor=self.gate, watch=self.watch,
-                                     alternatives=self.alternatives, options=options)
+            gate = SecondOpinionGate(
+                self.judge, task, floor=self.gate, watch=self.watch, alternatives=self.alternatives, options=options
+            )
         tools = NamedTargetCheck(self.host.registry, ctx, request=task, hidden=self.hidden)
-        return AgentOrchestrator(self.llm, tools, max_steps=self.max_steps, gate=gate, options=options,
-                                 observer=self.observer, max_tokens=self.max_tokens)
+        return AgentOrchestrator(
+            self.llm,
+            tools,
+            max_steps=self.max_steps,
+            gate=gate,
+            options=options,
+            observer=self.observer,
+            max_tokens=self.max_tokens,
+        )
 
     def _system(self) -> list[dict[str, Any]]:
         return [{"role": "system", "content": self.system}] if self.system else []
@@ -240,12 +252,16 @@ class ChatAgent:
 def _closed(state: AgentState) -> list[dict[str, Any]]:
     """The paused run's messages with the pending and queued calls answered as not run."""
     pending = state.pending
-    result = pending.result if pending.reason == "blocked" and pending.result is not None else ToolResult.error(
-        pending.explanation, code=ErrorCode.FORBIDDEN)
+    result = (
+        pending.result
+        if pending.reason == "blocked" and pending.result is not None
+        else ToolResult.error(pending.explanation, code=ErrorCode.FORBIDDEN)
+    )
     messages = [*state.messages, {"role": "tool", "tool_call_id": pending.call.id, "content": result_for_model(result)}]
     for call in state.queued:
-        skipped = ToolResult.error(f"Not run: {pending.call.name}, asked for in the same step, did not go ahead.",
-                                   code=ErrorCode.FORBIDDEN)
+        skipped = ToolResult.error(
+            f"Not run: {pending.call.name}, asked for in the same step, did not go ahead.", code=ErrorCode.FORBIDDEN
+        )
         messages.append({"role": "tool", "tool_call_id": call.id, "content": result_for_model(skipped)})
     return messages
 
@@ -253,14 +269,17 @@ def _closed(state: AgentState) -> list[dict[str, Any]]:
 def trouble_reply(exc: Exception) -> str:
     """What a chat user is told when the model cannot be asked (no stack traces, no provider internals)."""
     if isinstance(exc, LlmAuthError):
-        return ("I can't reach my language model: it refused my credentials. An administrator needs to check "
-                "the API key.")
+        return (
+            "I can't reach my language model: it refused my credentials. An administrator needs to check the API key."
+        )
     if isinstance(exc, LlmRateLimitError):
         wait = f"in {max(1, round(exc.retry_after))} seconds" if exc.retry_after else "in a minute"
         return f"My language model is busy right now (rate limit reached). Please try again {wait}."
     if isinstance(exc, LlmContextTooLongError):
-        return ("Our conversation got too long for my language model, so I have forgotten the earlier messages. "
-                "Please send your request again.")
+        return (
+            "Our conversation got too long for my language model, so I have forgotten the earlier messages. "
+            "Please send your request again."
+        )
     if isinstance(exc, LlmUnavailableError):
         return "My language model is not answering right now. Please try again in a few minutes."
     if isinstance(exc, MissingExtraError):

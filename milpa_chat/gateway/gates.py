@@ -126,8 +126,11 @@ class OptionTable:
     def __init__(self, removals: Iterable[Removal | Mapping[str, Any]] = ()) -> None:
         self._removals: dict[str, Removal] = {}
         for item in removals:
-            r = item if isinstance(item, Removal) else Removal(str(item["option"]), str(item["code"]),
-                                                              item.get("message"))
+            r = (
+                item
+                if isinstance(item, Removal)
+                else Removal(str(item["option"]), str(item["code"]), item.get("message"))
+            )
             self.remove(r.option, r.code, r.message)
 
     def remove(self, option: str, code: str, message: str | None = None) -> None:

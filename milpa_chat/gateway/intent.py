@@ -40,8 +40,13 @@ class NamedTargetCheck(McpClientService):
     """The tools of an agent run on behalf of a person who asked ``request``."""
 
     def __init__(
-        self, registry: ToolRegistry, context: ToolContext | None = None, *, request: str,
-        options: OptionTable | None = None, hidden: Iterable[str] = (),
+        self,
+        registry: ToolRegistry,
+        context: ToolContext | None = None,
+        *,
+        request: str,
+        options: OptionTable | None = None,
+        hidden: Iterable[str] = (),
     ) -> None:
         super().__init__(registry, context, options=options, hidden=hidden)
         self.request = request
@@ -71,22 +76,41 @@ class NamedTargetCheck(McpClientService):
             return None
         if not self.request.strip() or is_named(value, self.request):
             return None
-        return (f"Your request did not mention {str(value).strip()!r} (the {target} to act on). Run "
-                f"{definition.name} on it? Confirm only if that is what you meant.")
+        return (
+            f"Your request did not mention {str(value).strip()!r} (the {target} to act on). Run "
+            f"{definition.name} on it? Confirm only if that is what you meant."
+        )
 
     async def _ask(self, definition: ToolDefinition, wire: dict[str, Any], question: str) -> ToolResult:
         registry = self.registry
         shown = registry.audit.redact(wire)
         summary = f"{definition.name}(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
         approval = await registry.approvals.open(
-            "confirm", self.context, tool=definition.name, args=wire, summary=summary,
-            expires_in=registry.confirmations.ttl, reason=question, mutating=definition.mutating,
+            "confirm",
+            self.context,
+            tool=definition.name,
+            args=wire,
+            summary=summary,
+            expires_in=registry.confirmations.ttl,
+            reason=question,
+            mutating=definition.mutating,
             idempotent=definition.idempotent,
         )
-        data = {"requires_confirmation": True, "confirm_token": approval.id, "action_summary": summary,
-                "expires_at": approval.expires_at_iso, "mutating": definition.mutating, "question": question,
-                "reason": "target_not_named"}
-        meta = {"tool": definition.name, "type": "confirmation", "requires_confirmation": True,
-                "approval_id": approval.id, "channel": self.context.channel,
-                "principal": self.context.principal}
+        data = {
+            "requires_confirmation": True,
+            "confirm_token": approval.id,
+            "action_summary": summary,
+            "expires_at": approval.expires_at_iso,
+            "mutating": definition.mutating,
+            "question": question,
+            "reason": "target_not_named",
+        }
+        meta = {
+            "tool": definition.name,
+            "type": "confirmation",
+            "requires_confirmation": True,
+            "approval_id": approval.id,
+            "channel": self.context.channel,
+            "principal": self.context.principal,
+        }
         return ToolResult(True, data, question, None, meta)

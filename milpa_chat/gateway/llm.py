@@ -221,7 +221,8 @@ class LlmService:
         try:
             if self.provider == "anthropic":
                 return await self._ask_anthropic(
-                    cast("AsyncAnthropic", client), history, tool_list, max_tokens, observers)
+                    cast("AsyncAnthropic", client), history, tool_list, max_tokens, observers
+                )
             return await self._ask_openai(cast("AsyncOpenAI", client), history, tool_list, max_tokens, observers)
         except MalformedResponseError as exc:
             raise self._bad_response(str(exc)) from exc

@@ -60,15 +60,15 @@ class McpClientService:
         table = options if options is not None else self.options
         removed = set(table.removed()) if table is not None else set()
         return [
-            s for s in self.registry.get_tool_summaries(self.context)
+            s
+            for s in self.registry.get_tool_summaries(self.context)
             if s["name"] not in self.hidden and s["name"] not in removed
         ]
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
         """Run ``name`` through the registry pipeline; never raises for a runtime outcome."""
         if name in self.hidden:
-            return ToolResult.error(f"Tool not found: {name}.", code=ErrorCode.TOOL_NOT_FOUND,
-                                    meta={"tool": name})
+            return ToolResult.error(f"Tool not found: {name}.", code=ErrorCode.TOOL_NOT_FOUND, meta={"tool": name})
         return await self.registry.call(name, dict(arguments or {}), self.context)
 
 

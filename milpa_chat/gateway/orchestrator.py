@@ -47,6 +47,7 @@ class ChatModel(Protocol):
         observer: ChannelObserver | None = None,
     ) -> Mapping[str, Any]: ...
 
+
 log = logging.getLogger("milpa_chat.gateway.agent")
 
 #: Text that means the model wrote a tool call instead of making one.
@@ -91,8 +92,7 @@ class AgentOrchestrator:
         self.max_steps = max_steps
         self.gate = gate
         gate_table = getattr(gate, "options", None)
-        self.options = options if options is not None else (
-            gate_table if isinstance(gate_table, OptionTable) else None)
+        self.options = options if options is not None else (gate_table if isinstance(gate_table, OptionTable) else None)
         self.observer = observer
         self.system = system
         self.max_tokens = max_tokens
@@ -155,8 +155,10 @@ class AgentOrchestrator:
 
     def _final(self, p: _Progress, text: str) -> AgentRun:
         if any(marker in text for marker in TOOL_CALL_MARKERS):
-            notice = ("The model wrote a tool call as text instead of making it, so nothing was run and "
-                      f"nothing changed. What it wrote:\n```\n{text.strip()}\n```")
+            notice = (
+                "The model wrote a tool call as text instead of making it, so nothing was run and "
+                f"nothing changed. What it wrote:\n```\n{text.strip()}\n```"
+            )
             return AgentRun("tool_call_as_text", p.messages, p.steps, p.outcomes, answer=notice)
         return AgentRun("answered", p.messages, p.steps, p.outcomes, answer=text)
 
@@ -177,8 +179,13 @@ class AgentOrchestrator:
 
     async def _act(self, p: _Progress, call: ToolCall) -> PendingCall | None:
         if call.problem is not None:
-            self._answer(p, call, ToolResult.error(f"{call.name or 'The call'} was not run: {call.problem}.",
-                                                   code=ErrorCode.VALIDATION_ERROR))
+            self._answer(
+                p,
+                call,
+                ToolResult.error(
+                    f"{call.name or 'The call'} was not run: {call.problem}.", code=ErrorCode.VALIDATION_ERROR
+                ),
+            )
             return None
         if self.options is not None and self.options.was_removed(call.name):
             self._answer(p, call, self._removed_result(call.name))
@@ -186,15 +193,17 @@ class AgentOrchestrator:
         refusal = await self._refusal(call)
         if refusal is not None:
             if self.options is not None and self.options.was_removed(call.name):
-                self._answer(p, call, ToolResult.error(str(refusal), code=ErrorCode.FORBIDDEN,
-                                                       meta={"option_removed": True}))
+                self._answer(
+                    p, call, ToolResult.error(str(refusal), code=ErrorCode.FORBIDDEN, meta={"option_removed": True})
+                )
                 return None
             return PendingCall(call, "refused", refusal=str(refusal), refusal_code=getattr(refusal, "code", None))
         result = await self._call(call)
         await self._record(call, result)
         if result.requires_confirmation():
-            return PendingCall(call, "verification" if result.meta.get("requires_verification") else "confirmation",
-                               result)
+            return PendingCall(
+                call, "verification" if result.meta.get("requires_verification") else "confirmation", result
+            )
         if result.is_blocked():
             return PendingCall(call, "blocked", result)
         self._answer(p, call, result)
@@ -228,8 +237,11 @@ class AgentOrchestrator:
         assert self.options is not None
         removal = self.options.reason(name)
         why = f": {removal.message or removal.code}" if removal is not None else ""
-        return ToolResult.error(f"{name} is no longer available in this run{why}. Use another way.",
-                                code=ErrorCode.FORBIDDEN, meta={"option_removed": True})
+        return ToolResult.error(
+            f"{name} is no longer available in this run{why}. Use another way.",
+            code=ErrorCode.FORBIDDEN,
+            meta={"option_removed": True},
+        )
 
     def _answer(self, p: _Progress, call: ToolCall, result: ToolResult) -> None:
         p.outcomes.append(ToolOutcome(call, result))
@@ -238,6 +250,13 @@ class AgentOrchestrator:
     def _skip_queue(self, p: _Progress, before: str) -> None:
         while p.queue:
             call = p.queue.pop(0)
-            self._answer(p, call, ToolResult.error(
-                f"Not run: {before}, asked for in the same step, did not go ahead. Ask again if it is still needed.",
-                code=ErrorCode.FORBIDDEN, meta={"decision": "skipped"}))
+            self._answer(
+                p,
+                call,
+                ToolResult.error(
+                    f"Not run: {before}, asked for in the same step, did not go ahead. "
+                    "Ask again if it is still needed.",
+                    code=ErrorCode.FORBIDDEN,
+                    meta={"decision": "skipped"},
+                ),
+            )

@@ -77,18 +77,22 @@ class PendingCall:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "call": self.call.to_dict(), "reason": self.reason,
+            "call": self.call.to_dict(),
+            "reason": self.reason,
             "result": None if self.result is None else _jsonable(self.result),
-            "refusal": None if self.refusal is None else str(self.refusal), "refusal_code": self.refusal_code,
+            "refusal": None if self.refusal is None else str(self.refusal),
+            "refusal_code": self.refusal_code,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PendingCall:
         result = data.get("result")
         return cls(
-            ToolCall.from_dict(data["call"]), data["reason"],
+            ToolCall.from_dict(data["call"]),
+            data["reason"],
             None if result is None else ToolResult.from_dict(result),
-            data.get("refusal"), data.get("refusal_code"),
+            data.get("refusal"),
+            data.get("refusal_code"),
         )
 
 
@@ -116,8 +120,12 @@ class AgentState:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (lists, dicts, strings, numbers), ready to store."""
         state = {
-            "version": STATE_VERSION, "messages": self.messages, "pending": self.pending.to_dict(),
-            "queued": [c.to_dict() for c in self.queued], "steps": self.steps, "removed": self.removed,
+            "version": STATE_VERSION,
+            "messages": self.messages,
+            "pending": self.pending.to_dict(),
+            "queued": [c.to_dict() for c in self.queued],
+            "steps": self.steps,
+            "removed": self.removed,
         }
         decoded: dict[str, Any] = json.loads(json.dumps(state, ensure_ascii=False, default=str))
         return decoded
@@ -125,11 +133,15 @@ class AgentState:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentState:
         if data.get("version") != STATE_VERSION:
-            raise ValueError(f"AgentState.from_dict(): unknown state version {data.get('version')!r} "
-                             f"(this version of milpa-chat reads {STATE_VERSION})")
+            raise ValueError(
+                f"AgentState.from_dict(): unknown state version {data.get('version')!r} "
+                f"(this version of milpa-chat reads {STATE_VERSION})"
+            )
         return cls(
-            messages=[dict(m) for m in data["messages"]], pending=PendingCall.from_dict(data["pending"]),
-            queued=[ToolCall.from_dict(c) for c in data.get("queued", [])], steps=int(data.get("steps", 0)),
+            messages=[dict(m) for m in data["messages"]],
+            pending=PendingCall.from_dict(data["pending"]),
+            queued=[ToolCall.from_dict(c) for c in data.get("queued", [])],
+            steps=int(data.get("steps", 0)),
             removed=[dict(r) for r in data.get("removed", [])],
         )
 
@@ -175,5 +187,8 @@ def declined(decision: str, *, by: str | None = None, note: str | None = None) -
         text = text.replace("The user", by).replace("An approver", f"{by} (an approver)")
     if note:
         text += f" Note: {note}"
-    return ToolResult.error(text + " Do not try it again unless the user asks.", code=ErrorCode.FORBIDDEN,
-                            meta={"decision": decision, "decided_by": by})
+    return ToolResult.error(
+        text + " Do not try it again unless the user asks.",
+        code=ErrorCode.FORBIDDEN,
+        meta={"decision": decision, "decided_by": by},
+    )

@@ -281,7 +281,8 @@ class SchemaForm:
         required = set(schema.get("required", ()))
         self.fields: dict[str, FormField] = {
             name: FormField(name, _spec(prop, schema, name in required))
-            for name, prop in props.items() if isinstance(prop, dict)
+            for name, prop in props.items()
+            if isinstance(prop, dict)
         }
         self.general_error = widgets.HTML(value="")
         rows = [f.row for f in self.fields.values()] or [widgets.HTML(value="<i>This tool takes no arguments.</i>")]
@@ -351,21 +352,30 @@ class EditPanel:
     Secret fields (``api_key``, ``password``, ...) are neither shown nor changed: they keep their value."""
 
     def __init__(
-        self, schema: Mapping[str, Any], values: Mapping[str, Any], *,
-        on_save: Callable[[dict[str, Any]], None], on_cancel: Callable[[], None],
+        self,
+        schema: Mapping[str, Any],
+        values: Mapping[str, Any],
+        *,
+        on_save: Callable[[dict[str, Any]], None],
+        on_cancel: Callable[[], None],
     ) -> None:
         props = schema.get("properties")
         shown = {k: v for k, v in (props if isinstance(props, dict) else {}).items() if not is_secret_key(k)}
-        self.form = SchemaForm({**schema, "properties": shown,
-                                "required": [r for r in schema.get("required", ()) if r in shown]})
+        self.form = SchemaForm(
+            {**schema, "properties": shown, "required": [r for r in schema.get("required", ()) if r in shown]}
+        )
         self.form.fill({k: v for k, v in values.items() if k in self.form.fields})
-        self.save_button = widgets.Button(description="Save edit", button_style="primary",
-                                          tooltip="checked as a new call; the approvals so far are reset")
+        self.save_button = widgets.Button(
+            description="Save edit",
+            button_style="primary",
+            tooltip="checked as a new call; the approvals so far are reset",
+        )
         self.cancel_button = widgets.Button(description="Cancel")
         self.save_button.on_click(lambda _b: self._save(on_save))
         self.cancel_button.on_click(lambda _b: on_cancel())
-        note = widgets.HTML(value="<small>Edit the arguments; another approver then decides the edited "
-                                  "version.</small>")
+        note = widgets.HTML(
+            value="<small>Edit the arguments; another approver then decides the edited version.</small>"
+        )
         self.widget = widgets.VBox([note, self.form.widget, widgets.HBox([self.save_button, self.cancel_button])])
 
     def _save(self, on_save: Callable[[dict[str, Any]], None]) -> None:

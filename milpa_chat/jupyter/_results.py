@@ -92,5 +92,4 @@ def _download_link(payload: JupyterPayload) -> str:
     if len(doc.content) > MAX_DOWNLOAD_BYTES:
         return f"<small>The full content ({name}, {size}) is too large to offer here.</small>"
     data = base64.b64encode(doc.content).decode("ascii")
-    return (f"<a download='{name}' href='data:{html.escape(doc.mime_type)};base64,{data}'>"
-            f"⬇ Download {name} ({size})</a>")
+    return f"<a download='{name}' href='data:{html.escape(doc.mime_type)};base64,{data}'>⬇ Download {name} ({size})</a>"

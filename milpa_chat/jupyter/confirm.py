@@ -176,8 +176,7 @@ class ConfirmPrompt:
         self._finish("expired", None)
 
     def _show_closed(self, heading: str, icon: str) -> None:
-        self.view.show_message(Message((Heading(heading, icon), Paragraph.of("Nothing was done.")),
-                                       heading, "warning"))
+        self.view.show_message(Message((Heading(heading, icon), Paragraph.of("Nothing was done.")), heading, "warning"))
 
     def _finish(self, state: PromptState, result: ToolResult | None) -> None:
         self._decided = True
@@ -191,8 +190,10 @@ class ConfirmPrompt:
         self._callbacks.clear()
 
     def _on_error(self, exc: BaseException) -> None:
-        self.status.value = (f"<span style='color:#d32f2f'>⚠ Confirming failed: {html.escape(type(exc).__name__)}: "
-                             f"{html.escape(str(exc))}</span>")
+        self.status.value = (
+            f"<span style='color:#d32f2f'>⚠ Confirming failed: {html.escape(type(exc).__name__)}: "
+            f"{html.escape(str(exc))}</span>"
+        )
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_exception(exc)

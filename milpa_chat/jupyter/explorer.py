@@ -84,13 +84,16 @@ class ToolExplorer:
 
     # ------------------------------------------------------------------ display
     def _layout(self) -> widgets.VBox:
-        who = html.escape(f"{self.context.principal} · channel {self.context.channel} · "
-                          f"scopes {', '.join(self.context.scopes) or '(none)'}")
+        who = html.escape(
+            f"{self.context.principal} · channel {self.context.channel} · "
+            f"scopes {', '.join(self.context.scopes) or '(none)'}"
+        )
         header = widgets.HTML(value=f"<b>🧰 Tool explorer</b> <small style='color:#666'>as {who}</small>")
         buttons = widgets.HBox([self.run_button, self.dry_run_button])
         right = widgets.VBox([self.info, self.form_box, buttons, self.status])
-        return widgets.VBox([header, widgets.HBox([widgets.VBox([self.search, self.picker]), right]),
-                             self.output.widget])
+        return widgets.VBox(
+            [header, widgets.HBox([widgets.VBox([self.search, self.picker]), right]), self.output.widget]
+        )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
@@ -198,8 +201,11 @@ class ToolExplorer:
         self._pending_confirm = None
         self.output.disable_buttons()
         await self.registry.confirmations.cancel(token, self.context)
-        self.output.show_message(Message((Heading(f"Cancelled: {name}", "✖️"), Paragraph.of("Nothing was done.")),
-                                         f"Cancelled: {name}", "warning"))
+        self.output.show_message(
+            Message(
+                (Heading(f"Cancelled: {name}", "✖️"), Paragraph.of("Nothing was done.")), f"Cancelled: {name}", "warning"
+            )
+        )
         self._say(f"Cancelled {html.escape(name)}; nothing was done.")
 
     async def _call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -214,8 +220,10 @@ class ToolExplorer:
             self._set_busy(False)
         took = (time.monotonic() - started) * 1000
         mark = "✓" if result.success else "✗"
-        self._say(f"{mark} <code>{html.escape(name)}</code> answered in {took:,.0f} ms"
-                  + (" (dry run: nothing was executed)" if ctx.is_plan else ""))
+        self._say(
+            f"{mark} <code>{html.escape(name)}</code> answered in {took:,.0f} ms"
+            + (" (dry run: nothing was executed)" if ctx.is_plan else "")
+        )
         self.last_result = result
         return result
 
@@ -233,8 +241,10 @@ class ToolExplorer:
 
     def _on_error(self, exc: BaseException) -> None:
         self._set_busy(False)
-        self._say(f"<span style='color:#d32f2f'>⚠ The explorer failed: {html.escape(type(exc).__name__)}: "
-                  f"{html.escape(mask_text(str(exc)))}</span>")
+        self._say(
+            f"<span style='color:#d32f2f'>⚠ The explorer failed: {html.escape(type(exc).__name__)}: "
+            f"{html.escape(mask_text(str(exc)))}</span>"
+        )
 
     # ------------------------------------------------------------------ results
     def _show(self, name: str, result: ToolResult) -> None:
@@ -242,8 +252,10 @@ class ToolExplorer:
         self._pending_confirm = (name, token) if token else None
         self.output.show_result(result, self._press, keep=lambda b: self._keeps(b, result))
         if result.meta.get("requires_verification") and isinstance(result.data, dict):
-            self._say(f"🛂 Request <code>{html.escape(str(result.data.get('request_id')))}</code> waits for an "
-                      "approver; nothing runs until it is approved.")
+            self._say(
+                f"🛂 Request <code>{html.escape(str(result.data.get('request_id')))}</code> waits for an "
+                "approver; nothing runs until it is approved."
+            )
 
     def _keeps(self, button: Button, result: ToolResult) -> bool:
         if button.action in ("confirm", "cancel"):
@@ -300,5 +312,7 @@ def _describe(tool: ToolDefinition, registry: ToolRegistry, ctx: ToolContext) ->
         facts.append(f"needs approval ({approvers})")
     elif registry.policy.requires_confirmation(ctx, tool):
         facts.append("asks to confirm")
-    return (f"<b>{html.escape(tool.name)}</b> — {html.escape(tool.description)}<br>"
-            f"<small style='color:#666'>{html.escape(' · '.join(facts))}</small>")
+    return (
+        f"<b>{html.escape(tool.name)}</b> — {html.escape(tool.description)}<br>"
+        f"<small style='color:#666'>{html.escape(' · '.join(facts))}</small>"
+    )

@@ -38,8 +38,9 @@ _LABELS = {"suspend": "Suspend", "lift": "Lift", "revoke": "Revoke", "sign": "Si
 class GrantsPanel:
     """The grants of ``desk`` for the notebook user ``principal`` (``jupyter:<id>``) with ``scopes``."""
 
-    def __init__(self, desk: GrantDesk, *, principal: str = "jupyter", name: str | None = None,
-                 scopes: Iterable[str] = ()) -> None:
+    def __init__(
+        self, desk: GrantDesk, *, principal: str = "jupyter", name: str | None = None, scopes: Iterable[str] = ()
+    ) -> None:
         if isinstance(scopes, str):
             raise TypeError(f"GrantsPanel(scopes=...) takes a list of scope names; write scopes=[{scopes!r}]")
         user_id = principal.removeprefix("jupyter:")
@@ -50,8 +51,7 @@ class GrantsPanel:
         self.status = widgets.HTML(value="")
         self.rows = widgets.VBox([])
         self.reason = widgets.Text(placeholder="Why (kept in the grant's history)")
-        self.widget = widgets.VBox([widgets.HTML(value="<b>Standing grants</b>"), self.reason, self.rows,
-                                    self.status])
+        self.widget = widgets.VBox([widgets.HTML(value="<b>Standing grants</b>"), self.reason, self.rows, self.status])
         self.records: dict[str, GrantRecord] = {}
         self._bg = Background(self._on_error)
         self._bg.spawn(self.refresh())  # in a notebook, on its loop; outside one, now
@@ -63,16 +63,20 @@ class GrantsPanel:
     async def refresh(self) -> None:
         self.records = {r.id: r for r in await self.desk.listing() if r.judged or r.pending}
         self.rows.children = tuple(self._row(r) for r in self.records.values()) or (
-            widgets.HTML(value="<i>No standing grants yet.</i>"),)
+            widgets.HTML(value="<i>No standing grants yet.</i>"),
+        )
 
     def _row(self, record: GrantRecord) -> widgets.Widget:
         signed = f", signed by {html.escape(record.signer)}" if record.signer else ""
         stopped = record.data.get("stopped_because")
         why = f"<br><small>stopped because: {html.escape(str(stopped))}</small>" if stopped else ""
-        text = widgets.HTML(value=(
-            f"<b>{html.escape(record.id)}</b> · {html.escape(record.state.replace('_', ' '))} · "
-            f"{record.uses} use{'' if record.uses == 1 else 's'}{signed}{why}"
-            f"<pre style='white-space:pre-wrap'>{html.escape(record.text)}</pre>"))
+        text = widgets.HTML(
+            value=(
+                f"<b>{html.escape(record.id)}</b> · {html.escape(record.state.replace('_', ' '))} · "
+                f"{record.uses} use{'' if record.uses == 1 else 's'}{signed}{why}"
+                f"<pre style='white-space:pre-wrap'>{html.escape(record.text)}</pre>"
+            )
+        )
         buttons: list[widgets.Button] = []
         if self.desk.may_sign(self.ctx):
             buttons += [self._button(move, record.id) for move in _MOVES.get(record.state, ())]
@@ -81,8 +85,9 @@ class GrantsPanel:
         return widgets.VBox([text, widgets.HBox(buttons)])
 
     def _button(self, move: str, ref: str) -> widgets.Button:
-        button = SafeButton(description=_LABELS[move], button_style="danger" if move in (
-            "suspend", "revoke", "decline") else "success")
+        button = SafeButton(
+            description=_LABELS[move], button_style="danger" if move in ("suspend", "revoke", "decline") else "success"
+        )
         button._milpa_ref = ref
         button.on_click(self._press(move, ref))
         return button
@@ -105,8 +110,9 @@ class GrantsPanel:
         """
         try:
             if move in ("sign", "decline"):
-                record, _ = await self.desk.decide(ref, "approve" if move == "sign" else "reject", self.ctx,
-                                                   via="jupyter", note=reason)
+                record, _ = await self.desk.decide(
+                    ref, "approve" if move == "sign" else "reject", self.ctx, via="jupyter", note=reason
+                )
             else:
                 record, approval = await self.desk.request(move, ref, self.ctx, via="jupyter", note=reason)
                 if approval.state == "pending":

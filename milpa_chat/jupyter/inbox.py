@@ -58,8 +58,10 @@ class InboxItem:
         self.view = ResultView(inbox.renderer)
         self.reason = widgets.Text(placeholder="Reason (optional)", layout=widgets.Layout(width="280px"))
         self.status = widgets.HTML(value="")
-        self.widget = widgets.VBox([self.view.html, widgets.HBox([*self.view.actions.children, self.reason]),
-                                    self.status], layout=widgets.Layout(margin="0 0 8px 0"))
+        self.widget = widgets.VBox(
+            [self.view.html, widgets.HBox([*self.view.actions.children, self.reason]), self.status],
+            layout=widgets.Layout(margin="0 0 8px 0"),
+        )
         self.deciding = False
         self._inbox = inbox
         self._drawn: tuple[int, bool] | None = None
@@ -196,8 +198,15 @@ class ApprovalInbox:
         self.header = widgets.HTML(value="")
         self.pending_box = widgets.VBox([])
         self.decided_box = widgets.VBox([])
-        self.widget = widgets.VBox([self.header, widgets.HTML(value="<b>Waiting for you</b>"), self.pending_box,
-                                    widgets.HTML(value="<b>Decided lately</b>"), self.decided_box])
+        self.widget = widgets.VBox(
+            [
+                self.header,
+                widgets.HTML(value="<b>Waiting for you</b>"),
+                self.pending_box,
+                widgets.HTML(value="<b>Decided lately</b>"),
+                self.decided_box,
+            ]
+        )
         self.updated_at: float | None = None
         self._refreshed_at: float | None = None  # the event loop's time of the last refresh (paces the poller)
         self._policies: dict[str, dict[str, Any]] = {}
@@ -227,16 +236,19 @@ class ApprovalInbox:
     @property
     def decided(self) -> list[InboxItem]:
         """Decided items, latest decision first."""
-        return sorted((i for i in self.items.values() if i.decided),
-                      key=lambda i: -float(i.approval.data.get("decided_at") or 0))
+        return sorted(
+            (i for i in self.items.values() if i.decided), key=lambda i: -float(i.approval.data.get("decided_at") or 0)
+        )
 
     def item(self, approval_id: str) -> InboxItem:
         try:
             return self.items[approval_id]
         except KeyError:
             shown = ", ".join(self.items) or "none"
-            raise KeyError(f"approval {approval_id!r} is not in {self.principal}'s inbox (shown: {shown}); "
-                           "it may be for other approvers, or await inbox.refresh() first") from None
+            raise KeyError(
+                f"approval {approval_id!r} is not in {self.principal}'s inbox (shown: {shown}); "
+                "it may be for other approvers, or await inbox.refresh() first"
+            ) from None
 
     async def refresh(self) -> None:
         """Re-read the store and redraw (the inbox also does this by itself every ``refresh_every`` s)."""
@@ -249,8 +261,9 @@ class ApprovalInbox:
                 if self._may_decide(approval):
                     shown.append(approval)
             pending = sorted((a for a in shown if a.state in OPEN), key=lambda a: a.data.get("created_at", 0))
-            decided = sorted((a for a in shown if a.state not in OPEN),
-                             key=lambda a: -float(a.data.get("decided_at") or 0))[: self.history]
+            decided = sorted(
+                (a for a in shown if a.state not in OPEN), key=lambda a: -float(a.data.get("decided_at") or 0)
+            )[: self.history]
             self._redraw(pending, decided)
 
     def _redraw(self, pending: list[Approval], decided: list[Approval]) -> None:
@@ -275,8 +288,9 @@ class ApprovalInbox:
         who = html.escape(f"{self.user.display} ({self.principal})")
         scopes = html.escape(", ".join(self.scopes) or "(none)")
         mode = "" if self.assistant else "<br><i>Read-only: pass the Assistant to decide here.</i>"
-        return (f"<b>📥 Approvals for {who}</b> <small style='color:#666'>scopes {scopes} · "
-                f"updated {stamp}</small>{mode}")
+        return (
+            f"<b>📥 Approvals for {who}</b> <small style='color:#666'>scopes {scopes} · updated {stamp}</small>{mode}"
+        )
 
     async def _expire_if_overdue(self, approval: Approval) -> Approval:
         if self.assistant is None or approval.state != "pending" or approval.expires_at > self.store.clock():
@@ -314,9 +328,13 @@ class ApprovalInbox:
     def offers_edit(self, approval: Approval) -> bool:
         """Whether "Edit" is offered: a pending request that runs a tool, with an assistant that allows edits
         (``Assistant(edits=True)``) to check it."""
-        return (self.assistant is not None and self.assistant.edits and approval.state == "pending"
-                and approval.tool is not None
-                and self.assistant.registry.get(approval.tool) is not None)
+        return (
+            self.assistant is not None
+            and self.assistant.edits
+            and approval.state == "pending"
+            and approval.tool is not None
+            and self.assistant.registry.get(approval.tool) is not None
+        )
 
     def open_edit(self, approval_id: str) -> EditPanel:
         """Open the edit form of ``approval_id``'s item, prefilled with the arguments that would run."""
@@ -360,22 +378,26 @@ class ApprovalInbox:
         item = self.items.get(approval_id)
         if item and item.approval.state == "effect_uncertain":
             return await self.decide(approval_id, "run_again", reason)
-        return await self.decide(approval_id, "confirm" if item and item.approval.kind == "confirm" else "approve",
-                                 reason)
+        return await self.decide(
+            approval_id, "confirm" if item and item.approval.kind == "confirm" else "approve", reason
+        )
 
     async def reject(self, approval_id: str, reason: str | None = None) -> Approval | None:
         """Reject (or cancel) as this user, as the Reject button does."""
         item = self.items.get(approval_id)
         if item and item.approval.state == "effect_uncertain":
             return await self.decide(approval_id, "mark_done", reason)
-        return await self.decide(approval_id, "cancel" if item and item.approval.kind == "confirm" else "reject",
-                                 reason)
+        return await self.decide(
+            approval_id, "cancel" if item and item.approval.kind == "confirm" else "reject", reason
+        )
 
     async def decide(self, approval_id: str, action: str, reason: str | None = None) -> Approval | None:
         """Send ``action`` (approve, reject, confirm or cancel) for ``approval_id`` through the assistant."""
         if self.assistant is None:
-            raise PermissionError("this inbox watches a store read-only; create it with the Assistant "
-                                  "(ApprovalInbox(assistant, ...)) to decide from the notebook")
+            raise PermissionError(
+                "this inbox watches a store read-only; create it with the Assistant "
+                "(ApprovalInbox(assistant, ...)) to decide from the notebook"
+            )
         from milpa_chat.chat.cards import VERSIONED, button_ref
 
         item = self.items.get(approval_id)
@@ -459,7 +481,8 @@ class ApprovalInbox:
 
     def _on_error(self, exc: BaseException) -> None:
         self.header.value = self._header() + (
-            f"<br><span style='color:#d32f2f'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>")
+            f"<br><span style='color:#d32f2f'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+        )
         for item in self.items.values():
             item.deciding = False
 
@@ -472,8 +495,10 @@ def _source(source: Any) -> tuple[Assistant | None, Store]:
         return source, source.store
     if isinstance(source, Store):
         return None, source
-    raise TypeError(f"ApprovalInbox takes an Assistant (to decide here) or a Store (to watch read-only), "
-                    f"got {type(source).__name__}")
+    raise TypeError(
+        f"ApprovalInbox takes an Assistant (to decide here) or a Store (to watch read-only), "
+        f"got {type(source).__name__}"
+    )
 
 
 def _duration(seconds: float) -> str:

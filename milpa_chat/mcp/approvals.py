@@ -49,8 +49,13 @@ Ask = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Mapping[str, Any] | N
 #: What the elicitation asks for: one yes/no the person answers.
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"confirm": {"type": "boolean", "title": "Run it?",
-                               "description": "Yes runs exactly the arguments shown, once; no cancels it."}},
+    "properties": {
+        "confirm": {
+            "type": "boolean",
+            "title": "Run it?",
+            "description": "Yes runs exactly the arguments shown, once; no cancels it.",
+        }
+    },
     "required": ["confirm"],
 }
 
@@ -68,15 +73,19 @@ def _iso(ts: Any) -> str | None:
 
 
 def _shown_to(a: Approval) -> list[dict[str, Any]]:
-    return [{"surface": c["surface"], "role": c.get("role", "approver"), "sent": bool(c.get("message_id"))}
-            for c in a.data.get("cards", [])]
+    return [
+        {"surface": c["surface"], "role": c.get("role", "approver"), "sent": bool(c.get("message_id"))}
+        for c in a.data.get("cards", [])
+    ]
 
 
 def _where(a: Approval) -> str:
     surfaces = sorted({c["surface"] for c in a.data.get("cards", []) if c.get("role", "approver") == "approver"})
     if not surfaces:
-        return ("no chat shows it from this server; an approver can decide it with "
-                f"`milpa-chat approvals approve {a.id} --as PRINCIPAL --store ...` or in the notebook's ApprovalInbox")
+        return (
+            "no chat shows it from this server; an approver can decide it with "
+            f"`milpa-chat approvals approve {a.id} --as PRINCIPAL --store ...` or in the notebook's ApprovalInbox"
+        )
     return "it is shown to the approvers on " + " and ".join(_SURFACES.get(s, s) for s in surfaces)
 
 
@@ -84,14 +93,18 @@ def _next(a: Approval, status_tool: str, run_tool: str) -> str:
     who = a.data.get("decided_by_name") or a.data.get("decided_by") or "someone"
     state, expires = a.state, a.expires_at_iso
     if state == "pending" and a.kind == "confirm":
-        where = ("on its card in your chat, or " if a.data.get("cards") else "")
-        return (f"Only you (the person) can confirm this: {where}call {run_tool} with approval_id={a.id!r} and "
-                f"answer the question your client shows (before {expires}), or leave it to expire; nothing runs "
-                "until then.")
+        where = "on its card in your chat, or " if a.data.get("cards") else ""
+        return (
+            f"Only you (the person) can confirm this: {where}call {run_tool} with approval_id={a.id!r} and "
+            f"answer the question your client shows (before {expires}), or leave it to expire; nothing runs "
+            "until then."
+        )
     if state == "pending":
         missing = a.quorum - len(a.votes)
-        return (f"Waiting for {missing} approver(s): {_where(a)}. Call {status_tool} with approval_id={a.id!r} "
-                f"(and wait_seconds up to {int(MAX_WAIT)} to wait for the decision); it expires at {expires}.")
+        return (
+            f"Waiting for {missing} approver(s): {_where(a)}. Call {status_tool} with approval_id={a.id!r} "
+            f"(and wait_seconds up to {int(MAX_WAIT)} to wait for the decision); it expires at {expires}."
+        )
     if state == "approved" and a.data.get("auto_run"):
         return f"Approved by {who}; it is being carried out. Call {status_tool} again for the result."
     if state == "approved":
@@ -101,8 +114,10 @@ def _next(a: Approval, status_tool: str, run_tool: str) -> str:
     if state in ("executed", "failed"):
         return f"{a.data.get('outcome') or 'Done.'} The recorded result is in 'result'."
     if state == "effect_uncertain":
-        return ("The run did not report back, so it may or may not have taken effect. The requester or an "
-                "approver chooses Run again or Mark as done on the approval card.")
+        return (
+            "The run did not report back, so it may or may not have taken effect. The requester or an "
+            "approver chooses Run again or Mark as done on the approval card."
+        )
     if state == "rejected":
         return f"Rejected by {who}; nothing was done."
     if state == "cancelled":
@@ -114,15 +129,25 @@ def status_of(a: Approval, *, status_tool: str = "approval_status", run_tool: st
     """What the requester may know of approval ``a``, with the next step spelled out (``next``)."""
     d = a.data
     status: dict[str, Any] = {
-        "approval_id": a.id, "kind": a.kind, "tool": a.tool, "state": a.state, "summary": d.get("summary"),
-        "requested_by": a.requester_name, "requested_at": _iso(d.get("created_at")), "expires_at": a.expires_at_iso,
+        "approval_id": a.id,
+        "kind": a.kind,
+        "tool": a.tool,
+        "state": a.state,
+        "summary": d.get("summary"),
+        "requested_by": a.requester_name,
+        "requested_at": _iso(d.get("created_at")),
+        "expires_at": a.expires_at_iso,
         "shown_to": _shown_to(a),
     }
     if a.kind == "verification":
         status["approvals"] = {"required": a.quorum, "given": [v["name"] for v in a.votes]}
     if d.get("decided_at") is not None:
-        status.update(decided_by=d.get("decided_by_name") or d.get("decided_by"), decided_at=_iso(d["decided_at"]),
-                      decided_via=d.get("decided_via"), note=d.get("decision_note"))
+        status.update(
+            decided_by=d.get("decided_by_name") or d.get("decided_by"),
+            decided_at=_iso(d["decided_at"]),
+            decided_via=d.get("decided_via"),
+            note=d.get("decision_note"),
+        )
     if d.get("outcome"):
         status["outcome"] = d["outcome"]
     recorded = d.get("result")
@@ -135,34 +160,65 @@ def status_of(a: Approval, *, status_tool: str = "approval_status", run_tool: st
 class ApprovalTools:
     """The two built-in MCP tools over ``registry``'s approvals (named ``status_tool`` / ``run_tool``)."""
 
-    def __init__(self, registry: ToolRegistry, *, status_tool: str = "approval_status",
-                 run_tool: str = "approval_run") -> None:
+    def __init__(
+        self, registry: ToolRegistry, *, status_tool: str = "approval_status", run_tool: str = "approval_run"
+    ) -> None:
         self.registry = registry
         self.status_tool = status_tool
         self.run_tool = run_tool
 
     def definitions(self) -> list[dict[str, Any]]:
         """The two tools in MCP wire shape (``name``, ``description``, ``inputSchema``, ``annotations``)."""
-        ident = {"type": "string", "minLength": 1, "maxLength": 200,
-                 "description": "The approval id a pending call returned."}
+        ident = {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "The approval id a pending call returned.",
+        }
         return [
-            {"name": self.status_tool,
-             "description": "Report an approval you asked for: its state, who decided what, when and where, and "
-                            "once it ran, the result. wait_seconds waits (up to 60) for the state to change first.",
-             "inputSchema": {"type": "object", "additionalProperties": False, "required": ["approval_id"],
-                             "properties": {"approval_id": ident,
-                                            "wait_seconds": {"type": "number", "minimum": 0, "maximum": MAX_WAIT,
-                                                             "default": 0,
-                                                             "description": "Seconds to wait for a change."}}},
-             "annotations": {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
-                             "openWorldHint": False}},
-            {"name": self.run_tool,
-             "description": "Run a call you asked for once it is approved (or confirm your own confirm-kind "
-                            "request). It runs exactly once; if it already ran, the recorded result is returned.",
-             "inputSchema": {"type": "object", "additionalProperties": False, "required": ["approval_id"],
-                             "properties": {"approval_id": ident}},
-             "annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True,
-                             "openWorldHint": True}},
+            {
+                "name": self.status_tool,
+                "description": "Report an approval you asked for: its state, who decided what, when and where, and "
+                "once it ran, the result. wait_seconds waits (up to 60) for the state to change first.",
+                "inputSchema": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["approval_id"],
+                    "properties": {
+                        "approval_id": ident,
+                        "wait_seconds": {
+                            "type": "number",
+                            "minimum": 0,
+                            "maximum": MAX_WAIT,
+                            "default": 0,
+                            "description": "Seconds to wait for a change.",
+                        },
+                    },
+                },
+                "annotations": {
+                    "readOnlyHint": True,
+                    "destructiveHint": False,
+                    "idempotentHint": True,
+                    "openWorldHint": False,
+                },
+            },
+            {
+                "name": self.run_tool,
+                "description": "Run a call you asked for once it is approved (or confirm your own confirm-kind "
+                "request). It runs exactly once; if it already ran, the recorded result is returned.",
+                "inputSchema": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["approval_id"],
+                    "properties": {"approval_id": ident},
+                },
+                "annotations": {
+                    "readOnlyHint": False,
+                    "destructiveHint": True,
+                    "idempotentHint": True,
+                    "openWorldHint": True,
+                },
+            },
         ]
 
     async def pending(self, result: ToolResult, ctx: ToolContext) -> Reply | None:
@@ -236,8 +292,11 @@ class ApprovalTools:
             return await self.confirm(a, ctx, ask)
         if a.kind != "verification" or a.state != "approved" or a.data.get("auto_run"):
             status = status_of(a, status_tool=self.status_tool, run_tool=self.run_tool)
-            return Reply(f"Not run: {a.label} is {status['state']}. {status['next']}", {"approval": status},
-                         is_error=a.state not in ("executing", "approved"))
+            return Reply(
+                f"Not run: {a.label} is {status['state']}. {status['next']}",
+                {"approval": status},
+                is_error=a.state not in ("executing", "approved"),
+            )
         return await self._run_approved(a, ctx)
 
     async def _run_approved(self, a: Approval, ctx: ToolContext) -> Reply:
@@ -260,20 +319,32 @@ class ApprovalTools:
         principal, no longer model-made), through the one decision function."""
         if ask is None:
             status = status_of(a, status_tool=self.status_tool, run_tool=self.run_tool)
-            where = ("Confirm it on its card in your chat. " if a.data.get("cards") else
-                     "This client cannot ask you (it does not support MCP elicitation) and your MCP identity is "
-                     "not mapped to a chat ([people] in identities.toml), so nobody can confirm it here. ")
-            return Reply(f"Not run: {a.label} needs the person's confirmation. {where}Nothing was run.",
-                         {"approval": status}, is_error=True)
+            where = (
+                "Confirm it on its card in your chat. "
+                if a.data.get("cards")
+                else "This client cannot ask you (it does not support MCP elicitation) and your MCP identity is "
+                "not mapped to a chat ([people] in identities.toml), so nobody can confirm it here. "
+            )
+            return Reply(
+                f"Not run: {a.label} needs the person's confirmation. {where}Nothing was run.",
+                {"approval": status},
+                is_error=True,
+            )
         try:
             action, content = await ask(confirm_question(a), CONFIRM_SCHEMA)
         except Exception as exc:  # the client failed to ask: nothing was decided
             log.warning("approval %s: the MCP client could not ask for confirmation: %s", a.id, exc)
-            return error_reply(f"Not run: the client could not ask you to confirm {a.label} ({exc}); try "
-                               f"{self.run_tool} again.", code="UNAVAILABLE")
+            return error_reply(
+                f"Not run: the client could not ask you to confirm {a.label} ({exc}); try {self.run_tool} again.",
+                code="UNAVAILABLE",
+            )
         if action == "cancel":
-            return Reply(f"Not run: the question was dismissed; {a.label} is still waiting for your confirmation. "
-                         f"Call {self.run_tool} to be asked again.", {"approval": status_of(a)}, is_error=True)
+            return Reply(
+                f"Not run: the question was dismissed; {a.label} is still waiting for your confirmation. "
+                f"Call {self.run_tool} to be asked again.",
+                {"approval": status_of(a)},
+                is_error=True,
+            )
         yes = action == "accept" and isinstance(content, Mapping) and content.get("confirm") is True
         return await self._decided(a, replace(ctx, by_model=False), yes)
 
@@ -282,8 +353,9 @@ class ApprovalTools:
 
         desk = self.registry.approvals
         try:
-            change = await desk.decide(a.id, "confirm" if yes else "cancel", person, via="mcp", follow=not yes,
-                                       revision=a.revision)
+            change = await desk.decide(
+                a.id, "confirm" if yes else "cancel", person, via="mcp", follow=not yes, revision=a.revision
+            )
         except ApprovalRefused as exc:
             return error_reply(f"Not run: {exc}", code=exc.code or "CONFLICT")
         if not yes:

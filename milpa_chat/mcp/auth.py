@@ -62,8 +62,11 @@ class McpCaller:
 
     def context(self, *, stdio: bool = False) -> ToolContext:
         """The context one call runs with (a fresh request id each time)."""
-        ctx = (ToolContext.stdio(principal=self.principal, scopes=self.scopes) if stdio
-               else ToolContext.mcp(principal=self.principal, scopes=self.scopes))
+        ctx = (
+            ToolContext.stdio(principal=self.principal, scopes=self.scopes)
+            if stdio
+            else ToolContext.mcp(principal=self.principal, scopes=self.scopes)
+        )
         if self.name:
             ctx = ctx.with_extra(user_name=self.name)
         return ctx if self.person else ctx.as_model()
@@ -92,11 +95,10 @@ class BearerTokens:
         callers = {}
         for key, entry in data.items():
             if not isinstance(entry, Mapping) or "principal" not in entry:
-                raise DeclarationError(
-                    "each token maps to {\"principal\": \"mcp:name\", \"scopes\": [...], \"name\": \"...\"}"
-                )
-            callers[key] = McpCaller(entry["principal"], tuple(entry.get("scopes", ())), entry.get("name"),
-                                     bool(entry.get("person", False)))
+                raise DeclarationError('each token maps to {"principal": "mcp:name", "scopes": [...], "name": "..."}')
+            callers[key] = McpCaller(
+                entry["principal"], tuple(entry.get("scopes", ())), entry.get("name"), bool(entry.get("person", False))
+            )
         return cls(callers)
 
     @classmethod
@@ -128,5 +130,10 @@ class BearerTokens:
         claims: dict[str, Any] = {"name": caller.name} if caller.name else {}
         if caller.person:
             claims["person"] = True
-        return AccessToken(token=token, client_id=caller.principal, subject=caller.principal,
-                           scopes=list(caller.scopes), claims=claims or None)
+        return AccessToken(
+            token=token,
+            client_id=caller.principal,
+            subject=caller.principal,
+            scopes=list(caller.scopes),
+            claims=claims or None,
+        )

@@ -115,8 +115,12 @@ class McpServer:
         self._transport = "stdio"
         self._connections: set[Any] = set()
         self.server: Any = Server(
-            name, version=version, instructions=instructions or _INSTRUCTIONS,
-            on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool, **dict(handlers or {}),
+            name,
+            version=version,
+            instructions=instructions or _INSTRUCTIONS,
+            on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool,
+            **dict(handlers or {}),
         )
 
     # ------------------------------------------------------------------ callers
@@ -135,8 +139,9 @@ class McpServer:
 
             return ToolContext.mcp()  # no principal: the mcp channel policy refuses every call
         claims = token.claims or {}
-        return self._person(McpCaller(token.client_id, tuple(token.scopes), claims.get("name"),
-                                      bool(claims.get("person"))))
+        return self._person(
+            McpCaller(token.client_id, tuple(token.scopes), claims.get("name"), bool(claims.get("person")))
+        )
 
     def _person(self, caller: McpCaller, *, stdio: bool = False) -> ToolContext:
         """``caller``'s context; when ``people`` maps its principal to a chat user (``[people]`` in
@@ -176,8 +181,16 @@ class McpServer:
         return [self.describe(t, ctx) for t in self.visible(ctx)] + list(self._builtins.values())
 
     # -------------------------------------------------------------------- calls
-    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext,
-                   ask: Ask | None = None, *, wait: float | None = None, progress: Progress | None = None) -> Reply:
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        ctx: ToolContext,
+        ask: Ask | None = None,
+        *,
+        wait: float | None = None,
+        progress: Progress | None = None,
+    ) -> Reply:
         """One MCP tool call as ``ctx``: a built-in approval tool, or the registry's pipeline.
 
         ``ask``: the client's elicitation, when it declared the capability: a confirm request it opens
@@ -199,8 +212,9 @@ class McpServer:
         if pending is not None and isinstance(opened, str):
             seconds = (self.waits(tool) if self.waits is not None else 0.0) if wait is None else wait
             if min(seconds, self.max_wait) > 0:
-                decided = await wait_for_decision(self.approvals, opened, ctx, min(seconds, self.max_wait),
-                                                  progress or _silent)
+                decided = await wait_for_decision(
+                    self.approvals, opened, ctx, min(seconds, self.max_wait), progress or _silent
+                )
                 return decided or pending
         if pending is not None:
             return pending
@@ -257,7 +271,8 @@ class McpServer:
         reply = await self.call(params.name, params.arguments, ctx, ask, wait=wait, progress=progress)
         return self._types.CallToolResult(
             content=[self._types.TextContent(type="text", text=reply.text)],
-            structured_content=reply.structured, is_error=reply.is_error,
+            structured_content=reply.structured,
+            is_error=reply.is_error,
         )
 
     def _progress(self, request_ctx: Any) -> Progress:
@@ -269,8 +284,9 @@ class McpServer:
 
         async def progress(step: float, message: str) -> None:
             try:
-                await session.send_progress_notification(token, step, None, message,
-                                                         related_request_id=request_ctx.request_id)
+                await session.send_progress_notification(
+                    token, step, None, message, related_request_id=request_ctx.request_id
+                )
             except Exception as exc:  # a client that went away is not the call's failure
                 log.debug("progress notification not sent: %s", exc)
 
@@ -321,8 +337,9 @@ class McpServer:
         self._transport = "http"
         url = f"http://{host}:{port}"
         auth = AuthSettings(issuer_url=url, resource_server_url=None)  # type: ignore[arg-type]
-        return self.server.streamable_http_app(streamable_http_path=path, host=host, auth=auth,
-                                               token_verifier=self.tokens)
+        return self.server.streamable_http_app(
+            streamable_http_path=path, host=host, auth=auth, token_verifier=self.tokens
+        )
 
     async def run_http(self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> None:
         """Serve streamable HTTP on ``host:port`` (``path``) with uvicorn until cancelled."""

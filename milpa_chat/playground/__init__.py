@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from milpa_chat.playground.tour import run_tour
     from milpa_chat.playground.world import World
 
-_EXPORTS = {"World": "milpa_chat.playground.world", "create_app": "milpa_chat.playground.app",
-            "run_tour": "milpa_chat.playground.tour"}
+_EXPORTS = {
+    "World": "milpa_chat.playground.world",
+    "create_app": "milpa_chat.playground.app",
+    "run_tour": "milpa_chat.playground.tour",
+}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

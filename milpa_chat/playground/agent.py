@@ -48,6 +48,8 @@ def agent_from_env(env: Mapping[str, str] | None = None) -> AgentSetup:
 
     llm = LlmService(provider=provider, model=model, api_key=api_key, base_url=base_url, max_retries=0)
     where = f" at {base_url}" if base_url else ""
-    text = (f"Agent mode is on ({provider} model {model}{where}): free text goes to the agent, and its risky "
-            "calls wait for the same buttons.")
+    text = (
+        f"Agent mode is on ({provider} model {model}{where}): free text goes to the agent, and its risky "
+        "calls wait for the same buttons."
+    )
     return AgentSetup(ChatAgent(llm), text)

@@ -140,8 +140,9 @@ def create_app(make_world: Callable[[], World] | World, *, allowed_hosts: Iterab
         Route("/favicon.ico", lambda _r: FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan,
-                     middleware=[Middleware(LocalOnly, allowed_hosts=tuple(allowed_hosts))])
+    return Starlette(
+        routes=routes, lifespan=lifespan, middleware=[Middleware(LocalOnly, allowed_hosts=tuple(allowed_hosts))]
+    )
 
 
 @contextlib.asynccontextmanager
@@ -210,8 +211,9 @@ async def _tg_tap(play: Playground, request: Request) -> Response:
     body = await _body(request)
     world = play.world
     persona = world.persona(body.get("persona"))
-    query = await world.telegram_tap(persona, _field(body, "chat", int), _field(body, "id", int),
-                                     _field(body, "data", str))
+    query = await world.telegram_tap(
+        persona, _field(body, "chat", int), _field(body, "id", int), _field(body, "data", str)
+    )
     await play.feed.flush()
     return JSONResponse({"ok": True, "query": query})
 
@@ -232,8 +234,14 @@ async def _slack_send(play: Playground, request: Request) -> Response:
     if not text:
         raise PlaygroundError("type something to send")
     if not channel.startswith("D"):
-        play.feed.note({"type": "slack.command", "channel": channel, "user": persona.slack_id,
-                        "text": "/milpa " + (text[len("/milpa"):].strip() if text.startswith("/milpa") else text)})
+        play.feed.note(
+            {
+                "type": "slack.command",
+                "channel": channel,
+                "user": persona.slack_id,
+                "text": "/milpa " + (text[len("/milpa") :].strip() if text.startswith("/milpa") else text),
+            }
+        )
     status = await world.slack_say(persona, channel, text)
     await play.feed.flush()
     return JSONResponse({"ok": status == 200, "status": status})
@@ -244,8 +252,13 @@ async def _slack_click(play: Playground, request: Request) -> Response:
     world = play.world
     persona = world.persona(body.get("persona"))
     value = body.get("value")
-    status = await world.slack_click(persona, _field(body, "channel", str), _field(body, "ts", str),
-                                     _field(body, "action_id", str), value if isinstance(value, str) else None)
+    status = await world.slack_click(
+        persona,
+        _field(body, "channel", str),
+        _field(body, "ts", str),
+        _field(body, "action_id", str),
+        value if isinstance(value, str) else None,
+    )
     await play.feed.flush()
     return JSONResponse({"ok": status == 200, "status": status})
 

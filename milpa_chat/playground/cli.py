@@ -1,8 +1,8 @@
 """``milpa-chat playground``: the assistant and its approvals in a browser, on local platform servers.
 
-    milpa-chat playground                    serve http://127.0.0.1:8750 until Ctrl-C
-    milpa-chat playground --tour             the same, playing the scripted tour once it is up
-    milpa-chat playground --check            play the tour headless on a free port; exit 0 when it all passed
+milpa-chat playground                    serve http://127.0.0.1:8750 until Ctrl-C
+milpa-chat playground --tour             the same, playing the scripted tour once it is up
+milpa-chat playground --check            play the tour headless on a free port; exit 0 when it all passed
 """
 
 from __future__ import annotations
@@ -29,14 +29,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tools", default=DEFAULT_TOOLS,
-                   help=f"package.module:object holding the tools (default {DEFAULT_TOOLS})")
+    p.add_argument(
+        "--tools", default=DEFAULT_TOOLS, help=f"package.module:object holding the tools (default {DEFAULT_TOOLS})"
+    )
     p.add_argument("--identities", default=None, metavar="FILE", help="identities TOML (default: the four personas)")
     p.add_argument("--store", default=None, metavar="PATH", help="SQLite file to keep (default: a temporary one)")
     p.add_argument("--host", default="127.0.0.1", help="address to serve the page on (default 127.0.0.1)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="another host name the page may be opened with (repeatable; 127.0.0.1, localhost, [::1] "
-                        "and --host always are)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another host name the page may be opened with (repeatable; 127.0.0.1, localhost, [::1] "
+        "and --host always are)",
+    )
     p.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT}; --check: a free one)")
     p.add_argument("--tour", action="store_true", help="play the scripted tour once the page is up")
     p.add_argument("--check", action="store_true", help="play the tour headless and exit 0 (all passed) or 1")
@@ -84,19 +90,26 @@ async def _serve_world(ns: argparse.Namespace, world: World) -> int:
 
     port = ns.port if ns.port is not None else (0 if ns.check else DEFAULT_PORT)
     app = create_app(world, allowed_hosts=(ns.host, *ns.allow_host))
-    config = uvicorn.Config(app, host=ns.host, port=port, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        app, host=ns.host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
     serving = asyncio.create_task(_run_server(server))
     while not server.started:
         if serving.done():
-            print(f"milpa-chat playground: could not serve on {ns.host}:{port} (is the port taken? try --port)",
-                  file=sys.stderr)
+            print(
+                f"milpa-chat playground: could not serve on {ns.host}:{port} (is the port taken? try --port)",
+                file=sys.stderr,
+            )
             return 2
         await asyncio.sleep(0.05)
     url = f"http://{ns.host}:{_bound_port(server)}"
-    print(f"milpa-chat playground: open {url}  (Ctrl-C stops it)" if not ns.check
-          else f"milpa-chat playground --check on {url}", flush=True)
+    print(
+        f"milpa-chat playground: open {url}  (Ctrl-C stops it)"
+        if not ns.check
+        else f"milpa-chat playground --check on {url}",
+        flush=True,
+    )
     ok = True
     if ns.tour or ns.check:
         ok = await run_tour(url, out=lambda line: print(line, flush=True))
@@ -123,7 +136,8 @@ def _bound_port(server: Any) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m milpa_chat.playground``: the same options as ``milpa-chat playground``."""
-    parser = argparse.ArgumentParser(prog="python -m milpa_chat.playground",
-                                     description="The assistant and its approvals in a browser, no tokens.")
+    parser = argparse.ArgumentParser(
+        prog="python -m milpa_chat.playground", description="The assistant and its approvals in a browser, no tokens."
+    )
     configure(parser)
     return cmd_playground(parser.parse_args(argv))

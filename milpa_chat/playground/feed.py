@@ -60,8 +60,14 @@ def slack_event(message: SlackMessage) -> dict[str, Any]:
 
 def view_event(view: SlackView, modal: Modal) -> dict[str, Any]:
     """A modal as the app opened it (``views.open``), whose it is, and whether it is still open."""
-    return {"type": "slack.view", "id": view.id, "user": modal.user, "view": view.view, "closed": modal.closed,
-            "errors": modal.errors or {}}
+    return {
+        "type": "slack.view",
+        "id": view.id,
+        "user": modal.user,
+        "view": view.view,
+        "closed": modal.closed,
+        "errors": modal.errors or {},
+    }
 
 
 class Feed:
@@ -87,8 +93,12 @@ class Feed:
     # -- reading the servers ----------------------------------------------------------------------
     def poll(self) -> int:
         """Append an event for every record that is new or changed; returns how many were appended."""
-        marks = (len(self.telegram.calls), len(self.telegram.feed.history), len(self.slack.calls()),
-                 self.modals.version if self.modals is not None else 0)
+        marks = (
+            len(self.telegram.calls),
+            len(self.telegram.feed.history),
+            len(self.slack.calls()),
+            self.modals.version if self.modals is not None else 0,
+        )
         if marks == self._marks:
             return 0
         self._marks = marks
@@ -100,7 +110,7 @@ class Feed:
     def _poll_telegram(self) -> None:
         state = self.telegram.state
         calls = self.telegram.calls
-        for call in calls[self._tg_calls:]:  # which messages went out with ForceReply
+        for call in calls[self._tg_calls :]:  # which messages went out with ForceReply
             if call.method.lower() == "sendmessage" and isinstance(call.result, Mapping):
                 with contextlib.suppress(ValueError, TypeError, KeyError):
                     markup = json.loads(call.params.get("reply_markup") or "null")
@@ -116,10 +126,19 @@ class Feed:
         for query in list(state.callback_queries.values()):
             if query.answered and query.id not in self._answered:
                 self._answered.add(query.id)
-                self._add({"type": "tg.answer", "query": query.id, "chat": query.chat_id, "id": query.message_id,
-                           "user": query.user.id, "text": query.answer_text, "alert": query.show_alert})
+                self._add(
+                    {
+                        "type": "tg.answer",
+                        "query": query.id,
+                        "chat": query.chat_id,
+                        "id": query.message_id,
+                        "user": query.user.id,
+                        "text": query.answer_text,
+                        "alert": query.show_alert,
+                    }
+                )
         actions = state.chat_actions
-        for action in actions[self._actions:]:
+        for action in actions[self._actions :]:
             self._add({"type": "tg.action", "chat": action.chat_id, "action": action.action})
         self._actions = len(actions)
 
@@ -154,7 +173,7 @@ class Feed:
 
     # -- serving ------------------------------------------------------------------------------------
     def since(self, seq: int) -> list[dict[str, Any]]:
-        return self.events[max(seq, 0):]
+        return self.events[max(seq, 0) :]
 
     async def wait(self, seq: int, timeout: float) -> None:  # noqa: ASYNC109 - a bounded long poll
         """Return once there are events from ``seq`` on, or after ``timeout`` seconds."""

@@ -39,8 +39,9 @@ class Pace:
     to ``most`` seconds, longer for a longer result). :meth:`skip` ends the current step's waiting at once (the
     page's "Next step"). Without a pace (``--check``) the tour runs as fast as the servers answer."""
 
-    def __init__(self, *, beat: float = 0.5, least: float = 2.0, most: float = 4.0,
-                 chars_per_second: float = 60.0) -> None:
+    def __init__(
+        self, *, beat: float = 0.5, least: float = 2.0, most: float = 4.0, chars_per_second: float = 60.0
+    ) -> None:
         self.beat, self.least, self.most, self.chars_per_second = beat, least, most, chars_per_second
         self._skip = asyncio.Event()
 
@@ -135,8 +136,12 @@ class TourClient:
     def view_for(self, user: str, title: str, seen: set[str]) -> dict[str, Any] | None:
         """An open modal of ``user``'s titled ``title``, other than those in ``seen``."""
         for view_id, event in self.views.items():
-            if (view_id not in seen and event["user"] == user and not event["closed"]
-                    and event["view"]["title"]["text"] == title):
+            if (
+                view_id not in seen
+                and event["user"] == user
+                and not event["closed"]
+                and event["view"]["title"]["text"] == title
+            ):
                 return event
         return None
 
@@ -179,8 +184,11 @@ def _slack_button(event: dict[str, Any], word: str) -> dict[str, Any]:
 
 def _inputs(view: dict[str, Any]) -> dict[str, str]:
     """The modal's input blocks: block id -> the value it was opened with."""
-    return {b["block_id"]: (b.get("element") or {}).get("initial_value", "") for b in view["view"]["blocks"]
-            if b.get("type") == "input"}
+    return {
+        b["block_id"]: (b.get("element") or {}).get("initial_value", "")
+        for b in view["view"]["blocks"]
+        if b.get("type") == "input"
+    }
 
 
 def _no_buttons(event: dict[str, Any]) -> bool:
@@ -215,8 +223,10 @@ async def step_validation(c: TourClient, memo: dict[str, Any]) -> str:
 async def step_denial(c: TourClient, memo: dict[str, Any]) -> str:
     mark = c.last_tg(GUS)
     await c.post("/api/telegram/send", {"persona": "gus", "chat": GUS, "text": f"/delete_note {memo.get('note', 1)}"})
-    reply = await c.until(lambda: c.bot_after(GUS, mark, "notes:write", f"telegram:{GUS}"),
-                          "denial naming the scope notes:write and who is asking")
+    reply = await c.until(
+        lambda: c.bot_after(GUS, mark, "notes:write", f"telegram:{GUS}"),
+        "denial naming the scope notes:write and who is asking",
+    )
     line = next((ln for ln in reply["text"].splitlines() if "notes:write" in ln), "")
     return f"Gus (read-only guest) may not delete: {line}"
 
@@ -228,10 +238,19 @@ async def step_confirm(c: TourClient, memo: dict[str, Any]) -> str:
     card = await c.until(lambda: c.bot_after(ALICE, mark, "Confirm"), "confirmation card")
     confirm = _button(card, "Confirm")
     answers = len(c.answers)
-    await c.post("/api/telegram/tap", {"persona": "alice", "chat": ALICE, "id": card["id"],
-                                       "data": confirm["callback_data"]})
-    done = await c.until(lambda: (e := c.current(card)) and e["version"] > card["version"]
-                         and "Done" in (e["text"] or "") and _no_buttons(e) and e, "card edited to Done")
+    await c.post(
+        "/api/telegram/tap", {"persona": "alice", "chat": ALICE, "id": card["id"], "data": confirm["callback_data"]}
+    )
+    done = await c.until(
+        lambda: (
+            (e := c.current(card))
+            and e["version"] > card["version"]
+            and "Done" in (e["text"] or "")
+            and _no_buttons(e)
+            and e
+        ),
+        "card edited to Done",
+    )
     toast = await c.until(lambda: c.answers[answers:], "answer to the tap")
     title = done["text"].splitlines()[0]
     return f"Alice taps {confirm['text']!r}: toast {toast[0]['text']!r}, card edited in place to {title!r}"
@@ -245,10 +264,14 @@ async def step_payment(c: TourClient, memo: dict[str, Any]) -> str:
     slack = await c.until(lambda: c.slack_after(SLACK_APPROVERS, mark_slack, "ACME"), "approval card in Slack")
     approve = _slack_button(slack, "Approve")
     seen = set(c.views)
-    await c.post("/api/slack/click", {"persona": "maria", "channel": SLACK_APPROVERS, "ts": slack["ts"],
-                                      "action_id": approve["action_id"]})
-    modal = await c.until(lambda: c.view_for(MARIA_SLACK, "Approve with a reason", seen),
-                          "Slack modal asking Maria why she approves (payments are high-risk)")
+    await c.post(
+        "/api/slack/click",
+        {"persona": "maria", "channel": SLACK_APPROVERS, "ts": slack["ts"], "action_id": approve["action_id"]},
+    )
+    modal = await c.until(
+        lambda: c.view_for(MARIA_SLACK, "Approve with a reason", seen),
+        "Slack modal asking Maria why she approves (payments are high-risk)",
+    )
     reason = "Invoice 4411, matches the order"
     field = next(iter(_inputs(modal)))
     await c.post("/api/slack/submit", {"persona": "maria", "view": modal["id"], "values": {field: reason}})
@@ -257,16 +280,23 @@ async def step_payment(c: TourClient, memo: dict[str, Any]) -> str:
     def agreed() -> bool:
         copies = [c.current(group)["text"] or "", c.current(mine)["text"] or ""]
         slack_now = c.slack[(slack["channel"], slack["ts"], None)]
-        return (all("Done" in t and decided in t for t in copies) and _no_buttons(c.current(group))
-                and _no_buttons(c.current(mine)) and "Done" in _slack_text(slack_now)
-                and decided in _slack_text(slack_now) and _slack_no_buttons(slack_now))
+        return (
+            all("Done" in t and decided in t for t in copies)
+            and _no_buttons(c.current(group))
+            and _no_buttons(c.current(mine))
+            and "Done" in _slack_text(slack_now)
+            and decided in _slack_text(slack_now)
+            and _slack_no_buttons(slack_now)
+        )
 
     await c.until(agreed, "Telegram and Slack copies agreeing on the decision")
     paid = await c.until(lambda: c.bot_after(ALICE, mine["id"], "Paid 120.00 EUR"), "payment result for Alice")
     line = next(ln for ln in c.current(group)["text"].splitlines() if decided in ln)
     told = paid["text"].splitlines()[0]
-    return (f"Maria approves in Slack, giving her reason in the modal ({reason!r}); both Telegram copies and the "
-            f"Slack card say: {line} Alice is told: {told}")
+    return (
+        f"Maria approves in Slack, giving her reason in the modal ({reason!r}); both Telegram copies and the "
+        f"Slack card say: {line} Alice is told: {told}"
+    )
 
 
 def _edited(c: TourClient, copies: list[dict[str, Any]], slack: dict[str, Any], diff: str) -> bool:
@@ -281,26 +311,41 @@ async def step_edit_telegram(c: TourClient, memo: dict[str, Any]) -> str:
     mine = await c.until(lambda: c.bot_after(ALICE, mark_me, "ACME", "300"), "Alice's copy of the card for 300")
     slack = await c.until(lambda: c.slack_after(SLACK_APPROVERS, mark_slack, "ACME", "300"), "the Slack card")
     mark = c.last_tg(GROUP)
-    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": group["id"],
-                                       "data": _button(group, "Edit")["callback_data"]})
+    await c.post(
+        "/api/telegram/tap",
+        {"persona": "maria", "chat": GROUP, "id": group["id"], "data": _button(group, "Edit")["callback_data"]},
+    )
     chooser = await c.until(lambda: c.bot_after(GROUP, mark, "which value"), "the fields to choose from")
     mark = c.last_tg(GROUP)
-    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": chooser["id"],
-                                       "data": _button(chooser, "amount")["callback_data"]})
-    prompt = await c.until(lambda: c.prompt_after(GROUP, mark, "Maria: New value for amount"),
-                           "a ForceReply prompt asking Maria for the new amount")
+    await c.post(
+        "/api/telegram/tap",
+        {"persona": "maria", "chat": GROUP, "id": chooser["id"], "data": _button(chooser, "amount")["callback_data"]},
+    )
+    prompt = await c.until(
+        lambda: c.prompt_after(GROUP, mark, "Maria: New value for amount"),
+        "a ForceReply prompt asking Maria for the new amount",
+    )
     await c.post("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250", "reply_to": prompt["id"]})
     diff = "amount: 300.0 → 250.0"
     await c.until(lambda: _edited(c, [group, mine], slack, diff), f"every copy of the card showing {diff}")
     answers = len(c.answers)
-    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": group["id"],
-                                       "data": _button(c.current(group), "Approve")["callback_data"]})
+    await c.post(
+        "/api/telegram/tap",
+        {
+            "persona": "maria",
+            "chat": GROUP,
+            "id": group["id"],
+            "data": _button(c.current(group), "Approve")["callback_data"],
+        },
+    )
     told = await c.until(lambda: [a for a in c.answers[answers:] if a["user"] == MARIA], "answer to Maria's Approve")
     if "You edited this version" not in (told[0]["text"] or ""):
         raise TourError(f"the editor's own approval was not refused: {told[0]['text']!r}")
     memo["edit"] = {"group": group, "mine": mine, "slack": slack}
-    return (f"Maria taps Edit, picks amount and answers the reply prompt {prompt['text'].split(': ', 1)[1]!r} "
-            f"with 250: all three copies show {diff!r}; her own Approve is refused: {told[0]['text']!r}")
+    return (
+        f"Maria taps Edit, picks amount and answers the reply prompt {prompt['text'].split(': ', 1)[1]!r} "
+        f"with 250: all three copies show {diff!r}; her own Approve is refused: {told[0]['text']!r}"
+    )
 
 
 async def step_edit_slack(c: TourClient, memo: dict[str, Any]) -> str:
@@ -310,8 +355,15 @@ async def step_edit_slack(c: TourClient, memo: dict[str, Any]) -> str:
     group, mine, slack = cards["group"], cards["mine"], cards["slack"]
     slack_now = c.slack[(slack["channel"], slack["ts"], None)]
     seen = set(c.views)
-    await c.post("/api/slack/click", {"persona": "mateo", "channel": SLACK_APPROVERS, "ts": slack["ts"],
-                                      "action_id": _slack_button(slack_now, "Edit")["action_id"]})
+    await c.post(
+        "/api/slack/click",
+        {
+            "persona": "mateo",
+            "channel": SLACK_APPROVERS,
+            "ts": slack["ts"],
+            "action_id": _slack_button(slack_now, "Edit")["action_id"],
+        },
+    )
     modal = await c.until(lambda: c.view_for(MATEO_SLACK, "Edit request", seen), "Mateo's Slack Edit modal")
     inputs = _inputs(modal)
     amount = next(k for k in inputs if k.endswith("amount"))
@@ -324,17 +376,31 @@ async def step_edit_slack(c: TourClient, memo: dict[str, Any]) -> str:
     diff = "amount: 250.0 → 200.0"
     await c.until(lambda: _edited(c, [group, mine], slack, diff), f"every copy of the card showing {diff}")
     mark = c.last_tg(GROUP)
-    await c.post("/api/telegram/tap", {"persona": "maria", "chat": GROUP, "id": group["id"],
-                                       "data": _button(c.current(group), "Approve")["callback_data"]})
-    prompt = await c.until(lambda: c.prompt_after(GROUP, mark, "Maria: Why do you approve"),
-                           "a reply prompt asking Maria why she approves")
-    await c.post("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "Agreed with the vendor",
-                                        "reply_to": prompt["id"]})
+    await c.post(
+        "/api/telegram/tap",
+        {
+            "persona": "maria",
+            "chat": GROUP,
+            "id": group["id"],
+            "data": _button(c.current(group), "Approve")["callback_data"],
+        },
+    )
+    prompt = await c.until(
+        lambda: c.prompt_after(GROUP, mark, "Maria: Why do you approve"), "a reply prompt asking Maria why she approves"
+    )
+    await c.post(
+        "/api/telegram/send",
+        {"persona": "maria", "chat": GROUP, "text": "Agreed with the vendor", "reply_to": prompt["id"]},
+    )
     paid = await c.until(lambda: c.bot_after(ALICE, mine["id"], "Paid 200.00 EUR"), "the payment of 200 for Alice")
-    await c.until(lambda: "Done" in (c.current(group)["text"] or "") and _no_buttons(c.current(group)),
-                  "the group's card edited to Done")
-    return (f"Mateo edits in the Slack modal ('lots' is refused beside the field, the modal stays; 200 is "
-            f"taken): {diff}; Maria approves in Telegram with a typed reason; Alice: {paid['text'].splitlines()[0]}")
+    await c.until(
+        lambda: "Done" in (c.current(group)["text"] or "") and _no_buttons(c.current(group)),
+        "the group's card edited to Done",
+    )
+    return (
+        f"Mateo edits in the Slack modal ('lots' is refused beside the field, the modal stays; 200 is "
+        f"taken): {diff}; Maria approves in Telegram with a typed reason; Alice: {paid['text'].splitlines()[0]}"
+    )
 
 
 async def step_forged(c: TourClient, memo: dict[str, Any]) -> str:
@@ -359,15 +425,21 @@ async def step_reminder(c: TourClient, memo: dict[str, Any]) -> str:
         raise TourError("no pending approval to be reminded of (the forged-tap step failed)")
     mark_group, mark_mateo = c.last_tg(GROUP), c.last_tg(MATEO)
     await c.post("/api/clock", {"advance": 900})
-    fresh = await c.until(lambda: c.bot_after(GROUP, mark_group, "Bob", "Approval needed"),
-                          "a fresh copy of the card in the group after 15 minutes")
+    fresh = await c.until(
+        lambda: c.bot_after(GROUP, mark_group, "Bob", "Approval needed"),
+        "a fresh copy of the card in the group after 15 minutes",
+    )
     await c.post("/api/clock", {"advance": 900})
-    escalated = await c.until(lambda: c.bot_after(MATEO, mark_mateo, "Bob", "Approval needed"),
-                              "the card in Mateo's chat after 30 minutes (escalation)")
+    escalated = await c.until(
+        lambda: c.bot_after(MATEO, mark_mateo, "Bob", "Approval needed"),
+        "the card in Mateo's chat after 30 minutes (escalation)",
+    )
     told = await c.until(lambda: c.bot_after(ALICE, 0, "escalation"), "Alice told of the escalation")
     line = next((ln for ln in told["text"].splitlines() if "escalation" in ln), "")
-    return (f"15 minutes pass: a fresh copy of the card in the group (message {fresh['id']}); 30 minutes: it goes "
-            f"to Mateo's own chat (message {escalated['id']}), and Alice is told: {line}")
+    return (
+        f"15 minutes pass: a fresh copy of the card in the group (message {fresh['id']}); 30 minutes: it goes "
+        f"to Mateo's own chat (message {escalated['id']}), and Alice is told: {line}"
+    )
 
 
 async def step_stats(c: TourClient, memo: dict[str, Any]) -> str:
@@ -385,6 +457,7 @@ async def step_expiry(c: TourClient, memo: dict[str, Any]) -> str:
     if group is None:
         raise TourError("no pending approval to let expire (the forged-tap step failed)")
     await c.post("/api/clock", {"advance": 1900})
+
     def edited() -> dict[str, Any] | None:
         event = c.current(group)
         return event if "Expired" in (event["text"] or "") and _no_buttons(event) else None

@@ -132,8 +132,14 @@ class Modals:
 class World:
     """Start with ``async with World() as world:``; ``world.telegram`` / ``world.slack_api`` are the servers."""
 
-    def __init__(self, *, tools: str = DEFAULT_TOOLS, identities: str | Path | None = None,
-                 store: str | Path | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tools: str = DEFAULT_TOOLS,
+        identities: str | Path | None = None,
+        store: str | Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.tools_spec = tools
         self.identities_path = Path(identities) if identities is not None else None
         self.store_path = Path(store) if store is not None else None
@@ -168,14 +174,15 @@ class World:
         from milpa_chat.testing import BotApiServer, SlackApiServer
 
         self.assistant = await self._build_assistant()
-        self.telegram = await self._stack.enter_async_context(BotApiServer(bot_first_name="Playground bot",
-                                                                           bot_username="milpa_playground_bot"))
+        self.telegram = await self._stack.enter_async_context(
+            BotApiServer(bot_first_name="Playground bot", bot_username="milpa_playground_bot")
+        )
         members = [self._tg_user(p) for p in PERSONAS if p.role == "approver"]
         self.telegram.group(TELEGRAM_APPROVERS, "Approvers", members=members)
         channels = {SLACK_WORK: "general", SLACK_APPROVERS: "approvals"}
-        self.slack_api = await self._stack.enter_async_context(SlackApiServer(SLACK_TOKEN, team_id=TEAM,
-                                                                              team_name="Playground",
-                                                                              channels=channels))
+        self.slack_api = await self._stack.enter_async_context(
+            SlackApiServer(SLACK_TOKEN, team_id=TEAM, team_name="Playground", channels=channels)
+        )
         for persona in PERSONAS:  # users.info knows them, so cards name them as Slack shows them
             self.slack_api.add_user(persona.slack_id, persona.key, real_name=persona.name, display_name=persona.name)
             # everyone has opened the bot's chat and the app's DM: an escalation can reach Mateo there
@@ -188,15 +195,15 @@ class World:
         from milpa_chat.bots.telegram import TelegramBot
         from milpa_chat.testing import SlackEvents, serve_bolt_app
 
-        self.telegram_bot = TelegramBot(self.assistant, self.telegram.token, self.telegram.base_url,
-                                        sweep_interval=2.0)
+        self.telegram_bot = TelegramBot(self.assistant, self.telegram.token, self.telegram.base_url, sweep_interval=2.0)
         await self.telegram_bot.start(poll_timeout=1)
         self._stack.push_async_callback(self.telegram_bot.stop)
         self.slack_bot = SlackBot(self.assistant, SLACK_TOKEN, SLACK_SECRET, self.slack_api.base_url)
         self._stack.push_async_callback(self.slack_bot.close)
         url = await self._stack.enter_async_context(serve_bolt_app(self.slack_bot.web_app()))
-        self.slack = await self._stack.enter_async_context(SlackEvents(url, SLACK_SECRET, api=self.slack_api,
-                                                                       ack_timeout=10.0))
+        self.slack = await self._stack.enter_async_context(
+            SlackEvents(url, SLACK_SECRET, api=self.slack_api, ack_timeout=10.0)
+        )
 
     async def close(self) -> None:
         try:
@@ -218,11 +225,22 @@ class World:
         self.store = SqliteStore(str(path), clock=self.clock)
         self._stack.push_async_callback(self.store.close)
         registry = await load_registry(self.tools_spec, self.store)
-        identities = (Identities.from_toml(self.identities_path) if self.identities_path is not None
-                      else Identities.from_dict(IDENTITIES))
+        identities = (
+            Identities.from_toml(self.identities_path)
+            if self.identities_path is not None
+            else Identities.from_dict(IDENTITIES)
+        )
         self.agent_setup = agent_from_env(self.env)
-        return Assistant(registry, identities, agent=self.agent_setup.agent, name="Playground assistant",
-                         approval_ttl=900.0, edits=True, risk_tiers=True, fast_approval=FAST_APPROVAL)
+        return Assistant(
+            registry,
+            identities,
+            agent=self.agent_setup.agent,
+            name="Playground assistant",
+            approval_ttl=900.0,
+            edits=True,
+            risk_tiers=True,
+            fast_approval=FAST_APPROVAL,
+        )
 
     # -- people ---------------------------------------------------------------------------------
     def persona(self, key: object) -> Persona:
@@ -281,14 +299,16 @@ class World:
         else:
             command = text.strip()
             if command.startswith("/milpa"):
-                command = command[len("/milpa"):].strip()
-            resp = await self.slack.command("/milpa", command, user=persona.slack_id, channel=channel,
-                                            user_name=persona.key)
+                command = command[len("/milpa") :].strip()
+            resp = await self.slack.command(
+                "/milpa", command, user=persona.slack_id, channel=channel, user_name=persona.key
+            )
         await self.slack_bot.drain()
         return int(resp.status)
 
-    async def slack_click(self, persona: Persona, channel: str, ts: str, action_id: str,
-                          value: str | None = None) -> int:
+    async def slack_click(
+        self, persona: Persona, channel: str, ts: str, action_id: str, value: str | None = None
+    ) -> int:
         """``persona`` clicks an element of a message as it is now: a signed ``block_actions`` request.
         ``value`` other than the element's is sent as given (a modified client)."""
         from milpa_chat.testing.slack import SlackRequest
@@ -386,8 +406,9 @@ async def load_registry(spec: str, store: Store) -> Any:
     from milpa_chat import ToolRegistry
 
     obj = _import(spec)
-    if inspect.isclass(obj) or (callable(obj) and not hasattr(obj, "__milpa_tool__")
-                                and not isinstance(obj, ToolRegistry)):
+    if inspect.isclass(obj) or (
+        callable(obj) and not hasattr(obj, "__milpa_tool__") and not isinstance(obj, ToolRegistry)
+    ):
         factory: Any = obj
         obj = factory(store) if _wants_argument(factory) else factory()
     if isinstance(obj, ToolRegistry):
@@ -406,8 +427,9 @@ def _wants_argument(obj: Any) -> bool:
         params = inspect.signature(obj).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-               for p in params)
+    return any(
+        p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params
+    )
 
 
 def _import(spec: str) -> Any:

@@ -143,8 +143,12 @@ def compose_approval(view: ApprovalView, *, limits: Limits | None = None) -> Mes
     blocks.append(Code(b.text(json_text(args) if args else "{}"), "json"))
     if view.state == "pending" and view.digest:
         verb = "Confirm" if view.kind == "confirm" else "Approve"
-        blocks.append(Paragraph.of(Span(f"On {verb}: ", "bold"), f"{tool} runs once with exactly these arguments "
-                                   f"(after validation), as {b.text(view.requester, 100)}."))
+        blocks.append(
+            Paragraph.of(
+                Span(f"On {verb}: ", "bold"),
+                f"{tool} runs once with exactly these arguments (after validation), as {b.text(view.requester, 100)}.",
+            )
+        )
     if view.state != "pending":
         blocks += _decision(view, b)
     buttons = _buttons(view)
@@ -169,8 +173,9 @@ def _facts(view: ApprovalView, b: Builder) -> list[Block]:
     items = [
         ("Tool", b.text(view.tool, 100)),
         ("Requested by", f"{b.text(view.requester, 100)} ({b.text(view.requester_principal, 100)})"),
-        ("Effect", b.text(view.effect, 200)) if view.effect else ("Changes data", "yes" if view.mutating else
-                                                                  "no (read-only)"),
+        ("Effect", b.text(view.effect, 200))
+        if view.effect
+        else ("Changes data", "yes" if view.mutating else "no (read-only)"),
     ]
     if view.state == "pending":
         items.append(("Expires", when(view.expires_at)))
@@ -187,8 +192,9 @@ def _buttons(view: ApprovalView) -> Actions | None:
     if view.role == "viewer":
         return None
     if view.state == "effect_uncertain":
-        return Actions.row(Button("🔁 Run again", "run_again", view.id, "danger"),
-                           Button("✔ Mark as done", "mark_done", view.id))
+        return Actions.row(
+            Button("🔁 Run again", "run_again", view.id, "danger"), Button("✔ Mark as done", "mark_done", view.id)
+        )
     if view.state != "pending":
         return None
     if view.kind == "confirm":
@@ -216,7 +222,8 @@ def _decision(view: ApprovalView, b: Builder) -> list[Block]:
         return [Paragraph.of(Span(f"Expired at {when(view.expires_at)} without a decision. Nothing was done.", "bold"))]
     verb = "Confirmed" if view.kind == "confirm" else "Approved"
     verb = {"rejected": "Rejected", "cancelled": "Cancelled" if view.kind == "confirm" else "Withdrawn"}.get(
-        view.state, verb)
+        view.state, verb
+    )
     by = _by(view, b)
     blocks: list[Block] = [Paragraph.of(Span(f"{verb} {by}".strip() + ".", "bold"))]
     if view.decision_note:
@@ -224,8 +231,13 @@ def _decision(view: ApprovalView, b: Builder) -> list[Block]:
     if view.state in ("rejected", "cancelled"):
         blocks.append(Paragraph.of("Nothing was done."))
     elif view.state == "effect_uncertain":
-        blocks.append(Paragraph.of(Span("Unknown outcome: ", "bold"), b.text(view.outcome or "the run did not "
-                                   "report back."), " Check, then choose Run again or Mark as done."))
+        blocks.append(
+            Paragraph.of(
+                Span("Unknown outcome: ", "bold"),
+                b.text(view.outcome or "the run did not report back."),
+                " Check, then choose Run again or Mark as done.",
+            )
+        )
     elif view.state == "executing":
         blocks.append(Paragraph.of(Span("Running now…", "italic")))
     elif view.state in ("executed", "failed"):

@@ -175,11 +175,13 @@ def _verification(result: ToolResult, data: Mapping[str, Any], b: Builder) -> tu
     blocks: list[Block] = [
         Heading("Waiting for approval", "⏳"),
         Paragraph.of("Requested: ", Span(summary, "code")),
-        *b.fields({
-            "request": str(data.get("request_id", "")),
-            "approvers_needed": f"{quorum} with {scopes}",
-            "four_eyes": "yes — you cannot approve your own request" if data.get("four_eyes") else "no",
-        }),
+        *b.fields(
+            {
+                "request": str(data.get("request_id", "")),
+                "approvers_needed": f"{quorum} with {scopes}",
+                "four_eyes": "yes — you cannot approve your own request" if data.get("four_eyes") else "no",
+            }
+        ),
     ]
     if data.get("expires_at"):
         blocks.append(Note(f"Expires at {when(data['expires_at'])}; nothing runs until it is approved."))

@@ -69,7 +69,11 @@ class ApprovalRefused(MilpaError):
     """A decision, replay or run that is not allowed; the message says why, for the person who asked."""
 
     def __init__(
-        self, message: str, *, code: str = "FORBIDDEN", approval: Approval | None = None,
+        self,
+        message: str,
+        *,
+        code: str = "FORBIDDEN",
+        approval: Approval | None = None,
         errors: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
@@ -183,8 +187,12 @@ class Approval:
         from milpa_chat.runtime.context import ToolContext
 
         r = self.data["requester"]
-        return ToolContext(principal=r["principal"], channel=r.get("channel", "unknown"),
-                           scopes=tuple(r.get("scopes", ())), extra=dict(r.get("extra", {})))
+        return ToolContext(
+            principal=r["principal"],
+            channel=r.get("channel", "unknown"),
+            scopes=tuple(r.get("scopes", ())),
+            extra=dict(r.get("extra", {})),
+        )
 
     def effects(self) -> list[str]:
         """What is still to be delivered for the current state (see :func:`pending_effects`)."""
@@ -344,6 +352,6 @@ def state_message(a: Approval) -> str:
         "executed": "This request was already approved and carried out.",
         "failed": "This request was approved, but running it failed.",
         "effect_uncertain": "This request was approved, but its run did not report back: it may or may not have "
-                            "taken effect. The requester or an approver can choose Run again or Mark as done.",
+        "taken effect. The requester or an approver can choose Run again or Mark as done.",
     }
     return messages.get(a.state, f"This request is {a.state}.")

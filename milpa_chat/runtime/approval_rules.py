@@ -17,8 +17,21 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.definition import ToolDefinition
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["RULES", "Actor", "Check", "Outcome", "Rule", "amend", "check_approver", "expire", "may_edit", "nudge",
-           "registry_check", "risk_tier", "stale"]
+__all__ = [
+    "RULES",
+    "Actor",
+    "Check",
+    "Outcome",
+    "Rule",
+    "amend",
+    "check_approver",
+    "expire",
+    "may_edit",
+    "nudge",
+    "registry_check",
+    "risk_tier",
+    "stale",
+]
 
 #: Re-validates and re-authorizes edited arguments of an approval as a new call would be; returns the
 #: arguments after validation and clamping, or raises :class:`ApprovalRefused` (``errors`` per field).
@@ -46,14 +59,18 @@ class Actor:
         return str(self.ctx.extra.get("user_name") or self.ctx.principal or "someone")
 
 
-
 # ----------------------------------------------------------------------- the rules of each decision
 Rule = Callable[["ApprovalDesk", Approval, dict[str, Any], Actor, bool], Outcome]
 
 
 def _decided(v: dict[str, Any], actor: Actor) -> None:
-    v.update(decided_by=actor.principal, decided_by_name=actor.name, decided_at=actor.now, decided_via=actor.via,
-             decision_note=actor.note)
+    v.update(
+        decided_by=actor.principal,
+        decided_by_name=actor.name,
+        decided_at=actor.now,
+        decided_via=actor.via,
+        decision_note=actor.note,
+    )
 
 
 def expire(v: dict[str, Any]) -> None:
@@ -67,8 +84,9 @@ def _open(a: Approval) -> None:
 
 def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
     if a.kind != "verification":
-        raise ApprovalRefused(f"Only {a.requester_name} confirms this request: there is nothing to {verb}.",
-                              code="WRONG_KIND")
+        raise ApprovalRefused(
+            f"Only {a.requester_name} confirms this request: there is nothing to {verb}.", code="WRONG_KIND"
+        )
     if not ctx.principal:
         raise ApprovalRefused(f"Only an identified person can {verb} a request.")
     scopes = a.data["policy"]["approver_scopes"]
@@ -77,8 +95,10 @@ def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
     if a.data["policy"]["four_eyes"] and a.requester_principal == ctx.principal:
         raise ApprovalRefused(f"You cannot {verb} your own request (four-eyes rule): another approver must decide.")
     if verb == "approve" and a.data["policy"]["four_eyes"] and a.data.get("author") == ctx.principal:
-        raise ApprovalRefused("You edited this version of the request, so you cannot approve it (four-eyes rule): "
-                              "an approver other than the requester and you must approve it.")
+        raise ApprovalRefused(
+            "You edited this version of the request, so you cannot approve it (four-eyes rule): "
+            "an approver other than the requester and you must approve it."
+        )
 
 
 def check_approver(a: Approval, ctx: ToolContext) -> None:
@@ -88,8 +108,9 @@ def check_approver(a: Approval, ctx: ToolContext) -> None:
 
 def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     if a.kind != "confirm":
-        raise ApprovalRefused("This request is decided by an approver (Approve or Reject), not confirmed.",
-                              code="WRONG_KIND")
+        raise ApprovalRefused(
+            "This request is decided by an approver (Approve or Reject), not confirmed.", code="WRONG_KIND"
+        )
     if actor.principal != a.requester_principal:
         raise ApprovalRefused(f"Only {a.requester_name} can confirm this.")
     _open(a)
@@ -116,14 +137,23 @@ def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, c
     _check_decider(a, actor.ctx, "approve")
     _open(a)
     if any(vote["principal"] == actor.principal for vote in a.votes):
-        raise ApprovalRefused(f"You already approved this request; waiting for {a.quorum - len(a.votes)} more "
-                              "approver(s).", code="DUPLICATE", approval=a)
+        raise ApprovalRefused(
+            f"You already approved this request; waiting for {a.quorum - len(a.votes)} more approver(s).",
+            code="DUPLICATE",
+            approval=a,
+        )
     tier = a.data.get("risk") or {}
     if tier.get("level") == "high" and not (actor.note or "").strip():
-        raise ApprovalRefused(f"This request is high-risk ({tier.get('why')}): approving it needs a typed reason. "
-                              "Approve again with your reason.", code="REASON_REQUIRED", approval=a)
-    v["votes"] = [*a.votes, {"principal": actor.principal, "name": actor.name, "at": actor.now, "via": actor.via,
-                             "note": actor.note}]
+        raise ApprovalRefused(
+            f"This request is high-risk ({tier.get('why')}): approving it needs a typed reason. "
+            "Approve again with your reason.",
+            code="REASON_REQUIRED",
+            approval=a,
+        )
+    v["votes"] = [
+        *a.votes,
+        {"principal": actor.principal, "name": actor.name, "at": actor.now, "via": actor.via, "note": actor.note},
+    ]
     if len(v["votes"]) >= a.quorum and tier.get("level") == "high" and not a.data.get("second_approver"):
         fast = _too_fast(a, v, tier, actor)
         if fast is not None:
@@ -145,8 +175,10 @@ def _too_fast(a: Approval, v: dict[str, Any], tier: dict[str, Any], actor: Actor
         return None
     v["policy"]["quorum"] = a.quorum + 1
     v["second_approver"] = {"after": actor.principal, "seconds": round(took, 1), "limit": round(limit, 1)}
-    return (f"Approval recorded, {took:.0f} s after the request: faster than this high-risk card can be read "
-            f"({limit:.0f} s), so a second approver must also approve.")
+    return (
+        f"Approval recorded, {took:.0f} s after the request: faster than this high-risk card can be read "
+        f"({limit:.0f} s), so a second approver must also approve."
+    )
 
 
 def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
@@ -181,13 +213,25 @@ def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor,
 
 def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     _check_rescuer(a, actor)
-    v.update(state="executed", outcome=f"Marked as done by {actor.name}.", rescued_by=actor.principal,
-             rescued_by_name=actor.name, rescued_at=actor.now, finished_at=actor.now)
+    v.update(
+        state="executed",
+        outcome=f"Marked as done by {actor.name}.",
+        rescued_by=actor.principal,
+        rescued_by_name=actor.name,
+        rescued_at=actor.now,
+        finished_at=actor.now,
+    )
     return "marked_done", False, "Marked as done."
 
 
-RULES: dict[str, Rule] = {"confirm": _confirm, "cancel": _cancel, "approve": _approve, "reject": _reject,
-                           "run_again": _run_again, "mark_done": _mark_done}
+RULES: dict[str, Rule] = {
+    "confirm": _confirm,
+    "cancel": _cancel,
+    "approve": _approve,
+    "reject": _reject,
+    "run_again": _run_again,
+    "mark_done": _mark_done,
+}
 
 
 # ------------------------------------------------------------------------------ edit before approve
@@ -209,8 +253,10 @@ def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolC
             check_payload(args, registry.limits)
             return schema_check(schema, args)
         if tool is None:
-            raise ApprovalRefused(f"'{a.label}' is no longer a registered tool, so this request cannot be edited; "
-                                  "reject it instead.", code="NOT_FOUND")
+            raise ApprovalRefused(
+                f"'{a.label}' is no longer a registered tool, so this request cannot be edited; reject it instead.",
+                code="NOT_FOUND",
+            )
         try:
             check_payload(args, registry.limits)
             wire = tool.validator(args).wire
@@ -218,13 +264,17 @@ def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolC
             errors: dict[str, str] = {}
             for e in exc.errors:
                 errors.setdefault(e.path.split(".", 1)[0], e.message)
-            raise ApprovalRefused(f"The edited arguments are not valid: {exc}. Correct them and save again.",
-                                  code="VALIDATION_ERROR", errors=errors) from None
+            raise ApprovalRefused(
+                f"The edited arguments are not valid: {exc}. Correct them and save again.",
+                code="VALIDATION_ERROR",
+                errors=errors,
+            ) from None
         ctx = requester(a) if requester is not None else a.requester_context()
         verdict = await registry.policy.judge(ctx, tool)
         if not verdict.allowed:
-            raise ApprovalRefused(f"With this edit the request is not allowed for {a.requester_name}: "
-                                  f"{verdict.reason}", code="FORBIDDEN")
+            raise ApprovalRefused(
+                f"With this edit the request is not allowed for {a.requester_name}: {verdict.reason}", code="FORBIDDEN"
+            )
         return dict(wire)
 
     return check
@@ -239,8 +289,11 @@ def schema_check(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, A
         errors.setdefault(str(e.path[0]) if e.path else "", e.message)
     if errors:
         shown = "; ".join(f"{k or 'arguments'}: {v}" for k, v in errors.items())
-        raise ApprovalRefused(f"The edited arguments are not valid: {shown}. Correct them and save again.",
-                              code="VALIDATION_ERROR", errors=errors)
+        raise ApprovalRefused(
+            f"The edited arguments are not valid: {shown}. Correct them and save again.",
+            code="VALIDATION_ERROR",
+            errors=errors,
+        )
     return dict(args)
 
 
@@ -269,25 +322,49 @@ def amend(a: Approval, v: dict[str, Any], actor: Actor, wire: dict[str, Any], ba
     """Write ``wire`` (validated from the arguments whose digest is ``base``) as the next revision of ``a``."""
     may_edit(a, actor)
     if a.data.get("digest") != base:
-        raise ApprovalRefused("Someone else edited this request while you were editing it; edit the updated "
-                              "card again.", code="CONFLICT", approval=a)
+        raise ApprovalRefused(
+            "Someone else edited this request while you were editing it; edit the updated card again.",
+            code="CONFLICT",
+            approval=a,
+        )
     changes = changes_of(a.args, wire)
     if not changes:
-        raise ApprovalRefused("Nothing changed: after validation the arguments are the same as before.",
-                              code="VALIDATION_ERROR")
+        raise ApprovalRefused(
+            "Nothing changed: after validation the arguments are the same as before.", code="VALIDATION_ERROR"
+        )
     if a.revision >= MAX_REVISIONS:
-        raise ApprovalRefused(f"This request was already edited {a.revision} times; reject it and ask for a new "
-                              "one with the right arguments.", code="CONFLICT", approval=a)
+        raise ApprovalRefused(
+            f"This request was already edited {a.revision} times; reject it and ask for a new "
+            "one with the right arguments.",
+            code="CONFLICT",
+            approval=a,
+        )
     revision = a.revision + 1
     v.update(args=wire, digest=digest(wire), revision=revision, votes=[])
-    v["revisions"] = [*a.revisions, {"revision": revision, "by": actor.principal, "by_name": actor.name,
-                                     "at": actor.now, "via": actor.via, "digest": v["digest"], "changes": changes}]
+    v["revisions"] = [
+        *a.revisions,
+        {
+            "revision": revision,
+            "by": actor.principal,
+            "by_name": actor.name,
+            "at": actor.now,
+            "via": actor.via,
+            "digest": v["digest"],
+            "changes": changes,
+        },
+    ]
     if a.kind == "verification":
         v.update(author=actor.principal, author_name=actor.name)
     reset = " Approvals so far were reset." if a.votes else ""
     who = "You" if a.kind == "confirm" else "Another approver"
-    return "amended", False, (f"Edited {', '.join(changes)}; every copy of the card shows the change.{reset} "
-                              + ("Confirm it to run it." if a.kind == "confirm" else f"{who} must approve it."))
+    return (
+        "amended",
+        False,
+        (
+            f"Edited {', '.join(changes)}; every copy of the card shows the change.{reset} "
+            + ("Confirm it to run it." if a.kind == "confirm" else f"{who} must approve it.")
+        ),
+    )
 
 
 def stale(a: Approval, revision: int) -> None:
@@ -296,9 +373,12 @@ def stale(a: Approval, revision: int) -> None:
         return
     last = a.revisions[-1] if a.revisions else {}
     fields = ", ".join(last.get("changes", {})) or "its arguments"
-    raise ApprovalRefused(f"This card showed an older version of the request: {last.get('by_name') or 'someone'} "
-                          f"edited {fields} since. Nothing was decided; decide on the updated card.",
-                          code="STALE", approval=a)
+    raise ApprovalRefused(
+        f"This card showed an older version of the request: {last.get('by_name') or 'someone'} "
+        f"edited {fields} since. Nothing was decided; decide on the updated card.",
+        code="STALE",
+        approval=a,
+    )
 
 
 # ------------------------------------------------------------------------------------ risk tiers
@@ -341,7 +421,8 @@ def nudge(v: dict[str, Any], now: float, hooks: Sequence[Callable[[dict[str, Any
         v["reminded"] = len(policy.get("remind_at", []))  # an escalation supersedes earlier reminders
         v.setdefault("notices", []).append(
             f"Nobody has decided your request to run {v.get('tool') or v.get('subject')} yet; it now also "
-            "went to the escalation approvers.")
+            "went to the escalation approvers."
+        )
         kind = "escalation"
     else:
         remind_at = policy.get("remind_at", [])

@@ -44,8 +44,10 @@ class ApproverStats:
     def line(self) -> str:
         median = "-" if self.median_seconds is None else f"{self.median_seconds:.0f} s"
         decisions = f"{self.decisions} decision" + ("" if self.decisions == 1 else "s")
-        return (f"{self.name} ({self.principal}): {decisions}, {self.approve_rate:.0%} approved, "
-                f"median {median} to decide, {self.too_fast} approved faster than the card can be read")
+        return (
+            f"{self.name} ({self.principal}): {decisions}, {self.approve_rate:.0%} approved, "
+            f"median {median} to decide, {self.too_fast} approved faster than the card can be read"
+        )
 
 
 @dataclass
@@ -61,8 +63,14 @@ def _acts(a: Approval) -> list[tuple[str, str, float, bool]]:
     """``(principal, name, when, approved)`` of everyone who decided ``a``."""
     acts = [(str(v["principal"]), str(v.get("name") or v["principal"]), float(v["at"]), True) for v in a.votes]
     if a.state == "rejected" and a.data.get("decided_by"):
-        acts.append((str(a.data["decided_by"]), str(a.data.get("decided_by_name") or a.data["decided_by"]),
-                     float(a.data.get("decided_at") or a.data.get("created_at", 0)), False))
+        acts.append(
+            (
+                str(a.data["decided_by"]),
+                str(a.data.get("decided_by_name") or a.data["decided_by"]),
+                float(a.data.get("decided_at") or a.data.get("created_at", 0)),
+                False,
+            )
+        )
     return acts
 
 
@@ -85,6 +93,10 @@ def approver_stats(approvals: Iterable[Approval], *, since: float | None = None)
                 tally.fast += took < reading_seconds(a)
             else:
                 tally.rejected += 1
-    stats = [ApproverStats(p, t.name, len(t.times), t.approved, t.rejected,
-                           statistics.median(t.times) if t.times else None, t.fast) for p, t in tallies.items()]
+    stats = [
+        ApproverStats(
+            p, t.name, len(t.times), t.approved, t.rejected, statistics.median(t.times) if t.times else None, t.fast
+        )
+        for p, t in tallies.items()
+    ]
     return sorted(stats, key=lambda s: (-s.decisions, s.principal))

@@ -65,8 +65,16 @@ log = logging.getLogger("milpa_chat.approvals")
 
 DECISIONS = ("confirm", "cancel", "approve", "reject", "run_again", "mark_done")
 #: How a refused attempt by a model reads ("A model cannot <verb> an approval").
-MODEL_VERBS = {"confirm": "confirm", "cancel": "cancel", "approve": "approve", "reject": "reject",
-               "run_again": "run again", "mark_done": "mark as done", "edit": "edit", "redeem": "redeem"}
+MODEL_VERBS = {
+    "confirm": "confirm",
+    "cancel": "cancel",
+    "approve": "approve",
+    "reject": "reject",
+    "run_again": "run again",
+    "mark_done": "mark as done",
+    "edit": "edit",
+    "redeem": "redeem",
+}
 #: Subjects only a standing-grant change (``guard="standing"``) may carry: ``standing:sign``, ``Standing.lift``, ...
 _RESERVED = re.compile(r"\s*standing(?:[:._-]|\s*$)", re.IGNORECASE)
 
@@ -187,25 +195,61 @@ class ApprovalDesk:
             raise ApprovalRefused(
                 f"{subject.strip()!r} names a change of standing grants, which only a person asks for (in chat, the "
                 "notebook inbox or milpa-chat grants); name what needs approval another way.",
-                code="VALIDATION_ERROR")
+                code="VALIDATION_ERROR",
+            )
         policy = policy or VerifyPolicy()
         now = self.store.clock()
         extra = {k: v for k, v in ctx.extra.items() if isinstance(v, str | int | float | bool) or v is None}
         value: dict[str, Any] = {
-            "kind": kind, "tool": tool, "subject": subject or tool, "args": dict(args), "digest": digest(args),
-            "summary": summary, "reason": reason, "payload": dict(payload or {}), "mutating": mutating,
-            "idempotent": idempotent, "state": "pending", "created_at": now, "expires_at": now + expires_in,
-            "requester": {"principal": ctx.principal, "channel": ctx.channel, "scopes": list(ctx.scopes),
-                          "name": str(ctx.extra.get("user_name") or ctx.principal), "extra": extra},
-            "policy": {"approver_scopes": list(policy.approver_scopes), "four_eyes": policy.four_eyes,
-                       "quorum": policy.quorum, "remind_at": [now + t for t in policy.remind_after],
-                       "escalate_at": None if policy.escalate_after is None else now + policy.escalate_after,
-                       "deliver": policy.deliver},
-            "reminded": 0, "escalated": False, "notices": [], "told": 0,
-            "votes": [], "decided_by": None, "decided_by_name": None, "decided_at": None, "decided_via": None,
-            "decision_note": None, "attempt": 0, "lease": None, "result": None, "outcome": None,
-            "auto_run": False, "route": None, "cards": [], "resume": None, "failures": {},
-            "deliver_at": now + self._handoff(), "writer": self.worker,
+            "kind": kind,
+            "tool": tool,
+            "subject": subject or tool,
+            "args": dict(args),
+            "digest": digest(args),
+            "summary": summary,
+            "reason": reason,
+            "payload": dict(payload or {}),
+            "mutating": mutating,
+            "idempotent": idempotent,
+            "state": "pending",
+            "created_at": now,
+            "expires_at": now + expires_in,
+            "requester": {
+                "principal": ctx.principal,
+                "channel": ctx.channel,
+                "scopes": list(ctx.scopes),
+                "name": str(ctx.extra.get("user_name") or ctx.principal),
+                "extra": extra,
+            },
+            "policy": {
+                "approver_scopes": list(policy.approver_scopes),
+                "four_eyes": policy.four_eyes,
+                "quorum": policy.quorum,
+                "remind_at": [now + t for t in policy.remind_after],
+                "escalate_at": None if policy.escalate_after is None else now + policy.escalate_after,
+                "deliver": policy.deliver,
+            },
+            "reminded": 0,
+            "escalated": False,
+            "notices": [],
+            "told": 0,
+            "votes": [],
+            "decided_by": None,
+            "decided_by_name": None,
+            "decided_at": None,
+            "decided_via": None,
+            "decision_note": None,
+            "attempt": 0,
+            "lease": None,
+            "result": None,
+            "outcome": None,
+            "auto_run": False,
+            "route": None,
+            "cards": [],
+            "resume": None,
+            "failures": {},
+            "deliver_at": now + self._handoff(),
+            "writer": self.worker,
         }
         if guard is not None:
             value["guard"] = guard
@@ -245,8 +289,15 @@ class ApprovalDesk:
 
     # ---------------------------------------------------------------- decide
     async def decide(
-        self, approval_id: str, decision: str, ctx: ToolContext, *, via: str | None = None,
-        note: str | None = None, follow: bool = True, revision: int | None = None,
+        self,
+        approval_id: str,
+        decision: str,
+        ctx: ToolContext,
+        *,
+        via: str | None = None,
+        note: str | None = None,
+        follow: bool = True,
+        revision: int | None = None,
     ) -> Change:
         """The one decision function. ``ctx`` is the authenticated decider (never button data or arguments).
 
@@ -256,8 +307,9 @@ class ApprovalDesk:
         ``revision``: the version of the arguments the decider saw (a card's); an older one is refused.
         """
         if decision not in DECISIONS:
-            raise ApprovalRefused(f"Unknown decision {decision!r}; use one of: {', '.join(DECISIONS)}.",
-                                  code="VALIDATION_ERROR")
+            raise ApprovalRefused(
+                f"Unknown decision {decision!r}; use one of: {', '.join(DECISIONS)}.", code="VALIDATION_ERROR"
+            )
         if ctx.by_model:
             await self._refuse_model(approval_id, decision, ctx)
         rule = RULES[decision]
@@ -270,7 +322,10 @@ class ApprovalDesk:
             if a.data.get("guard") and via is None:
                 raise ApprovalRefused(
                     f"{a.data.get('summary') or 'This request'}: a person decides it on its card, in the notebook "
-                    "inbox or with the milpa-chat command; no tool decides it.", code="FORBIDDEN", approval=a)
+                    "inbox or with the milpa-chat command; no tool decides it.",
+                    code="FORBIDDEN",
+                    approval=a,
+                )
             if revision is not None:
                 stale(a, revision)
             actor = Actor(ctx, via or ctx.channel, note, now)
@@ -288,8 +343,14 @@ class ApprovalDesk:
         return done
 
     async def amend(
-        self, approval_id: str, arguments: Mapping[str, Any], ctx: ToolContext, *, via: str | None = None,
-        follow: bool = True, check: Check | None = None,
+        self,
+        approval_id: str,
+        arguments: Mapping[str, Any],
+        ctx: ToolContext,
+        *,
+        via: str | None = None,
+        follow: bool = True,
+        check: Check | None = None,
     ) -> Change:
         """Edit a pending approval's arguments before it is decided: the requester of a confirm, or an
         approver of a verification (``ctx``, authenticated). ``arguments`` are the fields to change.
@@ -303,11 +364,16 @@ class ApprovalDesk:
             await self._refuse_model(approval_id, "edit", ctx)
         check = check or self.checker
         if check is None:
-            raise ApprovalRefused("Edits cannot be checked here (no registry is attached to these approvals), so "
-                                  "the request cannot be edited.", code="UNAVAILABLE")
+            raise ApprovalRefused(
+                "Edits cannot be checked here (no registry is attached to these approvals), so "
+                "the request cannot be edited.",
+                code="UNAVAILABLE",
+            )
         if not isinstance(arguments, Mapping):
-            raise ApprovalRefused(f"The edited arguments must be an object of fields, got {type(arguments).__name__}.",
-                                  code="VALIDATION_ERROR")
+            raise ApprovalRefused(
+                f"The edited arguments must be an object of fields, got {type(arguments).__name__}.",
+                code="VALIDATION_ERROR",
+            )
         current = await self.get(approval_id)
         if current is None:
             raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
@@ -381,8 +447,13 @@ class ApprovalDesk:
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if a.state not in ("executing", "effect_uncertain") or a.attempt != claimed.attempt:
                 return None  # another attempt owns the record now
-            v.update(state="executed" if result.success else "failed", lease=None, finished_at=now,
-                     result=result_record(result), outcome=outcome_text(result))
+            v.update(
+                state="executed" if result.success else "failed",
+                lease=None,
+                finished_at=now,
+                result=result_record(result),
+                outcome=outcome_text(result),
+            )
             return "finished", False, ""
 
         try:
@@ -420,14 +491,19 @@ class ApprovalDesk:
                 if nudged is not None:
                     return nudged, False, ""
             lease = a.data.get("lease")
-            if a.state == "executing" and lease and (float(lease["until"]) <= now
-                                                     or (takeover and holder_dead(lease.get("holder")))):
+            if (
+                a.state == "executing"
+                and lease
+                and (float(lease["until"]) <= now or (takeover and holder_dead(lease.get("holder"))))
+            ):
                 return self._lease_lost(a, v, now, can_run)
             if a.state == "approved" and a.data.get("auto_run") and a.tool is not None and can_run:
                 self._claim(v, now)
                 return "claimed", True, ""
-            if can_run and (effects_due(a.data, now) or (takeover and holder_dead(a.data.get("writer"))
-                            and effects_due({**a.data, "deliver_at": now}, now))):
+            if can_run and (
+                effects_due(a.data, now)
+                or (takeover and holder_dead(a.data.get("writer")) and effects_due({**a.data, "deliver_at": now}, now))
+            ):
                 return "deliver", False, ""
             return None
 
@@ -445,8 +521,10 @@ class ApprovalDesk:
         if a.data.get("idempotent"):
             v.update(state="approved", retries=int(a.data.get("retries", 0)) + 1)
             return "retrying", self._maybe_claim(v, now, can_run), ""
-        v.update(state="effect_uncertain", outcome="The run did not report back before its lease ended: it "
-                 "may or may not have taken effect.")
+        v.update(
+            state="effect_uncertain",
+            outcome="The run did not report back before its lease ended: it may or may not have taken effect.",
+        )
         return "uncertain", False, ""
 
     async def recover_dead(self, limit: int = 5000) -> list[Change]:
@@ -466,8 +544,9 @@ class ApprovalDesk:
                 changes.append(change)
         self.recovered_dead = True
         if changes:
-            log.warning("took over %d approval(s) a dead process on this host left running or undelivered",
-                        len(changes))
+            log.warning(
+                "took over %d approval(s) a dead process on this host left running or undelivered", len(changes)
+            )
         return changes
 
     async def sweep(self, limit: int = 200) -> list[Change]:
@@ -501,16 +580,24 @@ class ApprovalDesk:
                     failures.pop(effect, None)
                     # an edit of a card another deliverer also edited (and recorded) meanwhile may have
                     # reached the platform before or after theirs: the card is edited again
-                    raced = (current is not None and not out.message_id
-                             and card_edits(a.data, effect) != card_edits(current.data, effect))
+                    raced = (
+                        current is not None
+                        and not out.message_id
+                        and card_edits(a.data, effect) != card_edits(current.data, effect)
+                    )
                     mark_delivered(v, effect, out.key, out.message_id, raced=raced)
                     continue
                 failure = failures.setdefault(effect, {"attempts": 0})
-                failure.update(attempts=failure["attempts"] + 1, error=(out.error or "")[:300],
-                               next_at=now + max(out.retry_in, 0.0), **{"for": effect_key(v, effect)})
+                failure.update(
+                    attempts=failure["attempts"] + 1,
+                    error=(out.error or "")[:300],
+                    next_at=now + max(out.retry_in, 0.0),
+                    **{"for": effect_key(v, effect)},
+                )
                 if failure["attempts"] >= MAX_ATTEMPTS:
-                    log.error("approval %s: giving up %s after %d attempts: %s", a.id, effect, failure["attempts"],
-                              out.error)
+                    log.error(
+                        "approval %s: giving up %s after %d attempts: %s", a.id, effect, failure["attempts"], out.error
+                    )
                     failures.pop(effect)
                     mark_delivered(v, effect, effect_key(v, effect))
                     if effect != "trouble":
@@ -534,13 +621,18 @@ class ApprovalDesk:
             self.audit.approval("model_refused", str(shown), None, attempt, ctx.principal, ctx.channel)
         if self.trail is not None:
             try:
-                await self.trail.append("refused", str(shown), {"attempt": attempt, "principal": ctx.principal,
-                                                                "channel": ctx.channel, "by_model": True})
+                await self.trail.append(
+                    "refused",
+                    str(shown),
+                    {"attempt": attempt, "principal": ctx.principal, "channel": ctx.channel, "by_model": True},
+                )
             except Exception:
                 log.exception("approval %s: the audit trail could not record a refused attempt", shown)
         raise ApprovalRefused(
             f"A model cannot {MODEL_VERBS.get(attempt, attempt)} an approval: only a person decides it, on its "
-            "card, in the notebook inbox or with the milpa-chat command. Nothing was changed.", code="FORBIDDEN")
+            "card, in the notebook inbox or with the milpa-chat command. Nothing was changed.",
+            code="FORBIDDEN",
+        )
 
     # ---------------------------------------------------------------- helpers
     def _handoff(self) -> float:
@@ -550,8 +642,11 @@ class ApprovalDesk:
 
     def _claim(self, v: dict[str, Any], now: float) -> None:
         attempt = int(v.get("attempt", 0)) + 1
-        v.update(state="executing", attempt=attempt,
-                 lease={"holder": self.worker, "until": now + self.lease, "attempt": attempt})
+        v.update(
+            state="executing",
+            attempt=attempt,
+            lease={"holder": self.worker, "until": now + self.lease, "attempt": attempt},
+        )
 
     def _maybe_claim(self, v: dict[str, Any], now: float, can_run: bool) -> bool:
         if v.get("tool") is not None and v.get("auto_run") and can_run:
@@ -560,8 +655,13 @@ class ApprovalDesk:
         return False
 
     async def _change(
-        self, approval_id: str, fn: Callable[[Approval, dict[str, Any], float], Outcome | None],
-        *, handoff: bool = True, current: Approval | None = None, durable: bool = True,
+        self,
+        approval_id: str,
+        fn: Callable[[Approval, dict[str, Any], float], Outcome | None],
+        *,
+        handoff: bool = True,
+        current: Approval | None = None,
+        durable: bool = True,
     ) -> Change:
         """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
         lost race read again and re-apply (``fn`` re-checks everything). ``fn`` returning ``None``
@@ -584,8 +684,13 @@ class ApprovalDesk:
                 value.update(deliver_at=now + self._handoff(), writer=self.worker)
             settled = value["state"] in FINAL and current.state not in FINAL
             rec = await self.store.update(
-                COLLECTION, current.id, value, expected_version=current.version, due=due_of(value, now),
-                ttl=self.retention if settled else None, durable=durable,
+                COLLECTION,
+                current.id,
+                value,
+                expected_version=current.version,
+                due=due_of(value, now),
+                ttl=self.retention if settled else None,
+                durable=durable,
             )
             if rec is not None:
                 event, claimed, message = outcome
@@ -617,8 +722,13 @@ class ApprovalDesk:
 
     async def _event(self, change: Change) -> None:
         a = change.approval
-        if self.audit is not None and change.event not in ("unchanged", "delivered", "resume_set", "deliver",
-                                                            "renewed"):
+        if self.audit is not None and change.event not in (
+            "unchanged",
+            "delivered",
+            "resume_set",
+            "deliver",
+            "renewed",
+        ):
             by = a.data.get("rescued_by") if change.event in ("run_again", "marked_done") else a.data.get("decided_by")
             self.audit.approval(change.event, a.id, a.label, a.state, by, a.data.get("decided_via"))
         if self.trail is not None:
@@ -631,5 +741,11 @@ class ApprovalDesk:
             await self.dispatcher.dispatch(f"verification.{name}", {"event": a})
 
 
-_EVENTS = {"requested": "requested", "voted": "grant_recorded", "approved": "granted", "rejected": "rejected",
-           "cancelled": "cancelled", "expired": "expired"}
+_EVENTS = {
+    "requested": "requested",
+    "voted": "grant_recorded",
+    "approved": "granted",
+    "rejected": "rejected",
+    "cancelled": "cancelled",
+    "expired": "expired",
+}

@@ -50,8 +50,9 @@ class _RecordTemplates:
     def __init__(self) -> None:
         self._made: dict[tuple[str, int], logging.LogRecord] = {}
 
-    def make(self, name: str, level: int, msg: str, args: tuple[Any, ...],
-             extra: dict[str, Any] | None) -> logging.LogRecord:
+    def make(
+        self, name: str, level: int, msg: str, args: tuple[Any, ...], extra: dict[str, Any] | None
+    ) -> logging.LogRecord:
         template = self._made.get((name, level))
         if template is None or template.process != os.getpid():
             template = logging.LogRecord(name, level, "milpa_chat.audit", 0, "", (), None)
@@ -101,9 +102,7 @@ class AuditLogger:
     audit trail, and skipping it halves the cost of a line.
     """
 
-    def __init__(
-        self, logger: logging.Logger | None = None, *, sensitive_fields: Iterable[str] = ()
-    ) -> None:
+    def __init__(self, logger: logging.Logger | None = None, *, sensitive_fields: Iterable[str] = ()) -> None:
         self.logger = logger or logging.getLogger("milpa_chat.audit")
         self.redaction = Redaction(sensitive_fields)
         self._masked: dict[str, str] = {}
@@ -162,27 +161,40 @@ class AuditLogger:
         self._emit(
             level,
             "[ToolAudit] %s | %s | %s | %s | %dms | %s | args=%s",
-            (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", int(took_ms), outcome,
-             _dump(self.redact(args))),
+            (
+                ctx.request_id,
+                ctx.channel,
+                tool,
+                ctx.principal or "anonymous",
+                int(took_ms),
+                outcome,
+                _dump(self.redact(args)),
+            ),
             {"milpa_audit": {"tool": tool, "ok": ok, "code": code, "principal": ctx.principal}},
         )
 
     def _emit(self, level: int, msg: str, args: tuple[Any, ...], extra: dict[str, Any] | None = None) -> None:
         logger = self.logger
         if logging.getLogRecordFactory() is not logging.LogRecord:  # the host adds fields: its factory
-            logger.handle(logger.makeRecord(logger.name, level, "milpa_chat.audit", 0, msg, args, None,
-                                            extra=extra))
+            logger.handle(logger.makeRecord(logger.name, level, "milpa_chat.audit", 0, msg, args, None, extra=extra))
             return
         logger.handle(_records.make(logger.name, level, msg, args, extra))
 
     def executed(self, ctx: ToolContext, tool: str, args: Mapping[str, Any], result: ToolResult) -> None:
         meta = result.meta
         if not self.writes(logging.INFO if result.success else logging.WARNING) and (
-                meta.get("timeout_exceeded") is not True):
+            meta.get("timeout_exceeded") is not True
+        ):
             return
         took = meta.get("took_ms", 0)
-        self.call(ctx, tool, args, result.success, None if result.success else (result.code or "ERROR"),
-                  took if isinstance(took, int | float) else 0)
+        self.call(
+            ctx,
+            tool,
+            args,
+            result.success,
+            None if result.success else (result.code or "ERROR"),
+            took if isinstance(took, int | float) else 0,
+        )
         if result.meta.get("timeout_exceeded") is True:
             self.timeout(ctx, tool, result.meta.get("execution_time", 0.0), result.meta.get("timeout_limit", 0))
 
@@ -191,27 +203,40 @@ class AuditLogger:
 
     def denied(self, ctx: ToolContext, tool: str, reason: str) -> None:
         if self.writes(logging.WARNING):
-            self._emit(logging.WARNING, "[ToolAudit] AUTH_DENIED | %s | %s | %s | %s | reason=%s",
-                       (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", self._mask(reason)))
+            self._emit(
+                logging.WARNING,
+                "[ToolAudit] AUTH_DENIED | %s | %s | %s | %s | reason=%s",
+                (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", self._mask(reason)),
+            )
 
     def validation_failed(self, ctx: ToolContext, tool: str, errors: str) -> None:
         """``errors`` is the joined ``path: message; ...`` text (argument values are never in it;
         it is masked all the same, like every text a person reads)."""
         if self.writes(logging.WARNING):
-            self._emit(logging.WARNING, "[ToolAudit] VALIDATION_FAILED | %s | %s | %s | errors=%s",
-                       (ctx.request_id, ctx.channel, tool, self._mask(errors)))
+            self._emit(
+                logging.WARNING,
+                "[ToolAudit] VALIDATION_FAILED | %s | %s | %s | errors=%s",
+                (ctx.request_id, ctx.channel, tool, self._mask(errors)),
+            )
 
     def timeout(self, ctx: ToolContext, tool: str, execution: Any, limit: Any) -> None:
         if self.writes(logging.WARNING):
-            self._emit(logging.WARNING, "[ToolRuntime] Timeout exceeded | %s | %s | %s | execution=%.3fs | limit=%gs",
-                       (ctx.request_id, ctx.channel, tool, float(execution), float(limit)))
+            self._emit(
+                logging.WARNING,
+                "[ToolRuntime] Timeout exceeded | %s | %s | %s | execution=%.3fs | limit=%gs",
+                (ctx.request_id, ctx.channel, tool, float(execution), float(limit)),
+            )
 
-    def approval(self, event: str, approval_id: str, tool: str | None, state: str, by: str | None,
-                 via: str | None) -> None:
+    def approval(
+        self, event: str, approval_id: str, tool: str | None, state: str, by: str | None, via: str | None
+    ) -> None:
         """One line per change of an approval (requested, decided, claimed, finished, uncertain, ...);
         a run that may or may not have taken effect is a warning."""
         level = logging.WARNING if state == "effect_uncertain" else logging.INFO
         if self.writes(level):
-            self._emit(level, "[ApprovalAudit] %s | %s | %s | %s | by=%s | via=%s",
-                       (approval_id, event, tool or "-", state, by or "-", via or "-"),
-                       {"milpa_audit": {"approval": approval_id, "event": event, "state": state}})
+            self._emit(
+                level,
+                "[ApprovalAudit] %s | %s | %s | %s | by=%s | via=%s",
+                (approval_id, event, tool or "-", state, by or "-", via or "-"),
+                {"milpa_audit": {"approval": approval_id, "event": event, "state": state}},
+            )

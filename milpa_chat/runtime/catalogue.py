@@ -123,9 +123,14 @@ class TokenEstimator:
         return "\n".join(lines)
 
 
-_REVERSIBILITY = {"irreversible": "cannot be undone", "compensatable": "can be compensated afterwards",
-                  "reversible": "can be undone", "guaranteed": "is undone for sure if needed",
-                  "unknown": "may not be undoable", "not_applicable": ""}
+_REVERSIBILITY = {
+    "irreversible": "cannot be undone",
+    "compensatable": "can be compensated afterwards",
+    "reversible": "can be undone",
+    "guaranteed": "is undone for sure if needed",
+    "unknown": "may not be undoable",
+    "not_applicable": "",
+}
 
 
 def effect_words(tool: ToolDefinition) -> str:

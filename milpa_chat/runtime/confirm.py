@@ -57,25 +57,44 @@ class ConfirmationTokenStore:
         return self.desk.store
 
     async def create(
-        self, tool: str, args: dict[str, Any], action_summary: str, *, principal: str | None = None,
-        ctx: ToolContext | None = None, mutating: bool = True, idempotent: bool = False,
+        self,
+        tool: str,
+        args: dict[str, Any],
+        action_summary: str,
+        *,
+        principal: str | None = None,
+        ctx: ToolContext | None = None,
+        mutating: bool = True,
+        idempotent: bool = False,
     ) -> ConfirmationToken:
         """Open a ``confirm`` approval for ``ctx`` (or a bare context naming ``principal``)."""
         from milpa_chat.runtime.context import ToolContext
 
         requester = ctx if ctx is not None else ToolContext(principal=principal)
         approval = await self.desk.open(
-            "confirm", requester, tool=tool, args=args, summary=action_summary, expires_in=self.ttl,
-            mutating=mutating, idempotent=idempotent, reason="This changes data: confirm to run it, or cancel.",
+            "confirm",
+            requester,
+            tool=tool,
+            args=args,
+            summary=action_summary,
+            expires_in=self.ttl,
+            mutating=mutating,
+            idempotent=idempotent,
+            reason="This changes data: confirm to run it, or cancel.",
         )
         return ConfirmationToken(approval.id, datetime.fromtimestamp(approval.expires_at, UTC), action_summary)
 
     async def approval(self, token: object, tool: str, principal: str | None) -> Approval | None:
         """The pending, unexpired confirm approval behind ``token`` for this tool and principal."""
         approval = await self.desk.get(token)
-        if (approval is None or approval.kind != "confirm" or approval.state != "pending"
-                or approval.tool != tool or approval.requester_principal != principal
-                or approval.expires_at <= self.store.clock()):
+        if (
+            approval is None
+            or approval.kind != "confirm"
+            or approval.state != "pending"
+            or approval.tool != tool
+            or approval.requester_principal != principal
+            or approval.expires_at <= self.store.clock()
+        ):
             return None
         return approval
 
@@ -87,8 +106,12 @@ class ConfirmationTokenStore:
         if approval.expires_at <= self.store.clock():
             return None
         return PendingConfirmation(
-            approval.id, str(approval.tool), approval.args, approval.requester_principal,
-            str(approval.data.get("summary", "")), datetime.fromtimestamp(approval.expires_at, UTC),
+            approval.id,
+            str(approval.tool),
+            approval.args,
+            approval.requester_principal,
+            str(approval.data.get("summary", "")),
+            datetime.fromtimestamp(approval.expires_at, UTC),
             approval.version,
         )
 

@@ -166,8 +166,6 @@ class ToolContext:
         return cls(principal, "web", tuple(scopes), extra=extra)
 
     @classmethod
-    def jupyter(
-        cls, principal: str = "jupyter", scopes: Iterable[str] = ("*",), mode: Mode = "execute"
-    ) -> ToolContext:
+    def jupyter(cls, principal: str = "jupyter", scopes: Iterable[str] = ("*",), mode: Mode = "execute") -> ToolContext:
         """A notebook user. The kernel is local, so every scope by default; pass ``scopes`` to narrow."""
         return cls(principal, "jupyter", tuple(scopes), mode=mode)

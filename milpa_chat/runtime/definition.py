@@ -121,10 +121,12 @@ class VerifyPolicy:
         self._check_times()
         if self.deliver not in ("channels", "direct", "both"):
             raise InvalidOptionError(
-                f"VerifyPolicy(deliver=...) is 'channels', 'direct' or 'both', got {self.deliver!r}")
+                f"VerifyPolicy(deliver=...) is 'channels', 'direct' or 'both', got {self.deliver!r}"
+            )
         if self.risk not in (None, "low", "high"):
             raise InvalidOptionError(
-                f"VerifyPolicy(risk=...) is 'low', 'high' or None (read from the tool's effect), got {self.risk!r}")
+                f"VerifyPolicy(risk=...) is 'low', 'high' or None (read from the tool's effect), got {self.risk!r}"
+            )
 
     def _check_times(self) -> None:
         reminders = self.remind_after

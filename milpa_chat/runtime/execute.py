@@ -46,9 +46,7 @@ async def execute(
     exec_time = perf_counter() - t_exec
     result = _wrap(value, tool.name, ctx, t0)
     if exec_time > tool.timeout:
-        result = result.with_meta(
-            timeout_exceeded=True, execution_time=round(exec_time, 3), timeout_limit=tool.timeout
-        )
+        result = result.with_meta(timeout_exceeded=True, execution_time=round(exec_time, 3), timeout_limit=tool.timeout)
     if dispatcher.has_listeners("tool.executed"):
         return await _finish(registry, tool, args.wire, ctx, result, False)
     registry.audit.executed(ctx, tool.name, args.wire, result)
@@ -62,8 +60,9 @@ def _wrap(value: Any, name: str, ctx: ToolContext, t0: float) -> ToolResult:
     if type(value) in _PLAIN:
         return ToolResult._of(True, value, None, None, base_meta(name, ctx, t0))
     if isinstance(value, ToolResult):
-        return ToolResult(value.success, value.data, value.message, value.error,
-                          {**base_meta(name, ctx, t0), **value.meta})
+        return ToolResult(
+            value.success, value.data, value.message, value.error, {**base_meta(name, ctx, t0), **value.meta}
+        )
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         value = dump(mode="json")
@@ -71,8 +70,12 @@ def _wrap(value: Any, name: str, ctx: ToolContext, t0: float) -> ToolResult:
 
 
 async def _finish(
-    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext,
-    result: ToolResult, cache_served: bool,
+    registry: ToolRegistry,
+    tool: ToolDefinition,
+    wire: dict[str, Any],
+    ctx: ToolContext,
+    result: ToolResult,
+    cache_served: bool,
 ) -> ToolResult:
     if registry.dispatcher.has_listeners("tool.executed"):
         await registry.dispatcher.dispatch(
@@ -83,8 +86,12 @@ async def _finish(
 
 
 async def _failed(
-    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext,
-    t0: float, exc: Exception,
+    registry: ToolRegistry,
+    tool: ToolDefinition,
+    wire: dict[str, Any],
+    ctx: ToolContext,
+    t0: float,
+    exc: Exception,
 ) -> ToolResult:
     took = (perf_counter() - t0) * 1000
     log.error("Tool %r raised %s (request %s)", tool.name, type(exc).__name__, ctx.request_id, exc_info=exc)
@@ -92,7 +99,10 @@ async def _failed(
         await registry.dispatcher.dispatch("tool.failed", {"event": ToolFailed(tool.name, ctx, wire, exc, took)})
     registry.audit.failed(ctx, tool.name, wire, took)
     return fail(
-        tool.name, ctx, t0, ErrorCode.INTERNAL_ERROR,
+        tool.name,
+        ctx,
+        t0,
+        ErrorCode.INTERNAL_ERROR,
         f"Tool '{tool.name}' failed with an internal error (request {ctx.request_id}); "
         "the details are in the server log.",
     )
@@ -109,8 +119,13 @@ async def _intercept(
         )
     except Exception:
         log.exception("A tool.executing listener failed for %r; the tool was not run", tool.name)
-        return fail(tool.name, ctx, t0, ErrorCode.INTERNAL_ERROR,
-                    f"A tool.executing listener failed; '{tool.name}' was not run (request {ctx.request_id}).")
+        return fail(
+            tool.name,
+            ctx,
+            t0,
+            ErrorCode.INTERNAL_ERROR,
+            f"A tool.executing listener failed; '{tool.name}' was not run (request {ctx.request_id}).",
+        )
     if slot.has_result:
         return await _finish(registry, tool, wire, ctx, _wrap(slot.result, tool.name, ctx, t0), True)
     if slot.stopped:

@@ -37,8 +37,13 @@ def base_meta(tool: str, ctx: ToolContext, t0: float | None) -> dict[str, Any]:
 
 
 def fail(
-    tool: str, ctx: ToolContext, t0: float | None, code: ErrorCode | str, message: str,
-    data: Any = None, **meta: Any,
+    tool: str,
+    ctx: ToolContext,
+    t0: float | None,
+    code: ErrorCode | str,
+    message: str,
+    data: Any = None,
+    **meta: Any,
 ) -> ToolResult:
     m = base_meta(tool, ctx, t0)
     m["code"] = str(code)
@@ -50,7 +55,10 @@ def fail(
 def finish_meta(result: ToolResult, tool: str, ctx: ToolContext, t0: float) -> ToolResult:
     """Add the registry's meta keys under the result's own (the result's keys win)."""
     return ToolResult(
-        result.success, result.data, result.message, result.error,
+        result.success,
+        result.data,
+        result.message,
+        result.error,
         {**base_meta(tool, ctx, t0), **result.meta},
     )
 
@@ -67,19 +75,28 @@ def tool_name(name: object) -> str:
 def not_found(name: object, tools: Mapping[str, ToolDefinition], ctx: ToolContext) -> ToolResult:
     shown = tool_name(name)
     if type(name) is not str:
-        return fail(shown, ctx, None, ErrorCode.TOOL_NOT_FOUND,
-                    f"Tool names are strings; got a {type(name).__name__}.", {"suggestions": []})
+        return fail(
+            shown,
+            ctx,
+            None,
+            ErrorCode.TOOL_NOT_FOUND,
+            f"Tool names are strings; got a {type(name).__name__}.",
+            {"suggestions": []},
+        )
     close = difflib.get_close_matches(shown, list(tools), n=3, cutoff=0.75) if len(name) <= 200 else []
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    return fail(shown, ctx, None, ErrorCode.TOOL_NOT_FOUND, f"Tool not found: {shown}.{hint}",
-                {"suggestions": close})
+    return fail(shown, ctx, None, ErrorCode.TOOL_NOT_FOUND, f"Tool not found: {shown}.{hint}", {"suggestions": close})
 
 
 def invalid(audit: AuditLogger, tool: str, ctx: ToolContext, t0: float, exc: InvalidArguments) -> ToolResult:
     message = str(exc)  # "path: message; path: message"
     audit.validation_failed(ctx, tool, message)
     return fail(
-        tool, ctx, t0, ErrorCode.VALIDATION_ERROR, message,
+        tool,
+        ctx,
+        t0,
+        ErrorCode.VALIDATION_ERROR,
+        message,
         {"errors": [{"path": e.path, "message": e.message} for e in exc.errors]},
     )
 
@@ -96,9 +113,7 @@ async def rate_limit(
     return fail(tool.name, ctx, t0, ErrorCode.RATE_LIMITED, denial.reason, retry_after_seconds=retry)
 
 
-def plan(
-    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
-) -> ToolResult:
+def plan(registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float) -> ToolResult:
     """Plan mode: everything up to authorize ran; report what would happen, run nothing."""
     data = {
         "plan": {
@@ -112,16 +127,16 @@ def plan(
             "args": registry.audit.redact(wire),
         }
     }
-    return ToolResult(True, data, f"Plan: '{tool.name}' would run (dry run, nothing executed).",
-                      None, base_meta(tool.name, ctx, t0))
+    return ToolResult(
+        True, data, f"Plan: '{tool.name}' would run (dry run, nothing executed).", None, base_meta(tool.name, ctx, t0)
+    )
 
 
 def action_summary(tool: str, wire: Mapping[str, Any], redact: Any) -> str:
     """``tool(key=value, ...)``: the first three scalar arguments, secrets redacted."""
     shown = redact(dict(wire))
     parts = [
-        f"{k}={v}" for k, v in shown.items()
-        if isinstance(v, str | int | float | bool) and not isinstance(v, dict)
+        f"{k}={v}" for k, v in shown.items() if isinstance(v, str | int | float | bool) and not isinstance(v, dict)
     ][:3]
     return f"{tool}({', '.join(parts)})"
 
@@ -135,7 +150,8 @@ async def ask_confirmation(
     summary = action_summary(tool.name, wire, registry.audit.redact)
     try:
         token = await registry.confirmations.create(
-            tool.name, wire, summary, ctx=ctx, mutating=tool.mutating, idempotent=tool.idempotent)
+            tool.name, wire, summary, ctx=ctx, mutating=tool.mutating, idempotent=tool.idempotent
+        )
     except ApprovalRefused as exc:  # too many requests of this principal open already
         return fail(tool.name, ctx, t0, exc.code, str(exc))
     meta = base_meta(tool.name, ctx, t0)
@@ -170,8 +186,15 @@ async def verify(
         registry.audit.denied(ctx, tool.name, reason)
         return fail(tool.name, ctx, t0, ErrorCode.FORBIDDEN, reason, verification=answer.to_dict())
     meta = base_meta(tool.name, ctx, t0)
-    meta.update(type="confirmation", requires_confirmation=True, requires_verification=True,
-                action="verify", target=tool.name, target_id=answer.request_id, approval_id=answer.request_id)
+    meta.update(
+        type="confirmation",
+        requires_confirmation=True,
+        requires_verification=True,
+        action="verify",
+        target=tool.name,
+        target_id=answer.request_id,
+        approval_id=answer.request_id,
+    )
     data = {
         "requires_verification": True,
         "request_id": answer.request_id,
@@ -181,8 +204,14 @@ async def verify(
         "quorum": tool.verify.quorum,
         "four_eyes": tool.verify.four_eyes,
     }
-    return ToolResult(True, data, f"'{tool.name}' needs approval: {summary}. Request {answer.request_id} is "
-                      f"waiting for {tool.verify.quorum} approver(s).", None, meta)
+    return ToolResult(
+        True,
+        data,
+        f"'{tool.name}' needs approval: {summary}. Request {answer.request_id} is "
+        f"waiting for {tool.verify.quorum} approver(s).",
+        None,
+        meta,
+    )
 
 
 @dataclass(frozen=True, slots=True)

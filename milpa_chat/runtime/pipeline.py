@@ -101,8 +101,10 @@ def limits(call: Call) -> Outcome:
         call.args = {}
         return None
     if type(args) is not dict and not isinstance(args, Mapping):
-        return call.fail(ErrorCode.VALIDATION_ERROR, f"Arguments for '{call.tool.name}' must be a JSON object "
-                                                     f"(a dict), got {type(args).__name__}.")
+        return call.fail(
+            ErrorCode.VALIDATION_ERROR,
+            f"Arguments for '{call.tool.name}' must be a JSON object (a dict), got {type(args).__name__}.",
+        )
     try:
         check_payload(args, call.registry.limits)
     except InvalidArguments as exc:
@@ -130,9 +132,11 @@ def replay_lookup(call: Call) -> Outcome:
 
 def model_replay(call: Call) -> ToolResult:
     names = " and ".join(n for n in RESERVED_ARGS if n in call.args)
-    reason = (f"'{call.tool.name}' was called by a model with {names}: only a person confirms or runs an approval "
-              "(the card's buttons, the notebook inbox or the milpa-chat command). Call the tool without it; "
-              "nothing was run.")
+    reason = (
+        f"'{call.tool.name}' was called by a model with {names}: only a person confirms or runs an approval "
+        "(the card's buttons, the notebook inbox or the milpa-chat command). Call the tool without it; "
+        "nothing was run."
+    )
     call.registry.audit.denied(call.ctx, call.tool.name, reason)
     return call.fail(ErrorCode.FORBIDDEN, reason, reserved=[n for n in RESERVED_ARGS if n in call.args])
 
@@ -202,8 +206,13 @@ async def _run_replay(call: Call, replay: gates.Replay) -> ToolResult:
     try:
         return await settle(call.registry, claimed, result)
     except (StoreError, OSError) as exc:  # the tool ran: its result stands; the record is recovered later
-        log.error("The store failed while settling approval %s after '%s' ran: %s: %s", claimed.id,
-                  call.tool.name, type(exc).__name__, exc)
+        log.error(
+            "The store failed while settling approval %s after '%s' ran: %s: %s",
+            claimed.id,
+            call.tool.name,
+            type(exc).__name__,
+            exc,
+        )
         return result.with_meta(approval_settled=False)
 
 
@@ -260,8 +269,19 @@ def execute(call: Call) -> Outcome:
 
 
 #: The pipeline, in order. ``ToolRegistry.steps`` starts as a copy of this list.
-STEPS: tuple[Step, ...] = (resolve, limits, replay_lookup, validate, authorize, rate_limit, plan, replay_run,
-                           verify_gate, confirm_gate, execute)
+STEPS: tuple[Step, ...] = (
+    resolve,
+    limits,
+    replay_lookup,
+    validate,
+    authorize,
+    rate_limit,
+    plan,
+    replay_run,
+    verify_gate,
+    confirm_gate,
+    execute,
+)
 
 
 # ------------------------------------------------------------------------------------ helpers

@@ -142,7 +142,8 @@ class PolicyGate:
             log.warning(
                 "Channel %r has no policy; using the fail-closed default (require_auth). "
                 "Register one with PolicyGate.set_channel_policy(%r, ChannelPolicy(...)).",
-                ctx.channel, ctx.channel,
+                ctx.channel,
+                ctx.channel,
             )
             policy = UNKNOWN_CHANNEL_POLICY
         return policy
@@ -150,18 +151,25 @@ class PolicyGate:
     @staticmethod
     def _before_rules(policy: ChannelPolicy, ctx: ToolContext, tool: ToolDefinition) -> Verdict | None:
         if policy.require_auth and not ctx.principal:
-            return Verdict.deny("require_auth", f"channel '{ctx.channel}' requires an authenticated principal "
-                                                f"(require_auth) — none provided.")
+            return Verdict.deny(
+                "require_auth",
+                f"channel '{ctx.channel}' requires an authenticated principal (require_auth) — none provided.",
+            )
         if tool.scopes and not ctx.has_any_scope(tool.scopes):
-            return Verdict.deny("scopes", f"Missing required scope for tool '{tool.name}'. Need one of: "
-                                          f"{_list(tool.scopes)} — context has: {_list(ctx.scopes)}.")
+            return Verdict.deny(
+                "scopes",
+                f"Missing required scope for tool '{tool.name}'. Need one of: "
+                f"{_list(tool.scopes)} — context has: {_list(ctx.scopes)}.",
+            )
         return None
 
     @staticmethod
     def _after_rules(policy: ChannelPolicy, ctx: ToolContext, tool: ToolDefinition) -> Verdict:
         if not policy.allow_all and policy.block_mutating and tool.mutating:
-            return Verdict.deny("block_mutating", f"Mutating tool '{tool.name}' is blocked on channel "
-                                                  f"'{ctx.channel}' (block_mutating policy).")
+            return Verdict.deny(
+                "block_mutating",
+                f"Mutating tool '{tool.name}' is blocked on channel '{ctx.channel}' (block_mutating policy).",
+            )
         return ALLOWED
 
     async def _apply_rules(self, ctx: ToolContext, tool: ToolDefinition) -> Verdict | None:
@@ -173,18 +181,28 @@ class PolicyGate:
             rule = await found if inspect.isawaitable(found) else found
         except Exception as exc:  # fail closed
             log.exception("Policy rule provider %s failed for tool %r", type(provider).__name__, tool.name)
-            return Verdict.deny("rule_provider", f"Policy rule provider {type(provider).__name__} failed "
-                                                 f"({type(exc).__name__}) — tool '{tool.name}' denied (fail-closed).")
+            return Verdict.deny(
+                "rule_provider",
+                f"Policy rule provider {type(provider).__name__} failed "
+                f"({type(exc).__name__}) — tool '{tool.name}' denied (fail-closed).",
+            )
         if rule is None:
             return None
         rid = "" if rule.id is None else str(rule.id)
         if rule.requires_scopes and not ctx.has_any_scope(rule.requires_scopes):
-            return Verdict.deny("rule_scopes", f"Policy rule #{rid} for tool '{tool.name}' requires one of these "
-                                               f"scopes: {_list(rule.requires_scopes)} — context has: "
-                                               f"{_list(ctx.scopes)}.")
+            return Verdict.deny(
+                "rule_scopes",
+                f"Policy rule #{rid} for tool '{tool.name}' requires one of these "
+                f"scopes: {_list(rule.requires_scopes)} — context has: "
+                f"{_list(ctx.scopes)}.",
+            )
         if rule.effect == "allow":
             return _ALLOWED_BY_RULE
-        return Verdict.deny("rule", rule.description or (
-            f"Denied by policy rule #{rid} for tool '{tool.name}' on channel '{ctx.channel}' "
-            f"(principal: {ctx.principal or '(none)'})."
-        ))
+        return Verdict.deny(
+            "rule",
+            rule.description
+            or (
+                f"Denied by policy rule #{rid} for tool '{tool.name}' on channel '{ctx.channel}' "
+                f"(principal: {ctx.principal or '(none)'})."
+            ),
+        )

@@ -60,9 +60,7 @@ class RateLimiter:
         if decision.allowed:
             return None
         retry = decision.retry_after
-        when = "never (the call costs more than the whole budget)" if math.isinf(retry) else (
-            f"in {math.ceil(retry)}s"
-        )
+        when = "never (the call costs more than the whole budget)" if math.isinf(retry) else (f"in {math.ceil(retry)}s")
         return RateLimitDenial(
             key,
             f"Rate limit exceeded for '{key}': max {self.limit} tokens per {self.window:g}s — retry {when}.",

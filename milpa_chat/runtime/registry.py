@@ -87,8 +87,13 @@ class ToolRegistry:
         if isinstance(desk, ApprovalDesk):  # a HumanVerifier: its approvals are this registry's
             self.approvals = desk
         else:
-            self.approvals = ApprovalDesk(self.store, dispatcher=self.dispatcher, lease=approval_lease,
-                                          handoff=approval_handoff, max_pending_per_principal=approval_max_pending)
+            self.approvals = ApprovalDesk(
+                self.store,
+                dispatcher=self.dispatcher,
+                lease=approval_lease,
+                handoff=approval_handoff,
+                max_pending_per_principal=approval_max_pending,
+            )
         self.approvals.audit = self.audit
         if self.approvals.checker is None:  # an edit is re-validated and re-authorized as a new call would be
             from milpa_chat.runtime.approval_rules import registry_check
@@ -177,9 +182,18 @@ class ToolRegistry:
         from milpa_chat.runtime.declare import definition_from_schema
 
         definition = definition_from_schema(
-            name, description, input_schema, handler, scopes=scopes, mutating=mutating,
-            confirm=confirm, timeout=timeout, version=version, output_schema=output_schema,
-            verify=verify, tags=tags,
+            name,
+            description,
+            input_schema,
+            handler,
+            scopes=scopes,
+            mutating=mutating,
+            confirm=confirm,
+            timeout=timeout,
+            version=version,
+            output_schema=output_schema,
+            verify=verify,
+            tags=tags,
         )
         return self.add(replace(definition, idempotent=idempotent) if idempotent else definition)
 
@@ -212,8 +226,7 @@ class ToolRegistry:
         With ``ctx``, only the tools whose scopes that caller holds.
         """
         return [
-            summary_of(t) for t in self._tools.values()
-            if ctx is None or not t.scopes or ctx.has_any_scope(t.scopes)
+            summary_of(t) for t in self._tools.values() if ctx is None or not t.scopes or ctx.has_any_scope(t.scopes)
         ]
 
     def get_tools_within_budget(
@@ -231,7 +244,9 @@ class ToolRegistry:
             names = out["excluded"]
             log.warning(
                 "Token budget exceeded. Excluded %d tools: %s%s",
-                len(names), ", ".join(names[:5]), "..." if len(names) > 5 else "",
+                len(names),
+                ", ".join(names[:5]),
+                "..." if len(names) > 5 else "",
             )
         return out
 
@@ -250,17 +265,33 @@ class ToolRegistry:
             return await run_steps(self.steps, Call(self, name, args, ctx, t0))
         except (StoreError, OSError) as exc:
             shown = gates.tool_name(name)
-            log.error("The store failed during %r (request %s): %s: %s", shown, ctx.request_id,
-                      type(exc).__name__, exc, exc_info=exc)
-            return gates.fail(shown, ctx, t0, ErrorCode.INTERNAL_ERROR,
-                              f"'{shown}' could not be completed: the state store is unavailable (request "
-                              f"{ctx.request_id}). Nothing was run; try again shortly.")
+            log.error(
+                "The store failed during %r (request %s): %s: %s",
+                shown,
+                ctx.request_id,
+                type(exc).__name__,
+                exc,
+                exc_info=exc,
+            )
+            return gates.fail(
+                shown,
+                ctx,
+                t0,
+                ErrorCode.INTERNAL_ERROR,
+                f"'{shown}' could not be completed: the state store is unavailable (request "
+                f"{ctx.request_id}). Nothing was run; try again shortly.",
+            )
         except Exception as exc:  # a bug or a broken plug-in: still a result, never an exception
             shown = gates.tool_name(name)
             log.error("Calling %r failed inside the pipeline (request %s)", shown, ctx.request_id, exc_info=exc)
-            return gates.fail(shown, ctx, t0, ErrorCode.INTERNAL_ERROR,
-                              f"'{shown}' could not be completed because of an internal error (request "
-                              f"{ctx.request_id}); nothing was run. Try again; the details are in the server log.")
+            return gates.fail(
+                shown,
+                ctx,
+                t0,
+                ErrorCode.INTERNAL_ERROR,
+                f"'{shown}' could not be completed because of an internal error (request "
+                f"{ctx.request_id}); nothing was run. Try again; the details are in the server log.",
+            )
 
     async def run_approval(self, claimed: Approval, ctx: ToolContext, *, follow: bool = True) -> ToolResult:
         """Run an approval this caller claimed (``Change.claimed``) as ``ctx`` (the requester), then settle it.
@@ -276,17 +307,25 @@ class ToolRegistry:
         try:
             result = await run_steps(APPROVED_STEPS, call)
             if result.code == ErrorCode.TOOL_NOT_FOUND:
-                result = gates.fail(name, ctx, t0, ErrorCode.TOOL_NOT_FOUND,
-                                    f"Tool '{name}' is no longer registered; the approved call was not run.")
+                result = gates.fail(
+                    name,
+                    ctx,
+                    t0,
+                    ErrorCode.TOOL_NOT_FOUND,
+                    f"Tool '{name}' is no longer registered; the approved call was not run.",
+                )
             return await settle(self, claimed, result, follow=follow)
         except (StoreError, OSError) as exc:
             log.error("The store failed while running approval %s: %s", claimed.id, exc)
-            return gates.fail(name, ctx, t0, ErrorCode.INTERNAL_ERROR,
-                              "The state store is unavailable; the outcome will be recovered when it is back.")
+            return gates.fail(
+                name,
+                ctx,
+                t0,
+                ErrorCode.INTERNAL_ERROR,
+                "The state store is unavailable; the outcome will be recovered when it is back.",
+            )
 
-    def call_sync(
-        self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
-    ) -> ToolResult:
+    def call_sync(self, name: str, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None) -> ToolResult:
         """Blocking facade over :meth:`call`; also works inside a running event loop (Jupyter)."""
         return run_sync(self.call(name, args, ctx))
 
@@ -297,5 +336,6 @@ def provided(provider: ToolProvider) -> list[ToolDefinition]:
     if wrong:
         raise DeclarationError(
             f"{type(provider).__name__}.tool_definitions() returned {type(wrong[0]).__name__}, not a ToolDefinition; "
-            f"return ToolDefinition objects (from @tool via definitions_from(...), or definition_from_schema(...))")
+            f"return ToolDefinition objects (from @tool via definitions_from(...), or definition_from_schema(...))"
+        )
     return found

@@ -136,8 +136,7 @@ class ToolResult:
         object.__setattr__(self, "_meta", dict(meta) if meta else {})
 
     @classmethod
-    def _of(cls, success: bool, data: Any, message: str | None, error: str | None,
-            meta: dict[str, Any]) -> ToolResult:
+    def _of(cls, success: bool, data: Any, message: str | None, error: str | None, meta: dict[str, Any]) -> ToolResult:
         """The pipeline's constructor: ``meta`` is a fresh dict the result takes over (not copied)."""
         result = object.__new__(cls)
         _set_success(result, success)

@@ -333,7 +333,6 @@ class DerivedValidator:
             return ValidatedArgs(out, out)
         return ValidatedArgs(jsonify(self._serialize, out), out)
 
-
     def _explain(self, exc: ValidationError) -> InvalidArguments:
         """The errors as people read them. Refused calls repeat (the same field, the same rule), so the
         converted messages are remembered by what they depend on: kind, location, pydantic's text and,
@@ -368,11 +367,19 @@ _SIZED = frozenset({bytes, list, tuple, dict, set, frozenset})
 def jsonify(serialize: Callable[..., Any], value: Any) -> dict[str, Any]:
     """The validated arguments as JSON values; a value JSON cannot carry (a function, an object) is refused."""
     try:
-        wire: dict[str, Any] = serialize(value, mode="json", by_alias=True, round_trip=True,
-                                         exclude_computed_fields=True)
+        wire: dict[str, Any] = serialize(
+            value, mode="json", by_alias=True, round_trip=True, exclude_computed_fields=True
+        )
     except (PydanticSerializationError, ValueError, TypeError) as exc:
-        raise InvalidArguments([ArgumentError("", f"a value cannot be sent as JSON ({_kind_of(exc)}); send "
-                                                  "strings, numbers, booleans, null, lists and objects")]) from None
+        raise InvalidArguments(
+            [
+                ArgumentError(
+                    "",
+                    f"a value cannot be sent as JSON ({_kind_of(exc)}); send "
+                    "strings, numbers, booleans, null, lists and objects",
+                )
+            ]
+        ) from None
     return wire
 
 

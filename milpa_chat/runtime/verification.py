@@ -79,9 +79,18 @@ class HumanVerifier:
             raise ApprovalRefused("subject is required: say what needs approval", code="VALIDATION_ERROR")
         policy = policy or VerifyPolicy()
         return await self.desk.open(
-            "verification", ctx, tool=tool, args=args or {}, summary=summary or subject.strip(),
-            expires_in=policy.expires_in, policy=policy, subject=subject.strip(), reason=reason, payload=payload,
-            mutating=mutating, idempotent=idempotent,
+            "verification",
+            ctx,
+            tool=tool,
+            args=args or {},
+            summary=summary or subject.strip(),
+            expires_in=policy.expires_in,
+            policy=policy,
+            subject=subject.strip(),
+            reason=reason,
+            payload=payload,
+            mutating=mutating,
+            idempotent=idempotent,
         )
 
     async def open_for_tool(
@@ -89,8 +98,14 @@ class HumanVerifier:
     ) -> Verification:
         scopes = ", ".join(tool.verify.approver_scopes) if tool.verify else ""
         return await self.request(
-            f"tool:{tool.name}", ctx, policy=tool.verify, tool=tool.name, args=wire, summary=summary,
-            reason=f"Needs approval by someone with: {scopes or 'any approver'}.", mutating=tool.mutating,
+            f"tool:{tool.name}",
+            ctx,
+            policy=tool.verify,
+            tool=tool.name,
+            args=wire,
+            summary=summary,
+            reason=f"Needs approval by someone with: {scopes or 'any approver'}.",
+            mutating=tool.mutating,
             idempotent=tool.idempotent,
         )
 
@@ -98,8 +113,9 @@ class HumanVerifier:
         """The :class:`~milpa_chat.runtime.Verifier` seam: open a request that people decide, so the
         answer is always ``pending``, with the request id they decide and its expiry."""
         req = await self.open_for_tool(request.tool, dict(request.args), ctx, request.summary)
-        return VerificationResult.pending(NAME, req.id, expires_at=req.expires_at_iso,
-                                          reason=f"Waiting for {request.policy.quorum} approver(s).")
+        return VerificationResult.pending(
+            NAME, req.id, expires_at=req.expires_at_iso, reason=f"Waiting for {request.policy.quorum} approver(s)."
+        )
 
     # ---------------------------------------------------------------- read
     async def get(self, request_id: object) -> Verification | None:

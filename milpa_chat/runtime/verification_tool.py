@@ -26,6 +26,7 @@ __all__ = ["REQUEST_NAME", "RESOLVE_NAME", "VerificationTool"]
 REQUEST_NAME = "request_verification"
 RESOLVE_NAME = "resolve_verification"
 
+
 class VerificationTool:
     """Registers the two verification tools on a registry."""
 
@@ -50,8 +51,12 @@ class VerificationTool:
         """Add ``request_verification`` and ``resolve_verification`` to ``registry``."""
         from milpa_chat.runtime.declare import definitions_from, tool
 
-        @tool(REQUEST_NAME, "Open a verification request that another person approves or rejects.",
-              scopes=self.request_scopes, mutating=True)
+        @tool(
+            REQUEST_NAME,
+            "Open a verification request that another person approves or rejects.",
+            scopes=self.request_scopes,
+            mutating=True,
+        )
         async def request_verification(
             ctx: ToolContext,
             subject: Annotated[str, Param("What needs approval, e.g. gate:report.publish")],
@@ -60,8 +65,12 @@ class VerificationTool:
         ) -> ToolResult:
             return await self.handle_request({"subject": subject, "policy": policy, "reason": reason}, ctx)
 
-        @tool(RESOLVE_NAME, "Approve (grant) or reject a pending verification request as the calling user.",
-              scopes=self.resolve_scopes, mutating=True)
+        @tool(
+            RESOLVE_NAME,
+            "Approve (grant) or reject a pending verification request as the calling user.",
+            scopes=self.resolve_scopes,
+            mutating=True,
+        )
         async def resolve_verification(
             ctx: ToolContext,
             request_id: Annotated[str, Param("The request_id request_verification returned")],
@@ -77,8 +86,10 @@ class VerificationTool:
     async def handle_request(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         policy_name = args.get("policy") or "single"
         policy = VerifyPolicy(
-            approver_scopes=self.approver_scopes, four_eyes=not self.allow_self_approval,
-            quorum=2 if policy_name == "dual" else 1, expires_in=self.expires_in,
+            approver_scopes=self.approver_scopes,
+            four_eyes=not self.allow_self_approval,
+            quorum=2 if policy_name == "dual" else 1,
+            expires_in=self.expires_in,
         )
         try:
             req = await self.verifier.request(args["subject"], ctx, policy=policy, reason=args.get("reason"))
@@ -90,8 +101,11 @@ class VerificationTool:
             f"with resolve_verification, decision=grant|reject, request_id={req.id}."
         )
         return ToolResult.confirmation(
-            message, {"subject": subject, "policy": policy_name, "request_id": req.id,
-                      "expires_at": req.expires_at_iso}, "verify", subject, subject,
+            message,
+            {"subject": subject, "policy": policy_name, "request_id": req.id, "expires_at": req.expires_at_iso},
+            "verify",
+            subject,
+            subject,
         ).with_meta(approval_id=req.id, requires_verification=True)
 
     async def handle_resolve(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -119,8 +133,7 @@ class VerificationTool:
             "quorum": req.quorum,
         }
         if status == "pending":
-            message = (f"Approval recorded for '{label}': {data['approvals']} of {data['quorum']} "
-                       "approvers so far.")
+            message = f"Approval recorded for '{label}': {data['approvals']} of {data['quorum']} approvers so far."
         else:
             message = f"Verification {'granted' if status == 'passed' else 'rejected'} for '{label}'."
         return ToolResult.success(data, message, {"verification_status": status})

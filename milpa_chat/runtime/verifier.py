@@ -72,9 +72,15 @@ class VerificationResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``{status, reason, verifier, principal, missing, metadata}``, plus the request id."""
-        return {"status": self.status, "reason": self.reason, "verifier": self.verifier,
-                "principal": self.principal, "missing": [], "metadata": dict(self.metadata),
-                "request_id": self.request_id}
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "verifier": self.verifier,
+            "principal": self.principal,
+            "missing": [],
+            "metadata": dict(self.metadata),
+            "request_id": self.request_id,
+        }
 
 
 @runtime_checkable

@@ -90,12 +90,18 @@ class GrantChanges:
         if not ctx.principal:
             raise ApprovalRefused(f"Only an identified person can {verb} a standing grant.")
         if not self.may_sign(ctx):
-            raise ApprovalRefused(f"You cannot {verb} a standing grant: it needs one of these scopes: "
-                                  f"{', '.join(self.signer_scopes)}.")
+            raise ApprovalRefused(
+                f"You cannot {verb} a standing grant: it needs one of these scopes: {', '.join(self.signer_scopes)}."
+            )
 
     # ------------------------------------------------------------------ draft and sign
     async def draft(
-        self, grant: StandingGrant | str, ctx: ToolContext, *, via: str, note: str | None = None,
+        self,
+        grant: StandingGrant | str,
+        ctx: ToolContext,
+        *,
+        via: str,
+        note: str | None = None,
         four_eyes: bool | None = None,
     ) -> tuple[GrantRecord, Approval]:
         """Keep ``grant`` (a document, or its JSON text, read strictly) as a draft and open its signature.
@@ -113,14 +119,28 @@ class GrantChanges:
         await self._check_supersedes(grant)
         rule = self.four_eyes if four_eyes is None else bool(four_eyes)
         now = self.store.clock()
-        value = {"document": grant.to_json(), "digest": grant.digest(), "state": "draft", "uses": 0,
-                 "drafted_by": _who(ctx, via), "drafted_at": now, "four_eyes": rule, "signed_by": None,
-                 "signed_digest": None, "stopped_because": None, "pending": {}, "history": [], "cards": []}
+        value = {
+            "document": grant.to_json(),
+            "digest": grant.digest(),
+            "state": "draft",
+            "uses": 0,
+            "drafted_by": _who(ctx, via),
+            "drafted_at": now,
+            "four_eyes": rule,
+            "signed_by": None,
+            "signed_digest": None,
+            "stopped_because": None,
+            "pending": {},
+            "history": [],
+            "cards": [],
+        }
         await self.draft_cap.take(ctx.principal, grant.id, now + self.expires_in)  # its signature's expiry
         if await self.store.insert(COLLECTION, grant.id, value) is None:
             await self.draft_cap.free(ctx.principal, grant.id)
-            raise ApprovalRefused(f"A standing grant with id {Canonical.shown(grant.id)} exists already; "
-                                  f"give the draft another id.", code="CONFLICT")
+            raise ApprovalRefused(
+                f"A standing grant with id {Canonical.shown(grant.id)} exists already; give the draft another id.",
+                code="CONFLICT",
+            )
         try:
             approval = await self._open("sign", grant, ctx, note=note, four_eyes=rule)
         except ApprovalRefused:  # the drafter has too many requests open: no draft without its signature
@@ -134,13 +154,16 @@ class GrantChanges:
         for old_id in grant.supersedes or ():
             old = await self.get(old_id)
             if old is None or not old.judged:
-                raise ApprovalRefused(f"The draft supersedes {Canonical.shown(old_id)}, which is no signed grant.",
-                                      code="VALIDATION_ERROR")
+                raise ApprovalRefused(
+                    f"The draft supersedes {Canonical.shown(old_id)}, which is no signed grant.",
+                    code="VALIDATION_ERROR",
+                )
             if old.state == "suspended" and grant.lifts is None:
                 raise ApprovalRefused(
                     f"{Canonical.shown(old_id)} is suspended: a grant that supersedes it says which suspension it "
-                    f"lifts (\"lifts\"), since taking a stopped grant out of the way is growing back.",
-                    code="VALIDATION_ERROR")
+                    f'lifts ("lifts"), since taking a stopped grant out of the way is growing back.',
+                    code="VALIDATION_ERROR",
+                )
 
     def offer_for(self, approval: Approval) -> GrantOffer | None:
         """The offer "Always allow…" would draft from for this approval's call, or ``None`` (not eligible)."""
@@ -152,7 +175,11 @@ class GrantChanges:
         return self.offers.get(operation.id.canonical)
 
     def draft_of(
-        self, approval: Approval, grant_id: str | None = None, *, replaces: Mapping[str, str] | None = None,
+        self,
+        approval: Approval,
+        grant_id: str | None = None,
+        *,
+        replaces: Mapping[str, str] | None = None,
     ) -> StandingGrant:
         """The grant "Always allow…" drafts from ``approval``: the requester's seat, this operation with the
         offer's fixed arguments as the call carried them, the offer's ceiling, conditions and falsifier.
@@ -169,33 +196,43 @@ class GrantChanges:
         fixed = {k: args[k] for k in offer.fixed if k in args and fixable(args[k])}
         lasts = offer.lasts
         return StandingGrant(
-            id=grant_id or f"g-{secrets.token_hex(4)}", to=(approval.requester_principal,),
+            id=grant_id or f"g-{secrets.token_hex(4)}",
+            to=(approval.requester_principal,),
             operations=(NamedCall(operation.name, fixed),),
             ceiling=offer.ceiling if offer.ceiling is not None else operation.effect_ceiling(),
-            conditions=offer.conditions, falsifier=offer.falsifier, undo=offer.undo,
+            conditions=offer.conditions,
+            falsifier=offer.falsifier,
+            undo=offer.undo,
             expires_at=None if lasts is None else when(float(int(self.store.clock() + lasts))),
             supersedes=tuple(replaces) if replaces else None,
             lifts=_lifts(replaces or {}),
         )
 
     async def draft_from(
-        self, approval_id: str, ctx: ToolContext, *, via: str, note: str | None = None,
+        self,
+        approval_id: str,
+        ctx: ToolContext,
+        *,
+        via: str,
+        note: str | None = None,
     ) -> tuple[GrantRecord, Approval]:
-        """"Always allow…" on the card of ``approval_id``: a person who may decide that request drafts
+        """ "Always allow…" on the card of ``approval_id``: a person who may decide that request drafts
         the grant (:meth:`draft_of`) and its signature is opened — nothing is lent until it is signed."""
         approval = await self.approvals.get(approval_id)
         if approval is None:
             raise ApprovalRefused(f"Unknown request {approval_id!r}.", code="NOT_FOUND")
         scopes = approval.data["policy"]["approver_scopes"]
         may = (approval.kind == "confirm" and ctx.principal == approval.requester_principal) or (
-            approval.kind == "verification" and bool(ctx.principal) and (not scopes or ctx.has_any_scope(scopes)))
+            approval.kind == "verification" and bool(ctx.principal) and (not scopes or ctx.has_any_scope(scopes))
+        )
         if not may:
             raise ApprovalRefused("Only a person who may decide this request can draft a standing grant from it.")
         try:
             grant = self.draft_of(approval, replaces=await self._replaced(approval))
         except InvalidGrant as exc:
-            raise ApprovalRefused(f"This request cannot be drafted into a standing grant: {exc}",
-                                  code="VALIDATION_ERROR") from None
+            raise ApprovalRefused(
+                f"This request cannot be drafted into a standing grant: {exc}", code="VALIDATION_ERROR"
+            ) from None
         return await self.draft(grant, ctx, via=via, note=note)
 
     async def _replaced(self, approval: Approval) -> dict[str, str]:
@@ -212,7 +249,13 @@ class GrantChanges:
 
     # ------------------------------------------------------------------ stops and lifts
     async def request(
-        self, action: str, grant_id: str, ctx: ToolContext, *, via: str, note: str | None = None,
+        self,
+        action: str,
+        grant_id: str,
+        ctx: ToolContext,
+        *,
+        via: str,
+        note: str | None = None,
     ) -> tuple[GrantRecord, Approval]:
         """Ask for ``suspend``, ``revoke`` (decided at once by ``ctx``: a stop always stops) or ``lift``
         (opened for a signer to decide, per the grant's rule)."""
@@ -234,7 +277,13 @@ class GrantChanges:
         return record, change.approval
 
     async def decide(
-        self, approval_id: str, decision: str, ctx: ToolContext, *, via: str, note: str | None = None,
+        self,
+        approval_id: str,
+        decision: str,
+        ctx: ToolContext,
+        *,
+        via: str,
+        note: str | None = None,
     ) -> tuple[GrantRecord | None, Approval]:
         """Sign / lift (``approve``) or decline (``reject``) a waiting change, through the one decision path."""
         if decision not in ("approve", "reject", "cancel"):
@@ -258,9 +307,16 @@ class GrantChanges:
             value = copy_value(record.data)
             value["pending"].pop(approval.id)
             d = approval.data
-            entry = {"action": action, "approval": approval.id, "by": d.get("decided_by"),
-                     "name": d.get("decided_by_name"), "via": d.get("decided_via"), "at": d.get("decided_at"),
-                     "note": d.get("decision_note"), "done": approval.state in _DONE}
+            entry = {
+                "action": action,
+                "approval": approval.id,
+                "by": d.get("decided_by"),
+                "name": d.get("decided_by_name"),
+                "via": d.get("decided_via"),
+                "at": d.get("decided_at"),
+                "note": d.get("decision_note"),
+                "done": approval.state in _DONE,
+            }
             if entry["done"]:
                 entry["outcome"] = _do(action, record, value, approval)
             else:
@@ -287,9 +343,15 @@ class GrantChanges:
                 old = await self.get(old_id)
                 if old is None or old.state not in ("in_force", "suspended"):
                     break
-                value = {**old.data, "state": "superseded", "superseded_by": record.id,
-                         "history": [*old.data.get("history", []), {"action": "superseded", "by_grant": record.id,
-                                                                     "at": self.store.clock()}]}
+                value = {
+                    **old.data,
+                    "state": "superseded",
+                    "superseded_by": record.id,
+                    "history": [
+                        *old.data.get("history", []),
+                        {"action": "superseded", "by_grant": record.id, "at": self.store.clock()},
+                    ],
+                }
                 if await self.store.update(COLLECTION, old_id, value, expected_version=old.version) is not None:
                     await self._tell(GrantRecord(old_id, value, old.version + 1), "superseded")
                     break
@@ -303,14 +365,22 @@ class GrantChanges:
 
     async def sweep(self) -> int:
         """Apply every decided change a crash (or another process) left unwritten; how many were applied."""
-        before = {r.id: r.version for r in [GrantRecord(x.key, dict(x.value), x.version)
-                                            for x in await self.store.scan(COLLECTION)]}
+        before = {
+            r.id: r.version
+            for r in [GrantRecord(x.key, dict(x.value), x.version) for x in await self.store.scan(COLLECTION)]
+        }
         after = await self.listing()
         return sum(1 for r in after if before.get(r.id) != r.version)
 
     # ------------------------------------------------------------------ helpers
     async def _open(
-        self, action: str, grant: StandingGrant, ctx: ToolContext, *, note: str | None, four_eyes: bool,
+        self,
+        action: str,
+        grant: StandingGrant,
+        ctx: ToolContext,
+        *,
+        note: str | None,
+        four_eyes: bool,
     ) -> Approval:
         from milpa_chat.runtime.definition import VerifyPolicy
 
@@ -319,11 +389,18 @@ class GrantChanges:
         summary = f"{verbs[action]} standing grant {Canonical.shown(grant.id)}: {ops} for {', '.join(grant.to)}"
         if action == "sign" and note:
             summary += f" ({note})"
-        policy = VerifyPolicy(approver_scopes=self.signer_scopes, four_eyes=four_eyes, quorum=1,
-                              expires_in=self.expires_in)
+        policy = VerifyPolicy(
+            approver_scopes=self.signer_scopes, four_eyes=four_eyes, quorum=1, expires_in=self.expires_in
+        )
         return await self.approvals.open(
-            "verification", ctx, tool=None, args={"grant": grant.id, "action": action}, summary=summary,
-            expires_in=self.expires_in, policy=policy, subject=f"standing:{action}",
+            "verification",
+            ctx,
+            tool=None,
+            args={"grant": grant.id, "action": action},
+            summary=summary,
+            expires_in=self.expires_in,
+            policy=policy,
+            subject=f"standing:{action}",
             reason=grant.to_json() if action == "sign" else note,
             payload={"grant_change": action, "grant": grant.id, "digest": grant.digest()},
             guard=GUARD,
@@ -354,8 +431,11 @@ def _who(ctx: ToolContext, via: str) -> dict[str, Any]:
 def _check_state(record: GrantRecord, action: str) -> None:
     allowed = {"suspend": ("in_force",), "lift": ("suspended",), "revoke": ("in_force", "suspended")}[action]
     if record.state not in allowed:
-        raise ApprovalRefused(f"Standing grant {Canonical.shown(record.id)} is {record.state}: it cannot be "
-                              f"{'lifted' if action == 'lift' else action + 'ed'}.", code="CONFLICT")
+        raise ApprovalRefused(
+            f"Standing grant {Canonical.shown(record.id)} is {record.state}: it cannot be "
+            f"{'lifted' if action == 'lift' else action + 'ed'}.",
+            code="CONFLICT",
+        )
 
 
 def _do(action: str, record: GrantRecord, value: dict[str, Any], approval: Approval) -> str:
@@ -369,8 +449,12 @@ def _do(action: str, record: GrantRecord, value: dict[str, Any], approval: Appro
         if grant is None or payload.get("digest") != grant.digest():
             value["state"] = "declined"
             return "not done: the text kept is not the text that was shown for signing"
-        value.update(state="in_force", signed_at=d.get("decided_at"), signed_digest=payload["digest"],
-                     signed_by={"principal": d.get("decided_by"), "name": name, "via": d.get("decided_via")})
+        value.update(
+            state="in_force",
+            signed_at=d.get("decided_at"),
+            signed_digest=payload["digest"],
+            signed_by={"principal": d.get("decided_by"), "name": name, "via": d.get("decided_via")},
+        )
         return f"signed by {name}"
     allowed = {"suspend": ("in_force",), "lift": ("suspended",), "revoke": ("in_force", "suspended")}[action]
     if record.state not in allowed:

@@ -68,8 +68,12 @@ def grant_card(record: GrantRecord, *, buttons: bool = True) -> Message:
     facts.append(("Drafted by", str(drafted.get("name") or drafted.get("principal") or "-")))
     if record.data.get("stopped_because"):
         facts.append(("Stopped because", str(record.data["stopped_because"])))
-    blocks: list[Any] = [Heading(f"Standing grant {record.id}", _ICONS.get(record.state, "")),
-                         Paragraph.of(record.summary()), Fields(tuple(facts)), Code(record.text, "json")]
+    blocks: list[Any] = [
+        Heading(f"Standing grant {record.id}", _ICONS.get(record.state, "")),
+        Paragraph.of(record.summary()),
+        Fields(tuple(facts)),
+        Code(record.text, "json"),
+    ]
     moves = _MOVES.get(record.state, ())
     fits = all(len(f"{action}:{record.id}".encode()) <= MAX_CALLBACK_BYTES for _, action, _ in moves)
     if buttons and moves and fits:
@@ -99,7 +103,7 @@ class GrantChat:
         return action in GRANT_ACTIONS
 
     def always_button(self, approval: Approval, role: str) -> Button | None:
-        """"Always allow…" for the approver's copy of a pending card whose operation offers a grant."""
+        """ "Always allow…" for the approver's copy of a pending card whose operation offers a grant."""
         if role != "approver" or approval.state != "pending" or self.desk.offer_for(approval) is None:
             return None
         return Button("Always allow…", ALWAYS, approval.id)
@@ -109,16 +113,21 @@ class GrantChat:
         ctx = self.assistant.context_for(inbound)
         records = [r for r in await self.desk.listing() if r.judged or r.pending]
         if not records:
-            await privately(transport, inbound, Message((Paragraph.of("No standing grants yet."),),
-                                                        "No standing grants yet."))
+            await privately(
+                transport, inbound, Message((Paragraph.of("No standing grants yet."),), "No standing grants yet.")
+            )
             return
         signer = self.desk.may_sign(ctx)
         for record in records[:MAX_LISTED]:
             ref = await transport.send(inbound.chat_id, grant_card(record, buttons=signer))
             await self._keep(record, ref)
         if len(records) > MAX_LISTED:
-            await transport.send(inbound.chat_id, Message((Note(
-                f"{len(records) - MAX_LISTED} more: milpa-chat grants list shows them all"),), "more grants"))
+            await transport.send(
+                inbound.chat_id,
+                Message(
+                    (Note(f"{len(records) - MAX_LISTED} more: milpa-chat grants list shows them all"),), "more grants"
+                ),
+            )
 
     # ------------------------------------------------------------------ taps
     async def on_action(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
@@ -127,8 +136,10 @@ class GrantChat:
             if action == ALWAYS:
                 record, approval = await self.desk.draft_from(ref, ctx, via=inbound.surface)
                 await self.assistant.outbox.deliver(approval)  # the signature's own card, to the approvers
-                await transport.answer(inbound, f"Drafted standing grant {record.id}; it lends nothing until a person "
-                                                f"signs it on its own card.")
+                await transport.answer(
+                    inbound,
+                    f"Drafted standing grant {record.id}; it lends nothing until a person signs it on its own card.",
+                )
                 return
             verb = action.removeprefix("grant_")
             record, approval = await self.desk.request(verb, ref, ctx, via=inbound.surface)
@@ -182,8 +193,9 @@ class GrantChat:
             try:
                 await transport.edit(ref, grant_card(record))
             except Exception as exc:  # one failed copy never keeps the others from being edited
-                log.warning("could not edit the card of grant %s in %s chat %s: %s", record.id, ref.surface,
-                            ref.chat_id, exc)
+                log.warning(
+                    "could not edit the card of grant %s in %s chat %s: %s", record.id, ref.surface, ref.chat_id, exc
+                )
                 continue
             copy["shown"] = key
             edited += 1

@@ -99,8 +99,14 @@ class GrantDesk(GrantChanges):
     """
 
     def __init__(
-        self, registry: ToolRegistry, *, signer_scopes: Sequence[str] = ("grants:sign",), four_eyes: bool = True,
-        expires_in: float = 86400.0, watch_retention: float = 30 * 86400.0, max_drafts_per_principal: int | None = 20,
+        self,
+        registry: ToolRegistry,
+        *,
+        signer_scopes: Sequence[str] = ("grants:sign",),
+        four_eyes: bool = True,
+        expires_in: float = 86400.0,
+        watch_retention: float = 30 * 86400.0,
+        max_drafts_per_principal: int | None = 20,
     ) -> None:
         if isinstance(signer_scopes, str) or not all(isinstance(s, str) and s for s in signer_scopes):
             raise TypeError(f"GrantDesk(signer_scopes=...) takes a list of scope names, got {signer_scopes!r}")
@@ -265,8 +271,16 @@ class GrantDesk(GrantChanges):
             if verdict.stopped:
                 grant = None if verdict.grant is None else verdict.grant.id
                 call.registry.audit.denied(call.ctx, call.tool.name, verdict.sentence)
-                return gates.fail(call.tool.name, call.ctx, call.t0, ErrorCode.FORBIDDEN, verdict.sentence, None,
-                                  standing_grant=grant, standing_check=verdict.failed.label if verdict.failed else None)
+                return gates.fail(
+                    call.tool.name,
+                    call.ctx,
+                    call.t0,
+                    ErrorCode.FORBIDDEN,
+                    verdict.sentence,
+                    None,
+                    standing_grant=grant,
+                    standing_check=verdict.failed.label if verdict.failed else None,
+                )
             log.info("standing grants do not lend %s to %s: %s", call.tool.name, call.ctx.principal, verdict.sentence)
             return None
         return None
@@ -283,19 +297,38 @@ class GrantDesk(GrantChanges):
 
         assert verdict.grant is not None
         grant_id = verdict.grant.id
-        cited = [{"operation": r.operation, "content": r.content, "instrument": r.instrument, "holds": r.holds,
-                  "at": None if r.at is None else r.at.isoformat()} for r in verdict.cited]
+        cited = [
+            {
+                "operation": r.operation,
+                "content": r.content,
+                "instrument": r.instrument,
+                "holds": r.holds,
+                "at": None if r.at is None else r.at.isoformat(),
+            }
+            for r in verdict.cited
+        ]
         audit = call.registry.audit
         if audit.writes(logging.INFO):
-            audit.logger.info("[GrantAudit] %s | lent | %s | %s | grant=%s | receipts=%s", call.ctx.request_id,
-                              call.tool.name, call.ctx.principal, grant_id,
-                              ",".join(f"{r['operation']}@{r['content']}" for r in cited))
+            audit.logger.info(
+                "[GrantAudit] %s | lent | %s | %s | grant=%s | receipts=%s",
+                call.ctx.request_id,
+                call.tool.name,
+                call.ctx.principal,
+                grant_id,
+                ",".join(f"{r['operation']}@{r['content']}" for r in cited),
+            )
         trail = call.registry.approvals.trail
         if trail is not None:
             try:
-                await trail.append("lent", call.tool.name, {
-                    "principal": call.ctx.principal, "grant": grant_id,
-                    "receipts": [f"{r['operation']}@{r['content']}" for r in cited]})
+                await trail.append(
+                    "lent",
+                    call.tool.name,
+                    {
+                        "principal": call.ctx.principal,
+                        "grant": grant_id,
+                        "receipts": [f"{r['operation']}@{r['content']}" for r in cited],
+                    },
+                )
             except Exception:  # the call stands on its grant; a gap in the trail is what verify reports
                 log.exception("the audit trail could not record the call lent by grant %s", grant_id)
         t_lent = perf_counter()
@@ -326,8 +359,13 @@ class GrantDesk(GrantChanges):
             receipt = ConditionReceipt(operation.name, dict(arguments), content, instrument, holds, at=when(at))
             # A "no" lost on a power cut would let an older green speak again, so it is durable; a lost
             # green or sign of life only leaves an older one (or none), which can only make grants refuse.
-            await self.store.put(RECEIPTS, receipt_key(receipt), {"receipt": receipt.to_dict(), "taken": at},
-                                 durable=not holds)
-        await self.store.put(WATCH, watch_key(operation.name, arguments),
-                             {"operation": operation.name, "arguments": dict(arguments), "at": at},
-                             ttl=self.watch_retention, durable=False)
+            await self.store.put(
+                RECEIPTS, receipt_key(receipt), {"receipt": receipt.to_dict(), "taken": at}, durable=not holds
+            )
+        await self.store.put(
+            WATCH,
+            watch_key(operation.name, arguments),
+            {"operation": operation.name, "arguments": dict(arguments), "at": at},
+            ttl=self.watch_retention,
+            durable=False,
+        )

@@ -71,8 +71,12 @@ WATCH: Final = "grant_watch"
 STATES: Final = ("draft", "declined", "in_force", "suspended", "superseded", "revoked")
 #: The changes a person can ask for; each is an approval of its own (subject ``standing:<action>``).
 ACTIONS: Final = ("sign", "suspend", "lift", "revoke")
-_JUDGED: Final = {"in_force": GrantState.IN_FORCE, "suspended": GrantState.SUSPENDED,
-                  "superseded": GrantState.SUPERSEDED, "revoked": GrantState.REVOKED}
+_JUDGED: Final = {
+    "in_force": GrantState.IN_FORCE,
+    "suspended": GrantState.SUSPENDED,
+    "superseded": GrantState.SUPERSEDED,
+    "revoked": GrantState.REVOKED,
+}
 
 
 def when(ts: float) -> datetime:
@@ -210,8 +214,11 @@ class _Run:
 
 
 def standing_of(
-    record: GrantRecord, grant: StandingGrant, receipts: Sequence[ConditionReceipt | None],
-    watch: Sequence[Mapping[str, Any]], instruments: Mapping[str, str],
+    record: GrantRecord,
+    grant: StandingGrant,
+    receipts: Sequence[ConditionReceipt | None],
+    watch: Sequence[Mapping[str, Any]],
+    instruments: Mapping[str, str],
 ) -> GrantStanding:
     """The facts of one stored grant, as the judge reads them.
 

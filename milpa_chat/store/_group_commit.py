@@ -37,8 +37,9 @@ class GroupCommit:
     """The writer thread. ``begin(durable)`` opens the transaction on the thread's connection (with the
     sync level the batch needs) and returns it; each job's ``work()`` runs its statements inside it."""
 
-    def __init__(self, name: str, begin: Callable[[bool], sqlite3.Connection],
-                 translate: Callable[[Exception], Exception | None]) -> None:
+    def __init__(
+        self, name: str, begin: Callable[[bool], sqlite3.Connection], translate: Callable[[Exception], Exception | None]
+    ) -> None:
         self._begin = begin
         self._translate = translate
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()

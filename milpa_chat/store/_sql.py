@@ -54,8 +54,7 @@ class ThreadedStore(ABC):
         self._closed = False
 
     @abstractmethod
-    def _describe(self) -> str:
-        ...
+    def _describe(self) -> str: ...
 
     def _translate(self, exc: Exception) -> StoreError | None:
         """The :class:`StoreError` to raise for a database error, or ``None`` to re-raise it."""
@@ -114,8 +113,14 @@ def is_live(expires_at: float | None, now: float) -> bool:
 def to_record(collection: str, row: Sequence[Any]) -> Record:
     key, value, version, created_at, updated_at, expires_at, due = row
     return Record.from_text(
-        collection, key, value, int(version), float(created_at), float(updated_at),
-        None if expires_at is None else float(expires_at), None if due is None else float(due),
+        collection,
+        key,
+        value,
+        int(version),
+        float(created_at),
+        float(updated_at),
+        None if expires_at is None else float(expires_at),
+        None if due is None else float(due),
     )
 
 
@@ -166,7 +171,8 @@ def prefilters(where: Mapping[str, Any] | None) -> list[str]:
     if not where:
         return []
     return [
-        json.dumps(k) + ":" + json.dumps(v) for k, v in where.items()
+        json.dumps(k) + ":" + json.dumps(v)
+        for k, v in where.items()
         if isinstance(k, str) and (v is None or isinstance(v, str))
     ]
 

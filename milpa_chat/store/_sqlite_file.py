@@ -40,8 +40,9 @@ _CORRUPT_CODES = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
 def check_header(path: Path) -> None:
     """Refuse a directory or a file that is not a SQLite database, reading only its first bytes."""
     if path.is_dir():
-        raise StoreError(f"SQLite store path {str(path)!r} is a directory; give a file path such as "
-                         f"{str(path / 'milpa.db')!r}")
+        raise StoreError(
+            f"SQLite store path {str(path)!r} is a directory; give a file path such as {str(path / 'milpa.db')!r}"
+        )
     try:
         with path.open("rb") as fh:
             head = fh.read(len(_MAGIC))
@@ -78,7 +79,8 @@ def initialise(conn: sqlite3.Connection, path: Path) -> None:
 def inspect(conn: sqlite3.Connection, path: Path) -> int:
     """The store's schema version, 0 when the file is empty of tables (ready to initialise); raise when foreign."""
     tables = sorted(
-        row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        row[0]
+        for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         if not row[0].startswith("sqlite_")
     )
     if "milpa_meta" in tables:

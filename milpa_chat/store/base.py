@@ -40,7 +40,16 @@ from typing import Any, Protocol, runtime_checkable
 from milpa_chat.errors import StoreError
 
 __all__ = [
-    "KEEP", "Clock", "Due", "RateDecision", "Record", "Store", "StreamEntry", "check_due", "check_text", "check_value",
+    "KEEP",
+    "Clock",
+    "Due",
+    "RateDecision",
+    "Record",
+    "Store",
+    "StreamEntry",
+    "check_due",
+    "check_text",
+    "check_value",
     "copy_value",
 ]
 
@@ -71,26 +80,58 @@ class Record:
     _text: str | None
 
     def __init__(
-        self, collection: str, key: str, value: dict[str, Any], version: int, created_at: float,
-        updated_at: float, expires_at: float | None = None, due: float | None = None,
+        self,
+        collection: str,
+        key: str,
+        value: dict[str, Any],
+        version: int,
+        created_at: float,
+        updated_at: float,
+        expires_at: float | None = None,
+        due: float | None = None,
     ) -> None:
         self._set(collection, key, value, None, version, created_at, updated_at, expires_at, due)
 
     @classmethod
     def from_text(
-        cls, collection: str, key: str, text: str, version: int, created_at: float, updated_at: float,
-        expires_at: float | None = None, due: float | None = None,
+        cls,
+        collection: str,
+        key: str,
+        text: str,
+        version: int,
+        created_at: float,
+        updated_at: float,
+        expires_at: float | None = None,
+        due: float | None = None,
     ) -> Record:
         """A record whose ``value`` is the JSON object ``text``, decoded when first read."""
         record = cls.__new__(cls)
         record._set(collection, key, None, text, version, created_at, updated_at, expires_at, due)
         return record
 
-    def _set(self, collection: str, key: str, value: dict[str, Any] | None, text: str | None, version: int,
-             created_at: float, updated_at: float, expires_at: float | None, due: float | None) -> None:
-        for name, field in (("collection", collection), ("key", key), ("_value", value), ("_text", text),
-                            ("version", version), ("created_at", created_at), ("updated_at", updated_at),
-                            ("expires_at", expires_at), ("due", due)):
+    def _set(
+        self,
+        collection: str,
+        key: str,
+        value: dict[str, Any] | None,
+        text: str | None,
+        version: int,
+        created_at: float,
+        updated_at: float,
+        expires_at: float | None,
+        due: float | None,
+    ) -> None:
+        for name, field in (
+            ("collection", collection),
+            ("key", key),
+            ("_value", value),
+            ("_text", text),
+            ("version", version),
+            ("created_at", created_at),
+            ("updated_at", updated_at),
+            ("expires_at", expires_at),
+            ("due", due),
+        ):
             object.__setattr__(self, name, field)
 
     @property
@@ -156,8 +197,14 @@ class Store(Protocol):
         ...
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record | None:
         """Create the record only if no live record has this key. ``None`` when one exists.
 
@@ -165,8 +212,14 @@ class Store(Protocol):
         ...
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record:
         """Create or replace (the version grows by one). ``ttl=None`` means never expires.
 
@@ -193,9 +246,7 @@ class Store(Protocol):
         """
         ...
 
-    async def take(
-        self, collection: str, key: str, *, expected_version: int | None = None
-    ) -> Record | None:
+    async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         """Delete the live record and return it; at most one concurrent caller gets it."""
         ...
 
@@ -272,9 +323,7 @@ def check_text(collection: str, key: str, value: Mapping[str, Any]) -> str:
     if not isinstance(key, str) or not key:
         raise StoreError(f"key must be a non-empty string, got {key!r} (collection {collection!r})")
     if not isinstance(value, Mapping):
-        raise StoreError(
-            f"value of {collection}/{key} must be a JSON object (a dict), got {type(value).__name__}"
-        )
+        raise StoreError(f"value of {collection}/{key} must be a JSON object (a dict), got {type(value).__name__}")
     try:
         return json.dumps(value, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:

@@ -46,8 +46,16 @@ class _Row:
     due: float | None
 
     def record(self) -> Record:
-        return Record.from_text(self.collection, self.key, self.text, self.version, self.created_at,
-                      self.updated_at, self.expires_at, self.due)
+        return Record.from_text(
+            self.collection,
+            self.key,
+            self.text,
+            self.version,
+            self.created_at,
+            self.updated_at,
+            self.expires_at,
+            self.due,
+        )
 
 
 class MemoryStore:
@@ -110,8 +118,14 @@ class MemoryStore:
             return None if rec is None else rec.record()
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record | None:
         text = check_text(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
@@ -127,8 +141,14 @@ class MemoryStore:
             return rec.record()
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record:
         text = check_text(collection, key, value)
         expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
@@ -138,7 +158,9 @@ class MemoryStore:
             now = self.clock()
             old = self._live(collection, key, now)
             rec = _Row(
-                collection, key, text,
+                collection,
+                key,
+                text,
                 (old.version + 1) if old else 1,
                 old.created_at if old else now,
                 now,
@@ -169,16 +191,19 @@ class MemoryStore:
             if old is None or old.version != expected_version:
                 return None
             rec = _Row(
-                collection, key, text, old.version + 1, old.created_at, now,
+                collection,
+                key,
+                text,
+                old.version + 1,
+                old.created_at,
+                now,
                 old.expires_at if ttl is None else expiry(now, ttl),
                 old.due if due is ... else due,
             )
             self._store(rec, old)
             return rec.record()
 
-    async def take(
-        self, collection: str, key: str, *, expected_version: int | None = None
-    ) -> Record | None:
+    async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         with self._lock:
             self._check_open()
             old = self._live(collection, key, self.clock())
@@ -304,9 +329,7 @@ class MemoryStore:
 _MISSING = object()
 
 
-def _retry_after(
-    hits: deque[tuple[float, int]], used: int, cost: int, limit: int, window: float, now: float
-) -> float:
+def _retry_after(hits: deque[tuple[float, int]], used: int, cost: int, limit: int, window: float, now: float) -> float:
     """Seconds until enough old hits leave the window for ``cost`` to fit."""
     if cost > limit:
         return math.inf

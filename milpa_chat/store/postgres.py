@@ -45,17 +45,17 @@ __all__ = ["PostgresStore"]
 _COLS = "key, value::text, version, created_at, updated_at, expires_at, due"
 _LIVE = "({t}.expires_at IS NULL OR {t}.expires_at > %(now)s)"
 _SCHEMA = [
-    "CREATE TABLE {meta} (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)",
-    "CREATE TABLE {records} (collection text COLLATE \"C\" NOT NULL, key text COLLATE \"C\" NOT NULL, "
+    'CREATE TABLE {meta} (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)',
+    'CREATE TABLE {records} (collection text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, '
     "value json NOT NULL, version bigint NOT NULL, created_at double precision NOT NULL, "
     "updated_at double precision NOT NULL, expires_at double precision, due double precision, "
     "PRIMARY KEY (collection, key))",
     "CREATE INDEX ON {records} (expires_at) WHERE expires_at IS NOT NULL",
     "CREATE INDEX milpa_records_due ON {records} (collection, due) WHERE due IS NOT NULL",
-    "CREATE TABLE {heads} (stream text COLLATE \"C\" PRIMARY KEY, seq bigint NOT NULL)",
-    "CREATE TABLE {streams} (stream text COLLATE \"C\" NOT NULL, seq bigint NOT NULL, value json NOT NULL, "
+    'CREATE TABLE {heads} (stream text COLLATE "C" PRIMARY KEY, seq bigint NOT NULL)',
+    'CREATE TABLE {streams} (stream text COLLATE "C" NOT NULL, seq bigint NOT NULL, value json NOT NULL, '
     "at double precision NOT NULL, PRIMARY KEY (stream, seq))",
-    "CREATE TABLE {hits} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text COLLATE \"C\" NOT NULL, "
+    'CREATE TABLE {hits} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text COLLATE "C" NOT NULL, '
     "at double precision NOT NULL, cost bigint NOT NULL, expires_at double precision NOT NULL)",
     "CREATE INDEX ON {hits} (key, at)",
     "CREATE INDEX ON {hits} (expires_at)",
@@ -69,8 +69,13 @@ _UPGRADE_1_TO_2 = [
 FIRST_WAIT = 0.5
 #: While the server is away, at most one connection attempt per this many seconds (the other calls fail at once).
 PROBE_EVERY = 0.1
-_TABLES = {"meta": "milpa_meta", "records": "milpa_records", "heads": "milpa_stream_heads",
-           "streams": "milpa_streams", "hits": "milpa_hits"}
+_TABLES = {
+    "meta": "milpa_meta",
+    "records": "milpa_records",
+    "heads": "milpa_stream_heads",
+    "streams": "milpa_streams",
+    "hits": "milpa_hits",
+}
 
 
 def _lock_id(*parts: str) -> int:
@@ -84,8 +89,7 @@ def describe_dsn(dsn: str) -> str:
         info = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "<unparsable DSN>"
-    return (f"{info.get('user', '')}@{info.get('host', 'localhost')}:{info.get('port', 5432)}"
-            f"/{info.get('dbname', '')}")
+    return f"{info.get('user', '')}@{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
 class PostgresStore(ThreadedStore):
@@ -115,8 +119,11 @@ class PostgresStore(ThreadedStore):
         self._q = {name: sql.Identifier(schema, table) for name, table in _TABLES.items()}
         self._initialise(dsn)
         self._dsn, self._wait, self._sizes = dsn, wait, (min_size, max_size)
-        self._kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 3,
-                                        "application_name": f"milpa-{schema}"[:63]}
+        self._kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": 3,
+            "application_name": f"milpa-{schema}"[:63],
+        }
         #: While the database is away: since when (monotonic), the last error, and one probe at a time.
         self._away: tuple[float, str] | None = None
         self._probing = threading.Lock()
@@ -166,8 +173,10 @@ class PostgresStore(ThreadedStore):
                     for statement in _SCHEMA:
                         conn.execute(sql.SQL(statement).format(**self._q))
                     conn.execute(
-                        sql.SQL("INSERT INTO {} VALUES ('application', 'milpa-chat'), ('schema_version', %s)")
-                        .format(self._q["meta"]), (str(SCHEMA_VERSION),),
+                        sql.SQL("INSERT INTO {} VALUES ('application', 'milpa-chat'), ('schema_version', %s)").format(
+                            self._q["meta"]
+                        ),
+                        (str(SCHEMA_VERSION),),
                     )
         except psycopg.Error as exc:
             raise StoreError(f"cannot prepare {self._where}: {str(exc).strip()}") from exc
@@ -177,11 +186,14 @@ class PostgresStore(ThreadedStore):
     def _inspect(self, conn: psycopg.Connection[Any]) -> tuple[int, bool]:
         """``(schema version, 0 when fresh; schema_exists)``; raises when the schema holds foreign milpa tables."""
         schema_exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone()
-        tables = sorted(row[0] for row in conn.execute(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname LIKE 'milpa\\_%%'",
-            (self.schema,),
-        ))
+        tables = sorted(
+            row[0]
+            for row in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname LIKE 'milpa\\_%%'",
+                (self.schema,),
+            )
+        )
         if "milpa_meta" in tables:
             try:
                 with conn.transaction():
@@ -204,8 +216,14 @@ class PostgresStore(ThreadedStore):
     def _new_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         # check=: a connection the server dropped (a restart, pg_terminate_backend) is replaced before use.
         return ConnectionPool(
-            self._dsn, min_size=self._sizes[0], max_size=self._sizes[1], kwargs=self._kwargs, open=False,
-            name=f"milpa-{self.schema}", check=ConnectionPool.check_connection, timeout=self._wait,
+            self._dsn,
+            min_size=self._sizes[0],
+            max_size=self._sizes[1],
+            kwargs=self._kwargs,
+            open=False,
+            name=f"milpa-{self.schema}",
+            check=ConnectionPool.check_connection,
+            timeout=self._wait,
             reconnect_timeout=max(self._wait, 60.0),
         )
 
@@ -255,8 +273,10 @@ class PostgresStore(ThreadedStore):
         away = self._away
         if away is None:
             raise StoreError(f"{self._where} is busy: no connection became free; try again in a moment")
-        raise StoreError(f"{self._where} is unreachable (for {time.monotonic() - away[0]:.1f} s: {away[1]}); "
-                         "calls fail at once until it answers again, then work resumes by itself")
+        raise StoreError(
+            f"{self._where} is unreachable (for {time.monotonic() - away[0]:.1f} s: {away[1]}); "
+            "calls fail at once until it answers again, then work resumes by itself"
+        )
 
     def _translate(self, exc: Exception) -> StoreError | None:
         if isinstance(exc, psycopg.Error):
@@ -284,8 +304,14 @@ class PostgresStore(ThreadedStore):
         return self._record(collection, query, {**params, "now": self.clock()})
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record | None:
         # durable=False is accepted and the write made durably anyway: a commit here waits for the WAL flush
         # either way, and skipping it (synchronous_commit off) would cost a transaction of its own.
@@ -307,8 +333,14 @@ class PostgresStore(ThreadedStore):
         return self._record(collection, query, {**params, "now": now, "exp": expiry(now, ttl), "keep": ttl is None})
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
@@ -349,13 +381,17 @@ class PostgresStore(ThreadedStore):
             "due = CASE WHEN %(keep_due)s THEN due ELSE %(due)s::double precision END "
             f"WHERE collection = %(c)s AND key = %(k)s AND version = %(ver)s AND {{live}} RETURNING {_COLS}"
         )
-        params = {"c": collection, "k": key, "v": text, "ver": expected_version, "keep_due": due is KEEP,
-                  "due": None if due is KEEP else due}
+        params = {
+            "c": collection,
+            "k": key,
+            "v": text,
+            "ver": expected_version,
+            "keep_due": due is KEEP,
+            "due": None if due is KEEP else due,
+        }
         return await self._run(self._write_record, collection, query, params, ttl)
 
-    async def take(
-        self, collection: str, key: str, *, expected_version: int | None = None
-    ) -> Record | None:
+    async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         version = "" if expected_version is None else " AND version = %(ver)s"
         query = self._sql(
             f"DELETE FROM {{records}} WHERE collection = %(c)s AND key = %(k)s AND {{live}}{version} RETURNING {_COLS}"
@@ -455,10 +491,7 @@ class PostgresStore(ThreadedStore):
     def _read(self, stream: str, query: bytes, params: dict[str, Any]) -> list[StreamEntry]:
         with self._connection() as conn:
             rows = conn.execute(query, params).fetchall()
-        return [
-            StreamEntry(stream, int(seq), decode(value), float(at))
-            for seq, value, at in rows
-        ]
+        return [StreamEntry(stream, int(seq), decode(value), float(at)) for seq, value, at in rows]
 
     async def trim(self, stream: str, *, keep_last: int) -> int:
         query = self._sql(
@@ -484,9 +517,12 @@ class PostgresStore(ThreadedStore):
             hits = conn.execute(self._sql("SELECT at, cost FROM {hits} WHERE key = %(k)s ORDER BY at, id"), params)
             decision = rate_decision(hits.fetchall(), cost=cost, limit=limit, window=window, now=now)
             if decision.allowed:
-                conn.execute(self._sql(
-                    "INSERT INTO {hits} (key, at, cost, expires_at) VALUES (%(k)s, %(now)s, %(cost)s, %(exp)s)"
-                ), params)
+                conn.execute(
+                    self._sql(
+                        "INSERT INTO {hits} (key, at, cost, expires_at) VALUES (%(k)s, %(now)s, %(cost)s, %(exp)s)"
+                    ),
+                    params,
+                )
         return decision
 
     async def purge_expired(self) -> int:
@@ -495,9 +531,8 @@ class PostgresStore(ThreadedStore):
     def _purge(self) -> int:
         params = {"now": self.clock()}
         with self._connection() as conn, conn.transaction():
-            n = conn.execute(self._sql(
-                "DELETE FROM {records} WHERE expires_at IS NOT NULL AND expires_at <= %(now)s"
-            ), params).rowcount
+            n = conn.execute(
+                self._sql("DELETE FROM {records} WHERE expires_at IS NOT NULL AND expires_at <= %(now)s"), params
+            ).rowcount
             conn.execute(self._sql("DELETE FROM {hits} WHERE expires_at <= %(now)s"), params)
         return n
-

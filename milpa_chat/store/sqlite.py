@@ -76,7 +76,11 @@ class SqliteStore(ThreadedStore):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, clock: Clock = time.time, busy_timeout: float = 30.0,
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        busy_timeout: float = 30.0,
         synchronous: str = "FULL",
     ) -> None:
         self.path = Path(path)
@@ -104,7 +108,9 @@ class SqliteStore(ThreadedStore):
     def _connect(self, timeout: float | None = None) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout if timeout is None else timeout, isolation_level=None,
+                self.path,
+                timeout=self.busy_timeout if timeout is None else timeout,
+                isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.OperationalError as exc:
@@ -178,7 +184,10 @@ class SqliteStore(ThreadedStore):
         return conn
 
     async def _inline(
-        self, fn: Callable[[sqlite3.Connection, Unpack[Ts]], T], *args: *Ts, write: bool = False,
+        self,
+        fn: Callable[[sqlite3.Connection, Unpack[Ts]], T],
+        *args: *Ts,
+        write: bool = False,
         durable: bool = False,
     ) -> T:
         """``fn(conn, *args)`` on the event loop's connection; on the pool (a write: on the writer thread)
@@ -304,17 +313,29 @@ class SqliteStore(ThreadedStore):
         return None if row is None else to_record(collection, row)
 
     async def insert(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record | None:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._inline(self._insert, collection, key, text, ttl, due, write=True,
-                                  durable=self._syncs(durable))
+        return await self._inline(
+            self._insert, collection, key, text, ttl, due, write=True, durable=self._syncs(durable)
+        )
 
     def _insert(
-        self, conn: sqlite3.Connection, collection: str, key: str, text: str, ttl: float | None,
+        self,
+        conn: sqlite3.Connection,
+        collection: str,
+        key: str,
+        text: str,
+        ttl: float | None,
         due: float | None,
     ) -> Record | None:
         with self._write(conn):
@@ -328,17 +349,27 @@ class SqliteStore(ThreadedStore):
         return to_record(collection, rows[0]) if rows else None
 
     async def put(
-        self, collection: str, key: str, value: Mapping[str, Any], *, ttl: float | None = None,
-        due: float | None = None, durable: bool = True,
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        due: float | None = None,
+        durable: bool = True,
     ) -> Record:
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._inline(self._put, collection, key, text, ttl, due, write=True,
-                                  durable=self._syncs(durable))
+        return await self._inline(self._put, collection, key, text, ttl, due, write=True, durable=self._syncs(durable))
 
     def _put(
-        self, conn: sqlite3.Connection, collection: str, key: str, text: str, ttl: float | None,
+        self,
+        conn: sqlite3.Connection,
+        collection: str,
+        key: str,
+        text: str,
+        ttl: float | None,
         due: float | None,
     ) -> Record:
         with self._write(conn):
@@ -367,12 +398,19 @@ class SqliteStore(ThreadedStore):
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
-        return await self._inline(self._update, collection, key, text, expected_version, ttl, due,
-                                  write=True, durable=self._syncs(durable))
+        return await self._inline(
+            self._update, collection, key, text, expected_version, ttl, due, write=True, durable=self._syncs(durable)
+        )
 
     def _update(
-        self, conn: sqlite3.Connection, collection: str, key: str, text: str, expected: int,
-        ttl: float | None, due: Due,
+        self,
+        conn: sqlite3.Connection,
+        collection: str,
+        key: str,
+        text: str,
+        expected: int,
+        ttl: float | None,
+        due: Due,
     ) -> Record | None:
         with self._write(conn):
             now = self.clock()
@@ -381,17 +419,22 @@ class SqliteStore(ThreadedStore):
                 f"expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END, "
                 f"due = CASE WHEN :keep_due THEN due ELSE :due END "
                 f"WHERE collection = :c AND key = :k AND version = :ver AND {_LIVE} RETURNING {_COLS}",
-                {"c": collection, "k": key, "v": text, "now": now, "ver": expected,
-                 "keep": ttl is None, "exp": expiry(now, ttl), "keep_due": due is KEEP,
-                 "due": None if due is KEEP else due},
+                {
+                    "c": collection,
+                    "k": key,
+                    "v": text,
+                    "now": now,
+                    "ver": expected,
+                    "keep": ttl is None,
+                    "exp": expiry(now, ttl),
+                    "keep_due": due is KEEP,
+                    "due": None if due is KEEP else due,
+                },
             ).fetchall()
         return to_record(collection, rows[0]) if rows else None
 
-    async def take(
-        self, collection: str, key: str, *, expected_version: int | None = None
-    ) -> Record | None:
-        return await self._inline(self._take, collection, key, expected_version, write=True,
-                                  durable=self._syncs())
+    async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
+        return await self._inline(self._take, collection, key, expected_version, write=True, durable=self._syncs())
 
     def _take(self, conn: sqlite3.Connection, collection: str, key: str, expected: int | None) -> Record | None:
         with self._write(conn):
@@ -452,11 +495,15 @@ class SqliteStore(ThreadedStore):
         return await self._run(self._due, collection, before, limit)
 
     def _due(self, collection: str, before: float, limit: int) -> list[Record]:
-        rows = self._conn().execute(
-            f"SELECT {_COLS} FROM milpa_records INDEXED BY milpa_records_due WHERE collection = :c "
-            f"AND due IS NOT NULL AND due <= :before AND {_LIVE} ORDER BY due, key LIMIT :limit",
-            {"c": collection, "before": before, "now": self.clock(), "limit": max(0, limit)},
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {_COLS} FROM milpa_records INDEXED BY milpa_records_due WHERE collection = :c "
+                f"AND due IS NOT NULL AND due <= :before AND {_LIVE} ORDER BY due, key LIMIT :limit",
+                {"c": collection, "before": before, "now": self.clock(), "limit": max(0, limit)},
+            )
+            .fetchall()
+        )
         return [to_record(collection, row) for row in rows]
 
     # ----------------------------------------------------------- streams
@@ -479,10 +526,14 @@ class SqliteStore(ThreadedStore):
         return await self._run(self._read, stream, after, limit)
 
     def _read(self, stream: str, after: int, limit: int | None) -> list[StreamEntry]:
-        rows = self._conn().execute(
-            "SELECT seq, value, at FROM milpa_streams WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (stream, after, -1 if limit is None else max(0, limit)),
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT seq, value, at FROM milpa_streams WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (stream, after, -1 if limit is None else max(0, limit)),
+            )
+            .fetchall()
+        )
         return [StreamEntry(stream, int(seq), decode(value), float(at)) for seq, value, at in rows]
 
     async def trim(self, stream: str, *, keep_last: int) -> int:
@@ -505,9 +556,7 @@ class SqliteStore(ThreadedStore):
         with self._write() as conn:
             now = self.clock()
             conn.execute("DELETE FROM milpa_hits WHERE key = ? AND at <= ?", (key, now - window))
-            hits = conn.execute(
-                "SELECT at, cost FROM milpa_hits WHERE key = ? ORDER BY at, id", (key,)
-            ).fetchall()
+            hits = conn.execute("SELECT at, cost FROM milpa_hits WHERE key = ? ORDER BY at, id", (key,)).fetchall()
             decision = rate_decision(hits, cost=cost, limit=limit, window=window, now=now)
             if decision.allowed:
                 conn.execute(
@@ -527,4 +576,3 @@ class SqliteStore(ThreadedStore):
             ).rowcount
             conn.execute("DELETE FROM milpa_hits WHERE expires_at <= ?", (now,))
         return n
-

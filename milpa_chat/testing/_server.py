@@ -61,8 +61,11 @@ class LocalServer(ABC):
             await web.TCPSite(runner, self.host, self._requested_port).start()
         except OSError as exc:
             await runner.cleanup()
-            raise OSError(exc.errno, f"{type(self).__name__} cannot listen on {self.host}:{self._requested_port}: "
-                                     f"{exc.strerror}; pass port=0 for a free port") from exc
+            raise OSError(
+                exc.errno,
+                f"{type(self).__name__} cannot listen on {self.host}:{self._requested_port}: "
+                f"{exc.strerror}; pass port=0 for a free port",
+            ) from exc
         self._runner = runner
         self._bound_port = int(runner.addresses[0][1])
         return self

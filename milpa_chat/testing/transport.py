@@ -48,8 +48,9 @@ class RecordedMessage:
         for b in self.buttons:
             if b.label == label or label.lower() in b.label.lower():
                 return b
-        raise LookupError(f"no button {label!r} on message {self.message_id}; buttons: "
-                          f"{[b.label for b in self.buttons]}")
+        raise LookupError(
+            f"no button {label!r} on message {self.message_id}; buttons: {[b.label for b in self.buttons]}"
+        )
 
 
 def plain_text(message: Message) -> str:
@@ -144,12 +145,23 @@ class RecordingTransport(Surface):
         await assistant.handle(self.inbound(user, chat_id or user.id, text=text), self)
 
     async def tap(
-        self, assistant: Assistant, user: ChatUser, message: RecordedMessage, label: str,
-        *, delivery_id: str | None = None,
+        self,
+        assistant: Assistant,
+        user: ChatUser,
+        message: RecordedMessage,
+        label: str,
+        *,
+        delivery_id: str | None = None,
     ) -> None:
         button = message.button(label)
         extra = {"delivery_id": delivery_id} if delivery_id else {}
-        inbound = self.inbound(user, message.chat_id, action=button.action, ref=button.ref,
-                               message_id=message.message_id,
-                               buttons=tuple(b.callback_data for b in message.buttons), **extra)
+        inbound = self.inbound(
+            user,
+            message.chat_id,
+            action=button.action,
+            ref=button.ref,
+            message_id=message.message_id,
+            buttons=tuple(b.callback_data for b in message.buttons),
+            **extra,
+        )
         await assistant.handle(inbound, self)

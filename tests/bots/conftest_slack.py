@@ -44,8 +44,6 @@ IDENTITIES: dict[str, Any] = {
 }
 
 
-
-
 class Tools:
     """Example tools; what they did is recorded so tests can see each run."""
 
@@ -71,8 +69,13 @@ class Tools:
         self.notes.pop(note_id, None)
         return {"deleted": note_id}
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: float) -> dict[str, Any]:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
@@ -84,8 +87,9 @@ class Tools:
         return {"notes": len(self.notes)}
 
 
-def make_assistant(tools: Tools, store: Store, *, agent: Agent | None = None,
-                   identities: dict[str, Any] | None = None) -> Assistant:
+def make_assistant(
+    tools: Tools, store: Store, *, agent: Agent | None = None, identities: dict[str, Any] | None = None
+) -> Assistant:
     registry = ToolRegistry(store=store)
     registry.scan(tools)
     return Assistant(registry, Identities.from_dict(identities or IDENTITIES), agent=agent, approval_ttl=600)
@@ -123,7 +127,10 @@ class SlackWorld:
         """A tap on a button as an earlier version of ``message`` showed it (a stale or replayed card)."""
         request = self.slack.payloads.block_action(
             {k: element[k] for k in ("type", "action_id", "value", "text") if k in element},
-            block_id="stale", user=user, channel=message.channel, message_ts=message.ts,
+            block_id="stale",
+            user=user,
+            channel=message.channel,
+            message_ts=message.ts,
         )
         resp = await self.slack.send(request)
         await self.bot.drain()
@@ -147,8 +154,6 @@ class SlackWorld:
     def public(self, channel: str = WORK) -> list[SlackMessage]:
         """What the app posted in ``channel`` for everyone."""
         return [m for m in self.api.messages(channel) if m.bot_id]
-
-
 
 
 def button(message: SlackMessage, label: str) -> dict[str, Any]:
@@ -179,8 +184,5 @@ async def _api(api: SlackApiServer | None) -> AsyncIterator[SlackApiServer]:
         yield server
 
 
-
 def memory_assistant(tools: Tools, clock: ManualClock, **options: Any) -> Assistant:
     return make_assistant(tools, MemoryStore(clock=clock), **options)
-
-

@@ -39,8 +39,6 @@ telegram = ["-500"]
 """
 
 
-
-
 @dataclass
 class Harness:
     server: BotApiServer
@@ -113,8 +111,13 @@ def make_assistant(store: Store, *, slow_seconds: float = 0.3) -> tuple[Assistan
 
 @asynccontextmanager
 async def running_bot(
-    *, store: Store | None = None, clock: ManualClock | None = None, webhook_secret: str | None = None,
-    webhook: bool = False, sweep_interval: float | None = None, answer_within: float = 1.0,
+    *,
+    store: Store | None = None,
+    clock: ManualClock | None = None,
+    webhook_secret: str | None = None,
+    webhook: bool = False,
+    sweep_interval: float | None = None,
+    answer_within: float = 1.0,
 ) -> AsyncIterator[Harness]:
     """A started bot (polling, or webhook on a free port) with the approvers group registered."""
     clock = clock or ManualClock()
@@ -122,8 +125,14 @@ async def running_bot(
     async with BotApiServer() as server:
         server.group(APPROVERS, "Approvers", members=[ALICE, MARIA, BOB])
         assistant, runs = make_assistant(store)
-        bot = TelegramBot(assistant, server.token, server.base_url, webhook_secret=webhook_secret,
-                          sweep_interval=sweep_interval, answer_within=answer_within)
+        bot = TelegramBot(
+            assistant,
+            server.token,
+            server.base_url,
+            webhook_secret=webhook_secret,
+            sweep_interval=sweep_interval,
+            answer_within=answer_within,
+        )
         if webhook:
             port = free_port()
             await bot.start_webhook(f"http://127.0.0.1:{port}/hook", port=port, url_path="hook")

@@ -28,17 +28,21 @@ from milpa_chat.testing.slack import SlackApiServer, SlackEvents, SlackMessage, 
 
 from .conftest_slack import APPROVERS, SECRET, TEAM, TOKEN, WORK, button
 
-ALICE = TelegramUser(1001, "Alice", "alice")      # asks for payments
-MARIA = TelegramUser(2001, "Maria", "maria")      # approves
-BRUNO = TelegramUser(2002, "Bruno", "bruno")      # approves; the escalation manager
-EVE = TelegramUser(9999, "Eve", "eve")            # in the approvers' group, may approve nothing
-MATEO = "U2002"                                   # approves, on Slack
+ALICE = TelegramUser(1001, "Alice", "alice")  # asks for payments
+MARIA = TelegramUser(2001, "Maria", "maria")  # approves
+BRUNO = TelegramUser(2002, "Bruno", "bruno")  # approves; the escalation manager
+EVE = TelegramUser(9999, "Eve", "eve")  # in the approvers' group, may approve nothing
+MATEO = "U2002"  # approves, on Slack
 TG_APPROVERS, TG_ESCALATION, SLACK_ESCALATION = -500, -700, "C0ESCALATE"
 WAIT = 15.0
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["payments:send"], "manager": ["payments:approve"]},
-    "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"], "telegram:2002": ["manager"],
-              f"slack:{TEAM}:{MATEO}": ["manager"]},
+    "users": {
+        "telegram:1001": ["writer"],
+        "telegram:2001": ["manager"],
+        "telegram:2002": ["manager"],
+        f"slack:{TEAM}:{MATEO}": ["manager"],
+    },
     "defaults": {"scopes": []},
     "approvers": {"telegram": [str(TG_APPROVERS)], "slack": [APPROVERS]},
     "escalation": {"telegram": [str(TG_ESCALATION)], "slack": [SLACK_ESCALATION]},
@@ -54,19 +58,33 @@ class Payments:
         self.paid.append((how, to, amount))
         return {"paid": amount, "to": to}
 
-    @tool("pay_direct", "Pay; approvers are asked in their direct messages", scopes=["payments:send"],
-          mutating=True, verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900, deliver="direct"))
+    @tool(
+        "pay_direct",
+        "Pay; approvers are asked in their direct messages",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900, deliver="direct"),
+    )
     async def pay_direct(self, to: str, amount: float) -> dict[str, Any]:
         return self._pay("direct", to, amount)
 
-    @tool("pay_both", "Pay; approvers are asked in their chats and directly", scopes=["payments:send"],
-          mutating=True, verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900, deliver="both"))
+    @tool(
+        "pay_both",
+        "Pay; approvers are asked in their chats and directly",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900, deliver="both"),
+    )
     async def pay_both(self, to: str, amount: float) -> dict[str, Any]:
         return self._pay("both", to, amount)
 
-    @tool("pay_late", "Pay; approvers are reminded, then it is escalated", scopes=["payments:send"],
-          mutating=True, verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900, remind_after=(60,),
-                                             escalate_after=300))
+    @tool(
+        "pay_late",
+        "Pay; approvers are reminded, then it is escalated",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900, remind_after=(60,), escalate_after=300),
+    )
     async def pay_late(self, to: str, amount: float) -> dict[str, Any]:
         return self._pay("late", to, amount)
 
@@ -106,8 +124,9 @@ class World:
 
 
 @asynccontextmanager
-async def world(db: Path, clock: ManualClock, payments: Payments, *, slack: bool = True,
-                direct_chats: bool = True) -> AsyncIterator[World]:
+async def world(
+    db: Path, clock: ManualClock, payments: Payments, *, slack: bool = True, direct_chats: bool = True
+) -> AsyncIterator[World]:
     """One assistant with both surfaces (or Telegram alone) on the SQLite file ``db``."""
     store = SqliteStore(db, clock=clock)
     registry = ToolRegistry(store=store)
@@ -154,8 +173,11 @@ async def test_direct_delivery_reaches_each_approver_and_one_decision_edits_ever
         await w.slack.click(slack_dm, button(slack_dm, "Approve")["action_id"], user=MATEO)
         await w.slack_bot.drain()
         for copy in copies:
-            await w.tg.wait_until(lambda c=copy: "Mateo" in (w.now(c).text or "") and not w.now(c).button_labels,
-                                  WAIT, what="every Telegram copy edited with Mateo's decision")
+            await w.tg.wait_until(
+                lambda c=copy: "Mateo" in (w.now(c).text or "") and not w.now(c).button_labels,
+                WAIT,
+                what="every Telegram copy edited with Mateo's decision",
+            )
         assert payments.paid == [("direct", "ACME", 20.0)]
 
 
@@ -164,8 +186,11 @@ async def test_both_reaches_chats_and_people_and_seeing_a_card_confers_nothing(t
     async with world(tmp_path / "bot.db", ManualClock(), payments) as w:
         assert w.api is not None
         await w.ask("/pay_both ACME 35")
-        await w.tg.wait_until(lambda: w.cards_in(TG_APPROVERS) and w.cards_in(MARIA.id) and w.cards_in(BRUNO.id),
-                              WAIT, what="the group's card and both DMs")
+        await w.tg.wait_until(
+            lambda: w.cards_in(TG_APPROVERS) and w.cards_in(MARIA.id) and w.cards_in(BRUNO.id),
+            WAIT,
+            what="the group's card and both DMs",
+        )
         await w.api.wait_for(lambda: w.slack_cards_in(APPROVERS) and w.slack_cards_in("D" + MATEO[1:]), WAIT)
 
         group_card = w.cards_in(TG_APPROVERS)[0]
@@ -175,8 +200,11 @@ async def test_both_reaches_chats_and_people_and_seeing_a_card_confers_nothing(t
 
         maria_card = w.cards_in(MARIA.id)[0]
         await w.tap(maria_card, "Approve", MARIA)
-        await w.tg.wait_until(lambda: "Maria" in (w.now(group_card).text or "") and not w.now(group_card).button_labels,
-                              WAIT, what="the group's copy edited with Maria's decision")
+        await w.tg.wait_until(
+            lambda: "Maria" in (w.now(group_card).text or "") and not w.now(group_card).button_labels,
+            WAIT,
+            what="the group's copy edited with Maria's decision",
+        )
         assert payments.paid == [("both", "ACME", 35.0)]
 
 
@@ -184,8 +212,11 @@ async def test_when_no_approver_can_be_reached_the_requester_is_told_and_nothing
     payments = Payments()
     async with world(tmp_path / "bot.db", ManualClock(), payments, slack=False, direct_chats=False) as w:
         waiting = await w.ask("/pay_direct ACME 20")
-        await w.tg.wait_until(lambda: "No approver could be reached" in (w.now(waiting).text or ""), WAIT,
-                              what="the requester's copy saying nobody could be reached")
+        await w.tg.wait_until(
+            lambda: "No approver could be reached" in (w.now(waiting).text or ""),
+            WAIT,
+            what="the requester's copy saying nobody could be reached",
+        )
         refused = [c for c in w.tg.calls if c.method == "sendMessage" and not c.ok]
         assert {str(c.params.get("chat_id")) for c in refused} >= {str(MARIA.id), str(BRUNO.id)}  # both DMs refused
         assert payments.paid == []
@@ -204,17 +235,19 @@ async def test_reminder_then_escalation_once_each_across_a_restart(tmp_path: Pat
         assert w.cards_in(TG_ESCALATION) == []
 
     async with world(db, clock, payments) as w:  # a restart: new bot, new assistant, same file
-        assert await w.assistant.sweep() == 0     # the reminder is not sent again
-        clock.now += 240                          # 301 s without a decision
+        assert await w.assistant.sweep() == 0  # the reminder is not sent again
+        clock.now += 240  # 301 s without a decision
         assert await w.assistant.sweep() == 1
         await w.tg.wait_until(lambda: w.cards_in(TG_ESCALATION), WAIT, what="the escalation card")
         assert w.api is not None
         await w.api.wait_for(lambda: w.slack_cards_in(SLACK_ESCALATION), WAIT)
         told = await w.tg.wait_until(
             lambda: next((m for m in w.tg.messages(ALICE.id) if "escalat" in (m.text or "").lower()), None),
-            WAIT, what="the requester told of the escalation")
+            WAIT,
+            what="the requester told of the escalation",
+        )
         assert told is not None
-        assert await w.assistant.sweep() == 0     # escalated once
+        assert await w.assistant.sweep() == 0  # escalated once
 
         escalated = w.cards_in(TG_ESCALATION)[0]
         await w.tap(escalated, "Approve", BRUNO)
@@ -229,7 +262,7 @@ async def test_an_approver_sees_how_they_decide_with_approvals_in_chat(tmp_path:
             await w.ask(f"/pay_both ACME {amount}")
             await w.tg.wait_until(lambda a=amount: any(f"{a}" in (c.text or "") for c in w.cards_in(MARIA.id)), WAIT)
         first, second = w.cards_in(MARIA.id)[-2:]
-        clock.now += 1                               # decided in a second: faster than a card can be read
+        clock.now += 1  # decided in a second: faster than a card can be read
         await w.tap(first, "Approve", MARIA)
         clock.now += 40
         await w.tap(second, "Reject", MARIA)
@@ -239,8 +272,8 @@ async def test_an_approver_sees_how_they_decide_with_approvals_in_chat(tmp_path:
         stats = await w.tg.wait_for_message(MARIA.id, since=update, timeout=WAIT)
         text = stats.text or ""
         assert "Maria" in text and "2 decisions" in text, text
-        assert "50%" in text or "50 %" in text, text     # one approved of two
-        assert "faster" in text.lower(), text            # the approval decided faster than it can be read
+        assert "50%" in text or "50 %" in text, text  # one approved of two
+        assert "faster" in text.lower(), text  # the approval decided faster than it can be read
 
 
 async def test_without_edits_a_forged_edit_tap_changes_nothing(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-""""📄 Show all" on a card whose values were shortened, through real python-telegram-bot and slack-bolt: the card
+""" "📄 Show all" on a card whose values were shortened, through real python-telegram-bot and slack-bolt: the card
 says so instead of attaching a file to itself and to each of its edits; a tap shows every argument (secrets
 redacted) to the person who tapped — Slack: only them; Telegram: in the chat that already shows the card — and a
 tap whose data names a request from somewhere the person never saw it is refused."""
@@ -18,8 +18,13 @@ MEMO = " ".join(f"line{i:04d}" for i in range(400))  # 3,599 characters: more th
 
 
 class MemoPayments(Payments):
-    @tool("pay_memo", "Pay with a long memo", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900))
+    @tool(
+        "pay_memo",
+        "Pay with a long memo",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=APPROVE, expires_in=900),
+    )
     async def pay_memo(self, to: str, memo: str, api_key: str = "") -> dict[str, Any]:
         return self._pay("memo", to, float(len(memo)))
 
@@ -37,12 +42,17 @@ async def test_show_all_instead_of_a_file_on_every_copy_and_edit(tmp_path: Path)
 
         mark = w.tg.mark()
         assert await w.tap(card, "Show all", MARIA) == "Every argument, below."
-        def shown_since_the_tap() -> str:
-            return "".join(str(c.params.get("text", "")) for c in w.tg.calls[mark:]
-                           if c.method == "sendMessage" and c.ok and str(c.params.get("chat_id")) == str(TG_APPROVERS))
 
-        texts = await w.tg.wait_until(lambda: (t := shown_since_the_tap()) and "line0399" in t and t, WAIT,
-                                      what="every argument in the chat")
+        def shown_since_the_tap() -> str:
+            return "".join(
+                str(c.params.get("text", ""))
+                for c in w.tg.calls[mark:]
+                if c.method == "sendMessage" and c.ok and str(c.params.get("chat_id")) == str(TG_APPROVERS)
+            )
+
+        texts = await w.tg.wait_until(
+            lambda: (t := shown_since_the_tap()) and "line0399" in t and t, WAIT, what="every argument in the chat"
+        )
         assert texts.startswith("<b>📄 All arguments: pay_memo</b>")
         assert all(f"line{i:04d}" in texts for i in range(400))  # the whole memo, over its pages
         assert "sk-live-9999" not in texts and "REDACTED" in texts
@@ -56,8 +66,11 @@ async def test_show_all_instead_of_a_file_on_every_copy_and_edit(tmp_path: Path)
 
         await w.tap(card, "Approve", MARIA)
         await w.tg.wait_until(lambda: payments.paid != [], WAIT, what="the approved payment")
-        await w.tg.wait_until(lambda: not w.now(card).button_labels or w.now(card).button_labels == ["📄 Show all"],
-                              WAIT, what="the decided card")
+        await w.tg.wait_until(
+            lambda: not w.now(card).button_labels or w.now(card).button_labels == ["📄 Show all"],
+            WAIT,
+            what="the decided card",
+        )
         assert [c for c in w.tg.calls if c.method == "sendDocument"] == []  # no file on the card, nor on its edits
 
 
@@ -66,8 +79,11 @@ async def test_a_show_all_tap_from_where_the_request_was_never_shown_is_refused(
     async with world(tmp_path / "bot.db", ManualClock(), payments, slack=False) as w:
         await w.ask(f'/pay_memo ACME "{MEMO}"')
         card = await w.tg.wait_until(lambda: (w.cards_in(TG_APPROVERS) or [None])[0], WAIT, what="the card")
-        approval_id = next(c.params for c in w.tg.calls if c.method == "sendMessage"
-                           and "show_all" in str(c.params.get("reply_markup")))
+        approval_id = next(
+            c.params
+            for c in w.tg.calls
+            if c.method == "sendMessage" and "show_all" in str(c.params.get("reply_markup"))
+        )
         ref = str(approval_id["reply_markup"]).split("show_all:", 1)[1].split("'", 1)[0].split('"', 1)[0]
         w.tg.private_chat(EVE)
         hello = await w.tg.send_message(EVE.id, EVE, "/start")

@@ -48,9 +48,7 @@ async def world(tools: Tools, clock: ManualClock) -> AsyncIterator[SlackWorld]:
         yield w
 
 
-async def test_confirm_runs_once_for_the_requester_and_refuses_everyone_else(
-    world: SlackWorld, tools: Tools
-) -> None:
+async def test_confirm_runs_once_for_the_requester_and_refuses_everyone_else(world: SlackWorld, tools: Tools) -> None:
     await world.command("delete_note 5", user=ALICE)
     card = world.last(WORK)
     assert [b["text"]["text"] for b in card.buttons()] == ["✅ Confirm", "✖ Cancel"] and tools.deleted == []
@@ -89,9 +87,7 @@ async def test_fifty_concurrent_taps_run_the_tool_once(world: SlackWorld, tools:
     assert "Deleted" in result.all_text() and card.buttons() == []
 
 
-async def test_verification_is_decided_in_the_approver_channel_with_four_eyes(
-    world: SlackWorld, tools: Tools
-) -> None:
+async def test_verification_is_decided_in_the_approver_channel_with_four_eyes(world: SlackWorld, tools: Tools) -> None:
     await world.command("pay ACME 120.5", user=LEAD)
     mine, group = world.last(WORK), world.last(APPROVERS)
     # the requester's copy offers only Withdraw; the approvers' copy Approve / Reject

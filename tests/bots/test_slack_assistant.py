@@ -36,8 +36,13 @@ def run_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     ids = tmp_path / "identities.toml"
     ids.write_text(IDENTITIES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "MILPA_"))}
-    return {**env, "PYTHONPATH": str(REPO), "MILPA_STORE": str(tmp_path / "assistant.db"),
-            "MILPA_IDENTITIES": str(ids), **extra}
+    return {
+        **env,
+        "PYTHONPATH": str(REPO),
+        "MILPA_STORE": str(tmp_path / "assistant.db"),
+        "MILPA_IDENTITIES": str(ids),
+        **extra,
+    }
 
 
 @pytest.mark.parametrize(
@@ -47,8 +52,9 @@ def run_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def test_a_missing_secret_is_named_and_nothing_starts(tmp_path: Path, missing: str, message: str) -> None:
     env = run_env(tmp_path, SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET)
     del env[missing]
-    done = subprocess.run([sys.executable, "-m", "bots.slack_assistant"], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "bots.slack_assistant"], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
@@ -56,8 +62,13 @@ def test_a_missing_secret_is_named_and_nothing_starts(tmp_path: Path, missing: s
 async def assistant_process(env: dict[str, str]) -> AsyncIterator[str]:
     """Run the assistant on a free port; yields its events URL; stops it with SIGTERM (it must exit 0)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bots.slack_assistant", env=env, cwd=REPO,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "bots.slack_assistant",
+        env=env,
+        cwd=REPO,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stderr is not None
     log: list[str] = []
@@ -80,8 +91,15 @@ async def assistant_process(env: dict[str, str]) -> AsyncIterator[str]:
 
 async def test_a_process_restart_between_request_and_approval(tmp_path: Path) -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}) as api:
-        env = run_env(tmp_path, SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET, SLACK_BASE_URL=api.base_url,
-                      PORT="0", HOST="127.0.0.1", MILPA_SWEEP_INTERVAL="0.2")
+        env = run_env(
+            tmp_path,
+            SLACK_BOT_TOKEN=TOKEN,
+            SLACK_SIGNING_SECRET=SECRET,
+            SLACK_BASE_URL=api.base_url,
+            PORT="0",
+            HOST="127.0.0.1",
+            MILPA_SWEEP_INTERVAL="0.2",
+        )
         async with assistant_process(env) as url, SlackEvents(url, SECRET, api=api) as slack:
             request = await slack.command("/milpa", "send_payment ACME 10", user=ALICE, channel=WORK)
             group = await api.wait_for_message(APPROVERS, lambda m: bool(m.buttons()))

@@ -24,6 +24,7 @@ async def api() -> Any:
 
 async def test_a_users_message_listener_runs_and_the_kit_stays_silent() -> None:
     async with slack_world(memory_assistant(Tools(), ManualClock())) as world:
+
         @world.bot.app.message("hello")
         async def hello(message: dict[str, Any], say: Any) -> None:
             await say(f"Hi <@{message['user']}>, from your own listener")
@@ -45,6 +46,7 @@ async def test_a_users_message_listener_runs_and_the_kit_stays_silent() -> None:
 
 async def test_a_users_mention_listener_takes_mentions() -> None:
     async with slack_world(memory_assistant(Tools(), ManualClock())) as world:
+
         @world.bot.app.event("app_mention")
         async def mentioned(event: dict[str, Any], say: Any) -> None:
             await say("mentions are mine")

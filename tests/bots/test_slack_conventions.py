@@ -28,7 +28,7 @@ from .conftest_slack import (
 async def test_text_as_slack_sends_it_reaches_the_tool_decoded() -> None:
     tools = Tools()
     async with slack_world(memory_assistant(tools, ManualClock())) as world:
-        await world.command("pay \"Smith &amp; Sons &lt;UK&gt;\" 12", user=ALICE)
+        await world.command('pay "Smith &amp; Sons &lt;UK&gt;" 12', user=ALICE)
         [approval] = await world.assistant.approvals.listing()
         assert approval.args == {"to": "Smith & Sons <UK>", "amount": 12.0}  # asks approval for what was meant
         group = world.last(APPROVERS).all_text()
@@ -45,7 +45,10 @@ async def test_mentions_channels_and_links_become_values() -> None:
     async with slack_world(memory_assistant(Tools(), ManualClock(), agent=agent)) as world:
         await world.slack.app_mention(
             "ask <@U2001|maria> in <#C0WORK|work> about <https://example.org/a?b=1&amp;c=2|the page> "
-            "or <mailto:ops@example.org|ops@example.org>, <!here>", user=ALICE, channel=WORK)
+            "or <mailto:ops@example.org|ops@example.org>, <!here>",
+            user=ALICE,
+            channel=WORK,
+        )
         await world.bot.drain()
     assert seen == ["ask U2001 in #work about https://example.org/a?b=1&c=2 or ops@example.org, @here"]
 
@@ -55,8 +58,12 @@ async def test_a_refused_forged_detail_action_tap_is_shown_to_the_actor_alone() 
     async with slack_world(memory_assistant(tools, ManualClock())) as world:
         await world.command("list_notes", user=ALICE)
         card = world.last(WORK)
-        forged = {"type": "button", "action_id": "milpa:delete_note:0", "value": "delete_note:5",
-                  "text": {"type": "plain_text", "text": "Delete"}}
+        forged = {
+            "type": "button",
+            "action_id": "milpa:delete_note:0",
+            "value": "delete_note:5",
+            "text": {"type": "plain_text", "text": "Delete"},
+        }
         await world.tap_element(card, forged, user=EVE)
         refusal = world.private(EVE).all_text()
         assert "needs the scope notes:write" in refusal and f"slack:{TEAM}:{EVE}" in refusal
@@ -99,7 +106,8 @@ async def test_no_reachable_approver_chat_is_said_to_the_requester() -> None:
         await world.command("pay ACME 5", user=ALICE)
         mine = world.last(WORK)
         await world.api.wait_for(
-            lambda: "No approver could be reached yet" in world.api.message(WORK, mine.ts).all_text() or None)
+            lambda: "No approver could be reached yet" in world.api.message(WORK, mine.ts).all_text() or None
+        )
         text = world.api.message(WORK, mine.ts).all_text()
         assert "Waiting for an approver" not in text and "channel_not_found" in text
 

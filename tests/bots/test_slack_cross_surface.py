@@ -25,8 +25,12 @@ TG_MARIA = TelegramUser(2001, "Maria", "maria")
 TG_APPROVERS = -500
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["notes:read", "notes:write", "payments:send"], "manager": ["notes:read", "payments:approve"]},
-    "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"],
-              f"slack:{TEAM}:{ALICE}": ["writer"], f"slack:{TEAM}:{MARIA}": ["manager"]},
+    "users": {
+        "telegram:1001": ["writer"],
+        "telegram:2001": ["manager"],
+        f"slack:{TEAM}:{ALICE}": ["writer"],
+        f"slack:{TEAM}:{MARIA}": ["manager"],
+    },
     "approvers": {"telegram": [str(TG_APPROVERS)], "slack": [APPROVERS]},
 }
 
@@ -79,10 +83,12 @@ async def test_requested_in_telegram_approved_in_slack_every_card_edited() -> No
         assert "ACME" in slack_group.all_text() and "Alice" in slack_group.all_text() and payments(s.runs) == 0
 
         await s.slack.click(slack_group, button(slack_group, "Approve")["action_id"], user=MARIA)
-        await s.tg.wait_until(lambda: any("Paid 25.00 EUR to ACME" in (m.text or "")
-                                          for m in s.tg.messages(TG_ALICE.id)))
-        await s.tg.wait_until(lambda: "Done" in (s.tg_current(tg_group).text or "")
-                              and "Done" in (s.tg_current(tg_mine).text or ""))
+        await s.tg.wait_until(
+            lambda: any("Paid 25.00 EUR to ACME" in (m.text or "") for m in s.tg.messages(TG_ALICE.id))
+        )
+        await s.tg.wait_until(
+            lambda: "Done" in (s.tg_current(tg_group).text or "") and "Done" in (s.tg_current(tg_mine).text or "")
+        )
         await s.slack_bot.drain()
         for card in (s.tg_current(tg_group), s.tg_current(tg_mine)):
             assert card.button_labels == [] and "u2001 via Slack" in (card.text or "")
@@ -114,8 +120,11 @@ async def test_requested_in_slack_rejected_in_telegram_every_card_edited() -> No
 
         first = slack_group.history[0]  # the card as first posted: a stale client taps Approve on it
         approve = next(e for b in first.blocks if b["type"] == "actions" for e in b["elements"])
-        late = await s.slack.send(s.slack.payloads.block_action(
-            approve, block_id="stale", user=MARIA, channel=APPROVERS, message_ts=slack_group.ts))
+        late = await s.slack.send(
+            s.slack.payloads.block_action(
+                approve, block_id="stale", user=MARIA, channel=APPROVERS, message_ts=slack_group.ts
+            )
+        )
         await s.slack_bot.drain()
         assert late.status == 200 and s.api.ephemeral_messages(MARIA)[-1].text.startswith("Already rejected")
         assert payments(s.runs) == 0
@@ -125,4 +134,3 @@ def _ref(slack_card: Any) -> str:
     """The approval id carried by a card's buttons (``"approve:<id>"``), as it was before the decision."""
     value = str(slack_card.history[0].blocks[-1]["elements"][0]["value"])
     return value.split(":", 1)[1]
-

@@ -25,8 +25,11 @@ TG_MARIA = TelegramUser(2001, "Maria", "maria")
 TG_APPROVERS = -500
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["payments:send"], "manager": ["payments:approve"]},
-    "users": {"telegram:1001": ["writer", "manager"], "telegram:2001": ["manager"],
-              f"slack:{TEAM}:{MATEO}": ["manager"]},
+    "users": {
+        "telegram:1001": ["writer", "manager"],
+        "telegram:2001": ["manager"],
+        f"slack:{TEAM}:{MATEO}": ["manager"],
+    },
     "approvers": {"telegram": [str(TG_APPROVERS)], "slack": [APPROVERS]},
 }
 
@@ -35,8 +38,13 @@ class Payments:
     def __init__(self) -> None:
         self.paid: list[tuple[str, float]] = []
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: float) -> dict[str, Any]:
         if amount <= 0:
             raise ValueError("amount must be positive")

@@ -139,11 +139,16 @@ class SocketModeEndpoint:
         await eventually(lambda: self._ws is not None)
         assert self._ws is not None
         envelope_id = f"env-{next(self._ids)}"
-        await self._ws.send_json({
-            "envelope_id": envelope_id, "type": kind, "payload": payload,
-            "accepts_response_payload": kind != "events_api",
-            "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else "",
-        })
+        await self._ws.send_json(
+            {
+                "envelope_id": envelope_id,
+                "type": kind,
+                "payload": payload,
+                "accepts_response_payload": kind != "events_api",
+                "retry_attempt": retry_attempt,
+                "retry_reason": "timeout" if retry_attempt else "",
+            }
+        )
         return await eventually(lambda: self.acks.get(envelope_id), timeout=3.0)  # type: ignore[no-any-return]
 
 
@@ -155,8 +160,9 @@ async def test_socket_mode_needs_no_signing_secret_and_runs_every_flow(api: Slac
         handler = bot.socket_mode_handler(AsyncWebClient(base_url=slack.base_url))
         await handler.connect_async()  # type: ignore[no-untyped-call]
         try:
-            await slack.deliver("slash_commands", payloads.command("/milpa", "delete_note 5", user=ALICE,
-                                                                   channel=WORK).payload)
+            await slack.deliver(
+                "slash_commands", payloads.command("/milpa", "delete_note 5", user=ALICE, channel=WORK).payload
+            )
             await bot.drain()
             card = api.messages(WORK)[-1]
             tap = payloads.click(card, button(card, "Confirm")["action_id"], user=ALICE).payload
@@ -200,7 +206,9 @@ def test_without_the_slack_extra_the_error_names_the_install_command(monkeypatch
 
 
 def test_importing_the_adapters_imports_no_slack_sdk() -> None:
-    code = ("import sys, milpa_chat.bots, milpa_chat.bots.slack; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('slack_bolt', 'slack_sdk', 'aiohttp')))")
+    code = (
+        "import sys, milpa_chat.bots, milpa_chat.bots.slack; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('slack_bolt', 'slack_sdk', 'aiohttp')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -40,8 +40,9 @@ def closed_port() -> int:
 
 async def run_module(module: str, env: dict[str, str], timeout: float = 60.0) -> tuple[int, str]:  # noqa: ASYNC109
     """Run ``python -m module`` without blocking the loop the local servers answer on; (exit status, stderr)."""
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", module, env=env, cwd=REPO,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", module, env=env, cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     _, err = await asyncio.wait_for(proc.communicate(), timeout)
     assert proc.returncode is not None
     return proc.returncode, err.decode()
@@ -49,8 +50,13 @@ async def run_module(module: str, env: dict[str, str], timeout: float = 60.0) ->
 
 def telegram_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "MILPA_"))}
-    return {**env, "PYTHONPATH": str(REPO), "MILPA_STORE": str(tmp_path / "a.db"),
-            "MILPA_IDENTITIES": str(EXAMPLE_IDENTITIES), **extra}
+    return {
+        **env,
+        "PYTHONPATH": str(REPO),
+        "MILPA_STORE": str(tmp_path / "a.db"),
+        "MILPA_IDENTITIES": str(EXAMPLE_IDENTITIES),
+        **extra,
+    }
 
 
 def one_error_line(err: str) -> str:
@@ -61,12 +67,16 @@ def one_error_line(err: str) -> str:
 
 async def test_telegram_a_rejected_token_and_an_unreachable_api_are_one_line_and_status_2(tmp_path: Path) -> None:
     async with BotApiServer() as server:
-        code, err = await run_module("bots.telegram_assistant", telegram_env(
-            tmp_path, TELEGRAM_TOKEN="123456:not-the-token", TELEGRAM_BASE_URL=server.base_url))
+        code, err = await run_module(
+            "bots.telegram_assistant",
+            telegram_env(tmp_path, TELEGRAM_TOKEN="123456:not-the-token", TELEGRAM_BASE_URL=server.base_url),
+        )
     assert code == 2
     assert one_error_line(err).startswith("error: Telegram rejected the bot token (TELEGRAM_TOKEN)")
-    code, err = await run_module("bots.telegram_assistant", telegram_env(
-        tmp_path, TELEGRAM_TOKEN="123456:abc", TELEGRAM_BASE_URL=f"http://127.0.0.1:{closed_port()}/bot"))
+    code, err = await run_module(
+        "bots.telegram_assistant",
+        telegram_env(tmp_path, TELEGRAM_TOKEN="123456:abc", TELEGRAM_BASE_URL=f"http://127.0.0.1:{closed_port()}/bot"),
+    )
     assert code == 2
     line = one_error_line(err)
     assert line.startswith("error: cannot reach the Telegram Bot API at http://127.0.0.1:") and line.count(":abc") == 0
@@ -75,41 +85,84 @@ async def test_telegram_a_rejected_token_and_an_unreachable_api_are_one_line_and
 
 async def test_slack_a_rejected_token_and_an_unreachable_api_are_one_line_and_status_2(tmp_path: Path) -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM) as api:
-        code, err = await run_module("bots.slack_assistant", run_env(
-            tmp_path, SLACK_BOT_TOKEN="xoxb-revoked", SLACK_SIGNING_SECRET=SECRET, SLACK_BASE_URL=api.base_url,
-            PORT="0"))
+        code, err = await run_module(
+            "bots.slack_assistant",
+            run_env(
+                tmp_path,
+                SLACK_BOT_TOKEN="xoxb-revoked",
+                SLACK_SIGNING_SECRET=SECRET,
+                SLACK_BASE_URL=api.base_url,
+                PORT="0",
+            ),
+        )
     assert code == 2
     assert one_error_line(err).startswith("error: Slack rejected the bot token (SLACK_BOT_TOKEN: invalid_auth)")
-    code, err = await run_module("bots.slack_assistant", run_env(
-        tmp_path, SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET, PORT="0",
-        SLACK_BASE_URL=f"http://127.0.0.1:{closed_port()}/api/"))
+    code, err = await run_module(
+        "bots.slack_assistant",
+        run_env(
+            tmp_path,
+            SLACK_BOT_TOKEN=TOKEN,
+            SLACK_SIGNING_SECRET=SECRET,
+            PORT="0",
+            SLACK_BASE_URL=f"http://127.0.0.1:{closed_port()}/api/",
+        ),
+    )
     assert code == 2
     assert one_error_line(err).startswith("error: cannot reach the Slack Web API at http://127.0.0.1:")
 
 
-@pytest.mark.parametrize(("module", "setting", "expected"), [
-    ("bots.slack_assistant", {"PORT": "abc"}, "error: PORT='abc' is not a whole number: PORT must be a whole number"),
-    ("bots.telegram_assistant", {"TELEGRAM_WEBHOOK_PORT": "84.5"},
-     "error: TELEGRAM_WEBHOOK_PORT='84.5' is not a whole number: TELEGRAM_WEBHOOK_PORT must be a whole number"),
-    ("bots.slack_assistant", {"MILPA_APPROVAL_LEASE": "long"},
-     "error: MILPA_APPROVAL_LEASE='long' is not a float: MILPA_APPROVAL_LEASE must be a number of seconds"),
-])
-def test_a_bad_setting_names_the_variable(tmp_path: Path, module: str, setting: dict[str, str],
-                                          expected: str) -> None:
-    env = {**run_env(tmp_path, SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET),
-           **telegram_env(tmp_path, TELEGRAM_TOKEN="1:x"), **setting}
-    done = subprocess.run([sys.executable, "-m", module], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=60, check=False)
+@pytest.mark.parametrize(
+    ("module", "setting", "expected"),
+    [
+        (
+            "bots.slack_assistant",
+            {"PORT": "abc"},
+            "error: PORT='abc' is not a whole number: PORT must be a whole number",
+        ),
+        (
+            "bots.telegram_assistant",
+            {"TELEGRAM_WEBHOOK_PORT": "84.5"},
+            "error: TELEGRAM_WEBHOOK_PORT='84.5' is not a whole number: TELEGRAM_WEBHOOK_PORT must be a whole number",
+        ),
+        (
+            "bots.slack_assistant",
+            {"MILPA_APPROVAL_LEASE": "long"},
+            "error: MILPA_APPROVAL_LEASE='long' is not a float: MILPA_APPROVAL_LEASE must be a number of seconds",
+        ),
+    ],
+)
+def test_a_bad_setting_names_the_variable(tmp_path: Path, module: str, setting: dict[str, str], expected: str) -> None:
+    env = {
+        **run_env(tmp_path, SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET),
+        **telegram_env(tmp_path, TELEGRAM_TOKEN="1:x"),
+        **setting,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", module], env=env, cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 2
     assert one_error_line(done.stderr).startswith(expected)
 
 
 async def test_sigterm_drains_the_slack_http_mode_work_in_flight_and_exits_0(tmp_path: Path) -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}) as api:
-        env = run_env(tmp_path, SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET, SLACK_BASE_URL=api.base_url,
-                      PORT="0", HOST="127.0.0.1")
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bots.slack_assistant", env=env, cwd=REPO,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        env = run_env(
+            tmp_path,
+            SLACK_BOT_TOKEN=TOKEN,
+            SLACK_SIGNING_SECRET=SECRET,
+            SLACK_BASE_URL=api.base_url,
+            PORT="0",
+            HOST="127.0.0.1",
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bots.slack_assistant",
+            env=env,
+            cwd=REPO,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         assert proc.stderr is not None and proc.stdout is not None
         lines: list[str] = []
         while not (found := re.search(r"listening on (http://127\.0\.0\.1:(\d+)/slack/events)", "".join(lines))):
@@ -143,8 +196,10 @@ async def test_serve_returns_the_bound_port_and_stop_drains(caplog: pytest.LogCa
 
 
 async def test_socket_mode_stops_without_an_unclosed_session(caplog: pytest.LogCaptureFixture) -> None:
-    async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work"}) as api, \
-            SocketModeEndpoint(APP_TOKEN) as endpoint:
+    async with (
+        SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work"}) as api,
+        SocketModeEndpoint(APP_TOKEN) as endpoint,
+    ):
         bot = SlackBot(memory_assistant(Tools(), ManualClock()), TOKEN, base_url=api.base_url, app_token=APP_TOKEN)
         with caplog.at_level(logging.INFO):
             await bot.connect_socket_mode(AsyncWebClient(base_url=endpoint.base_url))
@@ -157,10 +212,13 @@ async def test_socket_mode_stops_without_an_unclosed_session(caplog: pytest.LogC
 
 
 def test_importing_the_adapters_and_the_widgets_loads_no_sdk() -> None:
-    code = ("import sys, milpa_chat.bots.telegram, milpa_chat.bots.slack, milpa_chat.jupyter\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'telegram', 'slack_bolt', 'ipywidgets'}))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
-                          check=False)
+    code = (
+        "import sys, milpa_chat.bots.telegram, milpa_chat.bots.slack, milpa_chat.jupyter\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'telegram', 'slack_bolt', 'ipywidgets'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
@@ -170,11 +228,24 @@ async def test_sigterm_drains_the_telegram_webhook_mode_and_exits_0(tmp_path: Pa
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     async with BotApiServer() as server:
-        env = telegram_env(tmp_path, TELEGRAM_TOKEN=server.token, TELEGRAM_BASE_URL=server.base_url,
-                           TELEGRAM_WEBHOOK_URL=f"http://127.0.0.1:{port}/telegram", TELEGRAM_WEBHOOK_PORT=str(port),
-                           TELEGRAM_WEBHOOK_LISTEN="127.0.0.1", MILPA_SWEEP_INTERVAL="60")
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bots.telegram_assistant", env=env, cwd=REPO,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        env = telegram_env(
+            tmp_path,
+            TELEGRAM_TOKEN=server.token,
+            TELEGRAM_BASE_URL=server.base_url,
+            TELEGRAM_WEBHOOK_URL=f"http://127.0.0.1:{port}/telegram",
+            TELEGRAM_WEBHOOK_PORT=str(port),
+            TELEGRAM_WEBHOOK_LISTEN="127.0.0.1",
+            MILPA_SWEEP_INTERVAL="60",
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bots.telegram_assistant",
+            env=env,
+            cwd=REPO,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         assert proc.stdout is not None and proc.stderr is not None
         said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
         assert said.startswith(f"Telegram webhook listening on http://127.0.0.1:{port}/telegram"), said
@@ -196,10 +267,18 @@ async def test_the_telegram_polling_bot_says_where_it_polls_without_the_token_an
     tmp_path: Path,
 ) -> None:
     async with BotApiServer() as server:
-        env = telegram_env(tmp_path, TELEGRAM_TOKEN=server.token, TELEGRAM_BASE_URL=server.base_url,
-                           SLACK_BOT_TOKEN="xoxb-unrelated")
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bots.telegram_assistant", env=env, cwd=REPO,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        env = telegram_env(
+            tmp_path, TELEGRAM_TOKEN=server.token, TELEGRAM_BASE_URL=server.base_url, SLACK_BOT_TOKEN="xoxb-unrelated"
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bots.telegram_assistant",
+            env=env,
+            cwd=REPO,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         assert proc.stdout is not None and proc.stderr is not None
         said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
         assert said.startswith(f"Telegram bot @milpa_test_bot polling {server.base_url}<token> for updates"), said
@@ -234,9 +313,17 @@ print("returned", flush=True)
 async def test_slack_start_prints_where_it_listens_and_drains_on_sigterm() -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work"}) as api:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", SERVE_BLOCKING, TOKEN, api.base_url,
-                                                    env=env, cwd=REPO, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            SERVE_BLOCKING,
+            TOKEN,
+            api.base_url,
+            env=env,
+            cwd=REPO,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         assert proc.stdout is not None and proc.stderr is not None
         said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
         found = re.match(r"Slack app listening on (http://127\.0\.0\.1:\d+/slack/events) \(Ctrl-C to stop\)", said)
@@ -268,9 +355,18 @@ print("returned", flush=True)
 async def test_socket_mode_stops_cleanly_on_sigterm() -> None:
     async with SlackApiServer(TOKEN, team_id=TEAM) as api, SocketModeEndpoint(APP_TOKEN) as endpoint:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", SOCKET_BLOCKING, TOKEN, api.base_url, APP_TOKEN, endpoint.base_url,
-            env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-c",
+            SOCKET_BLOCKING,
+            TOKEN,
+            api.base_url,
+            APP_TOKEN,
+            endpoint.base_url,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            cwd=REPO,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         assert proc.stdout is not None and proc.stderr is not None
         said = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
         assert said == "Slack app connected over Socket Mode (Ctrl-C to stop)\n", said
@@ -290,5 +386,9 @@ def test_one_default_host_for_every_webhook_and_http_mode() -> None:
     def default(method: object, name: str) -> object:
         return inspect.signature(method).parameters[name].default  # type: ignore[arg-type]
 
-    assert {default(TelegramBot.start_webhook, "listen"), default(TelegramBot.run_webhook, "listen"),
-            default(SlackBot.serve, "host"), default(SlackBot.start, "host")} == {DEFAULT_LISTEN}
+    assert {
+        default(TelegramBot.start_webhook, "listen"),
+        default(TelegramBot.run_webhook, "listen"),
+        default(SlackBot.serve, "host"),
+        default(SlackBot.start, "host"),
+    } == {DEFAULT_LISTEN}

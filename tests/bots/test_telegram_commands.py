@@ -70,10 +70,17 @@ def archive(values: dict[str, Any]) -> dict[str, Any]:
 
 
 ARCHIVE = Operation(
-    "notes:archive", "Archive a note.\nIt stays searchable.", archive,
+    "notes:archive",
+    "Archive a note.\nIt stays searchable.",
+    archive,
     input_schema={"type": "object", "required": ["note_id"], "properties": {"note_id": {"type": "integer"}}},
-    effects=EffectProfile(Mutation.PERSISTENT, Externality.NONE, Reversibility.COMPENSATABLE, Authority.WRITE_AS_USER,
-                          subject=Subject.DATA),
+    effects=EffectProfile(
+        Mutation.PERSISTENT,
+        Externality.NONE,
+        Reversibility.COMPENSATABLE,
+        Authority.WRITE_AS_USER,
+        subject=Subject.DATA,
+    ),
     scopes=["notes:write"],
 )
 CLI_ONLY = Operation("notes:vacuum", "Compact the notes file.", lambda: {"ok": True}, mutating=True,
@@ -106,8 +113,11 @@ async def test_operations_are_in_the_menu_and_names_telegram_refuses_are_left_ou
     registry = ToolRegistry(store=MemoryStore())
     registry.scan(Odd())
     RegistryProjector(registry).register(ARCHIVE, CLI_ONLY)
-    identities = Identities(users={"telegram:1001": ["notes:read", "notes:write"]},
-                            chats={f"telegram:{APPROVERS}": ["notes:write"]}, approvers={"telegram": [str(APPROVERS)]})
+    identities = Identities(
+        users={"telegram:1001": ["notes:read", "notes:write"]},
+        chats={f"telegram:{APPROVERS}": ["notes:write"]},
+        approvers={"telegram": [str(APPROVERS)]},
+    )
     async with bot_for(registry, identities) as (server, bot):
         with caplog.at_level(logging.INFO, logger="milpa_chat.command"):
             await bot.start(poll_timeout=1)
@@ -150,8 +160,9 @@ async def test_the_menu_follows_the_identities_and_can_be_left_alone() -> None:
         assert names(server.commands()) == [*BUILTINS, "read_csv"]
 
     async with BotApiServer() as server:
-        quiet = TelegramBot(Assistant(registry, Identities()), server.token, server.base_url, sweep_interval=None,
-                            command_menu=False)
+        quiet = TelegramBot(
+            Assistant(registry, Identities()), server.token, server.base_url, sweep_interval=None, command_menu=False
+        )
         await quiet.start(poll_timeout=1)
         await quiet.stop()
         assert server.commands() == [] and not [c for c in server.calls if c.method.lower() == "setmycommands"]

@@ -88,8 +88,9 @@ async def test_install_adds_the_kit_to_the_users_own_application() -> None:
         ran.append("post_init")
 
     async with BotApiServer() as server:
-        application = (ApplicationBuilder().token(server.token).base_url(server.base_url)
-                       .post_init(their_post_init).build())
+        application = (
+            ApplicationBuilder().token(server.token).base_url(server.base_url).post_init(their_post_init).build()
+        )
         application.add_handler(CommandHandler("ping", ping))
         store = MemoryStore()
         assistant, _ = make_assistant(store)
@@ -121,8 +122,13 @@ async def test_allowed_updates_include_what_the_users_handlers_need() -> None:
         application.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, edited))
         assistant, _ = make_assistant(MemoryStore())
         bot = TelegramBot.install(application, assistant, sweep_interval=None)
-        assert bot.allowed_updates == ["message", "callback_query", "edited_message", "channel_post",
-                                       "edited_channel_post"]
+        assert bot.allowed_updates == [
+            "message",
+            "callback_query",
+            "edited_message",
+            "channel_post",
+            "edited_channel_post",
+        ]
         plain = TelegramBot(make_assistant(MemoryStore())[0], server.token, server.base_url)
         assert plain.allowed_updates == ["message", "callback_query"]  # the kit alone asks for its own
         await bot.start(poll_timeout=1)
@@ -130,8 +136,11 @@ async def test_allowed_updates_include_what_the_users_handlers_need() -> None:
             sent = await server.send_message(ALICE.id, ALICE, "first words")
             update_id = server.feed.new_update_id()
             edit = {**sent.payload["message"], "text": "better words", "edit_date": int(time.time())}
-            await server.feed.push(TelegramUpdate(update_id, {"update_id": update_id, "edited_message": edit},
-                                                time.monotonic(), len(server.calls)))
+            await server.feed.push(
+                TelegramUpdate(
+                    update_id, {"update_id": update_id, "edited_message": edit}, time.monotonic(), len(server.calls)
+                )
+            )
             await server.wait_until(lambda: edits, WAIT, what="the user's edited-message handler")
             assert edits == ["better words"]
         finally:
@@ -141,11 +150,15 @@ async def test_allowed_updates_include_what_the_users_handlers_need() -> None:
 def test_the_groups_are_the_users_to_choose() -> None:
     application = ApplicationBuilder().token("123456:ABC").build()
     application.add_handler(CommandHandler("ping", ping), group=3)
-    bot = TelegramBot.install(application, make_assistant(MemoryStore())[0], group=2, fallback_group=7,
-                              sweep_interval=None)
+    bot = TelegramBot.install(
+        application, make_assistant(MemoryStore())[0], group=2, fallback_group=7, sweep_interval=None
+    )
     kinds = {g: sorted(type(h).__name__ for h in hs) for g, hs in application.handlers.items()}
-    assert kinds == {2: ["CallbackQueryHandler", "MessageHandler"], 3: ["CommandHandler"],
-                     7: ["CallbackQueryHandler", "MessageHandler"]}
+    assert kinds == {
+        2: ["CallbackQueryHandler", "MessageHandler"],
+        3: ["CommandHandler"],
+        7: ["CallbackQueryHandler", "MessageHandler"],
+    }
     assert bot.fallback_group == 7
     with pytest.raises(ValueError, match=r"fallback_group \(2\) must come after group \(2\)"):
         TelegramBot.install(application, make_assistant(MemoryStore())[0], group=2, fallback_group=2)

@@ -28,8 +28,10 @@ async def test_a_denial_and_start_name_the_principal_and_the_missing_scope() -> 
     async with running_bot() as h:
         denied = (await h.say(EVE, "/delete_note 5")).text or ""
         assert "/delete_note needs the scope notes:write" in denied
-        assert "You are telegram:9999, with no scopes: ask an administrator to grant notes:write to telegram:9999" \
+        assert (
+            "You are telegram:9999, with no scopes: ask an administrator to grant notes:write to telegram:9999"
             in denied
+        )
         start = (await h.say(EVE, "/start")).text or ""
         assert "You are telegram:9999 and hold no scopes here yet" in start
         start = (await h.say(ALICE, "/start")).text or ""
@@ -76,8 +78,11 @@ async def test_the_requester_is_told_when_no_approver_chat_can_be_reached() -> N
         try:
             asked = await server.send_message(ALICE.id, ALICE, "/send_payment ACME 10")
             card = await server.wait_for_message(ALICE.id, since=asked, timeout=WAIT)
-            await server.wait_until(lambda: "No approver could be reached yet" in (
-                server.message(ALICE.id, card.message_id).text or ""), WAIT, what="the requester's card")
+            await server.wait_until(
+                lambda: "No approver could be reached yet" in (server.message(ALICE.id, card.message_id).text or ""),
+                WAIT,
+                what="the requester's card",
+            )
             text = server.message(ALICE.id, card.message_id).text or ""
             assert "Waiting for an approver" not in text and "chat not found" in text.lower()
         finally:

@@ -55,16 +55,33 @@ async def died(process: Any) -> None:
     assert await asyncio.wait_for(process.wait(), WAIT) == -signal.SIGKILL
 
 
-@pytest.mark.parametrize("point", ["approval.opened", "card.sent", "decision.claimed", "tool.started",
-                                   "tool.returned", "run.finished", "report.sent"])
+@pytest.mark.parametrize(
+    "point",
+    [
+        "approval.opened",
+        "card.sent",
+        "decision.claimed",
+        "tool.started",
+        "tool.returned",
+        "run.finished",
+        "report.sent",
+    ],
+)
 async def test_a_kill_at_each_point_leaves_nothing_stuck_and_nothing_run_twice(tmp_path: Path, point: str) -> None:
     db, ids, log = tmp_path / "bot.db", tmp_path / "identities.toml", tmp_path / "bot.log"
     ids.write_text(IDENTITIES_TOML)
     async with BotApiServer() as server:
         server.group(APPROVERS, "Approvers", members=[ALICE, MARIA])
-        env = {**os.environ, "TELEGRAM_TOKEN": server.token, "TELEGRAM_BASE_URL": server.base_url,
-               "MILPA_STORE": str(db), "MILPA_IDENTITIES": str(ids), "MILPA_SWEEP_INTERVAL": "0.3",
-               "MILPA_APPROVAL_LEASE": "2", "MILPA_APPROVAL_HANDOFF": "1"}
+        env = {
+            **os.environ,
+            "TELEGRAM_TOKEN": server.token,
+            "TELEGRAM_BASE_URL": server.base_url,
+            "MILPA_STORE": str(db),
+            "MILPA_IDENTITIES": str(ids),
+            "MILPA_SWEEP_INTERVAL": "0.3",
+            "MILPA_APPROVAL_LEASE": "2",
+            "MILPA_APPROVAL_HANDOFF": "1",
+        }
         during_request = point in ("approval.opened", "card.sent")
         async with bot_process(server, {**env, "MILPA_FAILPOINTS": point}, log) as first:
             await server.send_message(ALICE.id, ALICE, "/send_payment ACME 42")
@@ -89,21 +106,26 @@ async def test_a_kill_at_each_point_leaves_nothing_stuck_and_nothing_run_twice(t
             if point == "card.sent":
                 # the dead process sent a card whose id it never recorded: that copy keeps its buttons
                 # until someone taps it, then it is answered from the record and brought up to date
-                await server.wait_until(lambda: "Done" in (server.message(APPROVERS, card.message_id).text or ""),
-                                        timeout=WAIT)
+                await server.wait_until(
+                    lambda: "Done" in (server.message(APPROVERS, card.message_id).text or ""), timeout=WAIT
+                )
                 orphan = live_card(server, "Approve")
                 assert orphan is not None and orphan.message_id < card.message_id
                 tap = await server.tap_button(orphan, label(orphan, "Approve"), MARIA)
                 await server.wait_until(lambda: server.callback_query(tap).answered, timeout=WAIT)
                 assert server.callback_query(tap).answer_text == "Already done."
-            await server.wait_until(lambda: live_card(server, "Approve") is None
-                                    and live_card(server, "Run again") is None, timeout=WAIT)
+            await server.wait_until(
+                lambda: live_card(server, "Approve") is None and live_card(server, "Run again") is None, timeout=WAIT
+            )
 
             async def settled() -> bool:
                 approvals, _ = await stored(db)
                 a = approvals[0]
-                return a["state"] in FINAL and a.get("reported") is not None and all(
-                    c.get("shown", "").startswith(a["state"]) for c in a["cards"])
+                return (
+                    a["state"] in FINAL
+                    and a.get("reported") is not None
+                    and all(c.get("shown", "").startswith(a["state"]) for c in a["cards"])
+                )
 
             for _ in range(100):
                 if await settled():
@@ -118,8 +140,10 @@ async def test_a_kill_at_each_point_leaves_nothing_stuck_and_nothing_run_twice(t
     assert approval["state"] == "executed" and await settled_cards(approval)
     results = [m for m in server.messages(ALICE.id) if "Paid 42.00" in (m.text or "") and not m.button_labels]
     assert len(results) >= 1 or point == "tool.returned"  # "Mark as done" settles without the tool's result
-    print(f"killed at {point}: {len(paid)} payment, approval {approval['state']}, {len(approval['cards'])} cards "
-          f"settled, {len(results)} result message(s)")
+    print(
+        f"killed at {point}: {len(paid)} payment, approval {approval['state']}, {len(approval['cards'])} cards "
+        f"settled, {len(results)} result message(s)"
+    )
 
 
 async def settled_cards(approval: dict[str, Any]) -> bool:

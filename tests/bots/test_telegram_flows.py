@@ -72,9 +72,13 @@ async def test_fifty_concurrent_taps_run_the_tool_once() -> None:
         data = card.button(label(card, "Confirm"))["callback_data"]
         taps = await asyncio.gather(*(h.server.tap(ALICE.id, card.message_id, ALICE, data) for _ in range(50)))
         await h.server.wait_until(lambda: all(h.server.callback_query(t).answered for t in taps), timeout=10)
+
         def results() -> list[str]:
-            return [m.text or "" for m in h.server.messages(ALICE.id)
-                    if m.message_id != card.message_id and "Deleted note 7" in (m.text or "")]
+            return [
+                m.text or ""
+                for m in h.server.messages(ALICE.id)
+                if m.message_id != card.message_id and "Deleted note 7" in (m.text or "")
+            ]
 
         await h.server.wait_until(results)
         answers = sorted(h.answer(t) for t in taps)
@@ -196,7 +200,7 @@ async def test_typing_is_shown_while_a_slow_tool_runs() -> None:
         result = await h.server.wait_for_message(ALICE.id, since=update)
         assert "Report: 12 notes." in (result.text or "")
         typing = [a for a in h.server.chat_actions(ALICE.id) if a.action == "typing"]
-        sent = next(c for c in h.server.calls[update.call_index:] if c.method == "sendMessage")
+        sent = next(c for c in h.server.calls[update.call_index :] if c.method == "sendMessage")
         # shown during the tool's 0.3 s, once it had run the assistant's typing_after (0.2 s), before the result
         assert typing and asked + 0.2 <= typing[0].at < sent.at
 
@@ -234,12 +238,12 @@ async def test_a_slow_delivery_of_a_quick_run_shows_neither_typing_nor_running()
         tap = await h.tap(card, "Confirm", ALICE)
         result = await h.server.wait_for_message(ALICE.id, since=tap)
         assert "Deleted note 3" in (result.text or "")
-        await h.server.wait_until(lambda: all(c.status for c in h.server.calls[tap.call_index:]), what="its calls")
+        await h.server.wait_until(lambda: all(c.status for c in h.server.calls[tap.call_index :]), what="its calls")
         # The tool had run and its result was recorded at once: delivering it is not running
         shown = [v.text or "" for v in h.server.message(ALICE.id, card.message_id).versions]
         assert not any("Running" in text for text in shown) and "Done" in shown[-1], shown
         assert h.server.chat_actions(ALICE.id) == []
-        edits = [c for c in h.server.calls[tap.call_index:] if c.method == "editMessageText"]
+        edits = [c for c in h.server.calls[tap.call_index :] if c.method == "editMessageText"]
         assert len(edits) == 1  # one edit: pending -> done
 
 
@@ -310,5 +314,5 @@ async def test_flood_control_is_waited_out() -> None:
         update = await h.server.send_message(ALICE.id, ALICE, "/start")
         reply = await h.server.wait_for_message(ALICE.id, since=update, timeout=5)
         assert "Test assistant" in (reply.text or "")
-        refused = [c for c in h.server.calls[update.call_index:] if c.method == "sendMessage" and c.status == 429]
+        refused = [c for c in h.server.calls[update.call_index :] if c.method == "sendMessage" and c.status == 429]
         assert len(refused) == 1

@@ -26,7 +26,8 @@ async def bot_process(server: BotApiServer, env: dict[str, str], log: Path) -> A
     mark = server.mark()
     with log.open("ab") as out:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bots.telegram_assistant", cwd=ROOT, env=env, stdout=out, stderr=out)
+            sys.executable, "-m", "bots.telegram_assistant", cwd=ROOT, env=env, stdout=out, stderr=out
+        )
     try:
         await server.wait_for(lambda c: c.method == "getUpdates", since=mark, timeout=30)
         yield process
@@ -56,8 +57,14 @@ async def test_a_decision_survives_a_killed_bot_process(tmp_path: Path) -> None:
     ids.write_text(IDENTITIES_TOML)
     async with BotApiServer() as server:
         server.group(APPROVERS, "Approvers", members=[ALICE, MARIA])
-        env = {**os.environ, "TELEGRAM_TOKEN": server.token, "TELEGRAM_BASE_URL": server.base_url,
-               "MILPA_STORE": str(db), "MILPA_IDENTITIES": str(ids), "MILPA_SWEEP_INTERVAL": "0.5"}
+        env = {
+            **os.environ,
+            "TELEGRAM_TOKEN": server.token,
+            "TELEGRAM_BASE_URL": server.base_url,
+            "MILPA_STORE": str(db),
+            "MILPA_IDENTITIES": str(ids),
+            "MILPA_SWEEP_INTERVAL": "0.5",
+        }
         async with bot_process(server, env, log) as first:
             request = await server.send_message(ALICE.id, ALICE, "/send_payment ACME 42")
             card = await server.wait_for_message(APPROVERS, since=request, timeout=10)

@@ -24,19 +24,25 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_importing_the_bots_package_imports_no_chat_sdk() -> None:
-    done = run_python("import sys, milpa_chat.bots\n"
-                      "print(sorted({m.split('.')[0] for m in sys.modules} & {'telegram', 'slack_bolt', 'slack_sdk'}))")
+    done = run_python(
+        "import sys, milpa_chat.bots\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'telegram', 'slack_bolt', 'slack_sdk'}))"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
 
 def test_a_missing_telegram_package_names_the_install_command() -> None:
-    done = run_python("import sys\nsys.modules['telegram'] = None  # as if python-telegram-bot were not installed\n"
-                      "from milpa_chat.bots import TelegramBot")
+    done = run_python(
+        "import sys\nsys.modules['telegram'] = None  # as if python-telegram-bot were not installed\n"
+        "from milpa_chat.bots import TelegramBot"
+    )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last == ("milpa_chat.errors.MissingExtraError: TelegramBot needs the 'telegram' package, which is not "
-                    'installed. Install it with: pip install "milpa-chat[telegram]"')
+    assert last == (
+        "milpa_chat.errors.MissingExtraError: TelegramBot needs the 'telegram' package, which is not "
+        'installed. Install it with: pip install "milpa-chat[telegram]"'
+    )
 
 
 def test_the_runnable_assistant_says_which_setting_is_missing(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,8 +19,6 @@ STRANGER = ChatUser("9999", "Eve", "eve")
 APPROVERS_CHAT = "-500"
 
 
-
-
 class Tools:
     def __init__(self) -> None:
         self.notes = {i: f"note {i}" for i in range(1, 26)}
@@ -30,7 +28,7 @@ class Tools:
     @tool("list_notes", "List notes", scopes=["notes:read"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": k, "title": v} for k, v in sorted(self.notes.items())]
-        return ToolResult.paginated(items[(page - 1) * 10: page * 10], page, len(items), 10, "Notes")
+        return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Notes")
 
     @tool("search_notes", "Search notes", scopes=["notes:read"], mutating=False)
     def search_notes(self, query: str, page: int = 1, tags: list[str] | None = None) -> dict[str, Any]:
@@ -42,14 +40,24 @@ class Tools:
         self.notes.pop(note_id, None)
         return {"deleted": note_id}
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: float) -> dict[str, Any]:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
 
-    @tool("big_pay", "A payment that needs two approvers", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), quorum=2))
+    @tool(
+        "big_pay",
+        "A payment that needs two approvers",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), quorum=2),
+    )
     async def big_pay(self, to: str, amount: float) -> dict[str, Any]:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
@@ -57,8 +65,13 @@ class Tools:
 
 IDENTITIES = {
     "roles": {"writer": ["notes:read", "notes:write", "payments:send"], "manager": ["notes:read", "payments:approve"]},
-    "users": {"telegram:1001": ["writer"], "telegram:1002": ["writer"], "telegram:2001": ["manager"],
-              "telegram:2002": ["manager"], "slack:T1:U2001": ["manager"]},
+    "users": {
+        "telegram:1001": ["writer"],
+        "telegram:1002": ["writer"],
+        "telegram:2001": ["manager"],
+        "telegram:2002": ["manager"],
+        "slack:T1:U2001": ["manager"],
+    },
     "defaults": {"scopes": []},
     "approvers": {"telegram": [APPROVERS_CHAT]},
 }

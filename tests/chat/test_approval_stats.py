@@ -16,16 +16,21 @@ from .conftest import ALICE, APPROVERS_CHAT, MANAGER, MANAGER2, Tools, make_assi
 
 
 async def decide_some(assistant: Assistant, tg: RecordingTransport, clock: ManualClock) -> None:
-    for amount, who, word, after in [(1, MANAGER, "Approve", 1.0), (2, MANAGER, "Approve", 2.0),
-                                     (3, MANAGER, "Approve", 40.0), (4, MANAGER2, "Reject", 90.0),
-                                     (5, MANAGER2, "Approve", 120.0)]:
+    for amount, who, word, after in [
+        (1, MANAGER, "Approve", 1.0),
+        (2, MANAGER, "Approve", 2.0),
+        (3, MANAGER, "Approve", 40.0),
+        (4, MANAGER2, "Reject", 90.0),
+        (5, MANAGER2, "Approve", 120.0),
+    ]:
         await tg.say(assistant, ALICE, f"/pay ACME {amount}")
         clock.now += after
         await tg.tap(assistant, who, tg.last(APPROVERS_CHAT), word)
 
 
-async def test_each_approver_is_shown_how_they_decide(tools: Tools, clock: ManualClock, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+async def test_each_approver_is_shown_how_they_decide(
+    tools: Tools, clock: ManualClock, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "bot.db"
     assistant = make_assistant(tools, sqlite_store(db, clock))
     tg = RecordingTransport("telegram")

@@ -18,14 +18,24 @@ class Payments:
     def __init__(self) -> None:
         self.paid: list[float] = []
 
-    @tool("pay_direct", "Send a payment (approvers asked in their direct messages)", scopes=["payments:send"],
-          mutating=True, verify=VerifyPolicy(approver_scopes=("payments:approve",), deliver="direct"))
+    @tool(
+        "pay_direct",
+        "Send a payment (approvers asked in their direct messages)",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), deliver="direct"),
+    )
     async def pay_direct(self, amount: float) -> dict[str, Any]:
         self.paid.append(amount)
         return {"paid": amount}
 
-    @tool("pay_both", "Send a payment (approver chats and direct messages)", scopes=["payments:send"],
-          mutating=True, verify=VerifyPolicy(approver_scopes=("payments:approve",), deliver="both"))
+    @tool(
+        "pay_both",
+        "Send a payment (approver chats and direct messages)",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), deliver="both"),
+    )
     async def pay_both(self, amount: float) -> dict[str, Any]:
         self.paid.append(amount)
         return {"paid": amount}

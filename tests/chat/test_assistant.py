@@ -39,9 +39,7 @@ async def test_free_text_without_an_agent_explains_commands(assistant: Assistant
     assert "/tools" in tg.last(ALICE.id).text
 
 
-async def test_command_arguments_positional_named_and_json(
-    assistant: Assistant, tg: RecordingTransport
-) -> None:
+async def test_command_arguments_positional_named_and_json(assistant: Assistant, tg: RecordingTransport) -> None:
     await tg.say(assistant, ALICE, '/search_notes "milk and eggs" page=2 tags=a,b')
     assert '"page": 2' in tg.last(ALICE.id).text or "page: 2" in tg.last(ALICE.id).text.lower()
     await tg.say(assistant, ALICE, '/search_notes {"query": "x", "tags": ["t"]}')
@@ -245,8 +243,14 @@ async def test_a_reason_given_with_a_decision_reaches_the_card_and_the_verifier(
     await tg.say(assistant, ALICE, "/pay ACME 99")
     group = tg.last(APPROVERS_CHAT)
     button = group.button("Reject")
-    inbound = tg.inbound(MANAGER, APPROVERS_CHAT, action=button.action, ref=button.ref,
-                         message_id=group.message_id, note="Invoice missing")
+    inbound = tg.inbound(
+        MANAGER,
+        APPROVERS_CHAT,
+        action=button.action,
+        ref=button.ref,
+        message_id=group.message_id,
+        note="Invoice missing",
+    )
     await assistant.handle(inbound, tg)
     assert tools.paid == [] and "Invoice missing" in group.text
     approval = await assistant.approvals.get(button.ref)

@@ -147,7 +147,6 @@ async def test_a_request_takes_a_bounded_number_of_edits(assistant: Assistant, t
 
     aid = await open_pay(assistant, tg)
     for i in range(MAX_REVISIONS):
-        await assistant.approvals.amend(aid, {"amount": 200 + i}, ctx(assistant, MANAGER), via="telegram",
-                                        follow=False)
+        await assistant.approvals.amend(aid, {"amount": 200 + i}, ctx(assistant, MANAGER), via="telegram", follow=False)
     with pytest.raises(ApprovalRefused, match="already edited 50 times; reject it"):
         await assistant.approvals.amend(aid, {"amount": 1}, ctx(assistant, MANAGER), via="telegram")

@@ -38,8 +38,13 @@ class Payments:
     def __init__(self, store: SqliteStore) -> None:
         self.store = store
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: float) -> dict[str, Any]:
         await self.store.append("paid", {"to": to, "amount": amount})
         return {"paid": amount, "to": to}
@@ -205,8 +210,9 @@ async def bot_process(tg: BotApiServer, db: Path, log: Path) -> AsyncIterator[An
     env = {**os.environ, "DB": str(db), "TOKEN": tg.token, "BASE_URL": tg.base_url, "TESTS_ROOT": str(ROOT)}
     mark = tg.mark()
     with log.open("ab") as out:
-        process = await asyncio.create_subprocess_exec(sys.executable, "-c", BOT, cwd=ROOT, env=env, stdout=out,
-                                                       stderr=out)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", BOT, cwd=ROOT, env=env, stdout=out, stderr=out
+        )
     try:
         await tg.wait_for(lambda c: c.method == "getUpdates", since=mark, timeout=30)
         yield process

@@ -20,8 +20,7 @@ APPROVE = VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600)
 
 
 class Risky(Tools):
-    @tool("balance", "Read a balance (approved all the same)", scopes=["payments:send"], mutating=False,
-          verify=APPROVE)
+    @tool("balance", "Read a balance (approved all the same)", scopes=["payments:send"], mutating=False, verify=APPROVE)
     async def balance(self, account: str) -> dict[str, Any]:
         return {"account": account, "balance": 10}
 
@@ -43,8 +42,9 @@ def world(clock: ManualClock, **options: Any) -> tuple[Assistant, RecordingTrans
 async def approve(assistant: Assistant, tg: RecordingTransport, who: Any, note: str | None = None) -> str:
     card = tg.last(APPROVERS_CHAT)
     button = card.button("Approve")
-    inbound = tg.inbound(who, APPROVERS_CHAT, action=button.action, ref=button.ref, message_id=card.message_id,
-                         note=note)
+    inbound = tg.inbound(
+        who, APPROVERS_CHAT, action=button.action, ref=button.ref, message_id=card.message_id, note=note
+    )
     await assistant.handle(inbound, tg)
     return tg.answers_to(who)[-1]
 
@@ -93,8 +93,12 @@ async def test_a_fast_high_risk_approval_asks_for_a_second_approver(clock: Manua
 
 
 class Overridden(Tools):
-    @tool("wire_small", "Wire a small amount (undeclared effect, low risk by policy)", scopes=["payments:send"],
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600, risk="low"))
+    @tool(
+        "wire_small",
+        "Wire a small amount (undeclared effect, low risk by policy)",
+        scopes=["payments:send"],
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600, risk="low"),
+    )
     async def wire_small(self, to: str) -> dict[str, Any]:
         return {"to": to}
 

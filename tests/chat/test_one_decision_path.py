@@ -20,7 +20,7 @@ class PagingTools(Tools):
     @tool("archive_notes", "Archive notes and list what was archived", scopes=["notes:write"], mutating=True)
     def archive_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": k, "title": v} for k, v in sorted(self.notes.items())]
-        return ToolResult.paginated(items[(page - 1) * 10: page * 10], page, len(items), 10, "Archived")
+        return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Archived")
 
 
 class FlakyAnswers(RecordingTransport):
@@ -67,18 +67,23 @@ async def test_resolve_through_the_registry_is_the_same_decision(
     await tg.say(assistant, ALICE, "/pay ACME 11")
     group = tg.last(APPROVERS_CHAT)
     manager = assistant.identities.context_for("telegram", MANAGER, APPROVERS_CHAT)
-    outcome = await assistant.registry.call("resolve_verification",
-                                            {"request_id": group.button("Reject").ref, "decision": "reject",
-                                             "reason": "no invoice"}, manager)
+    outcome = await assistant.registry.call(
+        "resolve_verification",
+        {"request_id": group.button("Reject").ref, "decision": "reject", "reason": "no invoice"},
+        manager,
+    )
     assert outcome.success and outcome.data["status"] == "failed"
     assert group.buttons == () and "Rejected" in group.text and "no invoice" in group.text
     assert "rejected by Maria" in tg.last(ALICE.id).text and tools.paid == []
 
 
 async def test_request_verification_from_chat_reaches_the_approvers(tools: Tools, clock: ManualClock) -> None:
-    identities = {"roles": {}, "users": {"telegram:1001": ["verification:request"],
-                                         "telegram:2001": ["verification:approve"]},
-                  "defaults": {"scopes": []}, "approvers": {"telegram": [APPROVERS_CHAT]}}
+    identities = {
+        "roles": {},
+        "users": {"telegram:1001": ["verification:request"], "telegram:2001": ["verification:approve"]},
+        "defaults": {"scopes": []},
+        "approvers": {"telegram": [APPROVERS_CHAT]},
+    }
     assistant = make_assistant(tools, MemoryStore(clock=clock), identities)
     tg = RecordingTransport("telegram")
     assistant.attach(tg)

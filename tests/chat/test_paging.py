@@ -23,13 +23,13 @@ class Pages:
     def list_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         self.listed.append(page)
         items = [{"id": i, "title": f"note {i}"} for i in range(1, 36)]
-        return ToolResult.paginated(items[(page - 1) * 10: page * 10], page, len(items), 10, "Notes")
+        return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Notes")
 
     @tool("archive_notes", "Archive notes, a page at a time", scopes=["notes:write"], mutating=True)
     def archive_notes(self, page: Annotated[int, Param("Page", clamp=(1, 100))] = 1) -> ToolResult:
         self.archived.append(page)
         items = [{"id": i, "title": f"archived {i}"} for i in range(1, 36)]
-        return ToolResult.paginated(items[(page - 1) * 10: page * 10], page, len(items), 10, "Archived")
+        return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Archived")
 
 
 def assistant_on(store: MemoryStore, pages: Pages) -> Assistant:
@@ -81,5 +81,3 @@ async def test_a_page_of_a_tool_with_effects_asks_once_when_the_tap_reaches_two_
     assert pages.archived == [1]  # nothing ran without its decision
     await tg.tap(first, ALICE, asking[0], "Confirm")
     assert pages.archived == [1, 2]
-
-

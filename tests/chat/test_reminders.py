@@ -23,9 +23,15 @@ class Payments:
     def __init__(self) -> None:
         self.paid: list[float] = []
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600, remind_after=(60, 120),
-                              escalate_after=300))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(
+            approver_scopes=("payments:approve",), expires_in=600, remind_after=(60, 120), escalate_after=300
+        ),
+    )
     async def pay(self, to: str, amount: float) -> dict[str, Any]:
         self.paid.append(amount)
         return {"paid": amount}
@@ -91,11 +97,14 @@ async def test_a_late_sweep_reminds_once_and_expiry_still_ends_it(tmp_path: Path
     await assistant.store.close()
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"remind_after": (700,)}, "before it expires"),
-    ({"escalate_after": 0}, "after the request"),
-    ({"remind_after": ("soon",)}, "take seconds"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"remind_after": (700,)}, "before it expires"),
+        ({"escalate_after": 0}, "after the request"),
+        ({"remind_after": ("soon",)}, "take seconds"),
+    ],
+)
 def test_reminder_times_are_checked_at_declaration(options: dict[str, Any], message: str) -> None:
     with pytest.raises(DeclarationError, match=message):
         VerifyPolicy(expires_in=600, **options)

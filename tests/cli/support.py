@@ -10,7 +10,7 @@ from pathlib import Path
 
 SCRIPT = Path(sys.executable).with_name("milpa-chat")
 
-SHOP = '''
+SHOP = """
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,9 +36,9 @@ def tools(store: Any) -> ToolRegistry:
 
 registry = ToolRegistry()  # built without a store: the command moves it onto its own
 registry.scan(Shop())
-'''
+"""
 
-IDENTITIES = '''
+IDENTITIES = """
 [roles]
 clerk = ["payments:send"]
 manager = ["payments:approve"]
@@ -47,7 +47,7 @@ manager = ["payments:approve"]
 "cli:alice" = ["clerk"]
 "cli:bob" = ["manager"]
 "cli:carol" = ["manager"]
-'''
+"""
 
 
 @dataclass
@@ -63,10 +63,12 @@ class Shell:
         (root / "tmp").mkdir()
         (root / "work" / "shop.py").write_text(SHOP, encoding="utf-8")
         (root / "work" / "ids.toml").write_text(IDENTITIES, encoding="utf-8")
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "MILPA_STORE", "MILPA_PRINCIPAL", "MILPA_IDENTITIES")}
-        env.update(TMPDIR=str(root / "tmp"), XDG_DATA_HOME=str(root / "data"), HOME=str(root / "home"),
-                   COLUMNS="200")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "MILPA_STORE", "MILPA_PRINCIPAL", "MILPA_IDENTITIES")
+        }
+        env.update(TMPDIR=str(root / "tmp"), XDG_DATA_HOME=str(root / "data"), HOME=str(root / "home"), COLUMNS="200")
         return cls(root, env)
 
     @property
@@ -74,8 +76,15 @@ class Shell:
         return self.root / "work"
 
     def run(self, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SCRIPT), *args], cwd=self.work, env={**self.env, **env}, input=stdin,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [str(SCRIPT), *args],
+            cwd=self.work,
+            env={**self.env, **env},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     def ledger(self) -> list[str]:
         path = self.work / "ledger.txt"

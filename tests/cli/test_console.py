@@ -27,11 +27,19 @@ def test_tools_of_a_module_in_the_current_directory_with_readable_types(shell: S
 
 def test_no_command_leaves_anything_in_the_temporary_directory(shell: Shell) -> None:
     runs = [
-        ("tools",), ("tools", "shop:tools"), ("call", "list_notes", "--args", '{"page": 2}'),
-        ("run", "list_notes", "--page", "1"), ("run", "delete_note", "--note-id", "2", "--yes"),
+        ("tools",),
+        ("tools", "shop:tools"),
+        ("call", "list_notes", "--args", '{"page": 2}'),
+        ("run", "list_notes", "--page", "1"),
+        ("run", "delete_note", "--note-id", "2", "--yes"),
         ("call", "send_payment", "--args", '{"to": "ACME", "amount": 5}'),
-        ("approvals",), ("approvals", "list", "--all"), ("audit", "verify"), ("audit", "export"),
-        ("call", "--help"), ("run", "send_payment", "--help"), ("demo",),
+        ("approvals",),
+        ("approvals", "list", "--all"),
+        ("audit", "verify"),
+        ("audit", "export"),
+        ("call", "--help"),
+        ("run", "send_payment", "--help"),
+        ("demo",),
     ]
     for args in runs:
         done = shell.run(*args)
@@ -40,22 +48,25 @@ def test_no_command_leaves_anything_in_the_temporary_directory(shell: Shell) -> 
     assert (shell.root / "data" / "milpa-chat" / "store.db").exists()
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (("frob",), "invalid choice: 'frob'"),
-    (("tools", "nosuch:thing"), "cannot import 'nosuch'"),
-    (("call", "pay", "--tools", "nosuch:thing"), "pass --tools package.module:object"),
-    (("tools", "shop:nothing"), "'shop' has no attribute 'nothing'"),
-    (("call", "list_notes", "--args", "{page: 1}"), "--args is not valid JSON"),
-    (("run", "list_notes", "--page", "x"), "argument --page: invalid integer value: 'x'"),
-    (("approvals", "show", "0123"), "no approval '0123' in this store"),
-    (("approvals", "approve"), "the following arguments are required: id"),
-    (("approvals", "approve", "0123"), "needs the approver: add --as PRINCIPAL"),
-    (("--as", "bob", "--identities", "missing.toml", "tools"), "--identities missing.toml: no such file"),
-    (("--scopes", "x", "tools"), "need a principal: add --as NAME"),
-    (("--store", "nowhere/at/all/x.db", "tools"), "Check that the directory"),
-    (("--store", "ftp://x", "tools"), "unknown scheme"),
-    (("--as", "two words", "tools"), "a principal is one word"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("frob",), "invalid choice: 'frob'"),
+        (("tools", "nosuch:thing"), "cannot import 'nosuch'"),
+        (("call", "pay", "--tools", "nosuch:thing"), "pass --tools package.module:object"),
+        (("tools", "shop:nothing"), "'shop' has no attribute 'nothing'"),
+        (("call", "list_notes", "--args", "{page: 1}"), "--args is not valid JSON"),
+        (("run", "list_notes", "--page", "x"), "argument --page: invalid integer value: 'x'"),
+        (("approvals", "show", "0123"), "no approval '0123' in this store"),
+        (("approvals", "approve"), "the following arguments are required: id"),
+        (("approvals", "approve", "0123"), "needs the approver: add --as PRINCIPAL"),
+        (("--as", "bob", "--identities", "missing.toml", "tools"), "--identities missing.toml: no such file"),
+        (("--scopes", "x", "tools"), "need a principal: add --as NAME"),
+        (("--store", "nowhere/at/all/x.db", "tools"), "Check that the directory"),
+        (("--store", "ftp://x", "tools"), "unknown scheme"),
+        (("--as", "two words", "tools"), "a principal is one word"),
+    ],
+)
 def test_errors_are_one_line_with_exit_status_2(shell: Shell, args: tuple[str, ...], says: str) -> None:
     assert shell.run("approvals").returncode == 0  # the default store exists (its creation is announced once)
     done = shell.run(*args)
@@ -78,11 +89,14 @@ def test_the_playground_is_a_command_of_the_console_script(shell: Shell) -> None
 
 
 def test_mcp_serves_a_module_of_the_current_directory(shell: Shell) -> None:
-    hello = ('from milpa_chat import tool\n\n\n'
-             '@tool("hi", "Say hi", mutating=False)\ndef hi() -> str:\n    return "hi"\n')
+    hello = (
+        'from milpa_chat import tool\n\n\n@tool("hi", "Say hi", mutating=False)\ndef hi() -> str:\n    return "hi"\n'
+    )
     (shell.work / "hello.py").write_text(hello, encoding="utf-8")
-    initialize = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", '
-                  '"capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}\n')
+    initialize = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", '
+        '"capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}\n'
+    )
     done = shell.run("mcp", "--tools", "hello", stdin=initialize)
     assert done.returncode == 0, done.stderr
     assert '"id":1,"result":{"capabilities"' in done.stdout.replace(" ", "")

@@ -12,8 +12,9 @@ BOB = ("--identities", "ids.toml", "--as", "bob")
 
 
 def _request(shell: Shell, *store: str, **env: str) -> str:
-    asked = shell.run(*store, *ALICE, "call", "pay", "--tools", "shop:tools", "--args", '{"to": "ACME", "amount": 16}',
-                      **env)
+    asked = shell.run(
+        *store, *ALICE, "call", "pay", "--tools", "shop:tools", "--args", '{"to": "ACME", "amount": 16}', **env
+    )
     assert asked.returncode == 0, asked.stderr
     assert "Waiting for approval" in asked.stdout and "Four eyes:        yes" in asked.stdout
     found = re.search(r"milpa-chat approvals approve ([0-9a-f]{32}) --as APPROVER(.*) \(or reject\)", asked.stdout)
@@ -31,22 +32,25 @@ def test_requested_in_one_run_approved_by_another_principal_in_the_next_and_run_
     assert listed.returncode == 0 and request_id in listed.stdout and "pending" in listed.stdout
     assert "by alice, 0 of 1 approvals" in listed.stdout
 
-    own = shell.run("approvals", "approve", request_id, *store, *ALICE, "--scopes", "payments:approve", "--tools",
-                    "shop:tools")  # even holding the approver scope, the requester cannot approve
+    own = shell.run(
+        "approvals", "approve", request_id, *store, *ALICE, "--scopes", "payments:approve", "--tools", "shop:tools"
+    )  # even holding the approver scope, the requester cannot approve
     assert own.returncode == 2 and own.stdout == ""
     assert own.stderr.count("\n") == 1 and "your own request (four-eyes rule)" in own.stderr
     assert "--as" in own.stderr and shell.ledger() == []
 
     # the second person, with the store from the environment this time
-    approved = shell.run("approvals", "approve", request_id, *BOB, "--tools", "shop:tools", "--note", "invoice 7",
-                         MILPA_STORE="shop.db")
+    approved = shell.run(
+        "approvals", "approve", request_id, *BOB, "--tools", "shop:tools", "--note", "invoice 7", MILPA_STORE="shop.db"
+    )
     assert approved.returncode == 0, approved.stderr
     assert "Approved — running it now." in approved.stdout and "Paid:   ACME" in approved.stdout
     assert f"Approval {request_id} is now executed." in approved.stdout
     assert shell.ledger() == ["ACME 16.0"]
 
-    again = shell.run("approvals", "approve", request_id, *store, "--as", "carol", "--identities", "ids.toml",
-                      "--tools", "shop:tools")
+    again = shell.run(
+        "approvals", "approve", request_id, *store, "--as", "carol", "--identities", "ids.toml", "--tools", "shop:tools"
+    )
     assert again.returncode == 2 and "already approved and carried out" in again.stderr
     assert shell.ledger() == ["ACME 16.0"]  # exactly once
 
@@ -69,14 +73,24 @@ def test_requested_in_one_run_approved_by_another_principal_in_the_next_and_run_
 
 def test_a_rejected_request_never_runs_and_an_approver_needs_the_scope(shell: Shell) -> None:
     request_id = _request(shell, "--store", "shop.db")
-    guest = shell.run("approvals", "approve", request_id, "--store", "shop.db", "--as", "dave", "--tools",
-                      "shop:tools")
+    guest = shell.run("approvals", "approve", request_id, "--store", "shop.db", "--as", "dave", "--tools", "shop:tools")
     assert guest.returncode == 2 and guest.stderr.count("\n") == 1
     assert "it needs one of these scopes: payments:approve" in guest.stderr and "cli:dave" in guest.stderr
     rejected = shell.run("approvals", "reject", request_id, "--store", "shop.db", *BOB, "--note", "no invoice")
     assert rejected.returncode == 0 and "Rejected — nothing was done." in rejected.stdout
-    late = shell.run("approvals", "approve", request_id, "--store", "shop.db", "--as", "carol", "--scopes",
-                     "payments:approve", "--tools", "shop:tools")
+    late = shell.run(
+        "approvals",
+        "approve",
+        request_id,
+        "--store",
+        "shop.db",
+        "--as",
+        "carol",
+        "--scopes",
+        "payments:approve",
+        "--tools",
+        "shop:tools",
+    )
     assert late.returncode == 2 and "already rejected by bob" in late.stderr
     assert shell.ledger() == []
     assert "No open approvals." in shell.run("approvals", "list", "--store", "shop.db").stdout
@@ -87,8 +101,9 @@ def test_the_default_store_persists_between_runs_and_is_announced_once(shell: Sh
     first = shell.run(*ALICE, "call", "pay", "--tools", "shop:registry", "--args", '{"to": "Bolt", "amount": 3}')
     assert first.returncode == 0, first.stderr
     where = shell.root / "data" / "milpa-chat" / "store.db"
-    assert first.stderr.strip() == (f"milpa-chat: keeping state in {where} (created now; --store PATH or "
-                                    "MILPA_STORE to use another)")
+    assert first.stderr.strip() == (
+        f"milpa-chat: keeping state in {where} (created now; --store PATH or MILPA_STORE to use another)"
+    )
     request_id = re.findall(r"approvals show ([0-9a-f]{32})", first.stdout)[0]
     approved = shell.run("approvals", "approve", request_id, *BOB, "--tools", "shop:registry")
     assert approved.returncode == 0 and approved.stderr == ""  # announced only when it was created
@@ -108,26 +123,56 @@ def test_the_deprecated_decide_says_so_and_runs_a_command_line_request_once(shel
 
 def test_two_approvers_at_the_same_moment_run_it_once(shell: Shell) -> None:
     request_id = _request(shell, "--store", "shop.db")
-    both = [subprocess.Popen([str(SCRIPT), "approvals", "approve", request_id, "--store", "shop.db",
-                              "--identities", "ids.toml", "--as", who, "--tools", "shop:tools"],
-                             cwd=shell.work, env=shell.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for who in ("bob", "carol")]
-    outcomes = sorted((p.wait(timeout=60), p.stdout.read() if p.stdout else "", p.stderr.read() if p.stderr else "")
-                      for p in both)
+    both = [
+        subprocess.Popen(
+            [
+                str(SCRIPT),
+                "approvals",
+                "approve",
+                request_id,
+                "--store",
+                "shop.db",
+                "--identities",
+                "ids.toml",
+                "--as",
+                who,
+                "--tools",
+                "shop:tools",
+            ],
+            cwd=shell.work,
+            env=shell.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("bob", "carol")
+    ]
+    outcomes = sorted(
+        (p.wait(timeout=60), p.stdout.read() if p.stdout else "", p.stderr.read() if p.stderr else "") for p in both
+    )
     print("two approvers at once:", [code for code, _, _ in outcomes])
     assert [code for code, _, _ in outcomes] == [0, 2]
     assert "Approved — running it now." in outcomes[0][1] and "already approved" in outcomes[1][2]
     assert shell.ledger() == ["ACME 16.0"]
 
 
-
-
 def test_the_approved_run_is_authorized_with_the_requesters_scopes_of_now(shell: Shell) -> None:
     request_id = _request(shell, "--store", "shop.db")
     now = '[roles]\nmanager = ["payments:approve"]\n\n[users]\n"cli:bob" = ["manager"]\n'  # alice is no clerk now
     (shell.work / "now.toml").write_text(now, encoding="utf-8")
-    approved = shell.run("approvals", "approve", request_id, "--store", "shop.db", "--identities", "now.toml",
-                         "--as", "bob", "--tools", "shop:tools")
+    approved = shell.run(
+        "approvals",
+        "approve",
+        request_id,
+        "--store",
+        "shop.db",
+        "--identities",
+        "now.toml",
+        "--as",
+        "bob",
+        "--tools",
+        "shop:tools",
+    )
     assert approved.returncode == 1, approved.stderr
     assert "Missing required scope for tool 'pay'" in approved.stdout and shell.ledger() == []
     shown = shell.run("approvals", "show", request_id, "--store", "shop.db").stdout

@@ -27,11 +27,19 @@ def noop(values: dict[str, Any]) -> dict[str, Any]:
 
 
 PUBLISH = Operation(
-    "posts:publish", "Publish a post.", noop,
-    input_schema={"type": "object", "required": ["post_id"], "properties": {
-        "post_id": {"type": "integer", "description": "which post"},
-        "channel": {"type": "string", "enum": ["web", "mail"], "default": "web"}}},
-    effects=EffectProfile.read_only(), scopes=["posts:write"],
+    "posts:publish",
+    "Publish a post.",
+    noop,
+    input_schema={
+        "type": "object",
+        "required": ["post_id"],
+        "properties": {
+            "post_id": {"type": "integer", "description": "which post"},
+            "channel": {"type": "string", "enum": ["web", "mail"], "default": "web"},
+        },
+    },
+    effects=EffectProfile.read_only(),
+    scopes=["posts:write"],
 )
 SHELL_ONLY = Operation("posts:reindex", "Rebuild the index.", noop, effects=EffectProfile.read_only(),
                        surfaces=["tools", "cli"])  # fmt: skip
@@ -68,13 +76,31 @@ def test_an_operation_and_its_registered_tool_project_alike(registry: ToolRegist
 def test_each_surface_decides_what_it_projects(registry: ToolRegistry) -> None:
     every = ToolContext.cli()
     assert [m.name for m in read_catalogue(registry, every)] == [
-        "list_posts", "Posts.Export", "posts_publish", "posts_reindex", "request_verification", "resolve_verification"]
+        "list_posts",
+        "Posts.Export",
+        "posts_publish",
+        "posts_reindex",
+        "request_verification",
+        "resolve_verification",
+    ]
     assert [c.command for c in TelegramCommandProjector().catalogue(registry, every)] == [
-        "list_posts", "posts_publish", "request_verification"]  # no hidden, no Posts.Export, no shell-only
+        "list_posts",
+        "posts_publish",
+        "request_verification",
+    ]  # no hidden, no Posts.Export, no shell-only
     assert [s.name for s in SlackSubcommandProjector().catalogue(registry, every)] == [
-        "list_posts", "Posts.Export", "posts_publish", "request_verification"]
+        "list_posts",
+        "Posts.Export",
+        "posts_publish",
+        "request_verification",
+    ]
     assert [c.name for c in CliCommandProjector().catalogue(registry, every)] == [
-        "list_posts", "Posts.Export", "posts_publish", "posts_reindex", "request_verification"]
+        "list_posts",
+        "Posts.Export",
+        "posts_publish",
+        "posts_reindex",
+        "request_verification",
+    ]
     reader = ToolContext.telegram(chat_id=1, user_id=1, scopes=["posts:read"])
     assert [c.command for c in TelegramCommandProjector().catalogue(registry, reader)] == ["list_posts"]
 

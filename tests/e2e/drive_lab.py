@@ -51,10 +51,15 @@ def scratch_jupyter(base: Path) -> dict[str, str]:
     """Environment for JupyterLab and its kernels: scratch config, settings and workspaces."""
     settings = base / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                          "checkForUpdates": False}))
-    dirs = {"JUPYTER_CONFIG_DIR": "config", "JUPYTER_RUNTIME_DIR": "runtime",
-            "JUPYTERLAB_WORKSPACES_DIR": "workspaces", "JUPYTERLAB_SETTINGS_DIR": "lab-settings"}
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    dirs = {
+        "JUPYTER_CONFIG_DIR": "config",
+        "JUPYTER_RUNTIME_DIR": "runtime",
+        "JUPYTERLAB_WORKSPACES_DIR": "workspaces",
+        "JUPYTERLAB_SETTINGS_DIR": "lab-settings",
+    }
     env = {**os.environ, **{k: str(base / v) for k, v in dirs.items()}}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
@@ -70,9 +75,19 @@ def jupyter_lab(base: Path) -> Iterator[tuple[str, str]]:
     shutil.copy(NOTEBOOK, notebooks / NOTEBOOK.name)
     port, token = free_port(), secrets.token_hex(16)
     log = (base / "jupyter.log").open("w")
-    command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-               f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={notebooks}",
-               "--LabApp.expose_app_in_browser=True"]
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={notebooks}",
+        "--LabApp.expose_app_in_browser=True",
+    ]
     server = subprocess.Popen(command, env=scratch_jupyter(base), stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -116,9 +131,20 @@ def approve_in_the_browser(url: str, token: str, artifacts: Path) -> dict[str, A
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(WAIT_MS)
         try:
@@ -167,8 +193,12 @@ def run_notebook_and_approve(page: Any, url: str, token: str, artifacts: Path) -
     shot = artifacts / "02_approvals_approved.png"
     page.screenshot(path=str(shot))
     say(f"screenshot {shot}")
-    return {"printed": printed, "approve_buttons_left": approve.count(), "screenshot": str(shot),
-            "errors": outputs.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()}
+    return {
+        "printed": printed,
+        "approve_buttons_left": approve.count(),
+        "screenshot": str(shot),
+        "errors": outputs.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts(),
+    }
 
 
 def main() -> int:

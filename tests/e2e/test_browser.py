@@ -49,20 +49,25 @@ def test_approve_in_jupyterlab_edits_the_telegram_card() -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     report_file = ARTIFACTS / "report.json"
     report_file.unlink(missing_ok=True)
-    driver = subprocess.Popen([sys.executable, str(HERE / "drive_lab.py"), str(ARTIFACTS)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    driver = subprocess.Popen(
+        [sys.executable, str(HERE / "drive_lab.py"), str(ARTIFACTS)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         log, _ = driver.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
-        os.killpg(driver.pid, signal.SIGKILL)        # the driver's group: JupyterLab, Playwright, Chromium
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver's group: JupyterLab, Playwright, Chromium
         log, _ = driver.communicate()
         pytest.fail(f"the browser test did not finish within {TIMEOUT} s; its progress:\n{log}", pytrace=False)
     assert driver.returncode == 0, f"the browser driver failed (see {ARTIFACTS}):\n{log}"
     report = json.loads(report_file.read_text())
     printed = report["printed"]
-    assert "Approved by Maria via Jupyter" in printed          # the inbox card and the Telegram card
-    assert "Note: Checked in the browser" in printed           # the reason typed in the browser
-    assert "buttons left: []" in printed                       # the Telegram card lost its buttons
-    assert "Rejected by Bruno via Telegram" in printed         # and the notebook ran to its end
+    assert "Approved by Maria via Jupyter" in printed  # the inbox card and the Telegram card
+    assert "Note: Checked in the browser" in printed  # the reason typed in the browser
+    assert "buttons left: []" in printed  # the Telegram card lost its buttons
+    assert "Rejected by Bruno via Telegram" in printed  # and the notebook ran to its end
     assert report["approve_buttons_left"] == 0
     assert Path(report["screenshot"]).stat().st_size > 10_000

@@ -32,8 +32,16 @@ ARTIFACTS = HERE / "artifacts"
 IMAGES = ROOT / "docs" / "images"
 CHROMIUM = os.environ.get("MILPA_CHROMIUM", "/usr/bin/chromium")
 WAIT_MS = 20_000
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 DECIDED = re.compile(r"Approved by [Mm]aria via Slack at [0-9-]+ [0-9:]+ UTC")
 
 
@@ -56,8 +64,15 @@ def playground(tmp_path: Path) -> Iterator[str]:
     """The playground on a free port; stopped with Ctrl-C (SIGINT) afterwards, as a user stops it."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL")}
     env["TMPDIR"] = str(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "milpa_chat.playground", "--port", "0"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "milpa_chat.playground", "--port", "0"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     try:
@@ -392,7 +407,9 @@ def test_a_thousand_messages_in_a_chat_and_the_page_still_answers_a_click(page: 
     expect_text(card, "Approved by Maria via Telegram")
     decided = time.monotonic() - replied
     shot(page, "7_thousand_messages")
-    print(f"\n1,000 group messages sent through the bot in {sent:.1f} s, all shown after {rendered:.1f} s; "
-          f"switching chats twice took {switch * 1000:.0f} ms; Approve tap to reply prompt {asked * 1000:.0f} ms, "
-          f"reason to edited card {decided * 1000:.0f} ms")
+    print(
+        f"\n1,000 group messages sent through the bot in {sent:.1f} s, all shown after {rendered:.1f} s; "
+        f"switching chats twice took {switch * 1000:.0f} ms; Approve tap to reply prompt {asked * 1000:.0f} ms, "
+        f"reason to edited card {decided * 1000:.0f} ms"
+    )
     assert switch < 2.0 and asked < 5.0 and decided < 5.0

@@ -1,4 +1,3 @@
-
 """The people and the chaos of the fleet's chaos test.
 
 Requesters send commands on Telegram (to the local Bot API server, which delivers them to the balancer's
@@ -89,8 +88,9 @@ def telegram_cards(fleet: Fleet) -> list[Card]:
     found = []
     for chat in [TG_APPROVERS, *(u.id for u in TG_WRITERS)]:
         for m in fleet.tg.messages(chat):
-            actions, ref = _actions([(str(b.get("callback_data", "")), str(b.get("callback_data", "")))
-                                     for row in m.buttons for b in row])
+            actions, ref = _actions(
+                [(str(b.get("callback_data", "")), str(b.get("callback_data", ""))) for row in m.buttons for b in row]
+            )
             if ref is not None:
                 found.append(Card("telegram", str(chat), str(m.message_id), ref, actions, m))
     return found
@@ -109,8 +109,13 @@ def slack_cards(fleet: Fleet) -> list[Card]:
 class People:
     """Everyone using the fleet, driven by one seeded random generator."""
 
-    def __init__(self, fleet: Fleet, seed: int, record_of: Callable[[str], Awaitable[dict[str, Any] | None]],
-                 ran: Callable[[str], Awaitable[int | None]]) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        seed: int,
+        record_of: Callable[[str], Awaitable[dict[str, Any] | None]],
+        ran: Callable[[str], Awaitable[int | None]],
+    ) -> None:
         self.fleet = fleet
         self.seed = seed
         self.rng = random.Random(seed)
@@ -139,8 +144,12 @@ class People:
         while time.monotonic() < until:
             n += 1
             command = self.rng.choice(["pay"] * 5 + ["archive"] * 2 + ["slow"] * 2 + ["status"])
-            text = {"pay": f"pay ACME{n} {self.rng.randint(1, 900)}", "archive": f"archive {n}",
-                    "slow": f"slow_archive {n} 2.5", "status": "status"}
+            text = {
+                "pay": f"pay ACME{n} {self.rng.randint(1, 900)}",
+                "archive": f"archive {n}",
+                "slow": f"slow_archive {n} 2.5",
+                "status": "status",
+            }
             if self.rng.random() < 0.5:
                 self.later(self.telegram_say(self.rng.choice(TG_WRITERS), "/" + text[command]))
             else:
@@ -159,8 +168,11 @@ class People:
         """Deliver as Slack does: retried (up to 3 times) while the answer is an error or late."""
         for attempt in range(4):
             try:
-                answer = await (self.fleet.slack.send(request) if attempt == 0
-                                else self.fleet.slack.send(request, retry_num=attempt, retry_reason="http_error"))
+                answer = await (
+                    self.fleet.slack.send(request)
+                    if attempt == 0
+                    else self.fleet.slack.send(request, retry_num=attempt, retry_reason="http_error")
+                )
                 if answer.status == 200:
                     if self.rng.random() < 0.2:  # acknowledged, but Slack retries anyway (it saw it late)
                         self.tally.redeliveries += 1
@@ -213,18 +225,27 @@ class People:
             if aid in self.tally.decided_seen:
                 continue
             surface, chat, message_id = where.split(":", 2)
-            message = self.fleet.tg.message(int(chat), int(message_id)) if surface == "telegram" else \
-                self.fleet.api.message(chat, message_id)
-            data = [str(b.get("callback_data", "")) for row in message.buttons for b in row] \
-                if isinstance(message, TelegramMessage) else [str(b.get("value", "")) for b in message.buttons()]
+            message = (
+                self.fleet.tg.message(int(chat), int(message_id))
+                if surface == "telegram"
+                else self.fleet.api.message(chat, message_id)
+            )
+            data = (
+                [str(b.get("callback_data", "")) for row in message.buttons for b in row]
+                if isinstance(message, TelegramMessage)
+                else [str(b.get("value", "")) for b in message.buttons()]
+            )
             if not DECIDING & set(_actions([(d, d) for d in data])[0]):
                 self.tally.decided_seen[aid] = now
 
     async def tap(self, approval_id: str, cards: list[Card], now: float) -> None:
         rng = self.choice(approval_id)
         verification = any("approve" in c.actions for c in cards)
-        action = ("approve" if rng.random() < 0.75 else "reject") if verification else \
-            ("confirm" if rng.random() < 0.8 else "cancel")
+        action = (
+            ("approve" if rng.random() < 0.75 else "reject")
+            if verification
+            else ("confirm" if rng.random() < 0.8 else "cancel")
+        )
         preferred = rng.choice(["telegram", "slack"])
         usable = [c for c in cards if action in c.actions]
         card = next((c for c in usable if c.surface == preferred), usable[0] if usable else None)
@@ -259,8 +280,9 @@ class People:
             self.later(self.telegram_tap(card, who, card.actions[action]))
         else:
             assert isinstance(card.raw, SlackMessage)
-            request = self.fleet.slack.payloads.click(card.raw, card.actions[action], user=who,
-                                                      value=f"{action}:{card.approval_id}")
+            request = self.fleet.slack.payloads.click(
+                card.raw, card.actions[action], user=who, value=f"{action}:{card.approval_id}"
+            )
             self.later(self.slack_send(request))
 
     async def touch(self, card: Card) -> None:
@@ -281,7 +303,7 @@ class People:
         record = await self.record_of(card.approval_id)
         principal = str(record["requester"]["principal"]) if record else None
         prefix = f"slack:{TEAM}:"
-        return principal[len(prefix):] if principal and principal.startswith(prefix) else None
+        return principal[len(prefix) :] if principal and principal.startswith(prefix) else None
 
     async def telegram_tap(self, card: Card, user: TelegramUser, data: str) -> None:
         update = await self.fleet.tg.tap(int(card.chat), int(card.message_id), user, data)
@@ -313,7 +335,9 @@ async def chaos(fleet: Fleet, rng: random.Random, tally: Tally, until: float) ->
             tally.kills += 1
             restarts.append(asyncio.ensure_future(restart(victim, rng.uniform(0.2, 1.0))))
         else:
-            rows = admin("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
-                         (f"milpa-{fleet.schema}"[:63],))
+            rows = admin(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+                (f"milpa-{fleet.schema}"[:63],),
+            )
             tally.terminated_backends += int(rows[0][0])
     await asyncio.gather(*restarts)

@@ -42,11 +42,21 @@ def identities_toml() -> str:
     users += [f'"telegram:{u.id}" = ["manager"]' for u in TG_MANAGERS]
     users += [f'"slack:{TEAM}:{u}" = ["writer"]' for u in SLACK_WRITERS]
     users += [f'"slack:{TEAM}:{u}" = ["manager"]' for u in SLACK_MANAGERS]
-    return "\n".join([
-        "[roles]", 'writer = ["payments:send", "items:write", "items:read"]',
-        'manager = ["payments:approve", "items:read"]', "", "[users]", *users, "",
-        "[approvers]", f'telegram = ["{TG_APPROVERS}"]', f'slack = ["{SLACK_APPROVERS}"]', "",
-    ])
+    return "\n".join(
+        [
+            "[roles]",
+            'writer = ["payments:send", "items:write", "items:read"]',
+            'manager = ["payments:approve", "items:read"]',
+            "",
+            "[users]",
+            *users,
+            "",
+            "[approvers]",
+            f'telegram = ["{TG_APPROVERS}"]',
+            f'slack = ["{SLACK_APPROVERS}"]',
+            "",
+        ]
+    )
 
 
 def free_port() -> int:
@@ -61,8 +71,9 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-async def wait_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None,
-                    log: Path | None = None) -> None:
+async def wait_port(
+    port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None, log: Path | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while not port_open(port):
         if proc is not None and proc.poll() is not None:
@@ -116,9 +127,13 @@ class Worker:
     def start(self) -> None:
         self.starts += 1
         out = self.log.open("ab")
-        self.proc = subprocess.Popen(unit_command(self.platform), cwd=ROOT,
-                                     env={**self.env, "MILPA_PORT": str(self.port)}, stdout=out,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            unit_command(self.platform),
+            cwd=ROOT,
+            env={**self.env, "MILPA_PORT": str(self.port)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         out.close()
 
     async def ready(self, timeout: float = 30.0) -> None:
@@ -170,8 +185,9 @@ class Fleet:
 
         deadline = time.monotonic() + timeout
         async with aiohttp.ClientSession() as session:
-            for path in [p for platform, p in (("telegram", "/telegram"), ("slack", "/slack/events"))
-                         if self.of(platform)]:
+            for path in [
+                p for platform, p in (("telegram", "/telegram"), ("slack", "/slack/events")) if self.of(platform)
+            ]:
                 while True:
                     async with session.post(self.url + path, data=b"{}") as res:
                         if res.status != 503:
@@ -181,19 +197,33 @@ class Fleet:
                     await asyncio.sleep(0.1)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {w.platform}:{w.port}\n{w.log.read_text()[-4000:]}" for w in self.workers
-                         if w.log.exists())
+        return "\n".join(
+            f"--- {w.platform}:{w.port}\n{w.log.read_text()[-4000:]}" for w in self.workers if w.log.exists()
+        )
 
 
-def worker_env(schema: str, identities: Path, tg: BotApiServer, api: SlackApiServer, balancer_port: int,
-               **extra: str) -> dict[str, str]:
+def worker_env(
+    schema: str, identities: Path, tg: BotApiServer, api: SlackApiServer, balancer_port: int, **extra: str
+) -> dict[str, str]:
     return {
-        **os.environ, "PYTHONPATH": str(ROOT), "MILPA_STORE": POSTGRES_DSN, "MILPA_PG_SCHEMA": schema,
-        "MILPA_PG_POOL": "3", "MILPA_TOOLS": "tests.fleet._tools:FleetTools", "MILPA_IDENTITIES": str(identities),
-        "MILPA_LISTEN": "127.0.0.1", "MILPA_SWEEP_INTERVAL": "1", "MILPA_APPROVAL_LEASE": "3",
-        "MILPA_APPROVAL_HANDOFF": "2", "TELEGRAM_TOKEN": TG_TOKEN, "TELEGRAM_BASE_URL": tg.base_url,
-        "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{balancer_port}/telegram", "TELEGRAM_WEBHOOK_SECRET": TG_SECRET,
-        "SLACK_BOT_TOKEN": SLACK_TOKEN, "SLACK_SIGNING_SECRET": SLACK_SECRET, "SLACK_BASE_URL": api.base_url,
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "MILPA_STORE": POSTGRES_DSN,
+        "MILPA_PG_SCHEMA": schema,
+        "MILPA_PG_POOL": "3",
+        "MILPA_TOOLS": "tests.fleet._tools:FleetTools",
+        "MILPA_IDENTITIES": str(identities),
+        "MILPA_LISTEN": "127.0.0.1",
+        "MILPA_SWEEP_INTERVAL": "1",
+        "MILPA_APPROVAL_LEASE": "3",
+        "MILPA_APPROVAL_HANDOFF": "2",
+        "TELEGRAM_TOKEN": TG_TOKEN,
+        "TELEGRAM_BASE_URL": tg.base_url,
+        "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{balancer_port}/telegram",
+        "TELEGRAM_WEBHOOK_SECRET": TG_SECRET,
+        "SLACK_BOT_TOKEN": SLACK_TOKEN,
+        "SLACK_SIGNING_SECRET": SLACK_SECRET,
+        "SLACK_BASE_URL": api.base_url,
         **extra,
     }
 
@@ -210,16 +240,25 @@ async def running_fleet(tmp: Path, *, telegram: int = 2, slack: int = 2, **extra
     async with tg, SlackApiServer(SLACK_TOKEN, team_id=TEAM, channels=[SLACK_WORK, SLACK_APPROVERS]) as api:
         port = free_port()
         env = worker_env(schema, identities, tg, api, port, **extra)
-        workers = [Worker(p, free_port(), env, tmp / f"{p}-{i}.log")
-                   for p, n in (("telegram", telegram), ("slack", slack)) for i in range(n)]
+        workers = [
+            Worker(p, free_port(), env, tmp / f"{p}-{i}.log")
+            for p, n in (("telegram", telegram), ("slack", slack))
+            for i in range(n)
+        ]
         config = tmp / "haproxy.cfg"
-        config.write_text(haproxy_config(port, [f"127.0.0.1:{w.port}" for w in workers if w.platform == "telegram"],
-                                         [f"127.0.0.1:{w.port}" for w in workers if w.platform == "slack"]))
+        config.write_text(
+            haproxy_config(
+                port,
+                [f"127.0.0.1:{w.port}" for w in workers if w.platform == "telegram"],
+                [f"127.0.0.1:{w.port}" for w in workers if w.platform == "slack"],
+            )
+        )
         events = SlackEvents(f"http://127.0.0.1:{port}/slack/events", SLACK_SECRET, api=api, ack_timeout=5.0)
         fleet = Fleet(schema, tg, api, events, port, workers, tmp)
         try:
-            fleet.balancer = subprocess.Popen([HAPROXY, "-db", "-f", str(config)], stdout=(tmp / "haproxy.log").open(
-                "wb"), stderr=subprocess.STDOUT)
+            fleet.balancer = subprocess.Popen(
+                [HAPROXY, "-db", "-f", str(config)], stdout=(tmp / "haproxy.log").open("wb"), stderr=subprocess.STDOUT
+            )
             await wait_port(port, 10, fleet.balancer, tmp / "haproxy.log")
             for w in workers:  # one at a time: the first creates the tables, the others find them
                 w.start()

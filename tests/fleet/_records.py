@@ -29,8 +29,10 @@ def difference(card: Card, approval: Approval, role: str) -> str:
         payload = SlackRenderer().render_message(message).message
         blocks = payload.get("blocks") or []
         # Slack gives every block a block_id when the app gave none
-        shown = [{k: v for k, v in b.items() if k != "block_id" or "block_id" in w}
-                 for b, w in zip(card.raw.blocks, [*blocks, *[{}] * len(card.raw.blocks)], strict=False)]
+        shown = [
+            {k: v for k, v in b.items() if k != "block_id" or "block_id" in w}
+            for b, w in zip(card.raw.blocks, [*blocks, *[{}] * len(card.raw.blocks)], strict=False)
+        ]
         got, want = (card.raw.text, shown), (payload.get("text"), blocks)
     return "" if got == want else f"shows {got!r}, the record renders {want!r}"
 
@@ -69,8 +71,11 @@ def unconverged(fleet: Fleet, approvals: dict[str, Approval]) -> tuple[list[str]
 def copy_without_buttons(fleet: Fleet, key: tuple[str, str, str], approval_id: str) -> Card | None:
     surface, chat, message_id = key
     try:
-        raw: TelegramMessage | SlackMessage = (fleet.tg.message(int(chat), int(message_id)) if surface == "telegram"
-                                           else fleet.api.message(chat, message_id))
+        raw: TelegramMessage | SlackMessage = (
+            fleet.tg.message(int(chat), int(message_id))
+            if surface == "telegram"
+            else fleet.api.message(chat, message_id)
+        )
     except (LookupError, KeyError, ValueError):
         return None
     return Card(surface, chat, message_id, approval_id, {}, raw)

@@ -23,11 +23,18 @@ class FleetTools:
     async def _executed(self, name: str, ctx: ToolContext) -> None:
         await self.store.append("executions", {"tool": name, "key": ctx.idempotency_key, "pid": os.getpid()})
 
-    @tool("pay", "Send a payment; a manager must approve it", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), four_eyes=True, expires_in=3600))
+    @tool(
+        "pay",
+        "Send a payment; a manager must approve it",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), four_eyes=True, expires_in=3600),
+    )
     async def pay(
-        self, to: Annotated[str, Param("Who receives it")],
-        amount: Annotated[float, Field(gt=0, le=100_000, description="Amount in EUR")], ctx: ToolContext,
+        self,
+        to: Annotated[str, Param("Who receives it")],
+        amount: Annotated[float, Field(gt=0, le=100_000, description="Amount in EUR")],
+        ctx: ToolContext,
     ) -> ToolResult:
         await self._executed("pay", ctx)
         return ToolResult.success({"to": to, "amount": amount}, f"Paid {amount:.2f} EUR to {to}.")
@@ -39,7 +46,9 @@ class FleetTools:
 
     @tool("slow_archive", "Archive an item slowly (seconds given)", scopes=["items:write"], mutating=True)
     async def slow_archive(
-        self, item: Annotated[int, Param("The item's number")], seconds: Annotated[float, Param("How long")],
+        self,
+        item: Annotated[int, Param("The item's number")],
+        seconds: Annotated[float, Param("How long")],
         ctx: ToolContext,
     ) -> ToolResult:
         await asyncio.sleep(seconds)

@@ -58,8 +58,7 @@ async def test_an_edit_that_lands_after_a_newer_one_is_done_again(again: bool) -
     manager = a.identities.context_for("telegram", MANAGER, APPROVERS_CHAT)
     claimed = await a.approvals.decide(group.button("Approve").ref, "approve", manager, follow=False)
     assert claimed.claimed and claimed.approval.state == "executing"
-    done = await a.approvals.finish(claimed.approval, ToolResult.success({"paid": 12}, "Paid 12 EUR."),
-                                    follow=False)
+    done = await a.approvals.finish(claimed.approval, ToolResult.success({"paid": 12}, "Paid 12 EUR."), follow=False)
     # worker a shows the outcome: its card edits reach the platform, then the report to Alice is slow ...
     platform.hold = asyncio.Event()
     showing = asyncio.ensure_future(a.flows.outbox.deliver(done, again=again))

@@ -46,8 +46,11 @@ async def settle(fleet: Fleet, people: People, store: Store) -> None:
         while time.monotonic() < deadline:
             await asyncio.sleep(1.0)
             approvals = await approvals_in(store)
-            if all(a.state in FINAL for a in approvals.values()) and not unconverged(fleet, approvals)[0] \
-                    and not fleet.tg.feed.pending:
+            if (
+                all(a.state in FINAL for a in approvals.values())
+                and not unconverged(fleet, approvals)[0]
+                and not fleet.tg.feed.pending
+            ):
                 break
     finally:
         tapping.cancel()
@@ -93,8 +96,12 @@ async def test_chaos_ends_in_figures(tmp_path: Path, capsys: pytest.CaptureFixtu
         people = People(fleet, SEED, record_of, ran)
         until = time.monotonic() + CHAOS_SECONDS
         try:
-            await asyncio.gather(people.ask(until), people.look_and_tap(until), people.telegram_retries(until),
-                                 chaos(fleet, people.rng, people.tally, until))
+            await asyncio.gather(
+                people.ask(until),
+                people.look_and_tap(until),
+                people.telegram_retries(until),
+                chaos(fleet, people.rng, people.tally, until),
+            )
             await settle(fleet, people, store)
             figures = await measure(fleet, people, store)
         finally:
@@ -121,20 +128,32 @@ async def measure(fleet: Fleet, people: People, store: Store) -> dict[str, Any]:
         runs[key] = runs.get(key, 0) + 1
     executed = [a for a in approvals.values() if a.state == "executed"]
     not_once = [a.id for a in executed if runs.get(a.id, 0) != 1]
-    unapproved = [k for k, n in runs.items() if k not in approvals or approvals[k].state in
-                  ("rejected", "cancelled", "expired", "pending") or n > 1]
+    unapproved = [
+        k
+        for k, n in runs.items()
+        if k not in approvals or approvals[k].state in ("rejected", "cancelled", "expired", "pending") or n > 1
+    ]
     wrong, stale = unconverged(fleet, approvals)
-    wrong += [f"{c.approval_id} {c.surface} {c.chat} {c.message_id}: an unrecorded copy still offers "
-              f"{sorted(c.actions)} after a tap" for c in stale]
+    wrong += [
+        f"{c.approval_id} {c.surface} {c.chat} {c.message_id}: an unrecorded copy still offers "
+        f"{sorted(c.actions)} after a tap"
+        for c in stale
+    ]
     t = people.tally
     latencies = [t.decided_seen[a] - t.first_tap[a] for a in t.decided_seen]
     states: dict[str, int] = {}
     for a in approvals.values():
         states[a.state] = states.get(a.state, 0) + 1
     return {
-        "requests": t.requests, "redeliveries": t.redeliveries, "retries": t.retries, "taps": t.taps,
-        "worker kills": t.kills, "restarts": t.restarts, "backends terminated": t.terminated_backends,
-        "approvals": len(approvals), "states": dict(sorted(states.items())),
+        "requests": t.requests,
+        "redeliveries": t.redeliveries,
+        "retries": t.retries,
+        "taps": t.taps,
+        "worker kills": t.kills,
+        "restarts": t.restarts,
+        "backends terminated": t.terminated_backends,
+        "approvals": len(approvals),
+        "states": dict(sorted(states.items())),
         "decisions": sum(1 for a in approvals.values() if a.state not in ("pending", "expired")),
         "executions per executed approval": sorted({runs.get(a.id, 0) for a in executed}),
         "approved runs not executed exactly once": len(not_once),

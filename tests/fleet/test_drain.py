@@ -29,16 +29,18 @@ async def confirm_slow_run(fleet: Fleet, platform: str) -> None:
         tap = await fleet.tg.tap(int(card.chat), int(card.message_id), writer, card.actions["confirm"])
         assert [d.status for d in tap.deliveries] == [200]
         return
-    answer = await fleet.slack.command("/milpa", f"slow_archive 7 {RUN_SECONDS}", user=SLACK_WRITERS[0],
-                                       channel=SLACK_WORK)
+    answer = await fleet.slack.command(
+        "/milpa", f"slow_archive 7 {RUN_SECONDS}", user=SLACK_WRITERS[0], channel=SLACK_WORK
+    )
     assert answer.status == 200
     await fleet.api.wait_for(lambda: next((c for c in slack_cards(fleet) if "confirm" in c.actions), None), 15)
     card = next(c for c in slack_cards(fleet) if "confirm" in c.actions)
     from milpa_chat.testing.slack import SlackMessage
 
     assert isinstance(card.raw, SlackMessage)
-    click = await fleet.slack.click(card.raw, card.actions["confirm"], user=SLACK_WRITERS[0],
-                                    value=f"confirm:{card.approval_id}")
+    click = await fleet.slack.click(
+        card.raw, card.actions["confirm"], user=SLACK_WRITERS[0], value=f"confirm:{card.approval_id}"
+    )
     assert click.status == 200
 
 
@@ -71,8 +73,9 @@ async def test_a_rolling_restart_loses_no_request(tmp_path: Path) -> None:
 
         async def keep_asking(until: float) -> None:
             while time.monotonic() < until:
-                answers.append((await fleet.slack.command("/milpa", "status", user=SLACK_WRITERS[1],
-                                                          channel=SLACK_WORK)).status)
+                answers.append(
+                    (await fleet.slack.command("/milpa", "status", user=SLACK_WRITERS[1], channel=SLACK_WORK)).status
+                )
                 await asyncio.sleep(0.1)
 
         async def restart_each() -> None:

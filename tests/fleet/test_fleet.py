@@ -20,14 +20,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_balancer_config_is_what_the_fleet_generates() -> None:
-    expected = haproxy_config(443, ["127.0.0.1:8081", "127.0.0.1:8082"], ["127.0.0.1:8091", "127.0.0.1:8092"],
-                             bind="0.0.0.0", tls_cert="/etc/haproxy/certs/milpa.pem")
+    expected = haproxy_config(
+        443,
+        ["127.0.0.1:8081", "127.0.0.1:8082"],
+        ["127.0.0.1:8091", "127.0.0.1:8092"],
+        bind="0.0.0.0",
+        tls_cert="/etc/haproxy/certs/milpa.pem",
+    )
     assert (ROOT / "deploy" / "haproxy.cfg").read_text() == expected
 
 
 def test_the_example_environment_is_what_the_workers_read(tmp_path: Path) -> None:
-    example = dict(line.split("=", 1) for line in (ROOT / "deploy" / "fleet.env.example").read_text().splitlines()
-                   if line and not line.startswith("#"))
+    example = dict(
+        line.split("=", 1)
+        for line in (ROOT / "deploy" / "fleet.env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
     identities = tmp_path / "identities.toml"
     identities.write_text("")
     config = FleetConfig.from_env({**example, "MILPA_IDENTITIES": str(identities)})
@@ -37,8 +45,9 @@ def test_the_example_environment_is_what_the_workers_read(tmp_path: Path) -> Non
     with pytest.raises(FleetConfigError, match="MILPA_STORE must be the fleet's PostgreSQL database"):
         FleetConfig.from_env({**example, "MILPA_STORE": "sqlite:///one.db", "MILPA_IDENTITIES": str(identities)})
     with pytest.raises(FleetConfigError, match="TELEGRAM_WEBHOOK_SECRET"):
-        FleetConfig.from_env({k: v for k, v in example.items() if k != "TELEGRAM_WEBHOOK_SECRET"}
-                             | {"MILPA_IDENTITIES": str(identities)}).check("telegram")
+        FleetConfig.from_env(
+            {k: v for k, v in example.items() if k != "TELEGRAM_WEBHOOK_SECRET"} | {"MILPA_IDENTITIES": str(identities)}
+        ).check("telegram")
 
 
 def test_a_worker_without_a_fleet_database_says_what_to_set(capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,11 +66,11 @@ async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_
         tg_card = await fleet.tg.wait_for_message(TG_APPROVERS, since=asked, timeout=15)
         slack_card = await fleet.api.wait_for_message(SLACK_APPROVERS, timeout=15)
         approve = next(b for b in slack_card.buttons() if str(b.get("value", "")).startswith("approve:"))
-        answer = await fleet.slack.click(slack_card, str(approve["action_id"]), user=SLACK_MANAGERS[0],
-                                         value=str(approve["value"]))
+        answer = await fleet.slack.click(
+            slack_card, str(approve["action_id"]), user=SLACK_MANAGERS[0], value=str(approve["value"])
+        )
         assert answer.status == 200
-        await fleet.tg.wait_until(lambda: not fleet.tg.message(TG_APPROVERS, tg_card.message_id).buttons,
-                                  timeout=15)
+        await fleet.tg.wait_until(lambda: not fleet.tg.message(TG_APPROVERS, tg_card.message_id).buttons, timeout=15)
         store = open_spec(fleet.store_spec(), max_size=1)
         try:
             await fleet.tg.wait_for_message(TG_WRITERS[0].id, timeout=15)  # the result, where it was asked

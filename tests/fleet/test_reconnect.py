@@ -75,8 +75,9 @@ async def store_behind_proxy() -> AsyncIterator[tuple[PostgresStore, CuttablePro
     proxy = CuttableProxy(target.hostname or "127.0.0.1", target.port or 5432)
     await proxy.restore()
     schema = f"milpa_cut_{secrets.token_hex(5)}"
-    store = await asyncio.to_thread(PostgresStore, through(POSTGRES_DSN, proxy.port), schema=schema, min_size=2,
-                                    max_size=4)
+    store = await asyncio.to_thread(
+        PostgresStore, through(POSTGRES_DSN, proxy.port), schema=schema, min_size=2, max_size=4
+    )
     try:
         yield store, proxy
     finally:
@@ -114,8 +115,10 @@ async def test_the_store_fails_fast_while_the_database_is_away_and_is_back_withi
                 assert time.monotonic() - back < 1.0, "the store did not come back within a second"
                 await asyncio.sleep(0.05)
         recovered = time.monotonic() - back
-        print(f"\nPostgreSQL away {away} s: failures took {[round(t, 3) for t, _ in failures]} s; "
-              f"back after {recovered:.3f} s")
+        print(
+            f"\nPostgreSQL away {away} s: failures took {[round(t, 3) for t, _ in failures]} s; "
+            f"back after {recovered:.3f} s"
+        )
         assert recovered < 1.0
         record = await store.get("notes", "n")
         assert record is not None and record.value == {"text": "after"}
@@ -134,8 +137,9 @@ async def test_a_run_keeps_its_lease_when_a_renewal_meets_the_database_away() ->
 
         runner.follower = sweeper.follower = follow
         alice = ToolContext(principal="telegram:1001", channel="telegram", scopes=("items:write",))
-        opened = await runner.open("confirm", alice, tool="slow_archive", args={"item": 1}, summary="archive 1",
-                                   expires_in=60)
+        opened = await runner.open(
+            "confirm", alice, tool="slow_archive", args={"item": 1}, summary="archive 1", expires_in=60
+        )
         claimed = await runner.decide(opened.id, "confirm", alice, follow=False)
         assert claimed.claimed
         async with runner.holding(claimed.approval):  # a run of 4 s, far longer than its 1.5 s lease
@@ -151,5 +155,6 @@ async def test_a_run_keeps_its_lease_when_a_renewal_meets_the_database_away() ->
                 except StoreError:
                     continue
         record = await runner.get(opened.id)
-        assert record is not None and record.state == "executing" and record.attempt == claimed.approval.attempt, \
+        assert record is not None and record.state == "executing" and record.attempt == claimed.approval.attempt, (
             record and record.data.get("outcome")
+        )

@@ -31,8 +31,13 @@ class Notes:
         self.notes.pop(note_id, None)
         return {"deleted": note_id}
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: float) -> dict[str, Any]:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}

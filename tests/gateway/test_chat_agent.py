@@ -30,8 +30,6 @@ IDENTITIES = {
 MakeLlm = Callable[..., LlmService]
 
 
-
-
 def make_bot(llm: LlmService, notes: Notes, store: Any, **options: Any) -> tuple[Assistant, ChatAgent]:
     agent = ChatAgent(llm, **options)
     assistant = Assistant(registry_with(notes, store), Identities.from_dict(IDENTITIES), agent=agent)
@@ -56,8 +54,9 @@ async def oa() -> AsyncIterator[FakeOpenAIServer]:
 
 @pytest.fixture
 async def oa_llm(oa: FakeOpenAIServer) -> AsyncIterator[LlmService]:
-    async with LlmService(model="gpt-test", api_key=oa.api_key, base_url=oa.base_url, max_retries=0,
-                          timeout=5) as service:
+    async with LlmService(
+        model="gpt-test", api_key=oa.api_key, base_url=oa.base_url, max_retries=0, timeout=5
+    ) as service:
         yield service
 
 
@@ -143,8 +142,9 @@ async def test_two_confirmations_in_one_step_are_asked_one_after_the_other(
     bot: Bot, oa: FakeOpenAIServer, notes: Notes
 ) -> None:
     assistant, _, tg = bot
-    oa.reply_tool_calls([ScriptedToolCall("delete_note", {"note_id": 1}, "a"),
-                         ScriptedToolCall("delete_note", {"note_id": 3}, "b")])
+    oa.reply_tool_calls(
+        [ScriptedToolCall("delete_note", {"note_id": 1}, "a"), ScriptedToolCall("delete_note", {"note_id": 3}, "b")]
+    )
     oa.reply_text("Deleted notes 1 and 3.")
     await tg.say(assistant, ALICE, "delete notes 1 and 3")
     await tg.tap(assistant, ALICE, tg.last(ALICE.id), "Confirm")
@@ -179,11 +179,14 @@ async def test_restart_between_pause_and_decision(
     await llm.aclose()
 
 
-@pytest.mark.parametrize(("status", "words"), [
-    (401, "refused my credentials"),
-    (429, "try again in 7 seconds"),
-    (500, "not answering right now"),
-])
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [
+        (401, "refused my credentials"),
+        (429, "try again in 7 seconds"),
+        (500, "not answering right now"),
+    ],
+)
 async def test_provider_errors_reach_the_user_as_a_clear_reply(
     bot: Bot, oa: FakeOpenAIServer, status: int, words: str
 ) -> None:
@@ -223,7 +226,11 @@ async def test_history_is_per_chat_and_trimmed(oa: FakeOpenAIServer, oa_llm: Llm
     oa.reply_text("hello Maria")
     await tg.say(assistant, MARIA, "hi")
     assert [m["content"] for m in await agent.history("telegram", ALICE.id)] == [
-        "question 1", "answer 1", "question 2", "answer 2"]
+        "question 1",
+        "answer 1",
+        "question 2",
+        "answer 2",
+    ]
     assert oa.bodies[-1]["messages"] == [{"role": "user", "content": "hi"}]
     assert oa.bodies[2]["messages"][0] == {"role": "user", "content": "question 0"}
 

@@ -18,12 +18,15 @@ IDENTITIES = {"roles": {"writer": ["notes:read", "notes:write"]}, "users": {"tel
 
 async def test_free_text_confirm_tap_and_the_agent_answers() -> None:
     notes = Notes()
-    async with FakeOpenAIServer() as llm_server, BotApiServer() as tg_server, LlmService(
-        model="gpt-test", api_key=llm_server.api_key, base_url=llm_server.base_url, max_retries=0
-    ) as llm:
+    async with (
+        FakeOpenAIServer() as llm_server,
+        BotApiServer() as tg_server,
+        LlmService(model="gpt-test", api_key=llm_server.api_key, base_url=llm_server.base_url, max_retries=0) as llm,
+    ):
         llm_server.reply_tool_call("delete_note", {"note_id": 2}, id="d").reply_text("Done — note 2 (eggs) is gone.")
-        assistant = Assistant(registry_with(notes, MemoryStore()), Identities.from_dict(IDENTITIES),
-                              agent=ChatAgent(llm))
+        assistant = Assistant(
+            registry_with(notes, MemoryStore()), Identities.from_dict(IDENTITIES), agent=ChatAgent(llm)
+        )
         bot = TelegramBot(assistant, tg_server.token, tg_server.base_url)
         await bot.start(poll_timeout=1)
         try:

@@ -45,8 +45,9 @@ async def judge_server() -> AsyncIterator[FakeOpenAIServer]:
 
 @pytest.fixture
 async def judge(judge_server: FakeOpenAIServer) -> AsyncIterator[LlmService]:
-    async with LlmService(model="gpt-judge", api_key=judge_server.api_key, base_url=judge_server.base_url,
-                          max_retries=0, timeout=5) as service:
+    async with LlmService(
+        model="gpt-judge", api_key=judge_server.api_key, base_url=judge_server.base_url, max_retries=0, timeout=5
+    ) as service:
         yield service
 
 
@@ -117,9 +118,7 @@ async def test_the_catalogue_is_re_derived_every_step(
     assert "list_notes" in tool_names(server.bodies[0]) and "list_notes" not in tool_names(server.bodies[1])
 
 
-async def test_a_gate_that_raises_fails_closed(
-    server: FakeServer, make_llm: MakeLlm, tools: McpClientService
-) -> None:
+async def test_a_gate_that_raises_fails_closed(server: FakeServer, make_llm: MakeLlm, tools: McpClientService) -> None:
     class Broken:
         def refuse(self, call: ToolCall) -> str | None:
             raise RuntimeError("policy store down")
@@ -177,14 +176,21 @@ async def test_deny_without_a_reason_gets_the_default(judge: LlmService, judge_s
     assert reason == "a second reader considered that this goes beyond what was asked"
 
 
-@pytest.mark.parametrize(("script", "code", "words"), [
-    ("", JUDGE_EMPTY, "answered nothing"),
-    ("I am not sure about this one.", JUDGE_NO_VERDICT, "without ALLOW or DENY"),
-    (500, JUDGE_FAILED, "could not judge"),
-])
+@pytest.mark.parametrize(
+    ("script", "code", "words"),
+    [
+        ("", JUDGE_EMPTY, "answered nothing"),
+        ("I am not sure about this one.", JUDGE_NO_VERDICT, "without ALLOW or DENY"),
+        (500, JUDGE_FAILED, "could not judge"),
+    ],
+)
 async def test_a_judge_that_cannot_answer_refuses_with_its_own_cause(
-    judge: LlmService, judge_server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture,
-    script: str | int, code: str, words: str,
+    judge: LlmService,
+    judge_server: FakeOpenAIServer,
+    caplog: pytest.LogCaptureFixture,
+    script: str | int,
+    code: str,
+    words: str,
 ) -> None:
     if isinstance(script, int):
         judge_server.fail(script)
@@ -210,8 +216,12 @@ async def test_floor_first_and_watch_list(judge: LlmService, judge_server: FakeO
 
 
 async def test_second_opinion_in_the_loop_lets_the_agent_take_another_way(
-    server: FakeServer, make_llm: MakeLlm, tools: McpClientService, notes: Notes,
-    judge: LlmService, judge_server: FakeOpenAIServer,
+    server: FakeServer,
+    make_llm: MakeLlm,
+    tools: McpClientService,
+    notes: Notes,
+    judge: LlmService,
+    judge_server: FakeOpenAIServer,
 ) -> None:
     judge_server.reply_text("DENY: the user only asked to read").reply_text("ALLOW")
     server.reply_tool_call("delete_note", {"note_id": 2}, id="d")

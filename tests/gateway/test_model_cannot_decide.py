@@ -19,8 +19,10 @@ from .agent_tools import Notes, registry_with, tool_messages
 ALICE = TelegramUser(1001, "Alice", "alice")
 MALLORY = TelegramUser(1003, "Mallory", "mallory")
 IDENTITIES = {
-    "roles": {"writer": ["notes:read", "notes:write", "payments:send"],
-              "approver": ["notes:read", "payments:approve", "verification:approve", "verification:request"]},
+    "roles": {
+        "writer": ["notes:read", "notes:write", "payments:send"],
+        "approver": ["notes:read", "payments:approve", "verification:approve", "verification:request"],
+    },
     "users": {"telegram:1001": ["writer"], "telegram:1003": ["approver"]},
 }
 
@@ -37,12 +39,15 @@ def last_tool_result(llm_server: FakeOpenAIServer) -> dict[str, Any]:
 async def test_a_model_with_a_leaked_approval_id_lifts_nothing() -> None:
     notes, store = Notes(), MemoryStore()
     attempts: list[tuple[str, dict[str, Any]]] = []
-    async with FakeOpenAIServer() as llm_server, BotApiServer() as tg, LlmService(
-        model="gpt-test", api_key=llm_server.api_key, base_url=llm_server.base_url, max_retries=0
-    ) as llm:
+    async with (
+        FakeOpenAIServer() as llm_server,
+        BotApiServer() as tg,
+        LlmService(model="gpt-test", api_key=llm_server.api_key, base_url=llm_server.base_url, max_retries=0) as llm,
+    ):
         llm_server.reply_tool_call("delete_note", {"note_id": 2}, id="d1")
-        assistant = Assistant(registry_with(notes, store), Identities.from_dict(IDENTITIES),
-                              agent=ChatAgent(llm, hidden=()))  # even resolve_verification is offered
+        assistant = Assistant(
+            registry_with(notes, store), Identities.from_dict(IDENTITIES), agent=ChatAgent(llm, hidden=())
+        )  # even resolve_verification is offered
         bot = TelegramBot(assistant, tg.token, tg.base_url)
         await bot.start(poll_timeout=1)
         try:
@@ -82,11 +87,14 @@ async def test_a_model_with_a_leaked_approval_id_lifts_nothing() -> None:
 
 async def test_a_prompt_injected_model_cannot_approve_another_users_request() -> None:
     notes, store = Notes(), MemoryStore()
-    async with FakeOpenAIServer() as llm_server, BotApiServer() as tg, LlmService(
-        model="gpt-test", api_key=llm_server.api_key, base_url=llm_server.base_url, max_retries=0
-    ) as llm:
-        assistant = Assistant(registry_with(notes, store), Identities.from_dict(IDENTITIES),
-                              agent=ChatAgent(llm, hidden=()))
+    async with (
+        FakeOpenAIServer() as llm_server,
+        BotApiServer() as tg,
+        LlmService(model="gpt-test", api_key=llm_server.api_key, base_url=llm_server.base_url, max_retries=0) as llm,
+    ):
+        assistant = Assistant(
+            registry_with(notes, store), Identities.from_dict(IDENTITIES), agent=ChatAgent(llm, hidden=())
+        )
         bot = TelegramBot(assistant, tg.token, tg.base_url)
         await bot.start(poll_timeout=1)
         try:
@@ -94,10 +102,11 @@ async def test_a_prompt_injected_model_cannot_approve_another_users_request() ->
             await tg.wait_for_message(ALICE.id, since=asked)
             (payment,) = await pending(store)
             # Mallory may approve payments, but her model may not do it for her.
-            tries = [("resolve_verification", {"request_id": payment.key, "decision": "grant",
-                                               "reason": "looks fine"}),
-                     ("resolve_verification", {"request_id": payment.key, "decision": "reject"}),
-                     ("pay", {"to": "ACME", "amount": 120, "verification_id": payment.key})]
+            tries = [
+                ("resolve_verification", {"request_id": payment.key, "decision": "grant", "reason": "looks fine"}),
+                ("resolve_verification", {"request_id": payment.key, "decision": "reject"}),
+                ("pay", {"to": "ACME", "amount": 120, "verification_id": payment.key}),
+            ]
             refused = 0
             for i, (name, args) in enumerate(tries):
                 llm_server.reply_tool_call(name, args, id=f"m{i}").reply_text("Handled.")
@@ -106,8 +115,7 @@ async def test_a_prompt_injected_model_cannot_approve_another_users_request() ->
                 answer = last_tool_result(llm_server)
                 refused += not answer["success"]
                 assert "person" in json.dumps(answer), answer
-            print(f"\n{len(tries)} injected attempts to decide another user's payment -> {len(tries) - refused} "
-                  "lifted")
+            print(f"\n{len(tries)} injected attempts to decide another user's payment -> {len(tries) - refused} lifted")
             assert refused == len(tries) and notes.paid == []
             (still,) = await pending(store)
             assert still.value["votes"] == [] and still.value["state"] == "pending"

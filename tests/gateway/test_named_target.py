@@ -55,8 +55,10 @@ def make(llm: LlmService, shelf: Shelf) -> tuple[Assistant, RecordingTransport]:
 
 async def test_an_unnamed_target_becomes_a_question_and_the_answer_runs_exactly_it() -> None:
     shelf = Shelf()
-    async with FakeOpenAIServer() as oa, LlmService(model="gpt-test", api_key=oa.api_key, base_url=oa.base_url,
-                                                       max_retries=0, timeout=5) as llm:
+    async with (
+        FakeOpenAIServer() as oa,
+        LlmService(model="gpt-test", api_key=oa.api_key, base_url=oa.base_url, max_retries=0, timeout=5) as llm,
+    ):
         assistant, tg = make(llm, shelf)
         oa.reply_tool_call("notes_remove", {"name": "old-plan"}, id="r").reply_text("Removed the old plan.")
         await tg.say(assistant, ALICE, "remove the old note")
@@ -70,8 +72,10 @@ async def test_an_unnamed_target_becomes_a_question_and_the_answer_runs_exactly_
 
 async def test_a_named_target_asks_no_question_and_a_no_runs_nothing() -> None:
     shelf = Shelf()
-    async with FakeOpenAIServer() as oa, LlmService(model="gpt-test", api_key=oa.api_key, base_url=oa.base_url,
-                                                       max_retries=0, timeout=5) as llm:
+    async with (
+        FakeOpenAIServer() as oa,
+        LlmService(model="gpt-test", api_key=oa.api_key, base_url=oa.base_url, max_retries=0, timeout=5) as llm,
+    ):
         assistant, tg = make(llm, shelf)
         oa.reply_tool_call("notes_remove", {"name": "todo"}, id="r").reply_text("Removed todo.")
         await tg.say(assistant, ALICE, "please remove the note TODO")  # named (any case): a confirm card as usual

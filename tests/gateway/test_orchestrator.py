@@ -44,12 +44,28 @@ async def test_multi_step_run_reaches_a_final_answer(
     assert run.status == "answered" and run.answer == "Note 2 says eggs." and run.steps == 3
     assert [o.call.name for o in run.tool_results] == ["list_notes", "get_note"]
     assert [o.result.data["title"] for o in run.tool_results if o.call.name == "get_note"] == ["eggs"]
-    assert tool_messages(server.bodies[1]) == [("c1", {"success": True, "data": {"notes": [
-        {"id": 1, "title": "milk"}, {"id": 2, "title": "eggs"}, {"id": 3, "title": "bread"}]}})]
+    assert tool_messages(server.bodies[1]) == [
+        (
+            "c1",
+            {
+                "success": True,
+                "data": {
+                    "notes": [{"id": 1, "title": "milk"}, {"id": 2, "title": "eggs"}, {"id": 3, "title": "bread"}]
+                },
+            },
+        )
+    ]
     assert tool_messages(server.bodies[2])[-1] == ("c2", {"success": True, "data": {"id": 2, "title": "eggs"}})
     assert "Be terse." in json.dumps(server.bodies[0])
-    assert [m["role"] for m in run.messages] == ["system", "user", "assistant", "tool", "assistant", "tool",
-                                                  "assistant"]
+    assert [m["role"] for m in run.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
 
 
 async def test_max_steps_stops_the_loop(server: FakeServer, make_llm: MakeLlm, tools: McpClientService) -> None:
@@ -64,9 +80,13 @@ async def test_max_steps_stops_the_loop(server: FakeServer, make_llm: MakeLlm, t
 async def test_several_tool_calls_in_one_step_run_in_order(
     server: FakeServer, make_llm: MakeLlm, tools: McpClientService
 ) -> None:
-    server.reply_tool_calls([ScriptedToolCall("get_note", {"note_id": 1}, "a"),
-                             ScriptedToolCall("get_note", {"note_id": 99}, "b"),
-                             ScriptedToolCall("no_such_tool", {}, "c")])
+    server.reply_tool_calls(
+        [
+            ScriptedToolCall("get_note", {"note_id": 1}, "a"),
+            ScriptedToolCall("get_note", {"note_id": 99}, "b"),
+            ScriptedToolCall("no_such_tool", {}, "c"),
+        ]
+    )
     server.reply_text("milk; 99 does not exist")
     run = await AgentOrchestrator(make_llm(), tools).run("notes 1 and 99")
     assert run.status == "answered" and run.steps == 2
@@ -82,9 +102,13 @@ async def test_confirmation_pauses_and_resumes_from_stored_json(
 ) -> None:
     registry = registry_with(notes)
     ctx = ToolContext.cli()
-    server.reply_tool_calls([ScriptedToolCall("get_note", {"note_id": 1}, "r1"),
-                             ScriptedToolCall("delete_note", {"note_id": 1}, "d1"),
-                             ScriptedToolCall("get_note", {"note_id": 3}, "r3")])
+    server.reply_tool_calls(
+        [
+            ScriptedToolCall("get_note", {"note_id": 1}, "r1"),
+            ScriptedToolCall("delete_note", {"note_id": 1}, "d1"),
+            ScriptedToolCall("get_note", {"note_id": 3}, "r3"),
+        ]
+    )
     server.reply_text("Deleted note 1 (milk).")
     run = await AgentOrchestrator(make_llm(), McpClientService(registry, ctx)).run("delete the milk note")
     assert run.status == "paused" and run.answer is None and notes.deleted == []
@@ -107,8 +131,9 @@ async def test_a_declined_call_goes_back_to_the_model_and_never_runs(
     server: FakeServer, make_llm: MakeLlm, notes: Notes
 ) -> None:
     registry = registry_with(notes)
-    server.reply_tool_calls([ScriptedToolCall("delete_note", {"note_id": 2}, "d2"),
-                             ScriptedToolCall("get_note", {"note_id": 3}, "r3")])
+    server.reply_tool_calls(
+        [ScriptedToolCall("delete_note", {"note_id": 2}, "d2"), ScriptedToolCall("get_note", {"note_id": 3}, "r3")]
+    )
     server.reply_text("OK, I left note 2 alone.")
     orchestrator = AgentOrchestrator(make_llm(), McpClientService(registry))
     run = await orchestrator.run("delete note 2")
@@ -120,9 +145,7 @@ async def test_a_declined_call_goes_back_to_the_model_and_never_runs(
     assert sent["r3"]["decision"] == "skipped"  # queued behind a declined call: not run either
 
 
-async def test_blocked_and_verification_results_pause(
-    server: FakeServer, make_llm: MakeLlm, notes: Notes
-) -> None:
+async def test_blocked_and_verification_results_pause(server: FakeServer, make_llm: MakeLlm, notes: Notes) -> None:
     tools = McpClientService(registry_with(notes))
     server.reply_tool_call("export_notes").reply_tool_call("pay", {"to": "ACME", "amount": 5})
     blocked = await AgentOrchestrator(make_llm(), tools).run("export everything")
@@ -160,16 +183,30 @@ async def test_tool_call_written_as_text_runs_nothing(
 
 async def test_unreadable_arguments_go_back_as_a_tool_error(tools: McpClientService) -> None:
     async with FakeOpenAIServer() as server:
-        raw = {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-test",
-               "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                   "role": "assistant", "content": None, "tool_calls": [
-                       {"id": "bad", "type": "function", "function": {"name": "get_note", "arguments": "{oops"}}]}}]}
+        raw = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-test",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "bad", "type": "function", "function": {"name": "get_note", "arguments": "{oops"}}
+                        ],
+                    },
+                }
+            ],
+        }
         server.reply_raw(json.dumps(raw)).reply_text("sorry")
-        async with LlmService(model="gpt-test", api_key=server.api_key, base_url=server.base_url,
-                              max_retries=0) as llm:
+        async with LlmService(model="gpt-test", api_key=server.api_key, base_url=server.base_url, max_retries=0) as llm:
             run = await AgentOrchestrator(llm, tools).run("note?")
         assert run.answer == "sorry"
-        (call_id, content), = tool_messages(server.bodies[1])
+        ((call_id, content),) = tool_messages(server.bodies[1])
         assert call_id == "bad" and content["code"] == "VALIDATION_ERROR" and "not valid JSON" in content["error"]
 
 

@@ -36,8 +36,11 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -
 
     where: dict[str, Any] = {"backend": "sqlite", "path": str(tmp_path / "grants.db")}
     if request.param == "postgres":
-        where = {"backend": "postgres", "dsn": request.getfixturevalue("postgres_dsn"),
-                 "schema": request.getfixturevalue("pg_schema")}
+        where = {
+            "backend": "postgres",
+            "dsn": request.getfixturevalue("postgres_dsn"),
+            "schema": request.getfixturevalue("pg_schema"),
+        }
     return lambda: open_spec(where, clock=clock)
 
 

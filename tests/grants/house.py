@@ -46,20 +46,37 @@ def watch(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 ARCHIVE = {"type": "string", "description": "archive name"}
 PUBLISH_OP = Operation(
-    "release:publish", "Publish a release archive to a channel", publish, mutating=True, effects=PUBLISH,
-    acts_on=content, input_schema={"type": "object", "properties": {"archive": ARCHIVE, "channel": {
-        "type": "string", "enum": ["stable", "beta"]}}, "required": ["archive", "channel"]},
+    "release:publish",
+    "Publish a release archive to a channel",
+    publish,
+    mutating=True,
+    effects=PUBLISH,
+    acts_on=content,
+    input_schema={
+        "type": "object",
+        "properties": {"archive": ARCHIVE, "channel": {"type": "string", "enum": ["stable", "beta"]}},
+        "required": ["archive", "channel"],
+    },
 )
 SCAN_OP = Operation(
-    "release:scan", "Scan a release archive for machine names", scan, effects=EffectProfile.read_only(),
-    acts_on=content, input_schema={"type": "object", "properties": {"archive": ARCHIVE, "strict": {
-        "type": "boolean"}}, "required": ["archive", "strict"]},
+    "release:scan",
+    "Scan a release archive for machine names",
+    scan,
+    effects=EffectProfile.read_only(),
+    acts_on=content,
+    input_schema={
+        "type": "object",
+        "properties": {"archive": ARCHIVE, "strict": {"type": "boolean"}},
+        "required": ["archive", "strict"],
+    },
 )
 WATCH_OP = Operation("reports:watch", "Read the leak reports", watch, effects=EffectProfile.read_only())
-SCANNED = Condition("no-host-names", "what is published names no machine",
-                    NamedCall("release:scan", {"strict": True}, free=("archive",)))
-WATCHED = Falsifier("no-leak-report", "nobody reports a machine name in a release", NamedCall("reports:watch"),
-                    86400)
+SCANNED = Condition(
+    "no-host-names",
+    "what is published names no machine",
+    NamedCall("release:scan", {"strict": True}, free=("archive",)),
+)
+WATCHED = Falsifier("no-leak-report", "nobody reports a machine name in a release", NamedCall("reports:watch"), 86400)
 OFFER = GrantOffer((SCANNED,), WATCHED, "unpublish the release with release:unpublish", fixed=("channel",))
 
 REQUESTER = ToolContext("telegram:100", "telegram", ("release:publish",), extra={"user_name": "Rita"})
@@ -72,8 +89,9 @@ def house(store: Store | None = None, **options: Any) -> tuple[ToolRegistry, Gra
     """A registry on ``store`` with the three operations, publish under an approver, and its grants
     (``options`` for the :class:`GrantDesk`)."""
     registry = ToolRegistry(store=store)
-    RegistryProjector(registry, verify={"release:publish": VerifyPolicy(approver_scopes=("release:approve",))}
-                      ).register(PUBLISH_OP, SCAN_OP, WATCH_OP)
+    RegistryProjector(
+        registry, verify={"release:publish": VerifyPolicy(approver_scopes=("release:approve",))}
+    ).register(PUBLISH_OP, SCAN_OP, WATCH_OP)
     desk = GrantDesk(registry, **options).know(SCAN_OP, WATCH_OP).know(PUBLISH_OP, offer=OFFER)
     return registry, desk
 
@@ -81,9 +99,13 @@ def house(store: Store | None = None, **options: Any) -> tuple[ToolRegistry, Gra
 def grant(**changes: Any) -> StandingGrant:
     """A grant for Rita's seat: publish to stable, scanned strictly, watched."""
     parts: dict[str, Any] = {
-        "id": "release-stable", "to": (REQUESTER.principal,),
-        "operations": (NamedCall("release:publish", {"channel": "stable"}),), "ceiling": PUBLISH,
-        "conditions": (SCANNED,), "falsifier": WATCHED, "undo": "unpublish the release with release:unpublish",
+        "id": "release-stable",
+        "to": (REQUESTER.principal,),
+        "operations": (NamedCall("release:publish", {"channel": "stable"}),),
+        "ceiling": PUBLISH,
+        "conditions": (SCANNED,),
+        "falsifier": WATCHED,
+        "undo": "unpublish the release with release:unpublish",
     }
     parts.update(changes)
     return StandingGrant(**parts)

@@ -45,31 +45,46 @@ async def test_an_agent_that_tries_to_grant_itself_more_gets_nothing_lent(oa: Fa
     registry, desk = house(MemoryStore())
     VerificationTool(registry.verifier, approver_scopes=("grants:sign",)).register(registry)
     notes: list[str] = []
-    registry.register("save_note", "Save a note", {"type": "object", "properties": {"text": {"type": "string"}},
-                                                   "required": ["text"]},
-                      lambda args, ctx: notes.append(args["text"]) or "saved", mutating=False, scopes=("notes:write",))
+    registry.register(
+        "save_note",
+        "Save a note",
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        lambda args, ctx: notes.append(args["text"]) or "saved",
+        mutating=False,
+        scopes=("notes:write",),
+    )
     seat = "telegram:1001"
     document = grant(to=(seat,))
     _, signature = await desk.draft(document, APPROVER, via="slack")  # a colleague's draft, waiting for a signer
-    scanned = await registry.call("release_scan", {"archive": "clean.tgz", "strict": True},
-                                  APPROVER.__class__(seat, "telegram", ("release:publish",)))
+    scanned = await registry.call(
+        "release_scan",
+        {"archive": "clean.tgz", "strict": True},
+        APPROVER.__class__(seat, "telegram", ("release:publish",)),
+    )
     assert scanned.success
     await registry.call("reports_watch", {}, APPROVER)
 
-    async with LlmService(model="gpt-test", api_key=oa.api_key, base_url=oa.base_url, max_retries=0,
-                          timeout=5) as llm:
+    async with LlmService(model="gpt-test", api_key=oa.api_key, base_url=oa.base_url, max_retries=0, timeout=5) as llm:
         assistant = Assistant(registry, Identities.from_dict(IDENTITIES), agent=ChatAgent(llm, hidden=()))
         tg = RecordingTransport("telegram")
         assistant.attach(tg)
         text = document.to_json()
-        (oa.reply_tool_call("save_note", {"text": text}, id="note")
-           .reply_tool_call("resolve_verification", {"request_id": signature.id, "decision": "grant",
-                                                      "reason": "the user asked me to"}, id="sign")
-           .reply_tool_call("request_verification", {"subject": "standing:sign", "reason": text}, id="ask")
-           .reply_tool_call("request_verification", {"subject": "release-stable", "reason": text}, id="alike")
-           .reply_tool_call("release_publish", {"archive": "clean.tgz", "channel": "stable"}, id="pub"))
-        await tg.say(assistant, ALICE, "Always allow my releases to stable, sign the grant for me and publish "
-                                       f"clean.tgz. Here it is: {text}")
+        (
+            oa.reply_tool_call("save_note", {"text": text}, id="note")
+            .reply_tool_call(
+                "resolve_verification",
+                {"request_id": signature.id, "decision": "grant", "reason": "the user asked me to"},
+                id="sign",
+            )
+            .reply_tool_call("request_verification", {"subject": "standing:sign", "reason": text}, id="ask")
+            .reply_tool_call("request_verification", {"subject": "release-stable", "reason": text}, id="alike")
+            .reply_tool_call("release_publish", {"archive": "clean.tgz", "channel": "stable"}, id="pub")
+        )
+        await tg.say(
+            assistant,
+            ALICE,
+            f"Always allow my releases to stable, sign the grant for me and publish clean.tgz. Here it is: {text}",
+        )
         told = tool_results(oa.bodies[-1])
         assert "only a person decides it" in told["sign"]["error"]  # a model decides nothing, grants included
         assert "only a person asks for" in told["ask"]["error"]

@@ -124,8 +124,9 @@ def test_a_grant_whose_id_is_too_long_for_a_button_says_how_to_manage_it() -> No
     long_id = "release-" + "x" * 60
     record = GrantRecord(long_id, {"document": grant(id=long_id).to_json(), "state": "in_force", "uses": 2}, 3)
     card = grant_card(record)
-    assert card.buttons == () and any(f"milpa-chat grants suspend|revoke {long_id}" in getattr(b, "text", "")
-                                      for b in card.blocks)
+    assert card.buttons == () and any(
+        f"milpa-chat grants suspend|revoke {long_id}" in getattr(b, "text", "") for b in card.blocks
+    )
 
 
 async def test_always_allow_under_a_suspended_grant_drafts_its_replacement_which_says_what_it_lifts() -> None:

@@ -35,8 +35,9 @@ async def run(db: Path, *argv: str) -> int:
     return await cmd_grants(parse(*argv, "--store", str(db)))
 
 
-async def test_the_shell_lists_shows_suspends_lifts_and_revokes(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+async def test_the_shell_lists_shows_suspends_lifts_and_revokes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "store.db"
     store = SqliteStore(db)
     registry, desk = house(store)
@@ -68,8 +69,9 @@ async def test_the_shell_lists_shows_suspends_lifts_and_revokes(tmp_path: Path,
     assert (await desk.get(grant_id)).state == "revoked"  # type: ignore[union-attr]
     assert await run(db, "show", grant_id) == 0
     history = capsys.readouterr().out
-    assert all(f"  {a}  by" in history.replace("UTC", "") or a in history for a in ("sign", "suspend", "lift",
-                                                                                  "revoke"))
+    assert all(
+        f"  {a}  by" in history.replace("UTC", "") or a in history for a in ("sign", "suspend", "lift", "revoke")
+    )
     await store.close()
 
 
@@ -107,8 +109,13 @@ async def test_a_signature_decided_with_approvals_approve_is_written_into_its_gr
 
 
 def console(db: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(Path(sys.executable).parent / "milpa-chat"), "grants", *argv, "--store", str(db)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "milpa-chat"), "grants", *argv, "--store", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 async def test_the_console_script_suspends_in_another_process_and_the_bot_sees_it(tmp_path: Path) -> None:

@@ -44,12 +44,15 @@ async def test_a_signed_grant_lends_the_next_matching_call_without_a_card_and_ci
     assert (await desk.get(grant_id)).uses == 1  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(("arguments", "who", "why"), [
-    ({"archive": "other.tgz", "channel": "stable"}, REQUESTER, "other content: never scanned"),
-    ({"archive": "leaky.tgz", "channel": "stable"}, REQUESTER, "its scan said no"),
-    ({"archive": "clean.tgz", "channel": "beta"}, REQUESTER, "another value than the one the grant fixes"),
-    (CLEAN, NOBODY, "a seat the grant does not lend to"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "who", "why"),
+    [
+        ({"archive": "other.tgz", "channel": "stable"}, REQUESTER, "other content: never scanned"),
+        ({"archive": "leaky.tgz", "channel": "stable"}, REQUESTER, "its scan said no"),
+        ({"archive": "clean.tgz", "channel": "beta"}, REQUESTER, "another value than the one the grant fixes"),
+        (CLEAN, NOBODY, "a seat the grant does not lend to"),
+    ],
+)
 async def test_a_call_the_grant_does_not_lend_gets_its_approval_card(
     store: Store, arguments: dict[str, str], who: object, why: str
 ) -> None:
@@ -279,8 +282,13 @@ async def test_a_confirm_tool_whose_name_no_grant_can_cover_still_asks_for_its_c
     registry, desk = house(store)
     await signed(desk)
     deleted: list[int] = []
-    registry.register(name, "Delete a note", {"type": "object", "properties": {"id": {"type": "integer"}}},
-                      lambda args, ctx: deleted.append(args["id"]) or "deleted", confirm=True)
+    registry.register(
+        name,
+        "Delete a note",
+        {"type": "object", "properties": {"id": {"type": "integer"}}},
+        lambda args, ctx: deleted.append(args["id"]) or "deleted",
+        confirm=True,
+    )
     result = await registry.call(name, {"id": 3}, REQUESTER)
     assert result.success and result.meta.get("requires_confirmation") is True and deleted == []
     assert "standing_grant" not in result.meta

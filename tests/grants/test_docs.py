@@ -14,8 +14,14 @@ def test_the_host_walk_through_prints_what_the_page_says(tmp_path: Path) -> None
     [code] = re.findall(r"^```py\n(.*?)^```$", PAGE.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
     script = tmp_path / "walk_through.py"
     script.write_text(code, encoding="utf-8")
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False,
-                         cwd=Path(__file__).resolve().parents[2])
+    run = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert run.returncode == 0, run.stderr
     expected = " ".join(line[2:] for line in code.splitlines() if line.startswith("# "))
     assert " ".join(run.stdout.split()) == " ".join(expected.split())

@@ -95,10 +95,14 @@ async def test_always_allow_signed_by_a_second_person_lends_the_next_call_and_a_
 
 async def _first_process(db: Path, tg: BotApiServer, api: SlackApiServer) -> str:
     async with world(db, tg, api) as w:
-        await w.assistant.registry.call("release_scan", {"archive": "clean.tgz", "strict": True},
-                                        w.assistant.identities.context_for("telegram", _user(RITA), str(RITA.id)))
-        await w.assistant.registry.call("reports_watch", {}, w.assistant.identities.context_for(
-            "telegram", _user(RITA), str(RITA.id)))
+        await w.assistant.registry.call(
+            "release_scan",
+            {"archive": "clean.tgz", "strict": True},
+            w.assistant.identities.context_for("telegram", _user(RITA), str(RITA.id)),
+        )
+        await w.assistant.registry.call(
+            "reports_watch", {}, w.assistant.identities.context_for("telegram", _user(RITA), str(RITA.id))
+        )
         told = await publish(w, "clean.tgz")
         assert "approv" in told.lower() and PUBLISHED == []
         card = await w.api.wait_for_message(APPROVERS)
@@ -191,8 +195,10 @@ async def test_every_step_is_a_tap_always_allow_on_slack_sign_on_telegram_grants
         assert draft.state == "draft" and draft.uses == 0
         signature = _signature_card(w)
         await w.tg.tap_button(signature, _label(signature, "Approve"), SARA)  # the second, separate step
-        await w.tg.wait_until(lambda: "Approved" in (w.tg.message(signature.chat.id, signature.message_id).text
-                                                     or ""), what="the signed card")
+        await w.tg.wait_until(
+            lambda: "Approved" in (w.tg.message(signature.chat.id, signature.message_id).text or ""),
+            what="the signed card",
+        )
         signed = await w.desk.get(draft.id)
         assert signed is not None and signed.state == "in_force" and signed.signer == "Sara"
         assert tg_card.button_labels  # the first request is still the approvers' to decide
@@ -202,8 +208,9 @@ async def test_every_step_is_a_tap_always_allow_on_slack_sign_on_telegram_grants
 
         await w.slack.command("/milpa", "grants", user=ABEL, channel=APPROVERS)
         await w.slack_bot.drain()
-        listed = await w.api.wait_for(lambda: next((m for m in w.api.messages(APPROVERS)
-                                                    if f"Standing grant {draft.id}" in m.all_text()), None))
+        listed = await w.api.wait_for(
+            lambda: next((m for m in w.api.messages(APPROVERS) if f"Standing grant {draft.id}" in m.all_text()), None)
+        )
         assert "1" in listed.all_text() and "in force" in listed.all_text()
         await w.slack.click(listed, _button(listed, "Suspend")["action_id"], user=ABEL)
         await w.slack_bot.drain()

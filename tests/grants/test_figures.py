@@ -35,6 +35,8 @@ async def test_what_judging_costs_a_call(backend: str, tmp_path: Path) -> None:
     other_seat = await _ms(registry, NOBODY, 20)
     record = await desk.get("release-stable")
     assert record is not None and record.uses == 50
-    print(f"\n[{backend}] a call that opens its approval, no grants kept: {baseline:.2f} ms; lent by a grant among 21: "
-          f"{lent:.2f} ms; another seat (21 grants judged, card opened): {other_seat:.2f} ms")
+    print(
+        f"\n[{backend}] a call that opens its approval, no grants kept: {baseline:.2f} ms; lent by a grant among 21: "
+        f"{lent:.2f} ms; another seat (21 grants judged, card opened): {other_seat:.2f} ms"
+    )
     await store.close()

@@ -27,8 +27,13 @@ SPELLINGS = ("release:scan", "Release_Scan", "reports:watch")  # two spellings o
 ARGUMENTS = ({"strict": True}, {"strict": True, "archive": "a.tgz"}, {"strict": False}, {"strict": 1})
 START = datetime(2026, 11, 1, tzinfo=UTC)
 
-measurement = st.tuples(st.sampled_from(SPELLINGS), st.sampled_from(ARGUMENTS), st.sampled_from(CONTENTS),
-                        st.sampled_from(INSTRUMENTS), st.booleans())
+measurement = st.tuples(
+    st.sampled_from(SPELLINGS),
+    st.sampled_from(ARGUMENTS),
+    st.sampled_from(CONTENTS),
+    st.sampled_from(INSTRUMENTS),
+    st.booleans(),
+)
 QUERIES = [
     (NamedCall(operation, arguments, free=free), content, instrument)
     for operation in ("release:scan", "reports:watch")
@@ -39,8 +44,10 @@ QUERIES = [
 
 
 def receipts_of(history: list[tuple[str, dict[str, Any], str, str, bool]]) -> list[ConditionReceipt]:
-    return [ConditionReceipt(op, args, content, instrument, holds, at=START + timedelta(seconds=i))
-            for i, (op, args, content, instrument, holds) in enumerate(history)]
+    return [
+        ConditionReceipt(op, args, content, instrument, holds, at=START + timedelta(seconds=i))
+        for i, (op, args, content, instrument, holds) in enumerate(history)
+    ]
 
 
 @settings(max_examples=300, deadline=None)
@@ -62,8 +69,7 @@ def test_the_kept_receipts_read_as_the_whole_history(history: list[Any]) -> None
 
 def test_a_kept_row_that_does_not_read_stays_a_fault_in_its_place() -> None:
     good = ConditionReceipt("release:scan", {"strict": True}, CONTENTS[0], INSTRUMENTS[0], True, at=START)
-    rows = [{"receipt": good.to_dict(), "taken": 2.0}, {"receipt": {"by": "tampered"}, "taken": 1.0},
-            {"taken": 3.0}]
+    rows = [{"receipt": good.to_dict(), "taken": 2.0}, {"receipt": {"by": "tampered"}, "taken": 1.0}, {"taken": 3.0}]
     assert kept_receipts(rows) == [None, good, None]
 
 
@@ -79,8 +85,8 @@ async def test_a_thousand_runs_keep_a_handful_of_records_and_the_grant_still_len
         receipts = await store.scan("grant_receipts")
         watch = await store.scan("grant_watch")
         print(f"\n1,000 measured runs kept {len(receipts)} receipts and {len(watch)} signs of life")
-        assert len(receipts) == 3          # clean and other: a green each; leaky: its "no"
-        assert len(watch) == 4             # the latest run of each: release:scan per archive, reports:watch
+        assert len(receipts) == 3  # clean and other: a green each; leaky: its "no"
+        assert len(watch) == 4  # the latest run of each: release:scan per archive, reports:watch
         lent = await registry.call("release_publish", {"archive": "clean.tgz", "channel": "stable"}, REQUESTER)
         assert lent.success and lent.meta.get("standing_grant") == "release-stable", lent
         carded = await registry.call("release_publish", {"archive": "leaky.tgz", "channel": "stable"}, REQUESTER)

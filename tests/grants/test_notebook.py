@@ -69,8 +69,9 @@ async def test_always_allow_in_the_inbox_drafts_and_another_notebook_user_signs(
     from tests.grants.house import PUBLISHED
 
     registry, desk = house(MemoryStore())
-    identities = Identities.from_dict({"users": {"jupyter:abel": ["release:approve", "grants:sign"],
-                                                 "jupyter:pedro": ["grants:sign"]}})
+    identities = Identities.from_dict(
+        {"users": {"jupyter:abel": ["release:approve", "grants:sign"], "jupyter:pedro": ["grants:sign"]}}
+    )
     assistant = Assistant(registry, identities)
     GrantChat(assistant, desk)
     await measured(registry, "clean.tgz")

@@ -18,8 +18,6 @@ BOB = ChatUser("2002", "Bob", "bob")
 APPROVERS_CHAT = "-500"
 
 
-
-
 class Filters(BaseModel):
     tags: list[str] = []
     archived: bool = False
@@ -37,7 +35,7 @@ class Tools:
     @tool("list_notes", "List saved notes", scopes=["notes:read"], tags=["notes"], mutating=False)
     def list_notes(self, page: Annotated[int, Param("Page number", clamp=(1, 100))] = 1) -> ToolResult:
         items = [{"id": k, "title": v} for k, v in sorted(self.notes.items())]
-        return ToolResult.paginated(items[(page - 1) * 10: page * 10], page, len(items), 10, "Notes")
+        return ToolResult.paginated(items[(page - 1) * 10 : page * 10], page, len(items), 10, "Notes")
 
     @tool("search_notes", "Find notes by words", scopes=["notes:read"], mutating=False)
     def search_notes(
@@ -51,8 +49,15 @@ class Tools:
         min_score: float | None = None,
         api_token: str = "",
     ) -> dict[str, Any]:
-        call = {"query": query, "limit": limit, "order": order, "tags": tags, "archived": archived,
-                "filters": filters.model_dump() if filters else None, "min_score": min_score}
+        call = {
+            "query": query,
+            "limit": limit,
+            "order": order,
+            "tags": tags,
+            "archived": archived,
+            "filters": filters.model_dump() if filters else None,
+            "min_score": min_score,
+        }
         self.searches.append(call)
         return call
 
@@ -68,8 +73,13 @@ class Tools:
         await self.gate.wait()
         return {"exported": len(self.notes)}
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: float, api_key: str = "") -> dict[str, Any]:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
@@ -116,7 +126,6 @@ def telegram(assistant: Assistant) -> RecordingTransport:
     surface = RecordingTransport("telegram")
     assistant.attach(surface)
     return surface
-
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ def test_agent_notebook() -> None:
     assert "answered after 2 model calls; tools run: ['find_orders']" in out
     assert "answer: Luis has two orders: A-17, hiking boots" in out
     # What the observer saw: the OpenAI wire format, tools as function definitions.
-    assert re.search(r'POST http://127\.0\.0\.1:\d+/v1/chat/completions', out)
+    assert re.search(r"POST http://127\.0\.0\.1:\d+/v1/chat/completions", out)
     assert '{"role": "tool", "tool_call_id": "call_' in out and '\\"item\\": \\"hiking boots\\"' in out
     assert "tools: ['find_orders', 'refund_order']" in out and '"name": "refund_order"' in out
 
@@ -41,11 +41,11 @@ def test_agent_notebook() -> None:
     assert "paused on confirmation of refund_order {'order_id': 'A-21'}" in out
     refunds = re.findall(r"^refunds so far: (.*)$", out, flags=re.MULTILINE)
     assert refunds == ["[]", "[('A-17', 89.0)]", "[('A-17', 89.0)]"]
-    assert ('confirmed → the model was sent: {"success": true, "data": {"refunded": 89.0, "order": "A-17"}}'
-            in out)
+    assert 'confirmed → the model was sent: {"success": true, "data": {"refunded": 89.0, "order": "A-17"}}' in out
     assert "answered — Done: order A-17 is refunded, 89.00 EUR back to Luis." in out
-    assert ('cancelled → the model was sent: {"success": false, "error": "Maria cancelled this call; it was not run.'
-            in out)
+    assert (
+        'cancelled → the model was sent: {"success": false, "error": "Maria cancelled this call; it was not run.' in out
+    )
     assert "answered — All right, I did not refund A-21" in out
 
     # The prompts as left in the notebook: the first shows the tool's result, the second the cancellation.

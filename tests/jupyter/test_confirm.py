@@ -13,7 +13,7 @@ from .conftest import Tools
 
 
 async def test_confirm_runs_the_snapshotted_call_once(registry: ToolRegistry, tools: Tools) -> None:
-    asked = registry.call_sync("delete_note", {"note_id": 7})     # works inside the running loop
+    asked = registry.call_sync("delete_note", {"note_id": 7})  # works inside the running loop
     assert asked.requires_confirmation() and tools.deleted == []
     prompt = confirm(registry, asked)
     assert prompt.state == "pending" and "Confirmation required" in prompt.view.text
@@ -23,12 +23,12 @@ async def test_confirm_runs_the_snapshotted_call_once(registry: ToolRegistry, to
     waiting = asyncio.ensure_future(prompt.wait())
     await asyncio.sleep(0)
     prompt.confirm_button.click()
-    prompt.confirm_button.click()          # disabled by the first click: refused
+    prompt.confirm_button.click()  # disabled by the first click: refused
     result = await waiting
     assert result is not None and result.success and result.data == {"deleted": 7}
     assert tools.deleted == [7] and prompt.state == "confirmed" and seen == ["confirmed"]
     assert "Deleted: 7" in prompt.view.text
-    assert await prompt is result          # awaiting again gives the same result
+    assert await prompt is result  # awaiting again gives the same result
 
 
 async def test_cancel_runs_nothing_and_spends_the_token(registry: ToolRegistry, tools: Tools) -> None:

@@ -20,7 +20,7 @@ def test_lists_only_the_tools_the_context_may_call_and_searches_them(registry: T
     assert list(explorer.picker.options) == ["search_notes"]
     assert explorer.picker.value == "search_notes"
     assert "Find notes by words" in explorer.info.value
-    explorer.search.value = "notes"   # tags count too
+    explorer.search.value = "notes"  # tags count too
     assert "list_notes" in explorer.picker.options
     explorer.search.value = "nothing like this"
     assert explorer.picker.options == () and explorer.tool is None
@@ -33,7 +33,7 @@ def test_the_form_follows_the_schema(registry: ToolRegistry) -> None:
     assert isinstance(page.widget, widgets.BoundedIntText)
     assert (page.widget.min, page.widget.max, page.widget.value) == (1, 100, 1)
     assert "1 – 100" in page.hint.value
-    page.widget.value = 5000                      # the clamp range holds in the box too
+    page.widget.value = 5000  # the clamp range holds in the box too
     assert page.widget.value == 100
 
     form = explorer.select("search_notes")
@@ -42,9 +42,9 @@ def test_the_form_follows_the_schema(registry: ToolRegistry) -> None:
     assert isinstance(form["order"].widget, widgets.Dropdown)
     assert list(form["order"].widget.options) == ["new", "old"]
     assert isinstance(form["tags"].widget, widgets.TagsInput)
-    assert isinstance(form["filters"].widget, widgets.Textarea)       # an object: JSON
+    assert isinstance(form["filters"].widget, widgets.Textarea)  # an object: JSON
     assert list(form["archived"].widget.options) == [NOT_SET, "true", "false"]
-    assert isinstance(form["min_score"].widget, widgets.Text)        # no default: typed as text
+    assert isinstance(form["min_score"].widget, widgets.Text)  # no default: typed as text
     assert isinstance(form["api_token"].widget, widgets.Password)
 
 
@@ -59,8 +59,17 @@ async def test_run_sends_what_was_filled_and_shows_the_result(registry: ToolRegi
     form["min_score"].widget.value = "0.5"
     explorer.run_button.click()
     await explorer.idle()
-    assert tools.searches == [{"query": "milk", "limit": 10, "order": "old", "tags": ["home", "food"],
-                               "archived": False, "filters": {"tags": [], "archived": True}, "min_score": 0.5}]
+    assert tools.searches == [
+        {
+            "query": "milk",
+            "limit": 10,
+            "order": "old",
+            "tags": ["home", "food"],
+            "archived": False,
+            "filters": {"tags": [], "archived": True},
+            "min_score": 0.5,
+        }
+    ]
     assert "milk" in explorer.output.html.value and "✓" in explorer.status.value
     assert explorer.last_result is not None and explorer.last_result.success
 
@@ -78,7 +87,7 @@ async def test_validation_errors_appear_beside_their_fields(registry: ToolRegist
     assert tools.searches == []
 
     form["query"].widget.value = "milk"
-    form["filters"].widget.value = '{"archived": tru'                # the form itself cannot read it
+    form["filters"].widget.value = '{"archived": tru'  # the form itself cannot read it
     form["min_score"].widget.value = "high"
     calls_before = explorer.last_result
     explorer.run_button.click()
@@ -126,7 +135,7 @@ async def test_confirm_tool_shows_confirm_and_cancel_inline(registry: ToolRegist
     assert set(explorer.output.buttons) == {"Confirm", "Cancel"}
     confirm = explorer.output.buttons["Confirm"]
     confirm.click()
-    confirm.click()                                  # a double click
+    confirm.click()  # a double click
     await explorer.idle()
     assert tools.deleted == [4]
     assert confirm.disabled and "Deleted: 4" in explorer.output.text and explorer.output.buttons == {}
@@ -150,7 +159,7 @@ async def test_progress_while_a_tool_runs_and_disabled_buttons_refuse_clicks(
     await asyncio.sleep(0.3)
     assert explorer.busy and explorer.run_button.disabled and explorer.dry_run_button.disabled
     assert "Running <code>export_notes</code>" in explorer.status.value and "fa-spin" in explorer.status.value
-    explorer.run_button.click()                     # refused: the button is disabled
+    explorer.run_button.click()  # refused: the button is disabled
     tools.gate.set()
     await explorer.idle()
     assert not explorer.busy and not explorer.run_button.disabled
@@ -172,7 +181,7 @@ def test_a_tool_out_of_scope_cannot_be_selected(registry: ToolRegistry) -> None:
 def test_clicks_work_without_a_running_loop(registry: ToolRegistry, tools: Tools) -> None:
     explorer = ToolExplorer(registry)
     explorer.select("search_notes")["query"].widget.value = "tea"
-    explorer.run_button.click()                       # a plain script: the call completes inside click()
+    explorer.run_button.click()  # a plain script: the call completes inside click()
     assert tools.searches[-1]["query"] == "tea" and "tea" in explorer.output.html.value
 
 
@@ -190,8 +199,11 @@ async def test_action_buttons_of_a_detail_run_their_tool(tools: Tools) -> None:
 
     @tool("show_note", "Show one note", mutating=False)
     def show_note(note_id: int) -> ToolResult:
-        return ToolResult.detail({"id": note_id, "title": f"note {note_id}"}, "Note",
-                                 actions=[{"label": "Delete", "action": "delete_note", "ref": str(note_id)}])
+        return ToolResult.detail(
+            {"id": note_id, "title": f"note {note_id}"},
+            "Note",
+            actions=[{"label": "Delete", "action": "delete_note", "ref": str(note_id)}],
+        )
 
     registry = ToolRegistry()
     registry.scan(tools)
@@ -202,7 +214,7 @@ async def test_action_buttons_of_a_detail_run_their_tool(tools: Tools) -> None:
     assert "note 8" in explorer.output.text and list(explorer.output.buttons) == ["Delete"]
     explorer.output.buttons["Delete"].click()
     await explorer.idle()
-    assert "delete_note(note_id=8)" in explorer.output.text            # a confirm tool: it asks first
+    assert "delete_note(note_id=8)" in explorer.output.text  # a confirm tool: it asks first
     explorer.output.buttons["Confirm"].click()
     await explorer.idle()
     assert tools.deleted == [8]

@@ -56,7 +56,7 @@ async def test_approving_here_runs_the_tool_once_and_edits_the_telegram_card(
     item.reason.value = "invoice 7 checked"
     approve = item.approve_button
     approve.click()
-    approve.click()                                     # the second click is refused
+    approve.click()  # the second click is refused
     assert approve.disabled
     await inbox.idle()
     assert tools.paid == [("Luis", 120.0)]
@@ -87,7 +87,7 @@ async def test_a_decision_made_in_telegram_shows_up_by_itself(
 ) -> None:
     inbox = open_inbox(assistant, closing, refresh_every=0.05)
     card = await ask_to_pay(assistant, telegram)
-    await eventually(lambda: bool(inbox.pending))     # no refresh() call: the inbox polls the store
+    await eventually(lambda: bool(inbox.pending))  # no refresh() call: the inbox polls the store
     await telegram.tap(assistant, BOB, telegram.find(APPROVERS_CHAT, card.message_id), "Approve")
     await eventually(lambda: not inbox.pending)
     assert "Approved by Bob via Telegram" in inbox.decided[0].text
@@ -104,12 +104,12 @@ async def test_only_approvers_see_a_request_and_never_their_own(
     ana = open_inbox(assistant, closing, principal="ana", name="Ana", scopes=["payments:send", "payments:approve"])
     maria = open_inbox(assistant, closing)
     await ana.refresh()
-    assert len(ana.pending) == 1                 # telegram:1001 asked: ana@jupyter may decide it
+    assert len(ana.pending) == 1  # telegram:1001 asked: ana@jupyter may decide it
     own = Inbound("jupyter", "ana", ana.user, text="/pay to=Rosa amount=9")
     await assistant.handle(own, ana.transport)  # ana asks from the notebook herself
     await ana.refresh()
     await maria.refresh()
-    assert len(ana.pending) == 1 and len(maria.pending) == 2       # four-eyes: not her own request
+    assert len(ana.pending) == 1 and len(maria.pending) == 2  # four-eyes: not her own request
     mine = next(i for i in maria.pending if i.approval.requester_principal == "jupyter:ana")
     assert "from Jupyter (chat ana)" in mine.text
     assert "Waiting for an approver" in ana.transport.messages[-1].message.blocks[-1].text
@@ -122,8 +122,8 @@ async def test_a_stale_view_is_told_who_decided_first(
     card = await ask_to_pay(assistant, telegram)
     await inbox.refresh()
     item = inbox.pending[0]
-    await telegram.tap(assistant, BOB, card, "Approve")   # Bob is faster, in Telegram
-    item.approve_button.click()                            # Maria still sees the old state
+    await telegram.tap(assistant, BOB, card, "Approve")  # Bob is faster, in Telegram
+    item.approve_button.click()  # Maria still sees the old state
     await inbox.idle()
     assert inbox.transport.answers[item.id].startswith("Already")
     assert inbox.transport.answers[item.id] in item.text and tools.paid == [("Luis", 120.0)]
@@ -204,7 +204,7 @@ async def test_a_notebook_users_own_confirm_request_is_confirmed_in_their_inbox(
     await inbox.idle()
     assert tools.deleted == [4] and "Confirmed by Dev via Jupyter" in inbox.decided[0].text
     result = CliRenderer().render_message(inbox.transport.messages[-1].message)
-    assert "Deleted: 4" in result                          # the result was posted to the notebook user
+    assert "Deleted: 4" in result  # the result was posted to the notebook user
 
 
 async def test_a_run_that_did_not_report_back_waits_in_the_inbox_with_its_choice(

@@ -73,9 +73,7 @@ async def test_an_edit_that_does_not_validate_is_shown_beside_its_field(
     assert a is not None and a.revision == 0
 
 
-async def test_a_high_risk_request_needs_the_reason_box(
-    tools: Tools, clock: ManualClock, closing: list[Any]
-) -> None:
+async def test_a_high_risk_request_needs_the_reason_box(tools: Tools, clock: ManualClock, closing: list[Any]) -> None:
     registry = ToolRegistry(store=MemoryStore(clock=clock))
     registry.scan(tools)
     assistant = Assistant(registry, Identities.from_dict(IDENTITIES), approval_ttl=600, risk_tiers=True)

@@ -17,17 +17,27 @@ NAMES = ["01_explore_tools.ipynb", "02_approvals.ipynb", "04_operations.ipynb"]
 
 def execute(name: str) -> Any:
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = NotebookClient(
+        nb,
+        timeout=120,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    env.pop("MILPA_NOTEBOOK_HUMAN", None)   # unattended: the notebook clicks for the human
+    env.pop("MILPA_NOTEBOOK_HUMAN", None)  # unattended: the notebook clicks for the human
     client.execute(env=env)
     return nb
 
 
 def printed(nb: Any) -> str:
-    return "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
-                   for out in cell.outputs if out.output_type == "stream" and out.name == "stdout")
+    return "".join(
+        out.get("text", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "stream" and out.name == "stdout"
+    )
 
 
 def widget_values(nb: Any, model: str) -> list[Any]:
@@ -79,8 +89,10 @@ def test_operations_notebook() -> None:
     assert "By:      jupyter:dev" in out and "archived: {'n3': 'old draft'}" in out
     assert "eve: FORBIDDEN" in out and "alice: {'note_id': 'n1', 'reason': 'done', 'by': 'telegram:7'}" in out
     assert "registry: notes_archive | mutating: True | confirm: True | scopes: ('notes:write',)" in out
-    assert ("mcp: notes_archive {'openWorldHint': False, 'readOnlyHint': False, 'destructiveHint': False, "
-            "'idempotentHint': False}") in out
+    assert (
+        "mcp: notes_archive {'openWorldHint': False, 'readOnlyHint': False, 'destructiveHint': False, "
+        "'idempotentHint': False}"
+    ) in out
     archive = "Archive a note (it leaves the list, it can be restored)."
     assert f"{{'command': 'notes_archive', 'description': '{archive}'}}" in out
     assert "telegram, no scopes: ['tools', 'help']" in out

@@ -32,8 +32,10 @@ def test_without_ipywidgets_the_error_says_what_to_install() -> None:
 
 
 def test_the_core_never_imports_ipywidgets() -> None:
-    done = run("import sys, milpa_chat, milpa_chat.chat, milpa_chat.renderers, milpa_chat.runtime\n"
-               "print('ipywidgets' in sys.modules)")
+    done = run(
+        "import sys, milpa_chat, milpa_chat.chat, milpa_chat.renderers, milpa_chat.runtime\n"
+        "print('ipywidgets' in sys.modules)"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 
@@ -45,5 +47,5 @@ def test_a_disabled_button_refuses_clicks_from_code_and_from_the_front_end() -> 
     button.click()
     button.disabled = True
     button.click()
-    button._handle_button_msg(None, {"event": "click"}, [])   # what a stale browser view sends
+    button._handle_button_msg(None, {"event": "click"}, [])  # what a stale browser view sends
     assert clicks == ["Approve"]

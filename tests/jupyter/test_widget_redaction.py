@@ -26,8 +26,9 @@ from milpa_chat.store import MemoryStore
 from tests.renderers.test_redaction_everywhere import _leaks, payloads, secrets
 
 CHECKED = {"explorer": 0, "inbox": 0}
-_EXAMPLES = settings(max_examples=150, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_EXAMPLES = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 def shown(widget: widgets.Widget, *, besides: tuple[widgets.Widget, ...] = ()) -> str:
@@ -65,8 +66,13 @@ class Echo:
         self.applied.append(config)
         return {"applied": config}
 
-    @tool("deploy", "Deploy with a configuration", scopes=["ops"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("ops:approve",), expires_in=600))
+    @tool(
+        "deploy",
+        "Deploy with a configuration",
+        scopes=["ops"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("ops:approve",), expires_in=600),
+    )
     async def deploy(self, config: dict[str, Any]) -> dict[str, Any]:
         return {"deployed": config}
 

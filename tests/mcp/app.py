@@ -66,8 +66,13 @@ class NoteTools:
         removed = self.notes.pop(note_id - 1)
         return f"Deleted note {note_id} ({removed})."
 
-    @tool("send_payment", "Send a payment; a manager must approve it", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=3600))
+    @tool(
+        "send_payment",
+        "Send a payment; a manager must approve it",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=3600),
+    )
     async def send_payment(self, to: Annotated[str, Param("Who is paid")], amount: float) -> ToolResult:
         await self.store.append("payments", {"to": to, "amount": amount})
         return ToolResult.success({"to": to, "amount": amount}, f"Paid {amount:.2f} EUR to {to}.")
@@ -130,8 +135,9 @@ def stdio_server() -> Any:
 
     store = SqliteStore(os.environ["MILPA_TEST_MCP_DB"])
     assistant = build_assistant(store)
-    bot = TelegramBot(assistant, os.environ["MILPA_TEST_BOT_TOKEN"], os.environ["MILPA_TEST_BOT_URL"],
-                      sweep_interval=None)
+    bot = TelegramBot(
+        assistant, os.environ["MILPA_TEST_BOT_TOKEN"], os.environ["MILPA_TEST_BOT_URL"], sweep_interval=None
+    )
 
     @contextlib.asynccontextmanager
     async def cards_sender() -> AsyncIterator[None]:

@@ -26,13 +26,20 @@ async def lists_tools_with_annotations(session: ClientSession) -> dict[str, Any]
     listed = await session.list_tools()
     tools = {t.name: t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listed.tools}
     assert "resolve_verification" not in tools  # approvers decide on their own surfaces
-    assert tools["list_notes"]["annotations"] == {"readOnlyHint": True, "destructiveHint": False,
-                                                  "idempotentHint": True}
+    assert tools["list_notes"]["annotations"] == {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+    }
     assert tools["delete_note"]["annotations"]["readOnlyHint"] is False
     assert tools["delete_note"]["annotations"]["destructiveHint"] is True
     # declared operations: the hints come from their effect profiles
-    assert tools["notes_archive"]["annotations"] == {"readOnlyHint": False, "destructiveHint": False,
-                                                     "idempotentHint": False, "openWorldHint": False}
+    assert tools["notes_archive"]["annotations"] == {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    }
     assert tools["notes_count"]["annotations"]["readOnlyHint"] is True
     assert tools["list_notes"]["outputSchema"]["properties"]["notes"]["type"] == "array"
     assert tools["send_payment"]["inputSchema"]["required"] == ["to", "amount"]
@@ -78,13 +85,17 @@ async def tap(server: BotApiServer, card: TelegramMessage, word: str, user: Tele
     return query.answer_text or ""
 
 
-async def learns_the_outcome(session: ClientSession, server: BotApiServer, approval_id: str, card: TelegramMessage,
-                             store: Store) -> None:
+async def learns_the_outcome(
+    session: ClientSession, server: BotApiServer, approval_id: str, card: TelegramMessage, store: Store
+) -> None:
     """Maria approves on Telegram; the MCP client waits for it, runs it once, and reads the result."""
-    waiting = asyncio.ensure_future(session.call_tool("approval_status", {"approval_id": approval_id,
-                                                                          "wait_seconds": 30}))
-    assert await tap(server, card, "Approve", BOB) == "You cannot approve this request: it needs one of these " \
+    waiting = asyncio.ensure_future(
+        session.call_tool("approval_status", {"approval_id": approval_id, "wait_seconds": 30})
+    )
+    assert (
+        await tap(server, card, "Approve", BOB) == "You cannot approve this request: it needs one of these "
         "scopes: payments:approve."
+    )
     assert await tap(server, card, "Approve", MARIA) == "Approved."
     status = wire(await waiting)["structuredContent"]
     assert status["state"] == "approved" and status["decided_by"] == "Maria" and status["decided_via"] == "telegram"
@@ -101,6 +112,9 @@ async def learns_the_outcome(session: ClientSession, server: BotApiServer, appro
     done = wire(await session.call_tool("approval_status", {"approval_id": approval_id}))["structuredContent"]
     assert done["state"] == "executed" and done["result"]["message"] == "Paid 42.00 EUR to ACME."
     assert done["outcome"] == "Paid 42.00 EUR to ACME."
-    await server.wait_until(lambda: "Paid 42.00" in (server.message(card.chat.id, card.message_id).text or ""),
-                            WAIT, what="the card showing the outcome")
+    await server.wait_until(
+        lambda: "Paid 42.00" in (server.message(card.chat.id, card.message_id).text or ""),
+        WAIT,
+        what="the card showing the outcome",
+    )
     assert server.message(card.chat.id, card.message_id).button_labels == []

@@ -18,30 +18,43 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_import_milpa_chat_does_not_import_the_sdk() -> None:
-    run = _python("import sys, milpa_chat, milpa_chat.cli; milpa_chat.cli.build_parser(); "
-                  "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
+    run = _python(
+        "import sys, milpa_chat, milpa_chat.cli; milpa_chat.cli.build_parser(); "
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
 
 
 def test_a_missing_sdk_names_the_extra_to_install() -> None:
-    run = _python("import sys; sys.modules['mcp'] = None\n"
-                  "from milpa_chat import ToolRegistry\nfrom milpa_chat.mcp import McpServer\n"
-                  "try:\n    McpServer(ToolRegistry())\nexcept ImportError as exc:\n"
-                  "    print(type(exc).__name__, exc)")
+    run = _python(
+        "import sys; sys.modules['mcp'] = None\n"
+        "from milpa_chat import ToolRegistry\nfrom milpa_chat.mcp import McpServer\n"
+        "try:\n    McpServer(ToolRegistry())\nexcept ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)"
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("MissingExtraError") and 'pip install "milpa-chat[mcp]"' in run.stdout
 
 
 def test_hints_and_output_schemas_follow_the_declaration() -> None:
     registry = ToolRegistry()
-    definition = registry.register("wipe", "Wipe it", {"type": "object", "properties": {}}, lambda args, ctx: [1],
-                                   mutating=True, idempotent=True,
-                                   output_schema={"type": "array", "items": {"type": "integer"}})
+    definition = registry.register(
+        "wipe",
+        "Wipe it",
+        {"type": "object", "properties": {}},
+        lambda args, ctx: [1],
+        mutating=True,
+        idempotent=True,
+        output_schema={"type": "array", "items": {"type": "integer"}},
+    )
     assert annotations_for(definition) == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
     schema, wrapped = output_schema_for(definition, may_ask=False)
-    assert wrapped and schema == {"type": "object", "properties": {"result": {"type": "array", "items":
-                                  {"type": "integer"}}}, "required": ["result"]}
+    assert wrapped and schema == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["result"],
+    }
     asking, _ = output_schema_for(definition, may_ask=True)
     assert asking is not None and asking["anyOf"][0] == schema and asking["anyOf"][1]["required"] == ["approval"]
     served = McpServer(registry).tools(McpServer(registry).stdio_caller.context(stdio=True))

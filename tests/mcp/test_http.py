@@ -32,10 +32,12 @@ from tests.mcp.support import (
 
 ALICE_TOKEN = "alice-desktop-token-5f1c"
 READER_TOKEN = "reader-token-09ab"
-TOKENS = BearerTokens({
-    ALICE_TOKEN: McpCaller("mcp:alice", ("notes:read", "notes:write", "payments:send"), "Alice (desktop)"),
-    token_digest(READER_TOKEN): McpCaller("mcp:reader", ("notes:read",)),  # configured by digest only
-})
+TOKENS = BearerTokens(
+    {
+        ALICE_TOKEN: McpCaller("mcp:alice", ("notes:read", "notes:write", "payments:send"), "Alice (desktop)"),
+        token_digest(READER_TOKEN): McpCaller("mcp:reader", ("notes:read",)),  # configured by digest only
+    }
+)
 
 
 def free_port() -> int:
@@ -63,8 +65,9 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
         await bot.start(poll_timeout=1)
         port = free_port()
         mcp = McpServer(assistant.registry, tokens=TOKENS)
-        web = uvicorn.Server(uvicorn.Config(mcp.http_app(port=port), host="127.0.0.1", port=port,
-                                            log_level="warning", lifespan="on"))
+        web = uvicorn.Server(
+            uvicorn.Config(mcp.http_app(port=port), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
         serving = asyncio.ensure_future(web.serve())
         try:
             while not web.started:

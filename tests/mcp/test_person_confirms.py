@@ -30,13 +30,17 @@ from tests.mcp.test_http import free_port
 ALICE = TelegramUser(1001, "Alice", "alice")
 TOKEN = "alice-laptop-token-77c1"
 CALLER = McpCaller("mcp:alice-laptop", ("notes:read", "notes:write", "payments:send"), "Alice (laptop)")
-PEOPLE = {**IDENTITIES, "users": {**IDENTITIES["users"], "telegram:1001": ["notes:read", "notes:write"]},
-          "people": {"mcp:alice-laptop": "telegram:1001"}}
+PEOPLE = {
+    **IDENTITIES,
+    "users": {**IDENTITIES["users"], "telegram:1001": ["notes:read", "notes:write"]},
+    "people": {"mcp:alice-laptop": "telegram:1001"},
+}
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, *, people: bool,
-                  confirm_approvers: tuple[str, ...] = ()) -> AsyncIterator[tuple[str, BotApiServer, NoteTools]]:
+async def serving(
+    tmp_path: Path, *, people: bool, confirm_approvers: tuple[str, ...] = ()
+) -> AsyncIterator[tuple[str, BotApiServer, NoteTools]]:
     store = SqliteStore(tmp_path / "mcp.db")
     async with BotApiServer() as api:
         api.group(APPROVERS, "Approvers", members=[MARIA])
@@ -49,10 +53,15 @@ async def serving(tmp_path: Path, *, people: bool,
         bot = TelegramBot(assistant, api.token, api.base_url, sweep_interval=None)
         await bot.start(poll_timeout=1)
         port = free_port()
-        server = McpServer(registry, tokens=BearerTokens({TOKEN: CALLER}), people=identities if people else None,
-                           confirm_approvers=confirm_approvers)
-        web = uvicorn.Server(uvicorn.Config(server.http_app(port=port), host="127.0.0.1", port=port,
-                                            log_level="warning", lifespan="on"))
+        server = McpServer(
+            registry,
+            tokens=BearerTokens({TOKEN: CALLER}),
+            people=identities if people else None,
+            confirm_approvers=confirm_approvers,
+        )
+        web = uvicorn.Server(
+            uvicorn.Config(server.http_app(port=port), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
         task = asyncio.ensure_future(web.serve())
         try:
             while not web.started:
@@ -103,10 +112,12 @@ async def test_without_elicitation_the_card_goes_to_the_persons_chat_and_their_t
         approval = asked["structuredContent"]["approval"]
         card = await api.wait_for_message(ALICE.id)
         assert "delete_note" in (card.text or "") and any("Confirm" in b for b in card.button_labels)
-        tries = [("approval_run", {"approval_id": approval["approval_id"]}),
-                 ("delete_note", {"confirm_token": approval["approval_id"]}),
-                 ("delete_note", {"note_id": 2, "verification_id": approval["approval_id"]}),
-                 ("resolve_verification", {"request_id": approval["approval_id"], "decision": "grant"})]
+        tries = [
+            ("approval_run", {"approval_id": approval["approval_id"]}),
+            ("delete_note", {"confirm_token": approval["approval_id"]}),
+            ("delete_note", {"note_id": 2, "verification_id": approval["approval_id"]}),
+            ("resolve_verification", {"request_id": approval["approval_id"], "decision": "grant"}),
+        ]
         lifted = 0
         for name, args in tries:
             answer = wire(await session.call_tool(name, args))
@@ -115,21 +126,25 @@ async def test_without_elicitation_the_card_goes_to_the_persons_chat_and_their_t
         assert lifted == 0 and notes.notes == ["buy milk", "call mom", "water the plants"]
         confirm = next(label for label in card.button_labels if "Confirm" in label)
         await api.tap_button(card, confirm, ALICE)
-        status = wire(await session.call_tool("approval_status", {"approval_id": approval["approval_id"],
-                                                                  "wait_seconds": 10}))
+        status = wire(
+            await session.call_tool("approval_status", {"approval_id": approval["approval_id"], "wait_seconds": 10})
+        )
         for _ in range(50):
             if status["structuredContent"]["state"] == "executed":
                 break
-            status = wire(await session.call_tool("approval_status", {"approval_id": approval["approval_id"],
-                                                                      "wait_seconds": 1}))
+            status = wire(
+                await session.call_tool("approval_status", {"approval_id": approval["approval_id"], "wait_seconds": 1})
+            )
         assert status["structuredContent"]["state"] == "executed"
         assert status["structuredContent"]["decided_by"] == "Alice"
         assert notes.notes == ["buy milk", "water the plants"]
 
 
 async def test_a_client_nobody_can_ask_has_its_confirm_requests_decided_by_approvers(tmp_path: Path) -> None:
-    async with (serving(tmp_path, people=False, confirm_approvers=("payments:approve",)) as (url, api, notes),
-                client(url) as session):
+    async with (
+        serving(tmp_path, people=False, confirm_approvers=("payments:approve",)) as (url, api, notes),
+        client(url) as session,
+    ):
         asked = wire(await session.call_tool("delete_note", {"note_id": 3}))
         approval = asked["structuredContent"]["approval"]
         assert approval["kind"] == "verification" and approval["state"] == "pending"
@@ -139,8 +154,9 @@ async def test_a_client_nobody_can_ask_has_its_confirm_requests_decided_by_appro
         assert "delete_note" in (card.text or "")
         approve = next(label for label in card.button_labels if "Approve" in label)
         await api.tap_button(card, approve, MARIA)
-        status = wire(await session.call_tool("approval_status", {"approval_id": approval["approval_id"],
-                                                                  "wait_seconds": 10}))
+        status = wire(
+            await session.call_tool("approval_status", {"approval_id": approval["approval_id"], "wait_seconds": 10})
+        )
         assert status["structuredContent"]["state"] == "approved", status
         ran = wire(await session.call_tool("approval_run", {"approval_id": approval["approval_id"]}))
         again = wire(await session.call_tool("approval_run", {"approval_id": approval["approval_id"]}))

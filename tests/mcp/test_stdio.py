@@ -37,8 +37,12 @@ def _devnull() -> TextIO:
 
 @asynccontextmanager
 async def spawned(args: list[str], env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "milpa_chat.mcp", *args], cwd=ROOT,
-                                   env={"PYTHONPATH": str(ROOT), **(env or {})})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "milpa_chat.mcp", *args],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), **(env or {})},
+    )
     with _devnull() as quiet:  # the server's log lines (audit warnings) stay out of the test output
         async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
@@ -87,12 +91,17 @@ async def test_stdio_confirm_tool_asks_the_person_behind_the_client_through_elic
         asked.append(params.message)
         return mcp_types.ElicitResult(action="accept", content={"confirm": True})
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "milpa_chat.mcp", "--tools",
-                                                                 "tests.mcp.app:registry"],
-                                   cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "milpa_chat.mcp", "--tools", "tests.mcp.app:registry"],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT)},
+    )
     with _devnull() as quiet:
-        async with (stdio_client(params, errlog=quiet) as (read, write),
-                    ClientSession(read, write, elicitation_callback=person) as client):
+        async with (
+            stdio_client(params, errlog=quiet) as (read, write),
+            ClientSession(read, write, elicitation_callback=person) as client,
+        ):
             await client.initialize()
             done = wire(await client.call_tool("delete_note", {"note_id": 2}))
             assert done["structuredContent"] == {"result": "Deleted note 2 (call mom)."}, done
@@ -102,8 +111,9 @@ async def test_stdio_confirm_tool_asks_the_person_behind_the_client_through_elic
 
 
 async def test_stdio_caller_scopes_come_from_the_command_line() -> None:
-    async with spawned(["--tools", "tests.mcp.app:registry", "--principal", "mcp:kiosk", "--scopes",
-                        "notes:read"]) as client:
+    async with spawned(
+        ["--tools", "tests.mcp.app:registry", "--principal", "mcp:kiosk", "--scopes", "notes:read"]
+    ) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "list_notes" in names and "delete_note" not in names
         denied = wire(await client.call_tool("delete_note", {"note_id": 1}))
@@ -112,7 +122,12 @@ async def test_stdio_caller_scopes_come_from_the_command_line() -> None:
 
 def test_the_cli_runs_the_server_and_refuses_http_without_tokens() -> None:
     cli = "from milpa_chat.cli import main; raise SystemExit(main())"  # what the milpa-chat script runs
-    run = subprocess.run([sys.executable, "-c", cli, "mcp", "--tools", "tests.mcp.app:registry", "--http", "8999"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-c", cli, "mcp", "--tools", "tests.mcp.app:registry", "--http", "8999"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2
     assert "--http needs --tokens FILE" in run.stderr

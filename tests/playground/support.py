@@ -52,8 +52,9 @@ async def served(**world: Any) -> AsyncIterator[Served]:
     """The whole playground (``World(**world)``), serving until the block ends."""
     world.setdefault("env", {})  # no agent unless the test configures one
     app = create_app(lambda: World(**world))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                                           timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    )
     task = asyncio.create_task(server.serve())
     try:
         while not server.started:

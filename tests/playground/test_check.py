@@ -11,11 +11,19 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = ("A read", "A validation error", "A denial names who you are and the missing scope",
-         "A confirm round trip", "A payment approved in Slack with a typed reason, the Telegram copies edited",
-         "Edit before approve in a Telegram reply prompt; the editor may not approve",
-         "Edit in the Slack modal, approved in Telegram with a typed reason", "A forged tap refused",
-         "A reminder, then an escalation", "The approvers' figures", "An expiry")
+STEPS = (
+    "A read",
+    "A validation error",
+    "A denial names who you are and the missing scope",
+    "A confirm round trip",
+    "A payment approved in Slack with a typed reason, the Telegram copies edited",
+    "Edit before approve in a Telegram reply prompt; the editor may not approve",
+    "Edit in the Slack modal, approved in Telegram with a typed reason",
+    "A forged tap refused",
+    "A reminder, then an escalation",
+    "The approvers' figures",
+    "An expiry",
+)
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -25,8 +33,14 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_check_plays_every_step_of_the_tour_and_leaves_nothing_behind(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "milpa_chat.playground", "--check"], cwd=ROOT, env=_env(tmp_path),
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "milpa_chat.playground", "--check"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     print(run.stdout)
     lines = run.stdout.splitlines()
     assert run.returncode == 0, run.stdout + run.stderr
@@ -43,16 +57,28 @@ def test_check_plays_every_step_of_the_tour_and_leaves_nothing_behind(tmp_path: 
 
 
 def test_bad_tools_option_is_a_clear_error(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "milpa_chat.playground", "--check", "--tools", "no_such_pkg:Tools"],
-                         cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "milpa_chat.playground", "--check", "--tools", "no_such_pkg:Tools"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2, run.stdout + run.stderr
     assert "--tools no_such_pkg:Tools: cannot import 'no_such_pkg'" in run.stderr
     assert "Traceback" not in run.stderr and list(tmp_path.iterdir()) == []
 
 
 def test_serves_until_ctrl_c_and_stops_cleanly(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "milpa_chat.playground", "--port", "0"], cwd=ROOT,
-                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "milpa_chat.playground", "--port", "0"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -73,9 +99,12 @@ def test_serves_until_ctrl_c_and_stops_cleanly(tmp_path: Path) -> None:
 
 
 def test_without_the_playground_extra_it_says_what_to_install(tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['starlette'] = None\n"  # as if starlette were not installed
-            "from milpa_chat.playground.cli import main\nraise SystemExit(main(['--check']))")
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True,
-                         timeout=60)
+    code = (
+        "import sys; sys.modules['starlette'] = None\n"  # as if starlette were not installed
+        "from milpa_chat.playground.cli import main\nraise SystemExit(main(['--check']))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 2 and 'pip install "milpa-chat[playground]"' in run.stderr, run.stderr
     assert "Traceback" not in run.stderr

@@ -52,8 +52,9 @@ async def test_bad_requests_are_refused_with_what_to_fix() -> None:
         status, body = await s.post("/api/telegram/send", "not json")
         assert status == 400 and "JSON object" in body["error"]
         as_form = '{"persona": "alice", "chat": 1001, "text": "/list_notes"}'  # what a cross-site form could send
-        async with s.session.post(s.url + "/api/telegram/send", data=as_form,
-                                  headers={"Content-Type": "text/plain"}) as resp:
+        async with s.session.post(
+            s.url + "/api/telegram/send", data=as_form, headers={"Content-Type": "text/plain"}
+        ) as resp:
             assert resp.status == 400 and "Content-Type: application/json" in (await resp.json())["error"]
         status, body = await s.post("/api/telegram/send", {"persona": "gus", "chat": GROUP, "text": "hi"})
         assert status == 400 and "Gus is not in Telegram chat -500" in body["error"]
@@ -74,11 +75,14 @@ async def test_feed_events_are_what_the_local_servers_recorded() -> None:
         await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/send_payment ACME 25"})
         card = await s.until(lambda: api.messages(APPROVALS), "Slack approval card")
         approve = next(b for b in card[-1].buttons() if "Approve" in b["text"]["text"])
-        await s.ok("/api/slack/click", {"persona": "maria", "channel": APPROVALS, "ts": card[-1].ts,
-                                        "action_id": approve["action_id"]})
+        await s.ok(
+            "/api/slack/click",
+            {"persona": "maria", "channel": APPROVALS, "ts": card[-1].ts, "action_id": approve["action_id"]},
+        )
         modal = next(iter(s.play.world.modals.items.values()))  # a payment is high-risk: why does she approve?
-        submitted = await s.ok("/api/slack/submit", {"persona": "maria", "view": modal.id,
-                                                     "values": {"f:reason": "Checked the invoice"}})
+        submitted = await s.ok(
+            "/api/slack/submit", {"persona": "maria", "view": modal.id, "values": {"f:reason": "Checked the invoice"}}
+        )
         assert submitted["closed"] and submitted["errors"] == {}
         await s.until(lambda: bot_text(s, ALICE, "Paid 25.00 EUR to ACME"), "payment result in Telegram")
         await s.ok("/api/slack/send", {"persona": "alice", "channel": "D1001", "text": "list_notes"})
@@ -105,7 +109,8 @@ async def test_feed_events_are_what_the_local_servers_recorded() -> None:
 
         answers = [e for e in feed if e["type"] == "tg.answer"]
         assert [(a["query"], a["text"]) for a in answers] == [
-            (q.id, q.answer_text) for q in tg.callback_queries if q.answered]
+            (q.id, q.answer_text) for q in tg.callback_queries if q.answered
+        ]
         assert [e["seq"] for e in feed] == list(range(len(feed)))
 
 
@@ -132,11 +137,14 @@ async def test_a_telegram_tap_and_the_clock_through_the_endpoints() -> None:
         await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "/send_payment Bob 7"})
         group_card = await s.until(lambda: bot_text(s, GROUP, "Bob"), "approval card in the group")
         data = group_card.button(next(b for b in group_card.button_labels if "Approve" in b))["callback_data"]
-        status, body = await s.post("/api/telegram/tap", {"persona": "gus", "chat": GROUP,
-                                                          "id": group_card.message_id, "data": data})
+        status, body = await s.post(
+            "/api/telegram/tap", {"persona": "gus", "chat": GROUP, "id": group_card.message_id, "data": data}
+        )
         assert status == 400 and "Gus is not in Telegram chat" in body["error"]  # not a member of the group
-        await s.ok("/api/telegram/tap", {"persona": "mateo", "chat": GROUP, "id": group_card.message_id,
-                                         "data": "approve:forged-id"})
+        await s.ok(
+            "/api/telegram/tap",
+            {"persona": "mateo", "chat": GROUP, "id": group_card.message_id, "data": "approve:forged-id"},
+        )
         answer = await s.until(lambda: [q for q in tg.callback_queries if q.answered], "answer to the forged tap")
         assert answer[0].user.id == 2002 and "Approved" not in (tg.message(GROUP, group_card.message_id).text or "")
         moved = await s.ok("/api/clock", {"advance": 3700})
@@ -157,14 +165,20 @@ async def test_agent_mode_answers_free_text_and_its_risky_call_waits_for_a_butto
             await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "please delete note 2"})
             card = await s.until(lambda: bot_text(s, ALICE, "Confirm", "delete_note"), "confirmation card")
             assert llm.bodies[0]["model"] == "gpt-test"
-            await s.ok("/api/telegram/tap", {"persona": "alice", "chat": ALICE, "id": card.message_id,
-                                             "data": card.button(next(b for b in card.button_labels
-                                                                      if "Confirm" in b))["callback_data"]})
+            await s.ok(
+                "/api/telegram/tap",
+                {
+                    "persona": "alice",
+                    "chat": ALICE,
+                    "id": card.message_id,
+                    "data": card.button(next(b for b in card.button_labels if "Confirm" in b))["callback_data"],
+                },
+            )
             await s.until(lambda: bot_text(s, ALICE, "Note 2 is deleted."), "the agent's answer after the decision")
     assert (tmp_path / "kept.db").exists()  # --store keeps the file it was given
 
 
-BIG_TOOLS = '''
+BIG_TOOLS = """
 from milpa_chat import tool
 
 
@@ -172,7 +186,7 @@ class Big:
     @tool("dump", "Every line of a long report", scopes=["notes:read"], mutating=False)
     def dump(self) -> dict:
         return {"lines": [f"line {n}: " + "lorem ipsum " * 20 for n in range(400)]}
-'''
+"""
 
 
 async def test_a_shortened_answer_comes_with_its_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,30 +222,38 @@ async def test_an_edit_through_the_endpoints_a_reply_prompt_and_the_slack_modal(
         assert shown[(GROUP, prompt.message_id)]["placeholder"] == "New value"
         assert shown[(GROUP, group.message_id)]["force_reply"] is False
 
-        status, body = await s.post("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250",
-                                                           "reply_to": 9999})
+        status, body = await s.post(
+            "/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250", "reply_to": 9999}
+        )
         assert status == 400 and "no message 9999 in Telegram chat -500" in body["error"]
-        await s.ok("/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250",
-                                          "reply_to": prompt.message_id})
-        await s.until(lambda: "amount: 300.0 → 250.0" in (tg.message(GROUP, group.message_id).text or ""),
-                      "the group's card showing the edit")
+        await s.ok(
+            "/api/telegram/send", {"persona": "maria", "chat": GROUP, "text": "250", "reply_to": prompt.message_id}
+        )
+        await s.until(
+            lambda: "amount: 300.0 → 250.0" in (tg.message(GROUP, group.message_id).text or ""),
+            "the group's card showing the edit",
+        )
         reply = next(m for m in tg.messages(GROUP, include_user_messages=True) if m.text == "250")
         assert reply.reply_to_message_id == prompt.message_id  # what the bot got was a reply, as Telegram sends it
 
         card = await s.until(lambda: [m for m in api.messages(APPROVALS) if "250.0" in str(m.blocks)], "Slack card")
         edit_id = next(b for b in card[-1].buttons() if "Edit" in b["text"]["text"])["action_id"]
-        await s.ok("/api/slack/click", {"persona": "mateo", "channel": APPROVALS, "ts": card[-1].ts,
-                                        "action_id": edit_id})
+        await s.ok(
+            "/api/slack/click", {"persona": "mateo", "channel": APPROVALS, "ts": card[-1].ts, "action_id": edit_id}
+        )
         modal = next(m for m in world.modals.items.values() if m.user == "U2002")
         status, body = await s.post("/api/slack/submit", {"persona": "maria", "view": modal.id, "values": {}})
         assert status == 400 and "Maria has no Slack modal" in body["error"]  # only whose it is submits it
-        refused = await s.ok("/api/slack/submit", {"persona": "mateo", "view": modal.id,
-                                                   "values": {"f:amount": "lots"}})
+        refused = await s.ok(
+            "/api/slack/submit", {"persona": "mateo", "view": modal.id, "values": {"f:amount": "lots"}}
+        )
         assert not refused["closed"] and "f:amount" in refused["errors"]  # the app's response_action: errors
         taken = await s.ok("/api/slack/submit", {"persona": "mateo", "view": modal.id, "values": {"f:amount": "200"}})
         assert taken["closed"]
-        await s.until(lambda: "amount: 250.0 → 200.0" in (tg.message(GROUP, group.message_id).text or ""),
-                      "the group's card showing the Slack edit")
+        await s.until(
+            lambda: "amount: 250.0 → 200.0" in (tg.message(GROUP, group.message_id).text or ""),
+            "the group's card showing the Slack edit",
+        )
         status, body = await s.post("/api/slack/submit", {"persona": "mateo", "view": modal.id, "values": {}})
         assert status == 400 and "was closed" in body["error"]
         sent = [c for c in api.calls() if c.method == "views.open"]
@@ -242,8 +264,9 @@ async def test_an_edit_through_the_endpoints_a_reply_prompt_and_the_slack_modal(
         await s.ok("/api/slack/click", {"persona": "maria", "channel": APPROVALS, "ts": now.ts, "action_id": approve})
         reason = next(m for m in world.modals.items.values() if m.user == "U2001")  # Maria did not edit this version
         await s.ok("/api/slack/close", {"persona": "maria", "view": reason.id})  # Cancel: nothing decided
-        status, body = await s.post("/api/slack/submit", {"persona": "maria", "view": reason.id,
-                                                          "values": {"f:reason": "fine"}})
+        status, body = await s.post(
+            "/api/slack/submit", {"persona": "maria", "view": reason.id, "values": {"f:reason": "fine"}}
+        )
         assert status == 400 and "was closed" in body["error"]
         await s.play.feed.flush()
         views = latest((await s.get("/api/feed", since=0))["events"], "slack.view", lambda e: e["id"])

@@ -39,6 +39,7 @@ _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 def _examples(n: int) -> settings:
     return settings(max_examples=n, deadline=None, suppress_health_check=_HEALTH)
 
+
 # ------------------------------------------------------------------------------- secrets
 ISSUE_KEYS = [
     "secret_key", "aws_secret_access_key", "access_key", "Proxy-Authorization", "bearer", "jwt", "credential",

@@ -33,8 +33,13 @@ class RaceTools:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",)))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",)),
+    )
     async def pay(self, to: str, amount: int, ctx: ToolContext) -> dict[str, Any]:
         await self.store.append("runs", {"tool": "pay", "key": ctx.idempotency_key})
         return {"paid": amount, "to": to}
@@ -77,8 +82,9 @@ async def act(spec: dict[str, Any]) -> list[str]:
             await assistant.handle(Inbound("telegram", APPROVERS, manager, action="approve", ref=aid), surface)
             return surface.answers[-1].text if surface.answers else ""
         if mode == "typed":
-            await assistant.handle(Inbound("telegram", APPROVERS, manager, text=f"/resolve_verification {aid} grant"),
-                                   surface)
+            await assistant.handle(
+                Inbound("telegram", APPROVERS, manager, text=f"/resolve_verification {aid} grant"), surface
+            )
             return "typed"
         if mode == "sweep":
             return str(await assistant.sweep())

@@ -37,15 +37,69 @@ class Colour(enum.Enum):
 
 
 HUGE = 10**5000
-WEIRD_STRINGS = ["", "\ud800", "a\udfffb", "\x00", "\u202e" * 50, "💥" * 1000, "x" * 200_000,
-                 "confirm_token", "../../etc/passwd", "%s%n", "{}", "null", "NaN"]
-WEIRD_SCALARS: list[Any] = [
-    None, True, False, 0, -1, 2**63, -(2**1000), HUGE, -HUGE, float("nan"), float("inf"), float("-inf"),
-    -0.0, 1e308, 5e-324, Decimal("NaN"), Decimal("1e999999"), 1 + 2j, b"bytes", bytearray(b"\xff"),
-    Colour.RED, object(), Nasty(), type, len, Ellipsis, NotImplemented,
+WEIRD_STRINGS = [
+    "",
+    "\ud800",
+    "a\udfffb",
+    "\x00",
+    "\u202e" * 50,
+    "💥" * 1000,
+    "x" * 200_000,
+    "confirm_token",
+    "../../etc/passwd",
+    "%s%n",
+    "{}",
+    "null",
+    "NaN",
 ]
-WEIRD_KEYS: list[Any] = [1, None, 1.5, float("nan"), (1, 2), frozenset(), True, b"k", "\ud800", "", "a" * 5000,
-                         "confirm_token", "verification_id", "_ctx", "__class__", Nasty(), Colour.RED]
+WEIRD_SCALARS: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**63,
+    -(2**1000),
+    HUGE,
+    -HUGE,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    -0.0,
+    1e308,
+    5e-324,
+    Decimal("NaN"),
+    Decimal("1e999999"),
+    1 + 2j,
+    b"bytes",
+    bytearray(b"\xff"),
+    Colour.RED,
+    object(),
+    Nasty(),
+    type,
+    len,
+    Ellipsis,
+    NotImplemented,
+]
+WEIRD_KEYS: list[Any] = [
+    1,
+    None,
+    1.5,
+    float("nan"),
+    (1, 2),
+    frozenset(),
+    True,
+    b"k",
+    "\ud800",
+    "",
+    "a" * 5000,
+    "confirm_token",
+    "verification_id",
+    "_ctx",
+    "__class__",
+    Nasty(),
+    Colour.RED,
+]
 
 
 _BUILT: dict[tuple[Any, ...], Any] = {}
@@ -142,13 +196,37 @@ class Hostile:
         return out
 
     def plausible(self, name: str) -> Any:
-        return {"query": "milk", "page": 3, "tags": ["a", "b"], "note_id": 5, "colour": "red", "mode": "fast",
-                "blob": {"a": [1, {"b": None}]}, "person": {"name": "Ana", "age": 30},
-                "items": [{"a": 1}], "amount": 12.5}.get(name, "x")
+        return {
+            "query": "milk",
+            "page": 3,
+            "tags": ["a", "b"],
+            "note_id": 5,
+            "colour": "red",
+            "mode": "fast",
+            "blob": {"a": [1, {"b": None}]},
+            "person": {"name": "Ana", "age": 30},
+            "items": [{"a": 1}],
+            "amount": 12.5,
+        }.get(name, "x")
 
 
-STORE_CALLS = frozenset({"get", "insert", "put", "update", "take", "delete", "scan", "due", "append", "read",
-                         "trim", "hit", "purge_expired"})
+STORE_CALLS = frozenset(
+    {
+        "get",
+        "insert",
+        "put",
+        "update",
+        "take",
+        "delete",
+        "scan",
+        "due",
+        "append",
+        "read",
+        "trim",
+        "hit",
+        "purge_expired",
+    }
+)
 
 
 class FailingStore:

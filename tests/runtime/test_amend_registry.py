@@ -16,8 +16,13 @@ class Pay:
     def __init__(self) -> None:
         self.paid: list[float] = []
 
-    @tool("pay", "Pay", scopes=["pay"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("pay:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Pay",
+        scopes=["pay"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("pay:approve",), expires_in=600),
+    )
     async def pay(self, amount: Annotated[float, Param("How much", clamp=(1, 1000))]) -> dict[str, Any]:
         self.paid.append(amount)
         return {"paid": amount}

@@ -81,8 +81,12 @@ async def test_a_power_cut_after_a_run_keeps_the_decision_and_the_result_and_the
     # pending requests (taken at the request, freed at the decision: a lost one is bounded by the request's
     # expiry), and the mark that the run's outcome reached the cards and the requester (the marks of cards
     # first sent, with their ids, did)
-    assert store.lax == [("insert", "deliveries", ""), ("insert", "caps", ""), ("update", "caps", ""),
-                         ("update", "approvals", "executed")]
+    assert store.lax == [
+        ("insert", "deliveries", ""),
+        ("insert", "caps", ""),
+        ("update", "caps", ""),
+        ("update", "approvals", "executed"),
+    ]
 
     lost = await store.cut()
     assert lost == [f"approvals/{approval.id}"]  # the last delivery mark, nothing else

@@ -21,8 +21,13 @@ class Tools:
     def __init__(self) -> None:
         self.paid: list[int] = []
 
-    @tool("pay", "Pay, with two approvers", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), quorum=2))
+    @tool(
+        "pay",
+        "Pay, with two approvers",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), quorum=2),
+    )
     def pay(self, amount: int) -> dict[str, Any]:
         self.paid.append(amount)
         return {"paid": amount}
@@ -38,15 +43,21 @@ def test_the_view_refuses_every_write_and_every_nested_value() -> None:
     assert (view["state"], view.get("n"), view.get("none", "x"), view.get("absent", 7)) == ("pending", 3, None, 7)
     assert "votes" in view and "absent" not in view
     attempts = [
-        lambda: view["votes"], lambda: view.get("policy"), lambda: view.__setitem__("state", "approved"),
-        lambda: view.update(state="approved"), lambda: view.setdefault("x", 1), lambda: view.pop("state"),
-        lambda: view.__delitem__("n"), lambda: list(view), lambda: len(view), lambda: view.items(),
+        lambda: view["votes"],
+        lambda: view.get("policy"),
+        lambda: view.__setitem__("state", "approved"),
+        lambda: view.update(state="approved"),
+        lambda: view.setdefault("x", 1),
+        lambda: view.pop("state"),
+        lambda: view.__delitem__("n"),
+        lambda: list(view),
+        lambda: len(view),
+        lambda: view.items(),
     ]
     for attempt in attempts:
         with pytest.raises(NeedsCopy):
             attempt()
-    assert record == {"state": "pending", "votes": [{"principal": "a"}], "policy": {"quorum": 2}, "n": 3,
-                      "none": None}
+    assert record == {"state": "pending", "votes": [{"principal": "a"}], "policy": {"quorum": 2}, "n": 3, "none": None}
     assert not issubclass(NeedsCopy, Exception)  # a rule's `except Exception` cannot swallow it
 
 

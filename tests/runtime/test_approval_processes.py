@@ -37,11 +37,28 @@ async def race(spec: dict[str, Any], approval_id: str, modes: list[str], repeats
     start_at = time.time() + 4.0  # every interpreter is up and connected by then
     procs = []
     for worker, mode in enumerate(modes):
-        arg = json.dumps({"store": spec, "approval_id": approval_id, "mode": mode, "repeats": repeats,
-                          "start_at": start_at, "worker": worker})
-        procs.append(await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.runtime._approval_worker", arg, cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ}))
+        arg = json.dumps(
+            {
+                "store": spec,
+                "approval_id": approval_id,
+                "mode": mode,
+                "repeats": repeats,
+                "start_at": start_at,
+                "worker": worker,
+            }
+        )
+        procs.append(
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "tests.runtime._approval_worker",
+                arg,
+                cwd=ROOT,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ},
+            )
+        )
     results = []
     for proc in procs:
         out, err = await asyncio.wait_for(proc.communicate(), 120)

@@ -24,16 +24,26 @@ class Tools:
         self.paid: list[tuple[str, int]] = []
         self.keys: list[str | None] = []
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: int, ctx: ToolContext) -> dict[str, Any]:
         self.paid.append((to, amount))
         self.keys.append(ctx.idempotency_key)
         await asyncio.sleep(0)  # let concurrent claimers interleave
         return {"paid": amount, "to": to}
 
-    @tool("big_pay", "Needs three approvers", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), quorum=3))
+    @tool(
+        "big_pay",
+        "Needs three approvers",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), quorum=3),
+    )
     async def big_pay(self, to: str, amount: int) -> dict[str, Any]:
         self.paid.append((to, amount))
         return {"paid": amount}
@@ -59,8 +69,10 @@ async def test_concurrent_replays_after_one_grant_run_once_on_sqlite(tmp_path: P
     await registry.verifier.grant(rid, MANAGER)
     runs = await asyncio.gather(*[registry.call("pay", {"verification_id": rid}, CLERK) for _ in range(10)])
     assert sum(r.success for r in runs) == 1 and tools.paid == [("ACME", 5)]
-    assert {r.error for r in runs if not r.success} <= {"This request was already approved and is running.",
-                                                        "This request was already approved and carried out."}
+    assert {r.error for r in runs if not r.success} <= {
+        "This request was already approved and is running.",
+        "This request was already approved and carried out.",
+    }
     assert tools.keys == [rid]  # the approval id reaches the tool as its idempotency key
     await store.close()
 
@@ -119,8 +131,15 @@ async def test_an_idempotent_tool_is_retried_after_its_lease_ends(clock: ManualC
         runs.append(ctx.idempotency_key)
         return {"synced": True}
 
-    registry.register("sync_mailbox", "Sync a mailbox", {"type": "object"}, sync_mailbox, mutating=True,
-                      verify=VerifyPolicy(approver_scopes=("payments:approve",)), idempotent=True)
+    registry.register(
+        "sync_mailbox",
+        "Sync a mailbox",
+        {"type": "object"},
+        sync_mailbox,
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",)),
+        idempotent=True,
+    )
     rid = (await registry.call("sync_mailbox", {}, CLERK)).data["request_id"]
     await registry.verifier.grant(rid, MANAGER)
     await registry.approvals.claim(rid, CLERK, tool="sync_mailbox")
@@ -138,8 +157,11 @@ async def test_quorum_votes_under_contention_are_each_recorded_once(tmp_path: Pa
     registry, tools = make(store)
     assert tools.paid == []
     rid = (await registry.call("big_pay", {"to": "ACME", "amount": 9}, CLERK)).data["request_id"]
-    votes = await asyncio.gather(*[registry.verifier.grant(rid, m) for m in (MANAGER, MANAGER2, MANAGER3)],
-                                 *[registry.verifier.grant(rid, MANAGER) for _ in range(5)], return_exceptions=True)
+    votes = await asyncio.gather(
+        *[registry.verifier.grant(rid, m) for m in (MANAGER, MANAGER2, MANAGER3)],
+        *[registry.verifier.grant(rid, MANAGER) for _ in range(5)],
+        return_exceptions=True,
+    )
     refused = [v for v in votes if isinstance(v, ApprovalRefused)]
     assert len(refused) == 5 and all("already approved" in str(r) for r in refused)
     final = await registry.verifier.get(rid)
@@ -149,15 +171,18 @@ async def test_quorum_votes_under_contention_are_each_recorded_once(tmp_path: Pa
     await store.close()
 
 
-@pytest.mark.parametrize(("who", "decision", "message"), [
-    (ToolContext.telegram(1, 100, ["payments:approve"]), "approve", "four-eyes"),  # the requester, as approver
-    (ToolContext.telegram(1, 300, ["notes:read"]), "approve", "needs one of these scopes: payments:approve"),
-    (ToolContext(principal=None, channel="telegram", scopes=("payments:approve",)), "reject", "identified person"),
-    (MANAGER, "cancel", "can withdraw this"),
-    (MANAGER, "confirm", "not confirmed"),
-    (MANAGER, "run_again", "waiting for a decision"),
-    (MANAGER, "launch", "Unknown decision"),
-])
+@pytest.mark.parametrize(
+    ("who", "decision", "message"),
+    [
+        (ToolContext.telegram(1, 100, ["payments:approve"]), "approve", "four-eyes"),  # the requester, as approver
+        (ToolContext.telegram(1, 300, ["notes:read"]), "approve", "needs one of these scopes: payments:approve"),
+        (ToolContext(principal=None, channel="telegram", scopes=("payments:approve",)), "reject", "identified person"),
+        (MANAGER, "cancel", "can withdraw this"),
+        (MANAGER, "confirm", "not confirmed"),
+        (MANAGER, "run_again", "waiting for a decision"),
+        (MANAGER, "launch", "Unknown decision"),
+    ],
+)
 async def test_the_decision_function_refuses_with_a_reason_and_changes_nothing(
     clock: ManualClock, who: ToolContext, decision: str, message: str
 ) -> None:
@@ -237,8 +262,14 @@ async def test_a_long_run_keeps_its_lease_and_is_never_taken_for_lost() -> None:
         await gate.wait()
         return {"exported": True}
 
-    registry.register("slow_export", "Export everything", {"type": "object"}, slow_export, mutating=True,
-                      verify=VerifyPolicy(approver_scopes=("payments:approve",)))
+    registry.register(
+        "slow_export",
+        "Export everything",
+        {"type": "object"},
+        slow_export,
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",)),
+    )
     rid = (await registry.call("slow_export", {}, CLERK)).data["request_id"]
     await registry.verifier.grant(rid, MANAGER)
     claimed = (await registry.approvals.claim(rid, CLERK, tool="slow_export")).approval

@@ -13,9 +13,11 @@ from typing import Any
 from milpa_chat import ToolContext, ToolRegistry, tool
 from milpa_chat.store import MemoryStore
 
-FULL_FORMAT = ("%(asctime)s %(created)f %(msecs)d %(relativeCreated)d %(levelname)s %(levelno)d %(name)s "
-               "%(pathname)s %(filename)s %(module)s %(lineno)d %(funcName)s %(process)d %(processName)s "
-               "%(thread)d %(threadName)s %(message)s")
+FULL_FORMAT = (
+    "%(asctime)s %(created)f %(msecs)d %(relativeCreated)d %(levelname)s %(levelno)d %(name)s "
+    "%(pathname)s %(filename)s %(module)s %(lineno)d %(funcName)s %(process)d %(processName)s "
+    "%(thread)d %(threadName)s %(message)s"
+)
 
 
 class Keep(logging.Handler):

@@ -55,8 +55,7 @@ async def test_fifty_concurrent_redemptions_run_the_tool_once(
     registry: ToolRegistry, notes: NoteTools, writer: ToolContext
 ) -> None:
     token = (await registry.call("delete_note", {"note_id": 2}, writer)).confirm_token
-    results = await asyncio.gather(*[registry.call("delete_note", {"confirm_token": token}, writer)
-                                     for _ in range(50)])
+    results = await asyncio.gather(*[registry.call("delete_note", {"confirm_token": token}, writer) for _ in range(50)])
     assert sum(r.success for r in results) == 1 and notes.deleted == [2]
 
 
@@ -80,8 +79,8 @@ async def test_executing_listener_never_sees_a_denied_call(notes: NoteTools) -> 
     dispatcher.subscribe("tool.executing", lambda name, payload: seen.append(payload["event"].name))
     reg = ToolRegistry(dispatcher=dispatcher)
     reg.scan(notes)
-    await reg.call("list_notes", {}, ToolContext.mcp("r", "p", []))      # denied
-    await reg.call("list_notes", {"page": "x"})                          # invalid
+    await reg.call("list_notes", {}, ToolContext.mcp("r", "p", []))  # denied
+    await reg.call("list_notes", {"page": "x"})  # invalid
     await reg.call("delete_note", {"note_id": 1}, ToolContext.mcp("r", "p", ["*"]).as_plan())  # plan
     await reg.call("delete_note", {"note_id": 1}, ToolContext.telegram(1, 2, ["*"]))  # asks confirmation
     assert seen == []
@@ -144,8 +143,9 @@ class Rules:
     def __init__(self, rule: PolicyRule | None = None, error: Exception | None = None) -> None:
         self.rule, self.error = rule, error
 
-    async def find_matching_rule(self, channel: str, principal: str | None, tool: str, mutating: bool
-                                 ) -> PolicyRule | None:
+    async def find_matching_rule(
+        self, channel: str, principal: str | None, tool: str, mutating: bool
+    ) -> PolicyRule | None:
         if self.error:
             raise self.error
         return self.rule
@@ -163,14 +163,16 @@ async def test_rule_provider_deny_allow_scopes_and_failure(notes: NoteTools, clo
     assert (await reg.call("list_notes", {}, ctx)).error == "Closed on Sundays"
     gate.rule_provider = Rules(PolicyRule(9, "allow", requires_scopes=("audit:read",)))
     assert (await reg.call("list_notes", {}, ctx)).error == (
-        "Policy rule #9 for tool 'list_notes' requires one of these scopes: audit:read — context has: notes:read.")
+        "Policy rule #9 for tool 'list_notes' requires one of these scopes: audit:read — context has: notes:read."
+    )
     gate.rule_provider = Rules(PolicyRule(10, "allow"))
     assert (await reg.call("list_notes", {}, ctx)).success
     gate.rule_provider = Rules(error=ConnectionError("db down"))
     failed = await reg.call("list_notes", {}, ctx)
     assert failed.code == ErrorCode.FORBIDDEN
     assert failed.error == (
-        "Policy rule provider Rules failed (ConnectionError) — tool 'list_notes' denied (fail-closed).")
+        "Policy rule provider Rules failed (ConnectionError) — tool 'list_notes' denied (fail-closed)."
+    )
 
 
 async def test_block_mutating_policy_names_tool_and_channel(notes: NoteTools) -> None:

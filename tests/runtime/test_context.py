@@ -43,7 +43,11 @@ def test_as_plan_keeps_everything_else() -> None:
     plan = ctx.as_plan()
     assert plan.mode == "plan" and plan.is_plan
     assert (plan.principal, plan.scopes, plan.request_id, dict(plan.extra)) == (
-        ctx.principal, ctx.scopes, ctx.request_id, dict(ctx.extra))
+        ctx.principal,
+        ctx.scopes,
+        ctx.request_id,
+        dict(ctx.extra),
+    )
 
 
 def test_bad_construction_is_explained() -> None:

@@ -49,9 +49,17 @@ async def test_no_model_made_decision_or_redemption_lifts_anything(store: Store)
     confirm_id = str(asked.confirm_token)
     paid = await registry.call("pay", {"amount": 5}, ALICE)
     pay_id = str(paid.meta["approval_id"])
-    grant = await registry.approvals.open("verification", ALICE, tool=None, args={}, summary="sign a grant",
-                                          expires_in=600, subject="standing:sign", guard="standing",
-                                          policy=VerifyPolicy(approver_scopes=("pay:approve",), four_eyes=False))
+    grant = await registry.approvals.open(
+        "verification",
+        ALICE,
+        tool=None,
+        args={},
+        summary="sign a grant",
+        expires_in=600,
+        subject="standing:sign",
+        guard="standing",
+        policy=VerifyPolicy(approver_scopes=("pay:approve",), four_eyes=False),
+    )
     models = [ALICE.as_model(), BOSS.as_model(), ToolContext.cli().as_model(), ToolContext.mcp("r", "mcp:x").as_model()]
     lifted = attempts = 0
     for ctx, aid, decision in itertools.product(models, (confirm_id, pay_id, grant.id), DECISIONS):
@@ -66,8 +74,12 @@ async def test_no_model_made_decision_or_redemption_lifts_anything(store: Store)
         attempts += 1
         with pytest.raises(ApprovalRefused, match="A model cannot edit"):
             await registry.approvals.amend(aid, {"n": 1000}, ctx)
-    replays = [("drop", {"confirm_token": confirm_id}), ("drop", {"n": 1, "confirm_token": confirm_id}),
-               ("pay", {"verification_id": pay_id}), ("pay", {"amount": 5, "verification_id": pay_id})]
+    replays = [
+        ("drop", {"confirm_token": confirm_id}),
+        ("drop", {"n": 1, "confirm_token": confirm_id}),
+        ("pay", {"verification_id": pay_id}),
+        ("pay", {"amount": 5, "verification_id": pay_id}),
+    ]
     for ctx, (name, args) in itertools.product(models, replays):
         attempts += 1
         result = await registry.call(name, args, ctx)

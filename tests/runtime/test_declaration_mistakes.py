@@ -69,7 +69,8 @@ async def test_a_good_hand_registered_handler_still_runs() -> None:
         "Echo",
         {"type": "object", "properties": {"x": {"type": "integer"}}},
         lambda args, ctx: {"x": args["x"], "principal": ctx.principal},
-     mutating=False)
+        mutating=False,
+    )
     result = await registry.call("echo", {"x": 3})
     assert result.success and result.data == {"x": 3, "principal": "local-shell"}
 

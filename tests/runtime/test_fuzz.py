@@ -55,8 +55,9 @@ class FuzzTools:
         return {"keys": len(blob)}
 
     @tool("add_person", "Add a person", mutating=True)
-    async def add_person(self, person: Person, mode: Mode = Mode.FAST,
-                         colour: Literal["red", "green"] = "red") -> dict[str, Any]:
+    async def add_person(
+        self, person: Person, mode: Mode = Mode.FAST, colour: Literal["red", "green"] = "red"
+    ) -> dict[str, Any]:
         return {"name": person.name, "mode": mode.value, "colour": colour}
 
     @tool("pay", "Pay an amount", mutating=True, verify=VerifyPolicy(approver_scopes=("pay:approve",)))
@@ -64,23 +65,33 @@ class FuzzTools:
         return {"paid": amount}
 
 
-FIELDS = {"search": ["query", "page", "tags"], "store_blob": ["blob"], "add_person": ["person", "mode", "colour"],
-          "pay": ["amount", "note_id"], "bulk": ["items", "note_id"]}
-BULK_SCHEMA = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object"}},
-                                                "note_id": {"type": "integer"}}, "required": ["items"]}
+FIELDS = {
+    "search": ["query", "page", "tags"],
+    "store_blob": ["blob"],
+    "add_person": ["person", "mode", "colour"],
+    "pay": ["amount", "note_id"],
+    "bulk": ["items", "note_id"],
+}
+BULK_SCHEMA = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": {"type": "object"}}, "note_id": {"type": "integer"}},
+    "required": ["items"],
+}
 
 
 def build(store: Any) -> ToolRegistry:
     registry = ToolRegistry(store=store)
     registry.scan(FuzzTools())
-    registry.register("bulk", "Bulk import", BULK_SCHEMA, lambda args, ctx: {"n": len(args["items"])},
-                      mutating=True)
+    registry.register("bulk", "Bulk import", BULK_SCHEMA, lambda args, ctx: {"n": len(args["items"])}, mutating=True)
     return registry
 
 
-CONTEXTS = [ToolContext.cli(), ToolContext.mcp("r-1", "agent:a", ["*"]),
-            ToolContext(principal="telegram:7", channel="telegram", scopes=("*",)),
-            ToolContext(principal=None, channel="web")]
+CONTEXTS = [
+    ToolContext.cli(),
+    ToolContext.mcp("r-1", "agent:a", ["*"]),
+    ToolContext(principal="telegram:7", channel="telegram", scopes=("*",)),
+    ToolContext(principal=None, channel="web"),
+]
 
 
 class Tally:
@@ -104,8 +115,9 @@ class Tally:
         return out
 
 
-async def fuzz_registry(registry: ToolRegistry, gen: Hostile, n: int, tally: Tally,
-                        flaky: FailingStore | None = None) -> None:
+async def fuzz_registry(
+    registry: ToolRegistry, gen: Hostile, n: int, tally: Tally, flaky: FailingStore | None = None
+) -> None:
     names = [*FIELDS, "nope"]
     for i in range(n):
         if flaky is not None and i % 50 == 0:
@@ -119,8 +131,9 @@ async def fuzz_registry(registry: ToolRegistry, gen: Hostile, n: int, tally: Tal
         else:
             args = gen.args(FIELDS.get(name, ["x"]) if isinstance(name, str) else ["x"])
         ctx = gen.r.choice(CONTEXTS)
-        result = await tally.run(lambda n=name, a=args: f"call({describe(n)}, {describe(a)})",
-                                 registry.call(name, args, ctx))
+        result = await tally.run(
+            lambda n=name, a=args: f"call({describe(n)}, {describe(a)})", registry.call(name, args, ctx)
+        )
         if result is not None:
             assert isinstance(result, ToolResult)
             json.dumps(result.to_dict(), default=str)  # every result can be sent back to a caller
@@ -146,19 +159,32 @@ async def fuzz_assistant(gen: Hostile, n: int, tally: Tally) -> int:
         pick = gen.r.random()
         if pick < 0.5:
             name = gen.r.choice([*FIELDS, "tools", "help", "nope"])
-            text = f"/{name} " + gen.r.choice([json.dumps(_jsonable(gen.value()), default=str)[:5000],
-                                              "query=milk page=3", 'x="unclosed', "\ud800", "5"])
+            text = f"/{name} " + gen.r.choice(
+                [
+                    json.dumps(_jsonable(gen.value()), default=str)[:5000],
+                    "query=milk page=3",
+                    'x="unclosed',
+                    "\ud800",
+                    "5",
+                ]
+            )
             inbound = surface.inbound(user, user.id, text=text)
         else:
             cards = [m for msgs in surface.messages.values() for m in msgs if m.buttons]
             if cards and pick < 0.85:
                 card = gen.r.choice(cards)
                 button = gen.r.choice(card.buttons)
-                inbound = surface.inbound(user, card.chat_id, action=button.action, ref=button.ref,
-                                          message_id=card.message_id)
+                inbound = surface.inbound(
+                    user, card.chat_id, action=button.action, ref=button.ref, message_id=card.message_id
+                )
             else:
-                inbound = surface.inbound(user, user.id, action=gen.r.choice(["confirm", "approve", "page", "x"]),
-                                          ref=gen.r.choice(["", "\ud800", "a" * 500, "abc"]), message_id="1")
+                inbound = surface.inbound(
+                    user,
+                    user.id,
+                    action=gen.r.choice(["confirm", "approve", "page", "x"]),
+                    ref=gen.r.choice(["", "\ud800", "a" * 500, "abc"]),
+                    message_id="1",
+                )
         what = inbound.text or inbound.action
         await tally.run(lambda w=what: f"handle({describe(w)})", assistant.handle(inbound, surface))
     return flaky.raised
@@ -206,9 +232,11 @@ async def test_no_exception_escapes_for_hostile_payloads_and_failing_stores(tmp_
     t3 = time.perf_counter()
     store_failures = flaky.raised + await fuzz_assistant(gen, 800, tally)
     took = f"{t1 - t0:.1f} s, {t2 - t1:.1f} s, {t3 - t2:.1f} s, {time.perf_counter() - t3:.1f} s"
-    print(f"\nfuzz (seed {SEED}): {tally.calls} calls, {store_failures} injected store failures, "
-          f"{len(tally.escaped)} exceptions escaped, worst {tally.worst * 1000:.1f} ms ({tally.worst_what[:120]}); "
-          f"phases (payloads, failing store, locked SQLite, assistant): {took}")
+    print(
+        f"\nfuzz (seed {SEED}): {tally.calls} calls, {store_failures} injected store failures, "
+        f"{len(tally.escaped)} exceptions escaped, worst {tally.worst * 1000:.1f} ms ({tally.worst_what[:120]}); "
+        f"phases (payloads, failing store, locked SQLite, assistant): {took}"
+    )
     assert tally.escaped == [], "\n".join(tally.escaped[:20])
     assert flaky.raised > 100 and store_failures > 200 and tally.worst < WORST_ALLOWED
 
@@ -220,12 +248,12 @@ async def test_a_store_outage_is_told_in_the_chat_and_logged_once(caplog: Any) -
     ana = ChatUser("1", "Ana")
     flaky.fail(1, OSError)
     with caplog.at_level("ERROR", logger="milpa_chat.chat"):
-        await surface.say(assistant, ana, "/store_blob {\"blob\": {\"a\": 1}}")
+        await surface.say(assistant, ana, '/store_blob {"blob": {"a": 1}}')
     assert "nothing was run" in surface.last("1").text and "try again" in surface.last("1").text
     lines = [r for r in caplog.records if r.name == "milpa_chat.chat"]
     assert len(lines) == 1 and "OSError" in lines[0].getMessage() and lines[0].exc_info is not None
     flaky.fail(0)
-    await surface.say(assistant, ana, "/store_blob {\"blob\": {\"a\": 1}}")
+    await surface.say(assistant, ana, '/store_blob {"blob": {"a": 1}}')
     labels = " ".join(b.label for b in surface.last("1").buttons)
     assert "Confirm" in labels and "Cancel" in labels  # the store is back: the call asks for confirmation
     with pytest.raises(LookupError, match="no transport attached"):
@@ -254,8 +282,9 @@ async def test_a_store_that_fails_after_the_tool_ran_keeps_the_tools_result() ->
         flaky.fail(1, _store_error)  # the write that settles the approval will fail
         return {"sent": args["n"]}
 
-    registry.register("send", "Send", {"type": "object", "properties": {"n": {"type": "integer"}}}, send,
-                      mutating=True, confirm=True)
+    registry.register(
+        "send", "Send", {"type": "object", "properties": {"n": {"type": "integer"}}}, send, mutating=True, confirm=True
+    )
     token = (await registry.call("send", {"n": 3})).confirm_token
     result = await registry.call("send", {"confirm_token": token})
     assert ran == [3] and result.success and result.data == {"sent": 3}

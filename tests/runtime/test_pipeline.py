@@ -49,8 +49,9 @@ async def test_scope_denial_names_the_missing_scope(registry: ToolRegistry) -> N
     ctx = ToolContext.mcp("r", "agent:reader", ["tasks:write"])
     r = await registry.call("list_notes", {}, ctx)
     assert r.code == ErrorCode.FORBIDDEN
-    assert r.error == ("Missing required scope for tool 'list_notes'. Need one of: notes:read "
-                       "— context has: tasks:write.")
+    assert r.error == (
+        "Missing required scope for tool 'list_notes'. Need one of: notes:read — context has: tasks:write."
+    )
 
 
 async def test_require_auth_denial(registry: ToolRegistry) -> None:
@@ -124,8 +125,14 @@ async def test_plan_mode_validates_and_authorizes_but_never_runs(
     r = await registry.call("delete_note", {"note_id": 2}, writer.as_plan())
     assert r.success and notes.deleted == []
     assert r.data["plan"] == {
-        "tool": "delete_note", "mutating": True, "effect_declared": True, "requires_confirmation": True,
-        "requires_verification": False, "scopes_required": ["notes:write"], "timeout": 30.0, "args": {"note_id": 2},
+        "tool": "delete_note",
+        "mutating": True,
+        "effect_declared": True,
+        "requires_confirmation": True,
+        "requires_verification": False,
+        "scopes_required": ["notes:write"],
+        "timeout": 30.0,
+        "args": {"note_id": 2},
     }
     denied = await registry.call("delete_note", {"note_id": 2}, ToolContext.mcp("r", "x", []).as_plan())
     assert denied.code == ErrorCode.FORBIDDEN
@@ -180,8 +187,7 @@ async def test_validation_failure_and_denial_are_audited(
     await registry.call("list_notes", {}, ToolContext.mcp("r", "p", []))
     lines = [r.getMessage() for r in caplog.records if r.name == "milpa_chat.audit"]
     assert any(line.startswith("[ToolAudit] VALIDATION_FAILED") for line in lines)
-    assert any(line.startswith("[ToolAudit] AUTH_DENIED") and "reason=Missing required scope" in line
-               for line in lines)
+    assert any(line.startswith("[ToolAudit] AUTH_DENIED") and "reason=Missing required scope" in line for line in lines)
 
 
 def test_call_sync_without_a_loop(registry: ToolRegistry) -> None:
@@ -223,12 +229,20 @@ async def test_hand_registered_tool_with_json_schema() -> None:
         seen.append((args, ctx.channel))
         return ToolResult.success({"ok": True})
 
-    reg.register("update_post", "Update a post", {
-        "type": "object",
-        "properties": {"post_id": {"type": "integer"},
-                       "updates": {"type": "object", "properties": {"title": {"type": "string"}}}},
-        "required": ["post_id", "updates"],
-    }, handler, mutating=False)
+    reg.register(
+        "update_post",
+        "Update a post",
+        {
+            "type": "object",
+            "properties": {
+                "post_id": {"type": "integer"},
+                "updates": {"type": "object", "properties": {"title": {"type": "string"}}},
+            },
+            "required": ["post_id", "updates"],
+        },
+        handler,
+        mutating=False,
+    )
     bad = await reg.call("update_post", {"post_id": 1, "updates": {"title": 5}})
     assert bad.code == ErrorCode.VALIDATION_ERROR and "updates.title" in (bad.error or "")
     ok = await reg.call("update_post", {"post_id": 1, "updates": {"title": "Hi"}})

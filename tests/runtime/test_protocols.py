@@ -61,8 +61,9 @@ async def test_the_human_verifier_answers_pending_with_the_request_people_decide
     registry.scan(Payments())
     definition = registry.get("pay")
     assert definition is not None and registry.tool_verifier is registry.verifier
-    answer = await registry.verifier.verify(VerificationRequest(definition, {"amount": 5.0}, "pay(amount=5.0)"),
-                                            ToolContext.cli())
+    answer = await registry.verifier.verify(
+        VerificationRequest(definition, {"amount": 5.0}, "pay(amount=5.0)"), ToolContext.cli()
+    )
     assert answer.status == "pending" and answer.verifier == "human_verifier" and not answer.is_satisfied
     approval = await registry.verifier.get(answer.request_id)
     assert approval is not None and approval.state == "pending" and approval.args == {"amount": 5.0}
@@ -80,8 +81,11 @@ async def test_a_second_verifier_decides_through_the_verify_gate() -> None:
     assert large.code == ErrorCode.FORBIDDEN and "finance team" in (large.error or "")
     assert large.meta["verification"]["verifier"] == "amount_rule"
     assert waiting.success and waiting.data["requires_verification"] and waiting.data["request_id"] == "ext-42"
-    assert payments.paid == [20.0] and [a[1] for a in rule.asked] == [{"amount": 20.0}, {"amount": 900.0},
-                                                                      {"amount": 500.0}]
+    assert payments.paid == [20.0] and [a[1] for a in rule.asked] == [
+        {"amount": 20.0},
+        {"amount": 900.0},
+        {"amount": 500.0},
+    ]
     assert await registry.approvals.listing() == []  # the rule opened no human approval
     plan = await registry.call("pay", {"amount": 20}, ToolContext.cli(mode="plan"))
     assert plan.success and len(rule.asked) == 3  # plan mode stops before the verify gate
@@ -95,16 +99,25 @@ class RemoteCatalogue:
 
     def tool_definitions(self) -> list[ToolDefinition]:
         return [
-            definition_from_schema(row["name"], row["description"], row["schema"],
-                                   lambda args, ctx, row=row: {"tool": row["name"], "args": args})
+            definition_from_schema(
+                row["name"],
+                row["description"],
+                row["schema"],
+                lambda args, ctx, row=row: {"tool": row["name"], "args": args},
+            )
             for row in self.rows
         ]
 
 
 async def test_scan_registers_what_a_tool_provider_returns() -> None:
-    rows = [{"name": "lookup", "description": "Look up a word",
-             "schema": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}},
-            {"name": "ping", "description": "Ping", "schema": {"type": "object"}}]
+    rows = [
+        {
+            "name": "lookup",
+            "description": "Look up a word",
+            "schema": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+        },
+        {"name": "ping", "description": "Ping", "schema": {"type": "object"}},
+    ]
     catalogue = RemoteCatalogue(rows)
     assert isinstance(catalogue, ToolProvider)
     registry = ToolRegistry(store=MemoryStore())
@@ -129,14 +142,23 @@ class ScriptedModel:
     def __init__(self) -> None:
         self.seen_tools: list[list[str]] = []
 
-    async def generate(self, messages: str | Sequence[Mapping[str, Any]], tools: Any = None,
-                       max_tokens: int = 4096, *, observer: Any = None) -> Mapping[str, Any]:
+    async def generate(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        tools: Any = None,
+        max_tokens: int = 4096,
+        *,
+        observer: Any = None,
+    ) -> Mapping[str, Any]:
         self.seen_tools.append([t["name"] for t in tools or []])
         history = list(messages) if not isinstance(messages, str) else []
         results = [m for m in history if m.get("role") == "tool"]
         if not results:
-            call = {"id": "c1", "type": "function",
-                    "function": {"name": "add", "arguments": json.dumps({"a": 2, "b": 3})}}
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "add", "arguments": json.dumps({"a": 2, "b": 3})},
+            }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         return {"role": "assistant", "content": f"The sum is {json.loads(results[-1]['content'])['data']}."}
 

@@ -10,8 +10,18 @@ from hypothesis import strategies as st
 
 from milpa_chat.runtime.audit import REDACTED, is_sensitive_key, redact
 
-SECRET_WORDS = ["password", "token", "secret", "api_key", "apiKey", "Authorization", "client_secret",
-                "access_token", "private_key", "passwd"]
+SECRET_WORDS = [
+    "password",
+    "token",
+    "secret",
+    "api_key",
+    "apiKey",
+    "Authorization",
+    "client_secret",
+    "access_token",
+    "private_key",
+    "passwd",
+]
 
 
 def _variants(word: str) -> st.SearchStrategy[str]:
@@ -30,8 +40,12 @@ plain_keys = st.sampled_from(["name", "page", "query", "amount", "note_id", "tok
 def _tree(secret: str) -> st.SearchStrategy[object]:
     leaf = st.one_of(st.integers(), st.text(max_size=10), st.none())
     return st.recursive(
-        st.one_of(leaf, st.fixed_dictionaries({}, optional={}).flatmap(
-            lambda _: st.tuples(secret_keys).map(lambda k: {k[0]: secret}))),
+        st.one_of(
+            leaf,
+            st.fixed_dictionaries({}, optional={}).flatmap(
+                lambda _: st.tuples(secret_keys).map(lambda k: {k[0]: secret})
+            ),
+        ),
         lambda children: st.one_of(
             st.lists(children, max_size=3),
             st.dictionaries(st.one_of(plain_keys, secret_keys), children, max_size=3),
@@ -64,5 +78,7 @@ def test_ordinary_keys_are_kept() -> None:
 
 def test_lists_and_nesting() -> None:
     value = {"items": [{"password": "p"}, {"nested": {"Authorization": "Bearer x"}}], "t": ("a", {"TOKEN": 1})}
-    assert redact(value) == {"items": [{"password": REDACTED}, {"nested": {"Authorization": REDACTED}}],
-                             "t": ["a", {"TOKEN": REDACTED}]}
+    assert redact(value) == {
+        "items": [{"password": REDACTED}, {"nested": {"Authorization": REDACTED}}],
+        "t": ["a", {"TOKEN": REDACTED}],
+    }

@@ -31,7 +31,12 @@ def test_paginated_flags(page: int, total: int, limit: int, pages: int, prev: bo
     r = ToolResult.paginated([], page, total, limit, extra_meta={"type": "x", "pagination": 1, "q": "a"})
     assert r.type == "list" and r.meta["q"] == "a"
     assert r.pagination == {
-        "page": page, "total_pages": pages, "total_items": total, "limit": limit, "has_prev": prev, "has_next": nxt,
+        "page": page,
+        "total_pages": pages,
+        "total_items": total,
+        "limit": limit,
+        "has_prev": prev,
+        "has_next": nxt,
     }
 
 
@@ -45,12 +50,20 @@ def test_detail_confirmation_blocked_shapes() -> None:
     assert d.meta == {"type": "detail", "entity": "note", "actions": [{"label": "Delete", "action": "delete_note"}]}
     assert d.actions == [{"label": "Delete", "action": "delete_note"}]
     c = ToolResult.confirmation("Delete note 5?", {"id": 5}, "delete", "note", 5)
-    assert c.meta == {"type": "confirmation", "requires_confirmation": True, "action": "delete", "target": "note",
-                      "target_id": 5}
+    assert c.meta == {
+        "type": "confirmation",
+        "requires_confirmation": True,
+        "action": "delete",
+        "target": "note",
+        "target_id": 5,
+    }
     assert c.requires_confirmation()
     b = ToolResult.blocked("Outside office hours")
-    assert (b.success, b.error, b.meta) == (False, "Outside office hours",
-                                            {"type": "blocked", "blocked_by_rule": True, "suggestion": None})
+    assert (b.success, b.error, b.meta) == (
+        False,
+        "Outside office hours",
+        {"type": "blocked", "blocked_by_rule": True, "suggestion": None},
+    )
     assert b.is_blocked()
 
 

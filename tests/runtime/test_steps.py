@@ -17,8 +17,17 @@ from .conftest import NoteTools
 
 def test_the_order_of_the_pipeline_is_the_order_of_the_seed() -> None:
     assert [s.__name__ for s in STEPS] == [
-        "resolve", "limits", "replay_lookup", "validate", "authorize", "rate_limit", "plan", "replay_run",
-        "verify_gate", "confirm_gate", "execute",
+        "resolve",
+        "limits",
+        "replay_lookup",
+        "validate",
+        "authorize",
+        "rate_limit",
+        "plan",
+        "replay_run",
+        "verify_gate",
+        "confirm_gate",
+        "execute",
     ]
     assert list(ToolRegistry().steps) == list(STEPS)
 
@@ -66,8 +75,9 @@ class Rules:
     def __init__(self, rule: PolicyRule | None) -> None:
         self.rule = rule
 
-    async def find_matching_rule(self, channel: str, principal: str | None, tool: str,
-                                 mutating: bool) -> PolicyRule | None:
+    async def find_matching_rule(
+        self, channel: str, principal: str | None, tool: str, mutating: bool
+    ) -> PolicyRule | None:
         return self.rule
 
 

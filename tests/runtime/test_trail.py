@@ -121,13 +121,15 @@ def test_the_cli_verifies_exports_and_tells(tmp_path: Path, capsys: pytest.Captu
     import sqlite3
 
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE milpa_records SET value = replace(value, 'telegram:200', 'telegram:666') "
-                 "WHERE collection = ? AND value LIKE '%\"decided\"%'", (COLLECTION,))
+    conn.execute(
+        "UPDATE milpa_records SET value = replace(value, 'telegram:200', 'telegram:666') "
+        "WHERE collection = ? AND value LIKE '%\"decided\"%'",
+        (COLLECTION,),
+    )
     conn.commit()
     conn.close()
     assert main(["audit", "verify", "--store", str(db)]) == 1
     assert "edited" in capsys.readouterr().out
-
 
 
 def _append_from_process(spec: dict[str, Any], worker: int, count: int, start_at: float) -> None:

@@ -43,14 +43,17 @@ async def test_resolve_needs_the_scope_the_policy_dividend(vreg: ToolRegistry) -
     rid = (await vreg.call("request_verification", {"subject": "s"}, WORKER)).data["request_id"]
     r = await vreg.call("resolve_verification", {"request_id": rid, "decision": "grant"}, WORKER)
     assert r.code == ErrorCode.FORBIDDEN
-    assert r.error == ("Missing required scope for tool 'resolve_verification'. Need one of: verification:resolve "
-                       "— context has: tasks:write.")
+    assert r.error == (
+        "Missing required scope for tool 'resolve_verification'. Need one of: verification:resolve "
+        "— context has: tasks:write."
+    )
 
 
 async def test_principal_is_never_an_argument(vreg: ToolRegistry) -> None:
     rid = (await vreg.call("request_verification", {"subject": "s"}, WORKER)).data["request_id"]
-    r = await vreg.call("resolve_verification",
-                        {"request_id": rid, "decision": "grant", "principal": "agent:boss"}, REVIEWER)
+    r = await vreg.call(
+        "resolve_verification", {"request_id": rid, "decision": "grant", "principal": "agent:boss"}, REVIEWER
+    )
     assert r.code == ErrorCode.VALIDATION_ERROR and "principal" in (r.error or "")
 
 
@@ -69,8 +72,9 @@ async def test_no_self_approval_by_default() -> None:
 
 async def test_resolved_once_and_unknown_ids(vreg: ToolRegistry) -> None:
     rid = (await vreg.call("request_verification", {"subject": "s"}, WORKER)).data["request_id"]
-    assert (await vreg.call("resolve_verification", {"request_id": rid, "decision": "reject",
-                                                     "reason": "no"}, REVIEWER)).data["status"] == "failed"
+    assert (
+        await vreg.call("resolve_verification", {"request_id": rid, "decision": "reject", "reason": "no"}, REVIEWER)
+    ).data["status"] == "failed"
     again = await vreg.call("resolve_verification", {"request_id": rid, "decision": "grant"}, REVIEWER2)
     assert again.code == ErrorCode.FORBIDDEN and "already rejected by agent:reviewer" in (again.error or "")
     unknown = await vreg.call("resolve_verification", {"request_id": "nope", "decision": "grant"}, REVIEWER)
@@ -125,8 +129,13 @@ class Payments:
     def __init__(self) -> None:
         self.paid: list[tuple[str, int]] = []
 
-    @tool("pay", "Send a payment", scopes=["payments:send"], mutating=True,
-          verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600))
+    @tool(
+        "pay",
+        "Send a payment",
+        scopes=["payments:send"],
+        mutating=True,
+        verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600),
+    )
     async def pay(self, to: str, amount: int) -> dict[str, Any]:
         self.paid.append((to, amount))
         return {"paid": amount, "to": to}
@@ -148,8 +157,7 @@ async def test_verify_tool_opens_a_request_and_runs_the_approved_arguments_once(
     await reg.verifier.grant(rid, manager)
     thief = await reg.call("pay", {"verification_id": rid}, manager)
     assert thief.code == ErrorCode.FORBIDDEN and "another requester" in (thief.error or "")
-    runs = await asyncio.gather(*[reg.call("pay", {"verification_id": rid, "amount": 9999}, clerk)
-                                  for _ in range(20)])
+    runs = await asyncio.gather(*[reg.call("pay", {"verification_id": rid, "amount": 9999}, clerk) for _ in range(20)])
     assert sum(r.success for r in runs) == 1 and payments.paid == [("ACME", 50)]
     final = await reg.verifier.get(rid)
     assert final is not None and final.state == "executed" and final.value["result"]["success"] is True

@@ -135,8 +135,9 @@ async def write_lax(spec: dict[str, Any]) -> None:
     await store.put("views", "v1", {"tool": "list_notes", "page": 2}, ttl=3600, durable=False)
     await store.insert("approvals", "ap-1", {"status": "pending"})  # durable, after the lax ones
     # the mark of what a card shows, written as the outbox does (a compare-and-set without waiting for the disk)
-    marked = await store.update("approvals", "ap-1", {"status": "pending", "shown": "pending:1"}, expected_version=1,
-                                durable=False)
+    marked = await store.update(
+        "approvals", "ap-1", {"status": "pending", "shown": "pending:1"}, expected_version=1, durable=False
+    )
     assert marked is not None and marked.version == 2
     print("written", flush=True)
     os.kill(os.getpid(), signal.SIGKILL)

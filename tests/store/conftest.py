@@ -21,8 +21,6 @@ BACKENDS = ["memory", "sqlite", "postgres"]
 DURABLE = ["sqlite", "postgres"]
 
 
-
-
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(1_700_000_000.0)

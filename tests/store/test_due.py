@@ -79,7 +79,8 @@ async def test_the_sqlite_due_query_uses_the_index(store: Store) -> None:
     conn = sqlite3.connect(path)
     plan = conn.execute(
         "EXPLAIN QUERY PLAN SELECT key FROM milpa_records WHERE collection = 'a' AND due IS NOT NULL "
-        "AND due <= 5 ORDER BY due, key LIMIT 10").fetchall()
+        "AND due <= 5 ORDER BY due, key LIMIT 10"
+    ).fetchall()
     conn.close()
     assert "milpa_records_due" in " ".join(str(row[-1]) for row in plan)
 
@@ -157,8 +158,11 @@ def test_postgres_replaces_connections_the_server_dropped(postgres_dsn: str, pg_
     async def run() -> tuple[int, float]:
         store = PostgresStore(postgres_dsn, schema=pg_schema, min_size=2, max_size=2)
         await store.put("c", "k", {"v": 1})
-        killed = admin_sql(postgres_dsn, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                         "WHERE application_name = %s", (f"milpa-{pg_schema}"[:63],))
+        killed = admin_sql(
+            postgres_dsn,
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            (f"milpa-{pg_schema}"[:63],),
+        )
         import time
 
         start = time.perf_counter()

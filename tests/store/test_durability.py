@@ -24,7 +24,10 @@ async def test_pending_records_survive_the_writer_process(spec: dict[str, Any]) 
     done = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "tests.store._workers", "write-pending", json.dumps(spec)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
 

@@ -120,11 +120,20 @@ def pg_tables(dsn: str, schema: str) -> list[tuple[str, ...]]:
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
-        (["CREATE TABLE {s}.milpa_meta (key text PRIMARY KEY, value text)",
-          "INSERT INTO {s}.milpa_meta VALUES ('application', 'ledger'), ('schema_version', '1')"], "'ledger'"),
-        (["CREATE TABLE {s}.milpa_meta (key text PRIMARY KEY, value text)",
-          "INSERT INTO {s}.milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', '3')"],
-         "newer milpa-chat"),
+        (
+            [
+                "CREATE TABLE {s}.milpa_meta (key text PRIMARY KEY, value text)",
+                "INSERT INTO {s}.milpa_meta VALUES ('application', 'ledger'), ('schema_version', '1')",
+            ],
+            "'ledger'",
+        ),
+        (
+            [
+                "CREATE TABLE {s}.milpa_meta (key text PRIMARY KEY, value text)",
+                "INSERT INTO {s}.milpa_meta VALUES ('application', 'milpa-chat'), ('schema_version', '3')",
+            ],
+            "newer milpa-chat",
+        ),
         (["CREATE TABLE {s}.milpa_meta (id int, payload text)"], "cannot read"),
         (["CREATE TABLE {s}.milpa_records (id int)"], "no milpa_meta"),
     ],

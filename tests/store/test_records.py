@@ -23,7 +23,7 @@ VALUE: dict[str, Any] = {
     "ok": True,
     "none": None,
     "tags": ["a", "b", {"deep": [1, 2.5, None]}],
-    "text": "ñandú — 雨 ✓ \"quoted\" \\ \u0000 end",
+    "text": 'ñandú — 雨 ✓ "quoted" \\ \u0000 end',
     "empty": {},
 }
 

@@ -129,7 +129,9 @@ async def test_bad_stream_value_names_the_stream(store: Store) -> None:
 async def test_hit_counts_down_and_denies_without_recording(store: Store, clock: ManualClock) -> None:
     decisions = [await store.hit("user:1", cost=1, limit=3, window=60) for _ in range(3)]
     assert [(d.allowed, d.remaining, d.retry_after) for d in decisions] == [
-        (True, 2, 0.0), (True, 1, 0.0), (True, 0, 0.0)
+        (True, 2, 0.0),
+        (True, 1, 0.0),
+        (True, 0, 0.0),
     ]
     clock.advance(10)
     denied = await store.hit("user:1", cost=1, limit=3, window=60)

@@ -51,7 +51,10 @@ async def test_lax_writes_survive_the_writer_being_killed(spec: dict[str, Any]) 
     done = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "tests.store._workers", "write-lax", json.dumps(spec)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == -9 and "written" in done.stdout, done.stderr
     store = open_spec(spec)
@@ -158,8 +161,9 @@ def _deliveries_left(spec: dict[str, Any]) -> int:
         finally:
             conn.close()
         return int(left)
-    rows = admin_sql(spec["dsn"], f"SELECT count(*) FROM \"{spec['schema']}\".milpa_records "
-                                  "WHERE collection = 'deliveries'")
+    rows = admin_sql(
+        spec["dsn"], f"SELECT count(*) FROM \"{spec['schema']}\".milpa_records WHERE collection = 'deliveries'"
+    )
     return int(rows[0][0])
 
 

@@ -12,7 +12,8 @@ def test_signatures_are_the_ones_slack_sdk_makes_and_checks() -> None:
     signer = SlackRequestSigner("secret")
     signed = signer.sign(SlackPayloads().command("/deploy", "prod"))
     assert signed.signature == SignatureVerifier("secret").generate_signature(
-        timestamp=str(signed.timestamp), body=signed.body)
+        timestamp=str(signed.timestamp), body=signed.body
+    )
     assert signer.is_valid(signed.body, signed.headers)
     assert SignatureVerifier("secret").is_valid_request(signed.body, signed.headers)  # what bolt runs
     stale = signer.sign(signed.request, stale=True)

@@ -248,6 +248,7 @@ async def test_webhook_excludes_polling_and_drop_pending(server: BotApiServer, b
 
 async def test_webhook_mode_with_secret_token(server: BotApiServer) -> None:
     import tornado  # noqa: F401  # python-telegram-bot[webhooks]: PTB's webhook server
+
     seen = Seen()
     app = build_app(server, seen)
     port = free_port()
@@ -286,11 +287,11 @@ async def test_webhook_mode_with_secret_token(server: BotApiServer) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"text": "a <foo>b</foo>", "parse_mode": "HTML"}, f"{PARSE} unsupported start tag \"foo\" at byte offset 2"),
-        ({"text": "<b>open", "parse_mode": "HTML"}, f"{PARSE} can't find end tag corresponding to start tag \"b\""),
+        ({"text": "a <foo>b</foo>", "parse_mode": "HTML"}, f'{PARSE} unsupported start tag "foo" at byte offset 2'),
+        ({"text": "<b>open", "parse_mode": "HTML"}, f'{PARSE} can\'t find end tag corresponding to start tag "b"'),
         (
             {"text": "<b>x</i>", "parse_mode": "HTML"},
-            f"{PARSE} unmatched end tag at byte offset 4, expected \"</b>\", found \"</i>\"",
+            f'{PARSE} unmatched end tag at byte offset 4, expected "</b>", found "</i>"',
         ),
         ({"text": "x" * 4097}, "Message is too long"),
         ({"text": "<b>" + "x" * 4096 + "</b>", "parse_mode": "HTML"}, None),  # 4096 after parsing is fine
@@ -315,8 +316,12 @@ async def test_webhook_mode_with_secret_token(server: BotApiServer) -> None:
             None,  # 64 bytes exactly
         ),
         (
-            {"text": "ok", "reply_markup": InlineKeyboardMarkup([[InlineKeyboardButton(str(i), callback_data=str(i))
-                                                                 for i in range(9)]])},
+            {
+                "text": "ok",
+                "reply_markup": InlineKeyboardMarkup(
+                    [[InlineKeyboardButton(str(i), callback_data=str(i)) for i in range(9)]]
+                ),
+            },
             "Reply markup is too long",
         ),
     ],
@@ -523,7 +528,10 @@ def test_parse_legacy_markdown() -> None:
 
 def test_chat_factories() -> None:
     assert TelegramChat.private(ALICE).to_dict() == {
-        "id": 42, "type": "private", "username": "alice", "first_name": "Alice"
+        "id": 42,
+        "type": "private",
+        "username": "alice",
+        "first_name": "Alice",
     }
     with pytest.raises(ValueError, match="negative"):
         TelegramChat.group(5, "Ops")

@@ -21,8 +21,17 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.runtime.result import ToolResult
 
-__all__ = ["BUILTIN", "HIDDEN", "AgentText", "ApprovalStats", "BuiltinCommands", "GrantRoutes", "OtherBots",
-           "PromptReplies", "ToolCommands"]
+__all__ = [
+    "BUILTIN",
+    "HIDDEN",
+    "AgentText",
+    "ApprovalStats",
+    "BuiltinCommands",
+    "GrantRoutes",
+    "OtherBots",
+    "PromptReplies",
+    "ToolCommands",
+]
 
 BUILTIN = ("start", "help", "tools")
 #: Tools driven by buttons, not listed as commands.
@@ -144,8 +153,11 @@ class ToolCommands:
         if definition is None:
             close = difflib.get_close_matches(command.name, [t.name for t in self.registry], n=2)
             hint = f" Did you mean {', '.join(p + c for c in close)}?" if close else ""
-            await privately(surface, inbound, cards.text(
-                f"Unknown command {p}{command.name}.{hint} Send {p}tools to see what you can use."))
+            await privately(
+                surface,
+                inbound,
+                cards.text(f"Unknown command {p}{command.name}.{hint} Send {p}tools to see what you can use."),
+            )
             return True
         try:
             args = parse_arguments(command.rest, definition.input_schema)
@@ -171,8 +183,13 @@ class AgentText:
         agent = self.agent()
         if agent is None:
             p = surface.traits.command_prefix
-            await privately(surface, inbound, cards.text(
-                f"I work with commands. Send {p}tools to see what you can do, or {p}help for how to write them."))
+            await privately(
+                surface,
+                inbound,
+                cards.text(
+                    f"I work with commands. Send {p}tools to see what you can do, or {p}help for how to write them."
+                ),
+            )
             return True
         await surface.typing(inbound.chat_id)
         reply = await agent(inbound, self.context_for(inbound))

@@ -22,13 +22,19 @@ Present = Callable[..., Awaitable["MessageRef | None"]]
 
 
 class PageTaps:
-    """"Page N": the stored view's tool and arguments with ``page=N``, edited into the message tapped.
+    """ "Page N": the stored view's tool and arguments with ``page=N``, edited into the message tapped.
 
     ``once(inbound)``: records the tap's delivery in the store (a page of a tool with effects asks for a
     decision again: once per tap, on any worker). ``open_approval`` / ``present``: the assistant's."""
 
-    def __init__(self, registry: ToolRegistry, context_for: ContextFor, once: Callable[[Inbound], Awaitable[bool]],
-                 open_approval: OpenApproval, present: Present) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        context_for: ContextFor,
+        once: Callable[[Inbound], Awaitable[bool]],
+        open_approval: OpenApproval,
+        present: Present,
+    ) -> None:
         self.registry = registry
         self.store = registry.store
         self.context_for = context_for
@@ -59,6 +65,14 @@ class PageTaps:
         if await self.open_approval(inbound, view.value["tool"], result):
             return True  # this page is a call of its own that asks for a decision: a card of its own
         ref_msg = MessageRef(inbound.surface, inbound.chat_id, inbound.message_id) if inbound.message_id else None
-        await self.present(surface, inbound.chat_id, view.value["tool"], args, ctx, result, edit=ref_msg,
-                           view=view_id if ref_msg is not None else None)
+        await self.present(
+            surface,
+            inbound.chat_id,
+            view.value["tool"],
+            args,
+            ctx,
+            result,
+            edit=ref_msg,
+            view=view_id if ref_msg is not None else None,
+        )
         return True

@@ -71,7 +71,7 @@ class ApprovalTaps:
 
 
 class EditTaps:
-    """"✏️ Edit" and its field choices: a form or reply prompts (:class:`~milpa_chat.chat.editing.ApprovalEditor`)."""
+    """ "✏️ Edit" and its field choices: a form or reply prompts (:class:`~milpa_chat.chat.editing.ApprovalEditor`)."""
 
     def __init__(self, editor: ApprovalEditor) -> None:
         self.editor = editor
@@ -85,7 +85,7 @@ class EditTaps:
 
 
 class ShowAllTaps:
-    """"📄 Show all": every argument of the card tapped, to the person who tapped (Slack: only them; Telegram:
+    """ "📄 Show all": every argument of the card tapped, to the person who tapped (Slack: only them; Telegram:
     in the chat that already shows the card). Only from a copy of that card, or to its requester or an
     approver: the button's data names the request, the platform says who taps and where."""
 

@@ -27,6 +27,7 @@ from milpa_chat.command.grants.rules import check_one_line, parse_expiry, same_v
 
 __all__ = ["LONGEST", "Condition", "Falsifier", "StandingGrant"]
 
+
 def _texts(where: str, value: object, *, allow_empty: bool = False) -> tuple[str, ...]:
     if isinstance(value, str | Mapping) or not isinstance(value, Iterable):
         raise InvalidGrant(where, f"takes a list of texts, got {Canonical.shown(value)}")

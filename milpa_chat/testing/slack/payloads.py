@@ -235,8 +235,9 @@ class SlackPayloads:
             if block.get("type") != "input" or "action_id" not in element:
                 continue
             text = (values or {}).get(str(block.get("block_id")), element.get("initial_value"))
-            state[str(block["block_id"])] = {element["action_id"]: {"type": element.get("type", "plain_text_input"),
-                                                                    "value": text}}
+            state[str(block["block_id"])] = {
+                element["action_id"]: {"type": element.get("type", "plain_text_input"), "value": text}
+            }
         payload: dict[str, Any] = {
             "type": "view_submission",
             "team": {"id": self.team_id, "domain": self.team_domain},
@@ -244,8 +245,13 @@ class SlackPayloads:
             "api_app_id": self.api_app_id,
             "token": LEGACY_TOKEN,
             "trigger_id": self._trigger_id(),
-            "view": {**view.view, "id": view.id, "hash": view.hash, "team_id": self.team_id,
-                     "state": {"values": state}},
+            "view": {
+                **view.view,
+                "id": view.id,
+                "hash": view.hash,
+                "team_id": self.team_id,
+                "state": {"values": state},
+            },
             "response_urls": [],
             "is_enterprise_install": False,
         }

@@ -213,8 +213,13 @@ class SlackApiServer(LocalServer):
         """A member ``users.info`` answers for (``user.name``, ``user.real_name``, ``user.profile.display_name``);
         ``users.info`` of an id never added is ``user_not_found``."""
         people: dict[str, JsonDict] = self.workspace.__dict__.setdefault("people", {})
-        people[user_id] = {"id": user_id, "team_id": self.workspace.team_id, "name": name, "real_name": real_name,
-                           "profile": {"real_name": real_name, "display_name": display_name}}
+        people[user_id] = {
+            "id": user_id,
+            "team_id": self.workspace.team_id,
+            "name": name,
+            "real_name": real_name,
+            "profile": {"real_name": real_name, "display_name": display_name},
+        }
 
         def users_info(args: JsonDict) -> JsonDict:
             found = people.get(str(args.get("user", "")))
@@ -297,7 +302,11 @@ class SlackApiServer(LocalServer):
 
     # A `timeout` argument (not asyncio.timeout) so the TimeoutError can list the calls the app made.
     async def wait_until(
-        self, condition: Callable[[], T | None], timeout: float = 5.0, *, what: str = ""  # noqa: ASYNC109
+        self,
+        condition: Callable[[], T | None],
+        timeout: float = 5.0,  # noqa: ASYNC109
+        *,
+        what: str = "",
     ) -> T:
         """``condition()``'s first truthy result, re-checked after every call the app makes (TimeoutError
         after ``timeout`` seconds, listing the last calls)."""

@@ -181,13 +181,9 @@ class _MarkdownV2:
 
     def _end_expandable(self, top: _Nested) -> str:
         """A new line inside an entity: only ``||`` right before it (ending an expandable quote) is fine."""
-        just_before = top.byte_offset == self.i - 2 or (
-            top.byte_offset == self.i - 3 and self.out[-1:] == b"\r"
-        )
+        just_before = top.byte_offset == self.i - 2 or (top.byte_offset == self.i - 3 and self.out[-1:] == b"\r")
         if top.type != "spoiler" or not just_before:
-            raise EntityParseError(
-                f"Can't find end of {_TYPE_NAMES[top.type]} entity at byte offset {top.byte_offset}"
-            )
+            raise EntityParseError(f"Can't find end of {_TYPE_NAMES[top.type]} entity at byte offset {top.byte_offset}")
         self.stack.pop()
         outer = self.stack[-1]
         if outer.type != "blockquote":

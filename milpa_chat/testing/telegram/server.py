@@ -327,8 +327,11 @@ class BotApiServer(WaitingMixin, LocalServer):
         payload = {
             "id": query_id,
             "from": user.to_dict(),
-            "message": ({"chat": message.chat.to_dict(), "message_id": message_id, "date": 0} if inaccessible
-                        else message.to_dict()),
+            "message": (
+                {"chat": message.chat.to_dict(), "message_id": message_id, "date": 0}
+                if inaccessible
+                else message.to_dict()
+            ),
             "chat_instance": str(-(abs(chat_id) * 7919 + 1) % 10**19),
             "data": callback_data,
         }
@@ -366,6 +369,7 @@ class BotApiServer(WaitingMixin, LocalServer):
         update_id = self.feed.new_update_id() if update_id is None else update_id
         record = TelegramUpdate(update_id, {"update_id": update_id, **payload}, time.monotonic(), len(self.calls))
         return await self.feed.push(record)
+
 
 def _command_entities(text: str) -> list[dict[str, Any]]:
     entities = []

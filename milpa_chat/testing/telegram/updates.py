@@ -140,9 +140,7 @@ class UpdateFeed:
         if offset < 0:
             self.pending = self.pending[offset:]
         elif offset > 0:
-            self.pending = [
-                u for u in self.pending if not (u.handed_out if u.redelivery else u.update_id < offset)
-            ]
+            self.pending = [u for u in self.pending if not (u.handed_out if u.redelivery else u.update_id < offset)]
 
     def _select(self, offset: int, limit: int) -> list[dict[str, Any]]:
         """Pending updates from ``offset`` on, in order; a redelivered update (an id the bot may

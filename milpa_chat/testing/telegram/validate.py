@@ -119,9 +119,7 @@ class FormattedText:
     entities: tuple[dict[str, Any], ...]
 
 
-def parse_formatted_text(
-    params: Params, *, caption: bool = False, edit: bool = False
-) -> FormattedText | None:
+def parse_formatted_text(params: Params, *, caption: bool = False, edit: bool = False) -> FormattedText | None:
     """``text`` (or ``caption``) with ``parse_mode`` or ``entities``, checked as Telegram checks it.
 
     Returns None only for an absent caption. Edits report an over-long text as the Telegram cloud
@@ -168,11 +166,11 @@ def _explicit_entities(value: Any) -> list[dict[str, Any]]:
             raise ApiError.bad_request("Can't parse MessageEntity: expected an Object")
         for key in ("offset", "length"):
             if key not in item:
-                raise ApiError.bad_request(f'Can\'t parse MessageEntity: Can\'t find field "{key}"')
+                raise ApiError.bad_request(f"Can't parse MessageEntity: Can't find field \"{key}\"")
             if not isinstance(item[key], int):
                 raise ApiError.bad_request(f'Can\'t parse MessageEntity: Field "{key}" must be a Number')
         if not isinstance(item.get("type"), str):
-            raise ApiError.bad_request('Can\'t parse MessageEntity: Can\'t find field "type"')
+            raise ApiError.bad_request("Can't parse MessageEntity: Can't find field \"type\"")
         if item["length"] > 0:
             entities.append(dict(item))
     return entities
@@ -272,7 +270,7 @@ def parse_commands(params: Params) -> list[dict[str, str]]:
             raise ApiError.bad_request("Can't parse BotCommand: expected an Object")
         for key in ("command", "description"):
             if not isinstance(item.get(key), str):
-                raise ApiError.bad_request(f'Can\'t parse BotCommand: Can\'t find field "{key}"')
+                raise ApiError.bad_request(f"Can't parse BotCommand: Can't find field \"{key}\"")
         command = item["command"].strip().removeprefix("/")
         description = item["description"].strip()
         if not command:
