@@ -50,6 +50,8 @@ ACTIONS = {
 NOT_VALID = "This button is not valid (unknown or removed request)."
 #: A tap whose data is not among the buttons of the message it was made on (a modified client).
 NOT_THIS_MESSAGE = "This button does not belong to this message."
+#: A decision a card of the request does not offer to the one who tapped it (a modified client sent it).
+NOT_ON_THIS_CARD = "This card has no such button for you: nothing was decided."
 NOT_ANY_MORE = "This button is not valid any more."
 #: Short answers for a tap on an approval that was already decided (a callback answer shows 200 characters).
 STATE_ANSWERS = {
@@ -122,7 +124,8 @@ class ApprovalFlows:
     async def refuse_forged(self, inbound: Inbound, transport: Transport) -> None:
         """A tap whose data the tapped message does not show (:attr:`Inbound.offered` is ``False``): refused,
         deciding and repairing nothing. On a recorded copy of the request it names (a stale client tapping a
-        button the card has since lost), it is answered from the record ("Already done."); a request that
+        button the card has since lost), it is answered from the record ("Already done."; while the request is
+        pending: the card has no such button); a request that
         does not exist is "not valid"; on any other message a decision "does not belong to this message", and
         another button (a page, "Show all", a tool's) "is not valid any more"."""
         log.info(
@@ -139,7 +142,7 @@ class ApprovalFlows:
             if approval is None:
                 answer = NOT_VALID
             elif self.outbox.knows(approval, inbound):
-                answer = NOT_VALID if approval.state == "pending" else _state_answer(approval) or NOT_VALID
+                answer = NOT_ON_THIS_CARD if approval.state == "pending" else _state_answer(approval) or NOT_VALID
         await _answer(transport, inbound, answer, alert=True)
 
     async def follow(self, change: Change) -> None:

@@ -170,7 +170,7 @@ async def test_forged_and_malformed_button_data_is_refused() -> None:
         forged = {
             "not button data": "This button is not valid.",
             "confirm:AAAAAAAAAAAAAAAA": "This button is not valid (unknown or removed request).",
-            f"approve:{ref}": "This button is not valid (unknown or removed request).",
+            f"approve:{ref}": "This card has no such button for you: nothing was decided.",
             "bogus-action:x": "This button is not valid any more.",
         }
         for data, expected in forged.items():

@@ -46,5 +46,6 @@ def test_every_block_of_docs_audit_md_runs_in_order(tmp_path: Path, monkeypatch:
         )
         assert done.returncode == 0, (number, code, done.stdout, done.stderr)
     checkpoints = [json.loads(line) for line in (work / "checkpoints.jsonl").read_text().splitlines()]
-    assert [c["seq"] for c in checkpoints] == [1, 100, 200, 250]
-    assert re.fullmatch(r"250:[0-9a-f]{64}\n", (work / "head.txt").read_text())
+    # the page's first block asks for a payment (entry 1, before the key); then 250 appends and --now
+    assert [c["seq"] for c in checkpoints] == [2, 100, 200, 251]
+    assert re.fullmatch(r"251:[0-9a-f]{64}\n", (work / "head.txt").read_text())
