@@ -1,12 +1,9 @@
-"""Normalized inbound events and the transport interface every chat surface implements."""
+"""Normalized inbound events and where a message lives (the surface they come through: :mod:`.surface`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    pass
+from typing import Any, Literal
 
 __all__ = ["ChatUser", "Inbound", "MessageRef"]
 
