@@ -395,6 +395,20 @@ class ApprovalDesk:
         await self._follow(done, follow)
         return done
 
+    async def annotate(
+        self,
+        approval_id: str,
+        fn: Callable[[Approval, dict[str, Any], float], Outcome | None],
+        *,
+        follow: bool = True,
+    ) -> Change:
+        """A change that decides nothing (a batch, a reassignment, a question, an answer, a comment):
+        ``fn`` checks the record and writes a copy, as a decision rule does, inside the one compare-and-set
+        loop (it may raise :class:`ApprovalRefused`). The follower delivers what the record then owes."""
+        done = await self._change(approval_id, fn)
+        await self._follow(done, follow)
+        return done
+
     async def claim(self, approval_id: str, ctx: ToolContext, *, tool: str) -> Change:
         """``approved -> executing`` for the requester running an approved request (exactly one caller wins).
 
