@@ -43,7 +43,7 @@ def note_lines(approval: Approval) -> list[str]:
 def annotated(approval: Approval, message: Message) -> Message:
     """The card with its notes above the buttons, and, while it is pending, the reference to name it by."""
     lines = note_lines(approval)
-    if approval.state == "pending" and approval.data.get("actions"):
+    if approval.state == "pending" and approval.kind == "verification" and approval.data.get("actions"):
         ref = approval.id[:8]
         lines.append(f"Ref {ref}: /ask {ref} …, /comment {ref} …, /reassign {ref} <who>")
     if not lines:

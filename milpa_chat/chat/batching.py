@@ -32,6 +32,7 @@ from milpa_chat.renderers.model import Actions, Button, Heading, Message, Note, 
 from milpa_chat.runtime.approval import COLLECTION, ApprovalRefused
 from milpa_chat.runtime.approval_actions import ApprovalActions, Assignee
 from milpa_chat.runtime.batches import Batch, BatchDesk, ItemOutcome
+from milpa_chat.runtime.modes import ModeDesk
 
 if TYPE_CHECKING:
     from milpa_chat.chat.assistant import Assistant
@@ -81,17 +82,26 @@ class Batching:
     recent approvals came too fast (``0``: off; see :class:`~milpa_chat.runtime.batches.BatchDesk`)."""
 
     def __init__(
-        self, assistant: Assistant, *, min_items: int = 2, pause_expiry: bool = False, fast_min: int = 5
+        self,
+        assistant: Assistant,
+        *,
+        min_items: int = 2,
+        pause_expiry: bool = False,
+        fast_min: int = 5,
+        modes: bool = True,
+        waive_scopes: tuple[str, ...] = ("approvals:waive",),
     ) -> None:
         self.assistant = assistant
         self.desk = assistant.approvals
         self.batches = BatchDesk(self.desk, fast_min=fast_min)
         self.actions = ApprovalActions(self.desk, pause_expiry=pause_expiry, placer=self._place)
         self.min_items = min_items
+        #: Per-conversation approval modes (``/mode``), applied by a step of the registry's pipeline.
+        self.modes = ModeDesk(assistant.registry, waive_scopes=waive_scopes).install() if modes else None
         self.desk.openers.append(self._hold)
         assistant.extensions.append(self)
         from milpa_chat.chat.routes import AgentText, ApprovalTaps, BuiltinCommands
-        from milpa_chat.chat.routes.batch import ApprovalActionCommands, BatchedTurns, BatchTaps
+        from milpa_chat.chat.routes.batch import ApprovalActionCommands, BatchedTurns, BatchTaps, ModeCommands
 
         routes = assistant.routes
         for i, r in enumerate(routes):
@@ -99,9 +109,12 @@ class Batching:
                 routes[i] = BatchedTurns(r, self)
         assistant.add_route(BatchTaps(self), before=ApprovalTaps)
         assistant.add_route(ApprovalActionCommands(self), before=BuiltinCommands)
+        if self.modes is not None:
+            assistant.add_route(ModeCommands(self.modes, assistant.context_for), before=BuiltinCommands)
 
     def knows_command(self, name: str) -> bool:
-        return name in COMMANDS and name not in self.assistant.registry
+        mode = name == "mode" and self.modes is not None
+        return (name in COMMANDS or mode) and name not in self.assistant.registry
 
     def knows_action(self, action: str) -> bool:
         return action in BATCH_ACTIONS

@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from milpa_chat.chat.routes.messages import AgentText
     from milpa_chat.chat.surface import Surface
     from milpa_chat.runtime.approval_actions import ApprovalActions
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.modes import ModeDesk
 
-__all__ = ["ApprovalActionCommands", "BatchTaps", "BatchedTurns", "Batching"]
+__all__ = ["ApprovalActionCommands", "BatchTaps", "BatchedTurns", "Batching", "ModeCommands"]
 
 
 class Batching(Protocol):
@@ -81,7 +83,7 @@ class ApprovalActionCommands:
 
     def check(self, inbound: Inbound, surface: Surface) -> bool:
         command = command_of(inbound, surface)
-        return command is not None and self.batching.knows_command(command.name)
+        return command is not None and command.name in USAGE and self.batching.knows_command(command.name)
 
     async def handle(self, inbound: Inbound, surface: Surface) -> bool:
         command = command_of(inbound, surface)
@@ -113,3 +115,43 @@ class ApprovalActionCommands:
             return True
         await privately(surface, inbound, cards.text(change.message))
         return True
+
+
+class ModeCommands:
+    """``/mode <mode>``: this person's approval mode in this chat (:class:`~milpa_chat.runtime.modes.ModeDesk`);
+    ``/mode`` alone says what is in force."""
+
+    def __init__(self, modes: ModeDesk, context_for: Any) -> None:
+        self.modes = modes
+        self.context_for = context_for
+
+    def check(self, inbound: Inbound, surface: Surface) -> bool:
+        command = command_of(inbound, surface)
+        return command is not None and command.name == "mode" and "mode" not in self.modes.registry
+
+    async def handle(self, inbound: Inbound, surface: Surface) -> bool:
+        command = command_of(inbound, surface)
+        assert command is not None
+        ctx: ToolContext = self.context_for(inbound)
+        if not command.rest.strip():
+            await privately(surface, inbound, cards.text(describe(await self.modes.current(ctx))))
+            return True
+        try:
+            told = await self.modes.set(ctx, command.rest, via=inbound.surface)
+        except ApprovalRefused as exc:
+            await privately(surface, inbound, cards.text(str(exc), tone="error"))
+            return True
+        await privately(surface, inbound, cards.text(told))
+        return True
+
+
+def describe(mode: dict[str, Any]) -> str:
+    tight, loose = mode.get("tight"), mode.get("loose")
+    parts = []
+    if tight and tight["kind"] == "writes":
+        parts.append("every call with effects asks you to confirm")
+    elif tight:
+        parts.append(f"a call with effects asks you to confirm when a number in it exceeds {tight['limit']:g}")
+    if loose:
+        parts.append("read-only tools run without asking for confirmation until a waiver runs out")
+    return ("Here " + "; ".join(parts) + ".") if parts else "No mode of your own here: the policy decides."
