@@ -402,3 +402,21 @@ async def _tap_data(w: World, message: TelegramMessage, data: str, user: Telegra
     query = w.tg.callback_query(update)
     await w.tg.wait_until(lambda: query.answered, WAIT, what="the tap's answer")
     return query.answer_text or ""
+
+
+async def test_reject_all_from_slack_rejects_each_item_and_every_copy_shows_it() -> None:
+    async with world() as w:
+        w.llm.reply_tool_calls([("delete_note", {"note_id": i}) for i in (1, 2, 3, 4)])
+        await ask_agent(w)
+        tg_card = await w.tg.wait_until(lambda: (cards_in_group(w) or [None])[0], WAIT, what="the batch card")
+        slack_card = await w.api.wait_for(lambda: (w.api.messages(APPROVERS) or [None])[0])
+        await w.api.wait_for(lambda: "Reject all 4" in json.dumps(slack_card.buttons()))
+        await w.slack.click(slack_card, button(slack_card, "Reject all 4")["action_id"], user=MATEO)
+        await w.slack_bot.drain()
+        await w.tg.wait_until(lambda: "Rejected by Mateo from this card: 4 of 4." in (w.now(tg_card).text or ""), WAIT)
+        assert "Rejected by Mateo" in w.api.messages(APPROVERS)[0].all_text()
+        assert w.notes.runs == []
+        states = [r.value["state"] for r in await w.assistant.store.scan("approvals")]
+        assert states == ["rejected"] * 4
+        decided = [e for e in await w.trail.entries() if e.kind == "decided"]
+        assert len(decided) == 4 and {e.fields["via"] for e in decided} == {"slack/batch"}
