@@ -99,6 +99,7 @@ class Batching:
         #: Per-conversation approval modes (``/mode``), applied by a step of the registry's pipeline.
         self.modes = ModeDesk(assistant.registry, waive_scopes=waive_scopes).install() if modes else None
         self.desk.openers.append(self._hold)
+        self.desk.reminders.append(_no_single_cards)
         assistant.extensions.append(self)
         from milpa_chat.chat.routes import AgentText, ApprovalTaps, BuiltinCommands
         from milpa_chat.chat.routes.batch import ApprovalActionCommands, BatchedTurns, BatchTaps, ModeCommands
@@ -291,6 +292,13 @@ class Batching:
             value.pop("batch", None)
             new += [(c["surface"], str(c["chat_id"]), c.get("role", "approver")) for c in value.pop("held_cards", [])]
         value["cards"] = [*value.get("cards", []), *card_slots(new)]
+
+
+def _no_single_cards(value: dict[str, Any], kind: str) -> None:
+    """A reminder or an escalation of a request still in its batch posts no card of its own (its batch card is
+    where it is decided)."""
+    if value.get("batch"):
+        value["cards"] = [c for c in value.get("cards", []) if c.get("message_id")]
 
 
 def tap_answer(decision: str, outcomes: list[ItemOutcome]) -> str:
