@@ -358,16 +358,17 @@ async def test_forged_batch_taps_and_a_model_made_context_decide_nothing() -> No
             lambda: batching.actions.reassign(pending[0], "telegram:1002", model),
             lambda: batching.actions.ask(pending[0], "why?", model),
             lambda: batching.actions.comment(pending[0], "ok", model),
+            lambda: batching.modes.set(model, "no confirmation for reads for 1 hour"),  # type: ignore[union-attr]
         ):
             try:
                 await attempt()
             except ApprovalRefused as exc:
                 assert "A model cannot" in str(exc)
                 refused += 1
-        print(f"6 model-made batch/reassign/ask/comment attempts -> {refused} refused")
-        assert refused == 6 and w.notes.runs == []
+        print(f"7 model-made batch/split/reassign/ask/comment/mode attempts -> {refused} refused")
+        assert refused == 7 and w.notes.runs == []
         entries = await w.trail.entries()
-        assert sum(e.kind == "refused" and e.fields.get("by_model") for e in entries) == 6
+        assert sum(e.kind == "refused" and e.fields.get("by_model") for e in entries) == 7
         assert all(r.value["state"] == "pending" for r in await w.assistant.store.scan("approvals"))
 
 
