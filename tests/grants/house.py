@@ -12,8 +12,8 @@ from typing import Any
 
 from milpa_chat.command import EffectProfile, Operation, RegistryProjector
 from milpa_chat.command.grants import Condition, Falsifier, NamedCall, StandingGrant
+from milpa_chat.grants.desk import GrantDesk, GrantOffer
 from milpa_chat.runtime import ToolContext, ToolRegistry, VerifyPolicy
-from milpa_chat.standing.desk import GrantDesk, GrantOffer
 from milpa_chat.store.base import Store
 
 ARCHIVES: dict[str, str] = {

@@ -135,7 +135,7 @@ async def test_superseding_a_suspended_grant_must_say_what_it_lifts(store: Store
 async def test_an_expired_grant_lends_nothing(store: Store, clock: ManualClock) -> None:
     from datetime import timedelta
 
-    from milpa_chat.standing.records import when
+    from milpa_chat.grants.records import when
 
     registry, desk = house(store)
     await signed(desk, grant(expires_at=when(clock()) + timedelta(hours=2)))
@@ -200,7 +200,7 @@ async def test_a_grant_change_is_never_decided_by_a_tool(store: Store) -> None:
 
 
 async def test_a_text_that_was_not_the_one_signed_is_a_signature_fault(store: Store) -> None:
-    from milpa_chat.standing.records import COLLECTION
+    from milpa_chat.grants.records import COLLECTION
 
     registry, desk = house(store)
     await measured(registry, "clean.tgz")
@@ -214,7 +214,7 @@ async def test_a_text_that_was_not_the_one_signed_is_a_signature_fault(store: St
 
 
 async def test_a_kept_text_that_does_not_read_stops_every_seat(store: Store) -> None:
-    from milpa_chat.standing.records import COLLECTION
+    from milpa_chat.grants.records import COLLECTION
 
     registry, desk = house(store)
     await measured(registry, "clean.tgz")

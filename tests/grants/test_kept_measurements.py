@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from milpa_chat.command.grants import ConditionReceipt, NamedCall
-from milpa_chat.command.grants.receipts import read_condition
-from milpa_chat.standing.records import kept_receipts, receipt_key
+from milpa_chat.grants.receipts import read_condition
+from milpa_chat.grants.records import kept_receipts, receipt_key
 from milpa_chat.store import SqliteStore
 from tests.grants.house import REQUESTER, house, signed
 
@@ -97,8 +97,8 @@ async def test_a_thousand_runs_keep_a_handful_of_records_and_the_grant_still_len
 
 @pytest.mark.parametrize("retention", [0, -1.0, float("nan")])
 def test_watch_retention_must_be_a_positive_number_of_seconds(retention: float) -> None:
+    from milpa_chat.grants.desk import GrantDesk
     from milpa_chat.runtime import ToolRegistry
-    from milpa_chat.standing.desk import GrantDesk
 
     with pytest.raises(ValueError, match="watch_retention"):
         GrantDesk(ToolRegistry(), watch_retention=retention)
