@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 from milpa_chat.runtime import ApprovalRefused, ToolContext
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import Store
@@ -73,7 +74,13 @@ async def test_a_call_wider_than_the_ceiling_gets_a_card(store: Store) -> None:
 
     registry, desk = house(store)
     await measured(registry, "clean.tgz")
-    narrow = EffectProfile("persistent", "third_party", "compensatable", "write_as_user", subject="data")
+    narrow = EffectProfile(
+        Mutation.PERSISTENT,
+        Externality.THIRD_PARTY,
+        Reversibility.COMPENSATABLE,
+        Authority.WRITE_AS_USER,
+        subject=Subject.DATA,
+    )
     await signed(desk, grant(ceiling=narrow))
 
     result = await registry.call("release_publish", CLEAN, REQUESTER)
@@ -282,11 +289,16 @@ async def test_a_confirm_tool_whose_name_no_grant_can_cover_still_asks_for_its_c
     registry, desk = house(store)
     await signed(desk)
     deleted: list[int] = []
+
+    def delete(args, ctx):
+        deleted.append(args["id"])
+        return "deleted"
+
     registry.register(
         name,
         "Delete a note",
         {"type": "object", "properties": {"id": {"type": "integer"}}},
-        lambda args, ctx: deleted.append(args["id"]) or "deleted",
+        delete,
         confirm=True,
     )
     result = await registry.call(name, {"id": 3}, REQUESTER)

@@ -69,7 +69,11 @@ def test_the_kept_receipts_read_as_the_whole_history(history: list[Any]) -> None
 
 def test_a_kept_row_that_does_not_read_stays_a_fault_in_its_place() -> None:
     good = ConditionReceipt("release:scan", {"strict": True}, CONTENTS[0], INSTRUMENTS[0], True, at=START)
-    rows = [{"receipt": good.to_dict(), "taken": 2.0}, {"receipt": {"by": "tampered"}, "taken": 1.0}, {"taken": 3.0}]
+    rows: list[dict[str, Any]] = [
+        {"receipt": good.to_dict(), "taken": 2.0},
+        {"receipt": {"by": "tampered"}, "taken": 1.0},
+        {"taken": 3.0},
+    ]
     assert kept_receipts(rows) == [None, good, None]
 
 
