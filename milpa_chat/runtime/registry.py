@@ -121,7 +121,7 @@ class ToolRegistry:
                 max_pending_per_principal=approval_max_pending,
             )
             human = HumanVerifier(approvals)
-        approvals.audit = audit
+        approvals.install(audit=audit, run=self.run_approval)
         self._tools: dict[str, ToolDefinition] = {}
         self._view = MappingProxyType(self._tools)
         #: What every call's steps see (:class:`~milpa_chat.runtime.services.Services`); built anew whenever a
@@ -139,11 +139,11 @@ class ToolRegistry:
             verifier=human,
             tool_verifier=verifier if verifier is not None else human,
         )
-        if approvals.checker is None:  # an edit is re-validated and re-authorized as a new call would be
-            approvals.checker = registry_check(self)
+        if approvals.hooks.checker is None:  # an edit is re-validated and re-authorized as a new call would be
+            approvals.install(checker=registry_check(self))
         #: The registry's own edit check (the requester as they asked); a chat host replaces it with one
         #: that reads the requester's scopes as they are now.
-        self.default_checker = approvals.checker
+        self.default_checker = approvals.hooks.checker
         #: The pipeline, in order (:data:`milpa_chat.runtime.pipeline.STEPS`); a host may add a step of its own.
         self.steps: list[Step] = list(STEPS)
         self.tokens = TokenEstimator()

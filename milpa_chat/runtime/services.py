@@ -20,6 +20,7 @@ from milpa_chat.runtime.stamps import fail
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
+    from milpa_chat.runtime.approval_hooks import TrailHook
     from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.runtime.audit import AuditLogger
     from milpa_chat.runtime.confirm import ConfirmationTokenStore
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.policy import PolicyGate
     from milpa_chat.runtime.ratelimit import RateLimiter
     from milpa_chat.runtime.result import ErrorCode, ToolResult
-    from milpa_chat.runtime.trail import AuditTrail
     from milpa_chat.runtime.verification import HumanVerifier
     from milpa_chat.runtime.verifier import Verifier
 
@@ -74,9 +74,9 @@ class Services:
         return self.events
 
     @property
-    def trail(self) -> AuditTrail | None:
+    def trail(self) -> TrailHook | None:
         """The hash-chained trail attached to the desk, if any."""
-        return self.approvals.trail
+        return self.approvals.hooks.trail
 
 
 @dataclass(frozen=True, slots=True)
