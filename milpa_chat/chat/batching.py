@@ -98,8 +98,7 @@ class Batching:
         self.min_items = min_items
         #: Per-conversation approval modes (``/mode``), applied by a step of the registry's pipeline.
         self.modes = ModeDesk(assistant.registry, waive_scopes=waive_scopes).install() if modes else None
-        self.desk.openers.append(self._hold)
-        self.desk.reminders.append(_no_single_cards)
+        self.desk.install(opener=self._hold, reminder=_no_single_cards)
         assistant.extensions.append(self)
         from milpa_chat.chat.routes import AgentText, ApprovalTaps, BuiltinCommands
         from milpa_chat.chat.routes.batch import ApprovalActionCommands, BatchedTurns, BatchTaps, ModeCommands

@@ -30,8 +30,9 @@ from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
-    from milpa_chat.runtime.pipeline import Call, Outcome
+    from milpa_chat.runtime.pipeline import Outcome
     from milpa_chat.runtime.registry import ToolRegistry
+    from milpa_chat.runtime.services import Call
 
 __all__ = ["MODES", "Mode", "ModeDesk", "parse_mode"]
 
@@ -206,19 +207,16 @@ class ModeDesk:
 
     async def _gate(self, call: Call) -> ToolResult | None:
         from milpa_chat.runtime import gates
-        from milpa_chat.runtime.pipeline import execute
+        from milpa_chat.runtime.execute import execute
 
         ctx, tool = call.ctx, call.tool
         mode = await self.current(ctx)
-        policy = self.registry.policy
+        policy = call.services.policy
         if tool.mutating and mode.get("tight") and not policy.requires_confirmation(ctx, tool):
             tight = mode["tight"]
             wire = call.validated.wire
             if tight["kind"] == "writes" or any(n > float(tight["limit"]) for n in _numbers(dict(wire))):
-                return await gates.ask_confirmation(self.registry, tool, dict(wire), ctx, call.t0)
+                return await gates.ask_confirmation(call.services, tool, dict(wire), ctx, call.t0)
         if not tool.mutating and mode.get("loose") and policy.requires_confirmation(ctx, tool):
-            out = execute(call)
-            if out is None or isinstance(out, ToolResult):
-                return out
-            return await out
+            return await execute(call)
         return None

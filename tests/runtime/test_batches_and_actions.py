@@ -76,7 +76,7 @@ async def setup(clock: ManualClock) -> tuple[ToolRegistry, Notes, AuditTrail]:
         assert definition is not None
         value["risk"] = risk_tier(definition, getattr(definition.verify, "risk", None))
 
-    registry.approvals.openers.append(tiers)
+    registry.approvals.install(opener=tiers)
     return registry, notes, AuditTrail(registry.store).attach(registry)
 
 
