@@ -51,7 +51,8 @@ class ScriptedToolCall:
 class ScriptedReply:
     """One scripted answer: a completion (``status`` 200) or an error (``status`` >= 400).
 
-    ``raw_body`` is sent verbatim instead of a rendered body; ``delay`` seconds pass first.
+    ``raw_body`` is sent verbatim instead of a rendered body; ``delay`` seconds pass first. Asked to
+    stream (``"stream": true``), the text goes out a word at a time, ``chunk_delay`` seconds apart.
     """
 
     text: str = ""
@@ -65,6 +66,7 @@ class ScriptedReply:
     raw_body: str | None = None
     usage: tuple[int, int] | None = None
     finish_reason: str | None = None
+    chunk_delay: float = 0.0
 
 
 _OPENAI_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
