@@ -425,7 +425,9 @@ async def _openai_streamed(stream: Any, on_text: OnText) -> dict[str, Any]:
                 function = call.get("function") or {}
                 if function.get("name"):
                     slot["function"]["name"] = function["name"]
-                slot["function"]["arguments"] = slot["function"].get("arguments", "") + (function.get("arguments") or "")
+                slot["function"]["arguments"] = slot["function"].get("arguments", "") + (
+                    function.get("arguments") or ""
+                )
             finish = choice.get("finish_reason") or finish
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if calls:

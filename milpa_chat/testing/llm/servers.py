@@ -206,7 +206,9 @@ class _FakeLlmServer(LocalServer, ABC):
         for event, data, is_text in self._events(reply, body):
             if is_text and reply.chunk_delay and not first:
                 await asyncio.sleep(reply.chunk_delay)
-            line = (f"event: {event}\n" if event else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+            line = (
+                f"event: {event}\n" if event else ""
+            ) + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
             await response.write(line.encode())
             if is_text and first:
                 first = False
