@@ -80,6 +80,22 @@ class SlackMessage:
     edited_ts: str | None = None
     deleted: bool = False
     via: str = "chat.postMessage"
+    #: A streamed message (``chat.startStream``): ``"streaming"`` until ``chat.stopStream``, then ``"stopped"``.
+    stream_state: str | None = None
+    #: Every chunk streamed into it, in order (``markdown_text`` arguments count as markdown chunks).
+    chunks: list[JsonDict] = field(default_factory=list)
+
+    def tasks(self) -> dict[str, list[str]]:
+        """Each streamed task's (or plan step's) statuses in the order they were sent: ``{id: ["pending", ...]}``."""
+        found: dict[str, list[str]] = {}
+        for chunk in self.chunks:
+            if chunk.get("type") == "task_update":
+                found.setdefault(str(chunk["id"]), []).append(str(chunk["status"]))
+        return found
+
+    def task_titles(self) -> dict[str, str]:
+        """Each streamed task's last title."""
+        return {str(c["id"]): str(c["title"]) for c in self.chunks if c.get("type") == "task_update"}
 
     @property
     def edited(self) -> bool:
