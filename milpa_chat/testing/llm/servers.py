@@ -447,7 +447,7 @@ class FakeAnthropicServer(_FakeLlmServer):
 
     def _events(self, reply: ScriptedReply, body: dict[str, Any]) -> Iterator[tuple[str | None, Any, bool]]:
         prompt, completion = self._usage(reply, body)
-        message = {
+        message: dict[str, Any] = {
             "id": f"msg_{secrets.token_hex(12)}",
             "type": "message",
             "role": "assistant",

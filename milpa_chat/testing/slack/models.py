@@ -113,7 +113,10 @@ class SlackMessage:
         """The ``(block, element)`` whose element has ``action_id`` (and ``value``, when given)."""
         for block in self.blocks:
             for element in interactive_elements(block):
-                if element.get("action_id") == action_id and (value is None or element.get("value") == value):
+                values = [element.get("value")]
+                if element.get("type") == "feedback_buttons":  # two buttons in one element
+                    values += [(element.get(k) or {}).get("value") for k in ("positive_button", "negative_button")]
+                if element.get("action_id") == action_id and (value is None or value in values):
                     return block, element
         wanted = action_id if value is None else f"{action_id} with value {value!r}"
         raise LookupError(f"message {self.ts} in {self.channel} has no element {wanted}")

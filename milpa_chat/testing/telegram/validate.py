@@ -270,7 +270,7 @@ def _inline_button(button: Any) -> dict[str, Any]:
         if not isinstance(style, str):
             raise fail('Field "style" must be of type String')
         if style not in BUTTON_STYLES:
-            raise ApiError.bad_request(f"Can't parse inline keyboard button: unsupported button style \"{style}\"")
+            raise ApiError.bad_request(f'Can\'t parse inline keyboard button: unsupported button style "{style}"')
         kept["style"] = style
     return kept
 

@@ -1,0 +1,73 @@
+"""Streamed answers on Telegram.
+
+* In a private chat: a draft (``sendMessageDraft``, Bot API 9.3, open to every bot since 9.5) updated as
+  the answer grows, then the final message (``sendMessage``, through the transport's renderer, with the
+  👍 / 👎 buttons when asked). Telegram documents no rate for drafts; the kit sends at most
+  :data:`DRAFT_INTERVAL` seconds apart (a draft is a preview: the final message is what stays).
+* In a group: drafts are for private chats only, so one message is sent and edited in place, at most one
+  edit every :data:`GROUP_EDIT_INTERVAL` seconds: Telegram allows a bot about 20 messages a minute in
+  one group, and every edit counts.
+
+Steps of the agent's plan are lines above the text (⏳ waiting, 🔄 running, ✅ done, ❌ failed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from milpa_chat.chat import cards
+from milpa_chat.chat.inbound import MessageRef
+from milpa_chat.chat.streaming import EditedStream, Stream, feedback_buttons, plain_text
+from milpa_chat.renderers.model import Actions, Message
+
+if TYPE_CHECKING:
+    from milpa_chat.bots.telegram_transport import TelegramTransport
+
+__all__ = ["DRAFT_INTERVAL", "GROUP_EDIT_INTERVAL", "TelegramDraftStream", "open_telegram_stream"]
+
+#: Seconds between two draft updates in a private chat.
+DRAFT_INTERVAL = 0.4
+#: Seconds between two edits of a streamed message in a group (20 messages a minute in one group).
+GROUP_EDIT_INTERVAL = 3.0
+#: Drafts are limited like messages: 4,096 characters.
+MAX_DRAFT = 4096
+_draft_ids = itertools.count(int.from_bytes(os.urandom(3), "big") + 1)
+
+
+def open_telegram_stream(transport: TelegramTransport, chat_id: str) -> Stream:
+    """A draft stream for a private chat (a positive chat id), an edited message in a group."""
+    if chat_id.isdigit():
+        return TelegramDraftStream(transport, chat_id)
+    return EditedStream(transport, chat_id, interval=GROUP_EDIT_INTERVAL)
+
+
+class TelegramDraftStream(Stream):
+    """The answer as a draft in a private chat, then its final message (see the module's docstring)."""
+
+    def __init__(self, transport: TelegramTransport, chat_id: str, *, interval: float = DRAFT_INTERVAL) -> None:
+        super().__init__(interval=interval)
+        self.transport = transport
+        self.chat_id = chat_id
+        self.draft_id = next(_draft_ids)
+
+    def _shown(self) -> str:
+        shown = plain_text(self.steps, self.text)
+        return shown if len(shown) <= MAX_DRAFT else shown[: MAX_DRAFT - 1] + "…"
+
+    async def _push(self) -> None:
+        self._take()
+        await self.transport.bot.send_message_draft(int(self.chat_id), self.draft_id, text=self._shown())
+
+    async def _close(self, feedback: str | None) -> MessageRef | None:
+        self._take()
+        message = self._final(feedback)
+        return await self.transport.send(self.chat_id, message)
+
+    def _final(self, feedback: str | None) -> Message:
+        message = cards.text(plain_text(self.steps, self.text) or "…")
+        if feedback is not None:
+            message = replace(message, blocks=(*message.blocks, Actions.row(*feedback_buttons(feedback))))
+        return message
