@@ -49,6 +49,10 @@ class Payments:
         return {"paid": amount, "to": to}
 
 
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
 async def main() -> None:
     env = os.environ
     store = SqliteStore(env["MILPA_STORE"])
@@ -61,7 +65,7 @@ async def main() -> None:
     telegram = TelegramBot(assistant, env["TELEGRAM_TOKEN"], env["TELEGRAM_BASE_URL"], sweep_interval=0.5)
     slack = SlackBot(assistant, "xoxb-milpa-test", "milpa-signing-secret", base_url=env["SLACK_BASE_URL"])
     async with serve_bolt_app(slack.web_app()) as url:
-        Path(env["SLACK_URL_FILE"]).write_text(url)
+        _write(Path(env["SLACK_URL_FILE"]), url)
         await telegram.start(poll_timeout=1)
         await stop.wait()
         await telegram.stop()

@@ -28,19 +28,27 @@ TG_MARIA = TelegramUser(2001, "Maria", "maria")
 SECRET = "milpa-signing-secret"
 
 
+def _forget(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
 @asynccontextmanager
 async def bot_process(tg: BotApiServer, env: dict[str, str], log: Path) -> AsyncIterator[tuple[Process, str]]:
     """The bot in its own process; yields it and the URL its Slack events go to once it polls Telegram."""
     mark = tg.mark()
     url_file = Path(env["SLACK_URL_FILE"])
-    url_file.unlink(missing_ok=True)
+    _forget(url_file)
     with log.open("ab") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tests.bots.streaming_bot", cwd=ROOT, env=env, stdout=out, stderr=out
         )
     try:
         await tg.wait_for(lambda c: c.method == "getUpdates", since=mark, timeout=60)
-        yield process, url_file.read_text()
+        yield process, _read(url_file)
     finally:
         if process.returncode is None:
             process.kill()
