@@ -121,6 +121,12 @@ async def test_telegram_private_chat_streams_drafts_in_order_then_the_whole_answ
         assert (final.text or "").endswith(ANSWER) and "✅ List the notes…" in (final.text or "")
         assert final.button_labels == ["👍", "👎"]
         assert len(w.tg.messages(TG_ALICE.id)) == 1  # drafts leave nothing behind but the final message
+
+        tap = await w.tg.tap_button(final, "👎", TG_ALICE)
+        await w.tg.wait_until(lambda: w.tg.callback_query(tap).answered)
+        recorded = await w.assistant.answer_feedback.read()
+        assert [(e.rating, e.principal, e.surface) for e in recorded] == [("down", "telegram:1001", "telegram")]
+        assert w.tg.callback_query(tap).answer_text == "Thanks for the feedback."
         print(f"\nTelegram private chat: {len(drafts)} drafts, then the final message")
 
 
@@ -182,6 +188,21 @@ async def test_slack_dm_streams_into_the_thread_and_feedback_is_recorded_once_pe
         await w.slack.send(forged)
         await w.slack_bot.drain()
         assert len(await w.assistant.answer_feedback.read()) == 1
+
+
+async def test_slack_without_streaming_answers_in_an_edited_thread_reply() -> None:
+    async with world() as w:
+        w.api.fail_next("chat.startStream", "not_allowed_token_type", times=3)
+        w.llm.reply_text(ANSWER, chunk_delay=0.05)
+        await w.slack.direct_message("what notes do I have?", user=ALICE)
+        await w.slack_bot.drain()
+        asked = w.api.messages(w.dm())[0]
+        replies = [m for m in w.api.messages(w.dm()) if m.via == "chat.postMessage"]
+        assert w.streamed(w.dm()) == [] and len(replies) == 1
+        reply = replies[0]
+        assert reply.thread_ts == asked.ts and ANSWER in reply.all_text()
+        assert [b["text"]["text"] for b in reply.buttons()] == ["👍", "👎"]
+        assert len(w.api.calls("chat.startStream")) == 1  # refused once: the rest of the answer never asks again
 
 
 async def test_slack_mention_in_a_channel_streams_to_the_person_who_asked() -> None:
