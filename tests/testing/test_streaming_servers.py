@@ -34,7 +34,7 @@ async def test_telegram_drafts_go_to_private_chats_only_and_are_recorded_in_orde
                 await bot.send_message_draft(ALICE.id, 7, text="x" * 4097)
             with pytest.raises(BadRequest, match="parse entities"):
                 await bot.send_message_draft(ALICE.id, 7, text="<b>Hello", parse_mode="HTML")
-            with pytest.raises(BadRequest, match="(?i)chat not found"):
+            with pytest.raises(BadRequest, match=r"(?i)chat not found"):
                 await bot.send_message_draft(5555, 7, text="Hello")
         drafts = tg.drafts(ALICE.id)
         assert [d.text for d in drafts] == ["", "Hello", "Hello there"]
