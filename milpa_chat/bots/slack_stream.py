@@ -134,9 +134,9 @@ class SlackStream(Stream):
             return
         self.ts = str(resp["ts"])
 
-    async def _edit(self, feedback: str | None = None) -> None:
+    async def _edit(self, feedback: str | None = None, *, final: bool = False) -> None:
         self._take()
-        message = cards.text(plain_text(self.steps, self.text) or "…")
+        message = cards.text(plain_text(self.steps, self.text, final=final) or "…")
         if feedback is not None:
             message = replace(message, blocks=(*message.blocks, Actions.row(*feedback_buttons(feedback))))
         payload = self.transport.renderer.render_message(message).message
@@ -154,7 +154,7 @@ class SlackStream(Stream):
                 await self._start(chunks or [{"type": "markdown_text", "text": self.text or "…"}])
                 chunks = []
         if self.edited:
-            await self._edit(feedback)
+            await self._edit(feedback, final=True)
         else:
             assert self.ts is not None
             blocks = [feedback_block(feedback)] if feedback is not None else None

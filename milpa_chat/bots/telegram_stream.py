@@ -8,7 +8,8 @@
   edit every :data:`GROUP_EDIT_INTERVAL` seconds: Telegram allows a bot about 20 messages a minute in
   one group, and every edit counts.
 
-Steps of the agent's plan are lines above the text (⏳ waiting, 🔄 running, ✅ done, ❌ failed).
+Steps of the agent's plan are lines above the text (⏳ waiting, 🔄 running, ✅ done, ❌ failed); the message
+that stays keeps the steps still waiting or that failed.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class TelegramDraftStream(Stream):
         return await self.transport.send(self.chat_id, message)
 
     def _final(self, feedback: str | None) -> Message:
-        message = cards.text(plain_text(self.steps, self.text) or "…")
+        message = cards.text(plain_text(self.steps, self.text, final=True) or "…")
         if feedback is not None:
             message = replace(message, blocks=(*message.blocks, Actions.row(*feedback_buttons(feedback))))
         return message

@@ -97,8 +97,12 @@ def _place(surface: str, chat_id: str, here: bool) -> str:
     return f"{surface} chat {chat_id}"
 
 
-def plain_text(steps: list[PlanStep], text: str) -> str:
-    """Steps (one line each, marked by state) above the text: how a draft or an edited message shows them."""
+def plain_text(steps: list[PlanStep], text: str, *, final: bool = False) -> str:
+    """Steps (one line each, marked by state) above the text: how a draft or an edited message shows them.
+    ``final``: the message that stays keeps only the steps still waiting or that failed (the answer tells
+    what was done)."""
+    if final:
+        steps = [s for s in steps if s.status in ("pending", "error")]
     lines = [f"{STATUS_MARKS[s.status]} {s.title}" + (f" ({s.details})" if s.details else "") for s in steps]
     head = "\n".join(lines)
     return f"{head}\n\n{text}".strip() if head else text.strip()
@@ -237,7 +241,7 @@ class EditedStream(Stream):
         self.ref: MessageRef | None = None
 
     def _message(self, *, feedback: str | None = None, whole: bool = False) -> Message:
-        shown = plain_text(self.steps, self.text)
+        shown = plain_text(self.steps, self.text, final=whole)
         if not whole and len(shown) > self.limit:
             shown = shown[: self.limit - 1] + "…"
         message = cards.text(shown or "…")
