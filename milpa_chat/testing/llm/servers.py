@@ -64,7 +64,7 @@ class _FakeLlmServer(LocalServer, ABC):
         self.api_key = api_key
         self.validate = validate
         self.requests: list[RecordedRequest] = []
-        #: ``time.perf_counter()`` when each streamed reply's first text was written, in order.
+        #: ``time.monotonic()`` when each streamed reply's first text was written, in order.
         self.first_tokens: list[float] = []
         self._script: deque[ScriptedReply] = deque()
 
@@ -212,7 +212,7 @@ class _FakeLlmServer(LocalServer, ABC):
             await response.write(line.encode())
             if is_text and first:
                 first = False
-                self.first_tokens.append(time.perf_counter())
+                self.first_tokens.append(time.monotonic())
         await response.write_eof()
         return response
 
@@ -237,7 +237,9 @@ class _FakeLlmServer(LocalServer, ABC):
         *,
         rejected: bool = False,
     ) -> None:
-        self.requests.append(RecordedRequest(request.method, request.path, headers, body, status, error, rejected))
+        self.requests.append(
+            RecordedRequest(request.method, request.path, headers, body, status, error, rejected, time.monotonic())
+        )
         self.activity.notify()
 
     def _error_response(self, reply: ScriptedReply) -> web.Response:

@@ -26,7 +26,7 @@ class RecordedRequest:
 
     ``status`` is what the server answered and ``error`` its error message; ``rejected`` is true
     when the server's own checks refused the request (key, headers, validation, empty script)
-    rather than a scripted reply.
+    rather than a scripted reply. ``at``: ``time.monotonic()`` when it was received.
     """
 
     method: str
@@ -36,6 +36,7 @@ class RecordedRequest:
     status: int
     error: str | None = None
     rejected: bool = False
+    at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,6 +177,8 @@ class SlackApiCall:
     status: int
     response: JsonDict | str
     at: float
+    #: ``time.monotonic()`` when it was answered (``at`` is the wall clock, which may be adjusted meanwhile).
+    monotonic: float = 0.0
 
     @property
     def ok(self) -> bool:
