@@ -32,15 +32,15 @@ from typing import Any
 if sys.path and sys.path[0].endswith("bench"):  # bench/telegram.py and bench/slack.py must not shadow the SDKs
     sys.path.pop(0)
 
-from milpa_chat.bots import TelegramBot  # noqa: E402
-from milpa_chat.bots.slack import SlackBot  # noqa: E402
-from milpa_chat.chat import Assistant, Identities  # noqa: E402
-from milpa_chat.gateway import ChatAgent, LlmService  # noqa: E402
-from milpa_chat.runtime.registry import ToolRegistry  # noqa: E402
-from milpa_chat.store import MemoryStore  # noqa: E402
-from milpa_chat.testing import BotApiServer, TelegramUser  # noqa: E402
-from milpa_chat.testing.llm import FakeOpenAIServer  # noqa: E402
-from milpa_chat.testing.slack import SlackApiServer, SlackEvents, serve_bolt_app  # noqa: E402
+from milpa_chat.bots import TelegramBot
+from milpa_chat.bots.slack import SlackBot
+from milpa_chat.chat import Assistant, Identities
+from milpa_chat.gateway import ChatAgent, LlmService
+from milpa_chat.runtime.registry import ToolRegistry
+from milpa_chat.store import MemoryStore
+from milpa_chat.testing import BotApiServer, TelegramUser
+from milpa_chat.testing.llm import FakeOpenAIServer
+from milpa_chat.testing.slack import SlackApiServer, SlackEvents, serve_bolt_app
 
 TOKEN, SECRET, TEAM, ALICE = "xoxb-bench", "bench-secret", "T1", "U1001"
 TG_ALICE = TelegramUser(1001, "Alice", "alice")
