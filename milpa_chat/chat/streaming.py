@@ -165,7 +165,8 @@ class Stream(ABC):
     async def finish(self, final: str | None = None, *, feedback: str | None = None) -> MessageRef | None:
         """End the stream. ``final`` is the whole answer: what was not streamed of it is added (a reply
         the model did not stream, such as a notice, is added below). ``feedback``: an answer id whose
-        👍 / 👎 buttons the last message carries. Returns where the answer stays, when it is a message."""
+        👍 / 👎 buttons the last message carries. Returns where the answer stays, when it is a message
+        (``None`` when nothing was shown nor is to be: an agent with no answer to an empty message)."""
         self._check_open()
         if final and final.strip() and final.strip() not in self.text:
             self.text = f"{self.text.rstrip()}\n\n{final}" if self.text.strip() else final
@@ -174,6 +175,8 @@ class Stream(ABC):
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if not self.text.strip() and not self._steps and self.updates == 0:
+            return None  # nothing was shown and there is nothing to show
         async with self._lock:
             if self.final_waits:
                 await asyncio.sleep(max(0.0, self._last + self.interval - time.monotonic()))
