@@ -25,7 +25,9 @@ from milpa_chat.chat.streaming import PlanStep, Stream, feedback_buttons, plain_
 from milpa_chat.renderers.model import Actions
 
 if TYPE_CHECKING:
-    from milpa_chat.bots.slack_transport import SlackTransport
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from milpa_chat.renderers.slack import SlackRenderer
 
 __all__ = ["EDIT_INTERVAL", "NO_STREAMING", "STREAM_INTERVAL", "SlackStream", "feedback_block"]
 
@@ -77,7 +79,8 @@ class SlackStream(Stream):
 
     def __init__(
         self,
-        transport: SlackTransport,
+        client: AsyncWebClient,
+        renderer: SlackRenderer,
         channel: str,
         thread_ts: str,
         *,
@@ -86,8 +89,8 @@ class SlackStream(Stream):
         interval: float = STREAM_INTERVAL,
     ) -> None:
         super().__init__(interval=interval)
-        self.transport = transport
-        self.client = transport.client
+        self.client = client
+        self.renderer = renderer
         self.channel = channel
         self.thread_ts = thread_ts
         self.user = user
@@ -95,25 +98,33 @@ class SlackStream(Stream):
         self.ts: str | None = None
         #: True once the workspace refused streaming: the answer is an edited thread reply instead.
         self.edited = False
+        self._acked = 0  # how much of the text Slack accepted
+        self._unsent: dict[str, PlanStep] = {}  # steps changed and not yet accepted
 
-    def _chunks(self) -> list[dict[str, Any]]:
-        delta, changed = self._take()
-        chunks: list[dict[str, Any]] = [_task(s) for s in changed]
-        if delta:
-            chunks.append({"type": "markdown_text", "text": delta})
-        return chunks
+    def _chunks(self) -> tuple[list[dict[str, Any]], int]:
+        """What Slack has not accepted yet (kept until a call succeeds: a failed append loses nothing)."""
+        _, changed = self._take()
+        self._unsent.update((step.id, step) for step in changed)
+        chunks: list[dict[str, Any]] = [_task(s) for s in self._unsent.values()]
+        if len(self.text) > self._acked:
+            chunks.append({"type": "markdown_text", "text": self.text[self._acked :]})
+        return chunks, len(self.text)
+
+    def _accepted(self, upto: int) -> None:
+        self._acked, self._unsent = upto, {}
 
     async def _push(self) -> None:
         if self.edited:
             await self._edit()
             return
-        chunks = self._chunks()
+        chunks, upto = self._chunks()
         if not chunks:
             return
         if self.ts is None:
             await self._start(chunks)
         else:
             await self.client.chat_appendStream(channel=self.channel, ts=self.ts, chunks=chunks)
+        self._accepted(upto)
 
     async def _start(self, chunks: list[dict[str, Any]]) -> None:
         from slack_sdk.errors import SlackApiError
@@ -139,7 +150,7 @@ class SlackStream(Stream):
         message = cards.text(plain_text(self.steps, self.text, final=final) or "…")
         if feedback is not None:
             message = replace(message, blocks=(*message.blocks, Actions.row(*feedback_buttons(feedback))))
-        payload = self.transport.renderer.render_message(message).message
+        payload = self.renderer.render_message(message).message
         if self.ts is None:
             resp = await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, **payload)
             self.ts = str(resp["ts"])
@@ -149,9 +160,10 @@ class SlackStream(Stream):
     async def _close(self, feedback: str | None) -> MessageRef | None:
         chunks: list[dict[str, Any]] = []
         if not self.edited:
-            chunks = self._chunks()
+            chunks, upto = self._chunks()
             if self.ts is None:
                 await self._start(chunks or [{"type": "markdown_text", "text": self.text or "…"}])
+                self._accepted(upto)
                 chunks = []
         if self.edited:
             await self._edit(feedback, final=True)
@@ -160,4 +172,4 @@ class SlackStream(Stream):
             blocks = [feedback_block(feedback)] if feedback is not None else None
             await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=chunks or None, blocks=blocks)
         self.updates += 1
-        return MessageRef(self.transport.surface, self.channel, self.ts or "")
+        return MessageRef("slack", self.channel, self.ts or "")

@@ -126,7 +126,9 @@ class SlackTransport(Surface):
             return None
         from milpa_chat.bots.slack_stream import SlackStream
 
-        return SlackStream(self, inbound.chat_id, inbound.thread, user=inbound.user.id, team=inbound.user.team)
+        return SlackStream(
+            self.client, self.renderer, inbound.chat_id, inbound.thread, user=inbound.user.id, team=inbound.user.team
+        )
 
     async def open_edit_form(self, inbound: Inbound, approval: Approval, fields: Sequence[EditField]) -> None:
         """The Edit modal for ``approval`` (``views.open`` with the tap's ``trigger_id``; see ``slack_edit``)."""

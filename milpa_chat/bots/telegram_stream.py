@@ -9,23 +9,23 @@
   one group, and every edit counts.
 
 Steps of the agent's plan are lines above the text (⏳ waiting, 🔄 running, ✅ done, ❌ failed); the message
-that stays keeps the steps still waiting or that failed.
+that stays keeps the steps still waiting or that failed. A run that stops to wait for a decision leaves no
+message of its own in a private chat: the draft showed the waiting step, and the requester's card is there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
+import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 from milpa_chat.chat import cards
 from milpa_chat.chat.inbound import MessageRef
-from milpa_chat.chat.streaming import EditedStream, Stream, feedback_buttons, plain_text
+from milpa_chat.chat.streaming import EditedStream, Poster, Stream, feedback_buttons, plain_text
 from milpa_chat.renderers.model import Actions, Message
-
-if TYPE_CHECKING:
-    from milpa_chat.bots.telegram_transport import TelegramTransport
 
 __all__ = ["DRAFT_INTERVAL", "GROUP_EDIT_INTERVAL", "TelegramDraftStream", "open_telegram_stream"]
 
@@ -38,19 +38,21 @@ MAX_DRAFT = 4096
 _draft_ids = itertools.count(int.from_bytes(os.urandom(3), "big") + 1)
 
 
-def open_telegram_stream(transport: TelegramTransport, chat_id: str) -> Stream:
-    """A draft stream for a private chat (a positive chat id), an edited message in a group."""
+def open_telegram_stream(bot: Any, surface: Poster, chat_id: str) -> Stream:
+    """A draft stream for a private chat (a positive chat id), an edited message in a group. ``bot``: a
+    python-telegram-bot ``Bot``; ``surface`` sends the final message (the ``TelegramTransport``)."""
     if chat_id.isdigit():
-        return TelegramDraftStream(transport, chat_id)
-    return EditedStream(transport, chat_id, interval=GROUP_EDIT_INTERVAL)
+        return TelegramDraftStream(bot, surface, chat_id)
+    return EditedStream(surface, chat_id, interval=GROUP_EDIT_INTERVAL)
 
 
 class TelegramDraftStream(Stream):
     """The answer as a draft in a private chat, then its final message (see the module's docstring)."""
 
-    def __init__(self, transport: TelegramTransport, chat_id: str, *, interval: float = DRAFT_INTERVAL) -> None:
+    def __init__(self, bot: Any, surface: Poster, chat_id: str, *, interval: float = DRAFT_INTERVAL) -> None:
         super().__init__(interval=interval)
-        self.transport = transport
+        self.bot = bot
+        self.surface = surface
         self.chat_id = chat_id
         self.draft_id = next(_draft_ids)
 
@@ -60,12 +62,16 @@ class TelegramDraftStream(Stream):
 
     async def _push(self) -> None:
         self._take()
-        await self.transport.bot.send_message_draft(int(self.chat_id), self.draft_id, text=self._shown())
+        await self.bot.send_message_draft(int(self.chat_id), self.draft_id, text=self._shown())
 
     async def _close(self, feedback: str | None) -> MessageRef | None:
-        self._take()
-        message = self._final(feedback)
-        return await self.transport.send(self.chat_id, message)
+        _, changed = self._take()
+        if not self.text.strip():  # a run waiting for a decision: the draft shows the step, the card is here
+            if changed:
+                await asyncio.sleep(max(0.0, self._last + self.interval - time.monotonic()))
+                await self.bot.send_message_draft(int(self.chat_id), self.draft_id, text=self._shown())
+            return None
+        return await self.surface.send(self.chat_id, self._final(feedback))
 
     def _final(self, feedback: str | None) -> Message:
         message = cards.text(plain_text(self.steps, self.text, final=True) or "…")

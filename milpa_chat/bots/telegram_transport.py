@@ -108,7 +108,7 @@ class TelegramTransport(Surface):
         """A draft in a private chat (``sendMessageDraft``), an edited message in a group."""
         from milpa_chat.bots.telegram_stream import open_telegram_stream
 
-        return open_telegram_stream(self, inbound.chat_id)
+        return open_telegram_stream(self.bot, self, inbound.chat_id)
 
     # --------------------------------------------------------------- Transport
     async def send(self, chat_id: str, message: Message) -> MessageRef:

@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 from milpa_chat.chat import cards
 from milpa_chat.chat.inbound import MessageRef
@@ -30,7 +30,6 @@ from milpa_chat.gateway.state import StepStatus
 from milpa_chat.renderers.model import Actions, Button, Message
 
 if TYPE_CHECKING:
-    from milpa_chat.chat.surface import Surface
     from milpa_chat.runtime.approval import Approval
 
 __all__ = [
@@ -38,6 +37,7 @@ __all__ = [
     "STATUS_MARKS",
     "EditedStream",
     "PlanStep",
+    "Poster",
     "StepStatus",
     "Stream",
     "feedback_buttons",
@@ -52,6 +52,14 @@ STEP_STATUSES: tuple[str, ...] = get_args(StepStatus)
 STATUS_MARKS = {"pending": "⏳", "in_progress": "🔄", "complete": "✅", "error": "❌"}
 #: The action of the 👍 / 👎 buttons on an agent's answer (ref: ``<answer id>.up`` / ``.down``).
 FEEDBACK = "feedback"
+
+
+class Poster(Protocol):
+    """What an edited stream needs of a surface (:class:`~milpa_chat.chat.surface.Surface` is one)."""
+
+    async def send(self, chat_id: str, message: Message) -> MessageRef: ...
+
+    async def edit(self, ref: MessageRef, message: Message) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,7 @@ class Stream(ABC):
         self._sent = 0  # how much of ``text`` the platform was sent
         self._last = -float("inf")
         self._task: asyncio.Task[None] | None = None
+        self._pushing = False
         self._lock = asyncio.Lock()
         self.finished = False
         #: How many updates reached the platform (the first included).
@@ -171,10 +180,15 @@ class Stream(ABC):
         if final and final.strip() and final.strip() not in self.text:
             self.text = f"{self.text.rstrip()}\n\n{final}" if self.text.strip() else final
         self.finished = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        task = self._task
+        if task is not None and not task.done():
+            if self._pushing:  # an update on its way: let it arrive (what it took is no longer in the rest)
+                with contextlib.suppress(Exception):
+                    await task
+            else:  # waiting out the interval: the final update carries everything instead
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if not self.text.strip() and not self._steps and self.updates == 0:
             return None  # nothing was shown and there is nothing to show
         async with self._lock:
@@ -196,6 +210,7 @@ class Stream(ABC):
         async with self._lock:
             if self.finished:
                 return
+            self._pushing = True
             try:
                 await self._push()
                 self.updates += 1
@@ -207,6 +222,8 @@ class Stream(ABC):
                     self._task = None
                     self._kick()
                     return
+            finally:
+                self._pushing = False
             self._last = time.monotonic()
         if self._pending() and not self.finished:
             self._task = None
@@ -236,7 +253,7 @@ class EditedStream(Stream):
 
     final_waits = True
 
-    def __init__(self, surface: Surface, chat_id: str, *, interval: float, limit: int = 4000) -> None:
+    def __init__(self, surface: Poster, chat_id: str, *, interval: float, limit: int = 4000) -> None:
         super().__init__(interval=interval)
         self.surface = surface
         self.chat_id = chat_id

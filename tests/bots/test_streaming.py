@@ -247,11 +247,11 @@ async def test_a_rejected_call_ends_its_plan_step_in_error_and_nothing_runs() ->
         await w.tg.send_message(TG_ALICE.id, TG_ALICE, "pay ACME 99")
 
         def waiting() -> Any:
-            return next((m for m in w.tg.messages(TG_ALICE.id) if (m.text or "").startswith("⏳")), None)
+            return next((d for d in w.tg.drafts(TG_ALICE.id) if d.text.startswith("⏳")), None)
 
-        shown = await w.tg.wait_until(waiting, timeout=10)
-        assert (shown.text or "").startswith("⏳ Waiting for approval by payments:approve")
-
+        shown = await w.tg.wait_until(waiting, timeout=10)  # the draft shows the step while the card waits
+        assert shown.text.startswith("⏳ Waiting for approval by payments:approve — card in chat -500 on Telegram")
+        await w.tg.wait_for_message(TG_APPROVERS, timeout=10)
         card = w.tg.last_message(TG_APPROVERS)
         await w.tg.tap_button(card, next(label for label in card.button_labels if "Reject" in label), TG_MARIA)
 
