@@ -423,7 +423,12 @@ class Assistant:
                 inbound.surface, inbound.chat_id, self.context_for(inbound).principal or "", text
             )
         if stream is not None:
-            await stream.finish(text, feedback=answer_id)
+            try:
+                await stream.finish(text, feedback=answer_id)
+            except Exception as exc:  # the stream broke at its end: the answer still reaches the person
+                log.warning("a stream on %s could not finish (%s); the answer is sent", inbound.surface, exc)
+                if text:
+                    await transport.send(inbound.chat_id, cards.text(text))
             if isinstance(reply, Message):
                 await transport.send(inbound.chat_id, reply)
             return

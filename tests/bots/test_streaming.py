@@ -298,3 +298,20 @@ async def test_the_local_bot_api_checks_button_styles_as_telegram_does(style: st
             else:
                 await bot.send_message(TG_ALICE.id, "hi", reply_markup=markup)
                 assert tg.last_message(TG_ALICE.id).buttons[0][0]["style"] == style
+
+
+async def test_failing_platform_calls_never_lose_the_answer() -> None:
+    """Drafts refused by Telegram, and a Slack stream whose stop fails: the person still gets the whole answer."""
+    async with world() as w:
+        w.tg.arm_error("sendMessageDraft", 500, "Internal Server Error: restart", times=50)
+        w.llm.reply_text(ANSWER, chunk_delay=0.02)
+        asked = await w.tg.send_message(TG_ALICE.id, TG_ALICE, "what notes do I have?")
+        final = await w.tg.wait_for_message(TG_ALICE.id, since=asked, timeout=15)
+        assert final.text == ANSWER and w.tg.drafts(TG_ALICE.id) == []
+
+        w.api.fail_next("chat.stopStream", "internal_error")
+        w.llm.reply_text(ANSWER, chunk_delay=0.02)
+        await w.slack.direct_message("what notes do I have?", user=ALICE)
+        await w.slack_bot.drain()
+        posted = [m for m in w.api.messages(w.dm()) if m.via == "chat.postMessage"]
+        assert len(posted) == 1 and ANSWER in posted[0].all_text()
