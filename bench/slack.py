@@ -59,7 +59,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from milpa_chat import Param, ToolRegistry, ToolResult, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ratios import header, line  # noqa: E402
+from _ratios import header, line
+
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, SlackMessage, SlackRequest
 
 if TYPE_CHECKING:
