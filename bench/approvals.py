@@ -12,7 +12,8 @@ none due now). Then, one tap at a time, on an in-memory surface (so only the kit
   made with ``durable=False`` survives a crash of the process, not a power cut, and costs no sync);
 * **sweep** with nothing due and with 20 expiring, and the longest the event loop stalled meanwhile
   (a ticker measures its own lateness every millisecond);
-* **peer**: the bare store work of a decision (what a bot without the kit does durably for a tap) (one ``get`` + one compare-and-set ``update``), measured
+* **peer**: the bare store work of a decision, what a bot without the kit does durably for a tap (one
+  ``get`` + one compare-and-set ``update``), measured
   in the same run: the "x peer" column is tap p50 / that.
 """
 
@@ -208,10 +209,12 @@ async def measure(open_store: Callable[[], tuple[Store, dict[str, Any]]], n: int
 
 def print_table(backend: str, rows: list[dict[str, Any]]) -> None:
     print(
-        f"\n{backend}: ms per tap through the Assistant (p50 / p99), store calls / writes / durable writes per tap, sweeps\n"
+        f"\n{backend}: ms per tap through the Assistant (p50 / p99), store calls / writes / durable writes "
+        "per tap, sweeps\n"
     )
     print(
-        "| pending | Confirm p50 | p99 | calls/writes/durable | Approve p50 | p99 | calls/writes/durable | x peer (Confirm) "
+        "| pending | Confirm p50 | p99 | calls/writes/durable | Approve p50 | p99 | calls/writes/durable "
+        "| x peer (Confirm) "
         "| sweep, none due | stall | sweep, 20 expire | stall | peer get+CAS p50 |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -219,7 +222,8 @@ def print_table(backend: str, rows: list[dict[str, Any]]) -> None:
         c, a = r["confirm"], r["approve"]
         print(
             f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} / {c[4]} | {a[0]:.2f} | {a[1]:.2f} | "
-            f"{a[2]} / {a[3]} / {a[4]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | {r['sweep_idle'][1]:.2f} | "
+            f"{a[2]} / {a[3]} / {a[4]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | "
+            f"{r['sweep_idle'][1]:.2f} | "
             f"{r['sweep_20'][0]:.1f} | {r['sweep_20'][1]:.2f} | {r['peer']:.3f} |"
         )
 
