@@ -162,6 +162,9 @@ class ApprovalDesk:
         #: is refused from here without a store read. A settled record's state never changes, so a copy older
         #: than the store's refuses what the store's would; any write still compares and sets in the store.
         self._settled: OrderedDict[str, Approval] = OrderedDict()
+        # The live (not yet settled) records this process last wrote: a decision tries its compare-and-set on
+        # one without reading first; on a lost race, or when the snapshot would refuse, it reads the record.
+        self._live: OrderedDict[str, Approval] = OrderedDict()
 
     # ------------------------------------------------------------------ open
     async def open(
@@ -332,7 +335,9 @@ class ApprovalDesk:
             return rule(self, a, v, actor, can_run)
 
         try:
-            done = await self._change(approval_id, change, current=self._settled.get(approval_id))
+            settled = self._settled.get(approval_id)
+            live = self._live.get(approval_id) if settled is None else None
+            done = await self._change(approval_id, change, current=settled or live, remembered=live is not None)
         except ApprovalRefused as exc:
             self._remember(exc.approval)
             raise
@@ -662,23 +667,39 @@ class ApprovalDesk:
         handoff: bool = True,
         current: Approval | None = None,
         durable: bool = True,
+        remembered: bool = False,
     ) -> Change:
         """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
         lost race read again and re-apply (``fn`` re-checks everything). ``fn`` returning ``None``
         writes nothing. ``current``: a snapshot the caller just got from a write of its own, tried
         first without reading (a stale one only costs the lost race). ``durable=False``: the write may be
-        lost on a power cut (:mod:`milpa_chat.store.base`), for bookkeeping the sweeper re-derives."""
+        lost on a power cut (:mod:`milpa_chat.store.base`), for bookkeeping the sweeper re-derives.
+        ``remembered``: ``current`` is a live record this process wrote earlier (it may be stale): a refusal or
+        nothing to write on it is only given after reading the record."""
         while True:
             if current is None or current.id != approval_id:
                 current = await self.get(approval_id)
+                remembered = False
             if current is None:
                 raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
             now = self.store.clock()
-            if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
-                return Change(current, "unchanged")
-            value = copy_value(current.data)
-            outcome = fn(current, value, now)
+            try:
+                if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
+                    if remembered:
+                        current = None
+                        continue
+                    return Change(current, "unchanged")
+                value = copy_value(current.data)
+                outcome = fn(current, value, now)
+            except ApprovalRefused:
+                if remembered:  # refused on a snapshot: refuse on what is stored
+                    current = None
+                    continue
+                raise
             if outcome is None:
+                if remembered:
+                    current = None
+                    continue
                 return Change(current, "unchanged")
             if handoff:
                 value.update(deliver_at=now + self._handoff(), writer=self.worker)
@@ -707,9 +728,17 @@ class ApprovalDesk:
         return self._settled.get(approval_id)
 
     def _remember(self, approval: Approval | None) -> None:
-        """Keep a settled record (the most recent ``SETTLED_KEPT``) for refusing taps on its cards."""
-        if approval is None or approval.state not in FINAL:
+        """Keep a settled record (the most recent ``SETTLED_KEPT``) for refusing taps on its cards, and a live
+        one (as many) for deciding it without reading it first."""
+        if approval is None:
             return
+        if approval.state not in FINAL:
+            self._live[approval.id] = approval
+            self._live.move_to_end(approval.id)
+            if len(self._live) > SETTLED_KEPT:
+                self._live.popitem(last=False)
+            return
+        self._live.pop(approval.id, None)
         self._settled[approval.id] = approval
         self._settled.move_to_end(approval.id)
         if len(self._settled) > SETTLED_KEPT:
