@@ -240,8 +240,14 @@ class AuditTrail:
                 stored = await self.store.insert(COLLECTION, entry_key(entry.seq), entry.to_dict(), durable=durable)
                 if stored is not None:
                     break
+                # someone appended past what we knew: jump to the head when it is further on (other workers
+                # are writing), else follow the chain forward one entry
+                head = await self.store.get(*HEAD)
+                if head is not None and int(head.value["seq"]) > seq + 1:
+                    seq, prev = int(head.value["seq"]), str(head.value["hash"])
+                    continue
                 after = await self.store.get(COLLECTION, entry_key(seq + 1))
-                if after is not None:  # someone appended past what we knew: follow the chain forward
+                if after is not None:
                     seq, prev = seq + 1, str(after.value["hash"])
             seq, prev = entry.seq, entry.hash
             self._last = (seq, prev)
