@@ -404,7 +404,7 @@ async def bare(
 
 # ------------------------------------------------------------------ the assistant
 def assistant_over(store: Store) -> Assistant:
-    registry = ToolRegistry(store=store)
+    registry = ToolRegistry(store=store, approval_max_pending=None)  # a row opens --runs cards for one user
     registry.scan(ExampleTools(store))
     return Assistant(registry, Identities.from_dict(IDENTITIES))
 
