@@ -49,7 +49,6 @@ bench: $(STAMP)
 	$(BIN)/python bench/renderers.py
 	$(BIN)/python bench/telegram.py
 	$(BIN)/python bench/slack.py
-	$(BIN)/python bench/approvals.py   # PostgreSQL rows when 127.0.0.1:5432 answers (--postgres DSN)
 	$(BIN)/python bench/fleet.py   # PostgreSQL (MILPA_BENCH_POSTGRES_DSN) and /usr/sbin/haproxy
 
 clean:
