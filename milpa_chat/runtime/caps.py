@@ -74,10 +74,14 @@ class Cap:
         cap_key = f"{self.what}:{principal}"
         try:
             rec = self._written.pop(cap_key, None)
+            remembered = rec is not None
             while True:
                 if rec is None:
-                    rec = await self.store.get(COLLECTION, cap_key)
+                    rec, remembered = await self.store.get(COLLECTION, cap_key), False
                 if rec is None or key not in rec.value.get("open", {}):
+                    if remembered:  # what this process wrote last may be stale: judge on the stored record
+                        rec = None
+                        continue
                     return
                 held = {k: u for k, u in rec.value["open"].items() if k != key}
                 written = await self.store.update(
