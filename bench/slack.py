@@ -1,6 +1,6 @@
 """Slack block actions per second: the full SlackBot (slack-bolt + Assistant + store + Web API calls) against bare
-slack-bolt handlers — one that only acks, and one that acks and then makes the same Web API calls the full app
-makes for that tap — through the same harness.
+slack-bolt handlers — one that only acks, and a fair peer that acks and then does the same work and makes the same
+Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios.
 
     PYTHONPATH=. python bench/slack.py [--n 2000] [--concurrency 16] [--rounds 5] [--stores memory,sqlite]
 
@@ -36,7 +36,7 @@ Every case runs with each store of ``--stores`` (default both: in memory, and SQ
 
 Columns (medians of the rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts HTTP
 answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web API;
-*app CPU* is the app process's CPU time per tap; *kit CPU* is the full app's minus the same-calls bare app's.
+*app CPU* is the app process's CPU time per tap; *kit CPU* is the full app's minus its fair peer's.
 Ratios: acks/s against the bare handler's acks/s, done/s against its done/s (for the ack-only bare, done is ack).
 """
 

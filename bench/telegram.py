@@ -1,6 +1,7 @@
 """Button taps per second through python-telegram-bot and the local Bot API server: the full assistant
 (``TelegramBot`` + ``Assistant`` + the example tools) against bare PTB callback handlers — one that only
-answers, and one that makes the same Bot API calls the assistant makes for that kind of tap.
+answers, one that makes the same Bot API calls the assistant makes for that kind of tap, and a fair peer that
+also does the same work (described below) — with per-round ratios of each assistant row to its fair peer.
 
     python bench/telegram.py [--taps 1000] [--runs 400] [--rounds 4] [--window 8]
 
