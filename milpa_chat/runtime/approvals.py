@@ -721,19 +721,19 @@ class ApprovalDesk:
             try:
                 if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
                     if remembered:
-                        current = None
+                        current, remembered = await self._as_stored(approval_id, current), False
                         continue
                     return Change(current, "unchanged")
                 value = copy_value(current.data)
                 outcome = fn(current, value, now)
             except ApprovalRefused:
                 if remembered:  # refused on a snapshot: refuse on what is stored
-                    current = None
+                    current, remembered = await self._as_stored(approval_id, current), False
                     continue
                 raise
             if outcome is None:
                 if remembered:
-                    current = None
+                    current, remembered = await self._as_stored(approval_id, current), False
                     continue
                 return Change(current, "unchanged")
             if handoff:
@@ -756,6 +756,17 @@ class ApprovalDesk:
                     await self.pending_cap.free(written.requester_principal or "anonymous", written.id)
                 return Change(written, event, claimed, message)
             current = None
+
+    async def _as_stored(self, approval_id: str, snapshot: Approval | None) -> Approval | None:
+        """The record as stored; the remembered ``snapshot`` itself when the store still holds that version
+        (approval ids are random and never reused, so one version of one id is one content): its JSON is
+        not decoded again."""
+        rec = await self.store.get(COLLECTION, approval_id)
+        if rec is None:
+            return None
+        if snapshot is not None and snapshot.id == rec.key and snapshot.version == rec.version:
+            return snapshot
+        return Approval(rec.key, rec.value, rec.version, rec.due)
 
     def settled(self, approval_id: str) -> Approval | None:
         """The settled record this process last read or wrote for ``approval_id``, if it still keeps one (its
