@@ -92,6 +92,6 @@ def test_blocking_false_on_an_async_tool_is_refused_with_the_fix() -> None:
 def test_blocking_takes_a_bool(value: object) -> None:
     with pytest.raises(DeclarationError, match=r"blocking= must be True or False"):
 
-        @tool("cheap", "A def tool", blocking=value)  # type: ignore[arg-type]
+        @tool("cheap", "A def tool", blocking=value)  # type: ignore[call-overload]
         def cheap() -> str:
             return "x"

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from milpa_chat.runtime.trail import HEAD, AuditTrail
+from milpa_chat.runtime.trail import AuditTrail
+from milpa_chat.runtime.trail_chain import HEAD
 from milpa_chat.store import Store
 from tests.runtime.conftest import backend_spec
 from tests.store._workers import open_spec
@@ -42,7 +43,7 @@ class Writes:
 async def test_concurrent_appends_share_one_head_write_and_one_sync(spec: dict[str, Any]) -> None:
     store = open_spec(spec)
     counted = Writes(store)
-    trail = AuditTrail(counted)  # type: ignore[arg-type]
+    trail = AuditTrail(counted)
     await trail.append("call", "first", {})  # a batch of its own: its entry and the head, both durable
     assert counted.writes == [("insert", "audit_trail", True), ("insert", HEAD[0], True)]
     counted.writes.clear()
@@ -78,7 +79,7 @@ async def test_a_failed_batch_fails_its_callers_and_the_next_append_makes_the_ch
                 return refused
             return attr
 
-    trail.store = Refusing()  # type: ignore[assignment]
+    trail.store = Refusing()
     results = await asyncio.gather(*[trail.append("call", f"t{i}", {}) for i in range(5)], return_exceptions=True)
     assert all(isinstance(r, RuntimeError) for r in results), results
     trail.store = store
