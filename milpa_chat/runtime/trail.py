@@ -36,8 +36,10 @@ the public key proves that nothing before each was rewritten (see :mod:`milpa_ch
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,8 @@ from milpa_chat.runtime.trail_chain import (
     COLLECTION,
     GENESIS,
     HEAD,
+    LANE_HEADS,
+    LANES,
     Break,
     Pin,
     TrailEntry,
@@ -58,6 +62,8 @@ from milpa_chat.runtime.trail_chain import (
     earliest,
     entry_hash,
     entry_key,
+    lane_key,
+    lane_name,
 )
 from milpa_chat.runtime.trail_checkpoints import CHECKPOINTS, Checkpoint, CheckpointError
 from milpa_chat.runtime.trail_keys import EVERY_ENV, MINUTES_ENV, PublicKey, SigningKey, TrailKeyError, setting
@@ -78,6 +84,9 @@ __all__ = [
     "TrailKeyError",
     "TrailVerdict",
 ]
+
+#: Names the lane this process writes to (``worker``: this process, as its lease holder ``host:pid:start``).
+LANE_ENV = "MILPA_AUDIT_LANE"
 
 #: The most entries one batch writes (one head read and one head write for all of them).
 MAX_BATCH = 64
@@ -123,14 +132,25 @@ class AuditTrail:
         public_key: PublicKey | str | None = None,
         checkpoint_every: int | None = None,
         checkpoint_minutes: float | None = None,
+        lane: str | None = None,
     ) -> None:
         """``key``: the signing key of checkpoints (a ``SigningKey`` or a key file's path; without it,
         ``MILPA_AUDIT_KEY_FILE`` or ``MILPA_AUDIT_KEY``, else none: no checkpoints are signed).
         ``public_key``: what ``verify`` checks stored checkpoints with (without it, the signing key's,
         else ``MILPA_AUDIT_PUBLIC_KEY``). A checkpoint is signed every ``checkpoint_every`` entries
         (``MILPA_AUDIT_CHECKPOINT_EVERY``, 1000) and at the first append ``checkpoint_minutes`` after the
-        last one (``MILPA_AUDIT_CHECKPOINT_MINUTES``, 60); 0 turns either off."""
+        last one (``MILPA_AUDIT_CHECKPOINT_MINUTES``, 60); 0 turns either off.
+        ``lane``: append to a chain of this writer's own (``"worker"``: this process; without it,
+        ``MILPA_AUDIT_LANE``, else ``""``: the main chain, as one process needs). Workers that each keep a
+        lane never wait for one another; ``verify`` checks the main chain and every lane together."""
         self.store = store
+        lane = os.environ.get(LANE_ENV, "") if lane is None else lane
+        if lane == "worker":
+            from milpa_chat.runtime.leases import this_holder
+
+            lane = this_holder()
+        self.lane = lane_name(lane) if lane else ""
+        self._registered: TrailEntry | None = None  # the main chain's entry that registered this lane
         self.key = SigningKey.from_file(key) if isinstance(key, str | Path) else key or SigningKey.from_env()
         if isinstance(public_key, str):
             public_key = PublicKey.load(public_key)
@@ -217,8 +237,43 @@ class AuditTrail:
                 if not w.done.done():
                     w.done.set_result(entry)
 
+    def _key(self, seq: int) -> str:
+        return lane_key(self.lane, seq) if self.lane else entry_key(seq)
+
+    @property
+    def _where(self) -> tuple[str, tuple[str, str]]:
+        """The collection of this writer's entries and its head record."""
+        return (LANES, (LANE_HEADS, self.lane)) if self.lane else (COLLECTION, HEAD)
+
+    async def _register(self) -> None:
+        """Start this process's lane, once: its head first (no entries yet), then an entry of the main chain
+        naming the lane, whose hash the lane's first entry links to, then the head names that entry. So a
+        lane is never unregistered and a whole lane deleted leaves its registration without a head. A
+        writer stopped between these writes leaves a lane without entries, which verifies."""
+        head = await self.store.get(LANE_HEADS, self.lane)
+        if head is None:
+            await self.store.insert(LANE_HEADS, self.lane, {"seq": 0, "hash": "", "prev": ""})
+            head = await self.store.get(LANE_HEADS, self.lane)
+        assert head is not None
+        if not head.value.get("hash"):
+            main = AuditTrail(self.store, key=self.key, public_key=self.public_key, lane="")
+            registered = await main.append("lane", self.lane, {})
+            while head is not None and not head.value.get("hash"):
+                value = {**head.value, "hash": registered.hash, "registered": registered.seq}
+                if await self.store.update(LANE_HEADS, self.lane, value, expected_version=head.version):
+                    break
+                head = await self.store.get(LANE_HEADS, self.lane)
+            head = await self.store.get(LANE_HEADS, self.lane)
+            assert head is not None
+        self._registered = TrailEntry(int(head.value["registered"]), 0, "lane", self.lane, {}, "", head.value["hash"])
+        if int(head.value["seq"]) == 0:
+            self._last = (0, str(head.value["hash"]))
+
     async def _write(self, batch: list[_Wanted]) -> list[TrailEntry]:
-        head = await self.store.get(*HEAD)
+        if self.lane and self._registered is None:
+            await self._register()
+        collection, where = self._where
+        head = await self.store.get(*where)
         seq, prev = self._last
         if head is not None and int(head.value["seq"]) > seq:
             seq, prev = int(head.value["seq"]), str(head.value["hash"])
@@ -237,16 +292,16 @@ class AuditTrail:
                     "prev": prev,
                 }
                 entry = TrailEntry(**body, hash=entry_hash(body))  # type: ignore[arg-type]
-                stored = await self.store.insert(COLLECTION, entry_key(entry.seq), entry.to_dict(), durable=durable)
+                stored = await self.store.insert(collection, self._key(entry.seq), entry.to_dict(), durable=durable)
                 if stored is not None:
                     break
                 # someone appended past what we knew: jump to the head when it is further on (other workers
                 # are writing), else follow the chain forward one entry
-                head = await self.store.get(*HEAD)
+                head = await self.store.get(*where)
                 if head is not None and int(head.value["seq"]) > seq + 1:
                     seq, prev = int(head.value["seq"]), str(head.value["hash"])
                     continue
-                after = await self.store.get(COLLECTION, entry_key(seq + 1))
+                after = await self.store.get(collection, self._key(seq + 1))
                 if after is not None:
                     seq, prev = seq + 1, str(after.value["hash"])
             seq, prev = entry.seq, entry.hash
@@ -273,12 +328,13 @@ class AuditTrail:
                 "prev": entry.prev,
                 **({"checkpoint_at": at} if at else {}),
             }
+            where = self._where[1]
             if head is None:
-                if await self.store.insert(*HEAD, position) is not None:
+                if await self.store.insert(*where, position) is not None:
                     return
-            elif await self.store.update(*HEAD, position, expected_version=head.version) is not None:
+            elif await self.store.update(*where, position, expected_version=head.version) is not None:
                 return
-            head = await self.store.get(*HEAD)
+            head = await self.store.get(*where)
 
     async def _checkpoint_if_due(self, head: Record | None, entry: TrailEntry) -> float | None:
         """Sign ``entry`` when a checkpoint is due (one more write, only then); when it was signed."""
@@ -291,8 +347,13 @@ class AuditTrail:
         )
         if not due:
             return None
-        checkpoint = Checkpoint.sign(self.key, entry.seq, entry.hash, now)
-        await self.store.insert(CHECKPOINTS, entry_key(entry.seq), checkpoint.to_dict())
+        if self._registered is not None:  # a lane: its entry, with the main chain's entry that registered it
+            reg = self._registered
+            checkpoint = Checkpoint.sign(self.key, reg.seq, reg.hash, now, {self.lane: (entry.seq, entry.hash)})
+            await self.store.insert(CHECKPOINTS, f"{entry_key(reg.seq)}/{self._key(entry.seq)}", checkpoint.to_dict())
+        else:
+            checkpoint = Checkpoint.sign(self.key, entry.seq, entry.hash, now)
+            await self.store.insert(CHECKPOINTS, entry_key(entry.seq), checkpoint.to_dict())
         self._checkpointed_at = now
         return now
 
@@ -305,9 +366,11 @@ class AuditTrail:
             raise CheckpointError(f"{verdict} Nothing was signed.")
         if not verdict.checked:
             raise CheckpointError("the audit trail is empty: there is nothing to sign yet")
-        checkpoint = Checkpoint.sign(self.key, verdict.checked, verdict.head, self.store.clock())
-        if await self.store.insert(CHECKPOINTS, entry_key(checkpoint.seq), checkpoint.to_dict()) is None:
-            stored = await self.store.get(CHECKPOINTS, entry_key(checkpoint.seq))
+        lanes = {name: (n, digest) for name, n, digest in verdict.lanes if n}
+        checkpoint = Checkpoint.sign(self.key, verdict.checked, verdict.head, self.store.clock(), lanes)
+        where = entry_key(checkpoint.seq) + (f"/all/{checkpoint.at!r}" if lanes else "")
+        if await self.store.insert(CHECKPOINTS, where, checkpoint.to_dict()) is None:
+            stored = await self.store.get(CHECKPOINTS, where)
             if stored is not None:
                 return Checkpoint.from_dict(stored.value)
         self._checkpointed_at = checkpoint.at
@@ -361,9 +424,15 @@ class AuditTrail:
     async def entries(self) -> list[TrailEntry]:
         return [TrailEntry.from_dict(r.value) for r in await self.store.scan(COLLECTION)]
 
+    async def lane_entries(self) -> list[tuple[str, TrailEntry]]:
+        """The entries of every lane, with their lane's name, lane by lane."""
+        return [(r.key.rpartition("/")[0], TrailEntry.from_dict(r.value)) for r in await self.store.scan(LANES)]
+
     async def story(self, approval_id: str) -> list[TrailEntry]:
-        """Every entry about one approval, in order."""
-        return [e for e in await self.entries() if e.subject == approval_id]
+        """Every entry about one approval, in order (of time, when writers keep lanes)."""
+        found = [e for e in await self.entries() if e.subject == approval_id]
+        laned = [e for _, e in await self.lane_entries() if e.subject == approval_id]
+        return sorted(found + laned, key=lambda e: e.at) if laned else found
 
     async def verify(self, checkpoints: Iterable[Checkpoint] = (), *, expect: Pin | None = None) -> TrailVerdict:
         """Walk the chain from the first entry (positions, links, hashes), check the head names its last
@@ -372,17 +441,83 @@ class AuditTrail:
         (when a public key is known) and ``expect``, a head copied elsewhere. The first entry proven
         wrong is ``broken_at``."""
         stored, forged = await self._stored_pins()  # before the chain: each pins an entry already written
-        entries, broken, head = await self._read_stable()
-        pins = [c.pin() for c in checkpoints] + ([expect] if expect is not None else []) + stored
+        heads_before = {r.key: r.value for r in await self.store.scan(LANE_HEADS)}  # before their entries
+        lane_records = await self.store.scan(LANES)
+        entries, broken, head = await self._read_stable()  # after the lanes: it holds every lane's registration
+        pins = [p for c in checkpoints for p in c.pins()] + ([expect] if expect is not None else []) + stored
+        main_pins = [p for p in pins if not p.lane]
         if broken is not None:  # entries after a break are not the chain: only pins before it count
             limit = broken[0] or 0
-            fault = earliest(broken, forged, check_pins(entries, [p for p in pins if (p.seq or limit) < limit]))
+            fault = earliest(broken, forged, check_pins(entries, [p for p in main_pins if (p.seq or limit) < limit]))
         else:
-            fault = earliest(head, forged, check_pins(entries, pins))
+            fault = earliest(head, forged, check_pins(entries, main_pins))
         last = entries[-1].hash if entries else GENESIS
+        lanes, lane_fault = await self._verify_lanes(entries, heads_before, lane_records, pins)
         if fault is not None:
-            return TrailVerdict(False, len(entries), last, fault[0], fault[1])
-        return TrailVerdict(True, len(entries), last, pinned=len({(p.seq, p.hash) for p in pins}))
+            return TrailVerdict(False, len(entries), last, fault[0], fault[1], lanes=lanes)
+        if lane_fault is not None:
+            name, (at, why) = lane_fault
+            return TrailVerdict(False, len(entries), last, at, f"lane {name}: {why}", lanes=lanes, lane=name)
+        return TrailVerdict(True, len(entries), last, pinned=len({(p.lane, p.seq, p.hash) for p in pins}), lanes=lanes)
+
+    async def _verify_lanes(
+        self,
+        entries: list[TrailEntry],
+        heads_before: dict[str, Any],
+        records: list[Record],
+        pins: list[Pin],
+    ) -> tuple[tuple[tuple[str, int, str], ...], tuple[str, Break] | None]:
+        """Every lane: registered by an entry of the main chain, its chain linked to that entry, its head
+        naming its last entry, its pins matching; a registered lane with no head was deleted whole."""
+        registered = {e.subject: e for e in entries if e.kind == "lane"}
+        grouped: dict[str, list[Record]] = {}
+        for record in records:
+            grouped.setdefault(record.key.rpartition("/")[0], []).append(record)
+        heads_after = {r.key: r.value for r in await self.store.scan(LANE_HEADS)}
+        names = sorted(set(registered) | set(grouped) | set(heads_before) | set(heads_after) | {p.lane for p in pins})
+        checked: list[tuple[str, int, str]] = []
+        fault: tuple[str, Break] | None = None
+        for name in (n for n in names if n):
+            reg, found = registered.get(name), grouped.get(name, [])
+            before, after = heads_before.get(name), heads_after.get(name)
+            problem: Break | None = None
+            lane_entries: list[TrailEntry] = []
+            if reg is None:
+                if found or any(p.lane == name for p in pins):
+                    problem = (1, "no entry of the main chain registers it: the lane was forged (or moved)")
+                elif after is not None and int(after.get("seq") or 0) > 0:
+                    problem = (1, "its head names entries but no entry of the main chain registers it: forged")
+                else:
+                    continue  # a lane being registered (or whose writer stopped before): nothing in it yet
+            elif before is None and after is None:
+                problem = (
+                    1,
+                    f"entry {reg.seq} of the main chain registers it, but it has no head: the whole lane was deleted",
+                )
+            else:
+                lane_entries, problem = check_chain(found, reg.hash, functools.partial(lane_key, name))
+                if problem is None:
+                    problem = await self._lane_head(name, lane_entries, before, after)
+                if problem is None:
+                    problem = check_pins(lane_entries, [p for p in pins if p.lane == name])
+            checked.append(
+                (name, len(lane_entries), lane_entries[-1].hash if lane_entries else (reg.hash if reg else GENESIS))
+            )
+            if problem is not None and fault is None:
+                fault = (name, problem)
+        return tuple(checked), fault
+
+    async def _lane_head(self, name: str, entries: list[TrailEntry], before: Any, after: Any) -> Break | None:
+        """The lane's head must name its last entry (a writer between its entry and its head is waited for)."""
+        for attempt in range(4):
+            moved_to = int(after["seq"]) if after is not None and "seq" in after else None
+            problem = check_head(entries, before, moved_to)
+            if problem is None or attempt == 3:
+                return problem
+            await asyncio.sleep(0.05 * 2**attempt)
+            record = await self.store.get(LANE_HEADS, name)
+            after = record.value if record is not None else None
+        return None
 
     async def _read_stable(self) -> tuple[list[TrailEntry], Break | None, Break | None]:
         """The chain, its first break and the head's problem. The head is read before the entries (see
@@ -423,7 +558,7 @@ class AuditTrail:
                     f"the checkpoint stored for entry {checkpoint.seq} does not carry a "
                     "valid signature: it was forged or altered",
                 )
-            pins.append(checkpoint.pin())
+            pins.extend(checkpoint.pins())
         return pins, None
 
     def export_lines(self, entries: list[TrailEntry]) -> Iterator[str]:

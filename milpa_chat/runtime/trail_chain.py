@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,8 @@ __all__ = [
     "COLLECTION",
     "GENESIS",
     "HEAD",
+    "LANES",
+    "LANE_HEADS",
     "Break",
     "Pin",
     "TrailEntry",
@@ -35,11 +38,17 @@ __all__ = [
     "earliest",
     "entry_hash",
     "entry_key",
+    "lane_key",
+    "lane_name",
 ]
 
 COLLECTION = "audit_trail"
 HEAD = ("audit_trail_head", "head")
 GENESIS = "0" * 64
+#: The entries of the lanes (key ``LANE/SEQ``) and their heads (key ``LANE``): a chain per writing process.
+LANES = "audit_trail_lanes"
+LANE_HEADS = "audit_trail_lane_heads"
+_LANE_NAME = re.compile(r"[A-Za-z0-9._:@-]{1,120}")
 
 #: The first entry a check proves wrong (``None``: it cannot say which), and why.
 Break = tuple[int | None, str]
@@ -47,6 +56,20 @@ Break = tuple[int | None, str]
 
 def entry_key(seq: int) -> str:
     return f"{seq:012d}"
+
+
+def lane_name(name: str) -> str:
+    """``name`` when it can name a lane (letters, digits and ``. _ : @ -``, at most 120), else a clear error."""
+    if not _LANE_NAME.fullmatch(name):
+        raise ValueError(
+            f"audit trail lane {name!r}: a lane name is 1-120 letters, digits and . _ : @ - "
+            "(for example the worker's name), or 'worker' for this process"
+        )
+    return name
+
+
+def lane_key(lane: str, seq: int) -> str:
+    return f"{lane}/{entry_key(seq)}"
 
 
 def entry_hash(body: Mapping[str, Any]) -> str:
@@ -101,13 +124,20 @@ class TrailVerdict:
     broken_at: int | None = None
     reason: str = ""
     pinned: int = 0
+    #: Each lane checked (name, entries, hash of its last entry), when writers keep lanes.
+    lanes: tuple[tuple[str, int, str], ...] = ()
+    #: The lane ``broken_at`` is in (``""``: the main chain).
+    lane: str = ""
 
     def __str__(self) -> str:
+        lanes = "".join(f"\n  lane {name}: {n} entries, head {n}:{digest}" for name, n, digest in self.lanes)
         if self.ok:
             pins = f"; {self.pinned} pinned hash(es) match (signed checkpoints, expected head)" if self.pinned else ""
-            return f"The audit trail holds: {self.checked} entries, head {self.checked}:{self.head}{pins}."
+            return f"The audit trail holds: {self.checked} entries, head {self.checked}:{self.head}{pins}.{lanes}"
         where = f"at entry {self.broken_at}" if self.broken_at is not None else "somewhere"
-        return f"The audit trail is broken {where}: {self.reason} ({self.checked} checked)."
+        if self.lane:
+            where += f" of lane {self.lane}"
+        return f"The audit trail is broken {where}: {self.reason} ({self.checked} checked).{lanes}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,15 +147,16 @@ class Pin:
     seq: int | None
     hash: str
     what: str  # "the checkpoint signed 2026-12-05 22:31 UTC", "the expected head"
+    lane: str = ""  # the lane whose entry it pins ("": the main chain)
 
 
-def _check(key: str, value: Mapping[str, Any], expected: int, prev: str) -> str:
+def _check(key: str, value: Mapping[str, Any], expected: int, prev: str, keyed: Callable[[int], str]) -> str:
     try:
         body = {k: value[k] for k in ("seq", "at", "kind", "subject", "fields", "prev")}
         seq = int(value["seq"])
     except (KeyError, TypeError, ValueError):
         return "it is not a trail entry (fields missing)"
-    if seq != expected or key != entry_key(expected):
+    if seq != expected or key != keyed(expected):
         return f"entry {expected} is missing or out of place (found entry {seq} under key {key}): deleted or reordered"
     if value["prev"] != prev:
         return "it does not follow the entry before it (its link differs): an entry before it was changed or moved"
@@ -134,12 +165,15 @@ def _check(key: str, value: Mapping[str, Any], expected: int, prev: str) -> str:
     return ""
 
 
-def check_chain(records: Sequence[Record]) -> tuple[list[TrailEntry], Break | None]:
-    """Walk the chain from the first entry: the entries that hold, and the first break."""
+def check_chain(
+    records: Sequence[Record], genesis: str = GENESIS, keyed: Callable[[int], str] = entry_key
+) -> tuple[list[TrailEntry], Break | None]:
+    """Walk the chain from the first entry (which links to ``genesis``; entry N is stored under ``keyed(N)``):
+    the entries that hold, and the first break."""
     entries: list[TrailEntry] = []
-    prev = GENESIS
+    prev = genesis
     for expected, record in enumerate(records, 1):
-        problem = _check(record.key, record.value, expected, prev)
+        problem = _check(record.key, record.value, expected, prev, keyed)
         if problem:
             return entries, (expected, problem)
         entries.append(TrailEntry.from_dict(record.value))

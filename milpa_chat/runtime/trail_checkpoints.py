@@ -14,7 +14,7 @@ import binascii
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from milpa_chat.errors import MilpaError
@@ -44,16 +44,26 @@ class Checkpoint:
     at: float
     key: str
     signature: str
+    #: The heads of the lanes it signs too: lane -> (seq, hash) (empty: the main chain only).
+    lanes: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
     @staticmethod
-    def message(seq: int, digest: str, at: float, key: str) -> bytes:
-        body = json.dumps({"at": at, "hash": digest, "key": key, "seq": seq}, sort_keys=True, separators=(",", ":"))
+    def message(
+        seq: int, digest: str, at: float, key: str, lanes: Mapping[str, tuple[int, str]] | None = None
+    ) -> bytes:
+        signed: dict[str, Any] = {"at": at, "hash": digest, "key": key, "seq": seq}
+        if lanes:
+            signed["lanes"] = {name: [int(n), str(h)] for name, (n, h) in lanes.items()}
+        body = json.dumps(signed, sort_keys=True, separators=(",", ":"))
         return _DOMAIN + body.encode()
 
     @classmethod
-    def sign(cls, key: SigningKey, seq: int, digest: str, at: float) -> Checkpoint:
-        signature = key.sign(cls.message(seq, digest, at, key.id))
-        return cls(seq, digest, at, key.id, base64.b64encode(signature).decode())
+    def sign(
+        cls, key: SigningKey, seq: int, digest: str, at: float, lanes: Mapping[str, tuple[int, str]] | None = None
+    ) -> Checkpoint:
+        lanes = dict(lanes or {})
+        signature = key.sign(cls.message(seq, digest, at, key.id, lanes))
+        return cls(seq, digest, at, key.id, base64.b64encode(signature).decode(), lanes)
 
     def valid(self, public: PublicKey) -> bool:
         """Signed by ``public`` over exactly these fields."""
@@ -61,13 +71,28 @@ class Checkpoint:
             signature = base64.b64decode(self.signature, validate=True)
         except (binascii.Error, ValueError):
             return False
-        return self.key == public.id and public.verify(self.message(self.seq, self.hash, self.at, self.key), signature)
+        message = self.message(self.seq, self.hash, self.at, self.key, self.lanes)
+        return self.key == public.id and public.verify(message, signature)
 
     def pin(self) -> Pin:
         return Pin(self.seq, self.hash, f"the checkpoint signed {_when(self.at)}")
 
+    def pins(self) -> list[Pin]:
+        """The main chain's entry it signs and each lane head it signs."""
+        what = f"the checkpoint signed {_when(self.at)}"
+        return [self.pin()] + [Pin(n, h, what, lane) for lane, (n, h) in self.lanes.items()]
+
     def to_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "hash": self.hash, "at": self.at, "key": self.key, "signature": self.signature}
+        found: dict[str, Any] = {
+            "seq": self.seq,
+            "hash": self.hash,
+            "at": self.at,
+            "key": self.key,
+            "signature": self.signature,
+        }
+        if self.lanes:
+            found["lanes"] = {name: [n, h] for name, (n, h) in self.lanes.items()}
+        return found
 
     def to_line(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -84,7 +109,13 @@ class Checkpoint:
             raise TypeError("seq must be a number, hash, key and signature text")
         if seq < 1 or len(digest) != 64:
             raise ValueError("seq must be 1 or more and hash 64 hex digits")
-        return cls(seq, digest, float(at), key, signature)
+        lanes: dict[str, tuple[int, str]] = {}
+        for name, pair in dict(v.get("lanes") or {}).items():
+            n, h = pair
+            if not isinstance(n, int) or isinstance(n, bool) or not isinstance(h, str) or len(h) != 64 or n < 1:
+                raise ValueError(f"lane {name}: each lane head must be [seq, hash]")
+            lanes[str(name)] = (n, h)
+        return cls(seq, digest, float(at), key, signature, lanes)
 
 
 def parse_checkpoints(lines: Iterable[str], source: str, public: PublicKey) -> list[Checkpoint]:
