@@ -1,7 +1,7 @@
 # ruff: noqa: ASYNC109, ASYNC220, ASYNC240  (a bench harness: short blocking process and file calls, own timeouts)
 """Button taps per second through a fleet of Telegram webhook workers on PostgreSQL: 1, 2 and 4 workers.
 
-    python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16] [--audit-trail both]
+    python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16] [--audit-trail all]
 
 PostgreSQL: ``MILPA_BENCH_POSTGRES_DSN`` (``postgresql://postgres@127.0.0.1:5432/test``); HAProxy: /usr/sbin/haproxy.
 
@@ -21,7 +21,9 @@ each run ``--rounds`` times (sizes interleaved):
   runs in progress are bounded as the answered taps are); done once every result was sent.
 
 Each is measured with the workers keeping the hash-chained audit trail in the store (``MILPA_AUDIT_TRAIL=1``,
-the default of a deployment) and without it (``--audit-trail on|off|both``).
+the default of a deployment), each worker in a lane of its own (the default) or all in the main chain
+(``MILPA_AUDIT_LANE=""``), and without it (``--audit-trail on|chain|off|both|all``). The workers' cap on
+pending requests a requester may have open is raised to ``--runs`` (``MILPA_MAX_PENDING``).
 
 Prints one Markdown table (medians of the rounds): taps per second and the ratio against 1 worker, with the
 machine's core count. The harness (the Bot API server and the users), HAProxy, PostgreSQL and every worker
@@ -54,6 +56,7 @@ if sys.path[0] == str(Path(__file__).resolve().parent):
 sys.path.insert(0, str(ROOT))
 
 from milpa_chat.fleet import haproxy_config  # noqa: E402
+from milpa_chat.runtime.trail import AuditTrail  # noqa: E402
 from milpa_chat.store.postgres import PostgresStore  # noqa: E402
 from milpa_chat.testing import BotApiServer, TelegramCallbackQuery, TelegramUpdate, TelegramUser  # noqa: E402
 
@@ -112,7 +115,7 @@ class Fleet:
 
 
 @asynccontextmanager
-async def fleet_of(size: int, tmp: Path, *, trail: bool = True) -> AsyncIterator[Fleet]:
+async def fleet_of(size: int, tmp: Path, *, trail: str = "on", pending: int = 100) -> AsyncIterator[Fleet]:
     """``size`` Telegram workers behind HAProxy on a fresh schema (``trail``: with the audit trail, the
     default of a deployment); stopped and dropped afterwards."""
     schema = f"milpa_bench_{secrets.token_hex(4)}"
@@ -135,7 +138,9 @@ async def fleet_of(size: int, tmp: Path, *, trail: bool = True) -> AsyncIterator
             "TELEGRAM_BASE_URL": server.base_url,
             "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{balancer_port}/telegram",
             "TELEGRAM_WEBHOOK_SECRET": SECRET,
-            "MILPA_AUDIT_TRAIL": "1" if trail else "0",
+            "MILPA_AUDIT_TRAIL": "0" if trail == "off" else "1",
+            "MILPA_AUDIT_LANE": "" if trail == "chain" else "worker",
+            "MILPA_MAX_PENDING": str(max(100, pending)),
         }
         config = tmp / f"haproxy-{size}.cfg"
         config.write_text(haproxy_config(balancer_port, [f"127.0.0.1:{p}" for p in ports], []))
@@ -256,9 +261,9 @@ async def confirm_all(server: BotApiServer, cards: dict[int, tuple[int, str]], w
     return time.perf_counter() - start
 
 
-async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trail: bool) -> tuple[float, float]:
+async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trail: str) -> tuple[float, float]:
     """(refused taps a second, confirm-and-run taps a second) through a fleet of ``size`` workers."""
-    async with fleet_of(size, tmp, trail=trail) as fleet:
+    async with fleet_of(size, tmp, trail=trail, pending=runs + 1) as fleet:
         server = fleet.server
         store = PostgresStore(DSN, schema=fleet.schema, max_size=2)
         try:
@@ -274,10 +279,18 @@ async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trai
         assert server.callback_queries[-1].answer_text == "Only Alice can confirm this."
         cards = {number: await card_for(server, number) for number in range(100, 100 + runs)}
         run_seconds = await confirm_all(server, cards, window)
+        if trail != "off":  # the trail the fleet wrote holds, every lane of it
+            store = PostgresStore(DSN, schema=fleet.schema, max_size=2)
+            try:
+                verdict = await AuditTrail(store).verify()
+            finally:
+                await store.close()
+            assert verdict.ok, verdict
+            print(f"{size} worker(s), trail {trail}: {str(verdict).splitlines()[0]} {len(verdict.lanes)} lane(s)")
         return taps / refused_seconds, runs / run_seconds
 
 
-async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int, trails: list[bool]) -> None:
+async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int, trails: list[str]) -> None:
     if not os.access(HAPROXY, os.X_OK):
         raise SystemExit(f"{HAPROXY} is missing: apt-get install -y haproxy")
     try:
@@ -290,7 +303,7 @@ async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int,
             "set MILPA_BENCH_POSTGRES_DSN to a database the bench may create schemas in"
         ) from None
     started = time.perf_counter()
-    measured: dict[tuple[bool, int], list[tuple[float, float]]] = {(t, n): [] for t in trails for n in sizes}
+    measured: dict[tuple[str, int], list[tuple[float, float]]] = {(t, n): [] for t in trails for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
             for trail in trails:
@@ -309,7 +322,11 @@ async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int,
     )
     print("|---|---:|---:|---:|---:|---:|")
     for trail in trails:
-        name = "on (the default)" if trail else "off (MILPA_AUDIT_TRAIL=0)"
+        name = {
+            "on": "on, a lane per worker (the default)",
+            "chain": 'on, one chain (MILPA_AUDIT_LANE="")',
+            "off": "off (MILPA_AUDIT_TRAIL=0)",
+        }[trail]
         for size in sizes:
             k, b = (trail, size), (trail, base)
             print(
@@ -327,10 +344,10 @@ if __name__ == "__main__":
     parser.add_argument("--window", type=int, default=16, help="taps in flight at most (default 16)")
     parser.add_argument(
         "--audit-trail",
-        choices=["on", "off", "both"],
+        choices=["on", "chain", "off", "both", "all"],
         default="both",
-        help="the workers keep the hash-chained audit trail (on, the default of a deployment), do not "
-        "(off), or both, one table part each (default both)",
+        help="the workers keep the hash-chained audit trail, each in a lane (on, the default of a deployment) "
+        "or all in one chain (chain), do not (off); both: on and off; all: the three (default both)",
     )
     args = parser.parse_args()
     try:
@@ -339,5 +356,5 @@ if __name__ == "__main__":
         raise SystemExit(f"--workers takes numbers separated by commas, e.g. 1,2,4; got {args.workers!r}") from None
     if not chosen or min(chosen) < 1:
         raise SystemExit(f"--workers takes sizes of at least 1, e.g. 1,2,4; got {args.workers!r}")
-    trails = {"on": [True], "off": [False], "both": [True, False]}[args.audit_trail]
+    trails = {"both": ["on", "off"], "all": ["on", "chain", "off"]}.get(args.audit_trail, [args.audit_trail])
     asyncio.run(main(chosen, args.taps, args.runs, args.rounds, args.window, trails))

@@ -25,7 +25,10 @@ Configuration, all from the environment (see ``docs/deploy.md``):
 ``MILPA_IDENTITIES``          the identities TOML (required)
 ``MILPA_LISTEN`` / ``MILPA_PORT``  where this worker listens (127.0.0.1 / 8081)
 ``MILPA_AUDIT_TRAIL``         ``1`` (default) keeps the hash-chained audit trail in the store, ``0`` does not
+``MILPA_AUDIT_LANE``          the worker's own chain of the trail (``worker``, default: this process; a name;
+                              ``""``: the main chain, shared by every worker)
 ``MILPA_AUDIT_KEY_FILE``      the Ed25519 key the trail signs checkpoints with (optional; see ``docs/audit.md``)
+``MILPA_MAX_PENDING``         pending requests one requester may have open at once (100; ``0``: no cap)
 ``MILPA_SWEEP_INTERVAL``, ``MILPA_APPROVAL_LEASE``, ``MILPA_APPROVAL_HANDOFF``  as for ``bots/`` (15, 30, 30)
 ``TELEGRAM_TOKEN``, ``TELEGRAM_BASE_URL``, ``TELEGRAM_WEBHOOK_URL`` (the balancer's public URL),
 ``TELEGRAM_WEBHOOK_SECRET`` (required: every worker checks the same one)
@@ -124,6 +127,8 @@ class FleetConfig:
     listen: str = "127.0.0.1"
     port: int = 8081
     audit_trail: bool = True
+    audit_lane: str = "worker"
+    max_pending: int | None = 100
     sweep_interval: float = 15.0
     lease: float = 30.0
     handoff: float = 30.0
@@ -157,9 +162,11 @@ class FleetConfig:
             listen=env.get("MILPA_LISTEN") or "127.0.0.1",
             port=int(_number(env, "MILPA_PORT", 8081)),
             audit_trail=env.get("MILPA_AUDIT_TRAIL", "1") != "0",
+            audit_lane=env.get("MILPA_AUDIT_LANE", "worker"),
             sweep_interval=_number(env, "MILPA_SWEEP_INTERVAL", 15.0),
             lease=_number(env, "MILPA_APPROVAL_LEASE", 30.0),
             handoff=_number(env, "MILPA_APPROVAL_HANDOFF", 30.0),
+            max_pending=int(_number(env, "MILPA_MAX_PENDING", 100.0)) or None,
             telegram=platforms["telegram"],
             slack=platforms["slack"],
         )
@@ -213,10 +220,15 @@ def build(config: FleetConfig) -> Assistant:
     from milpa_chat.runtime.trail import AuditTrail
 
     store = open_store(config)
-    registry = ToolRegistry(store=store, approval_lease=config.lease, approval_handoff=config.handoff)
+    registry = ToolRegistry(
+        store=store,
+        approval_lease=config.lease,
+        approval_handoff=config.handoff,
+        approval_max_pending=config.max_pending,
+    )
     registry.scan(_tools(config.tools, store))
     if config.audit_trail:
-        AuditTrail(store).attach(registry)
+        AuditTrail(store, lane=config.audit_lane).attach(registry)
     return Assistant(registry, Identities.from_toml(config.identities), name="milpa fleet")
 
 
