@@ -1,15 +1,17 @@
 """``milpa-chat audit verify | export | show ID | checkpoint | keygen``: the hash-chained audit trail of a store.
 
-``verify`` walks the chain, checks the head against the last entry and, given them, the exported signed
-checkpoints (``--checkpoints FILE`` with ``--public-key``) and a head copied elsewhere (``--expect-head``).
-``checkpoint`` exports the signed checkpoints kept in the store as JSON lines (``--now`` first signs the
-current end); ``keygen`` writes a new signing key and prints its public key.
+``verify`` walks the chain and every lane (see ``AuditTrail(lane=...)``), checks each head against its last
+entry and, given them, the exported signed checkpoints (``--checkpoints FILE`` with ``--public-key``) and a
+head copied elsewhere (``--expect-head``). ``checkpoint`` exports the signed checkpoints kept in the store as
+JSON lines (``--now`` first signs the current end of the chain and of every lane); ``keygen`` writes a new
+signing key and prints its public key.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -174,6 +176,8 @@ async def cmd_audit(ns: argparse.Namespace) -> int:
         if ns.action == "export":
             for line in trail.export_lines(await trail.entries()):
                 print(line)
+            for lane, entry in await trail.lane_entries():  # each lane's entries, named
+                print(json.dumps({**entry.to_dict(), "lane": lane}, sort_keys=True, ensure_ascii=False))
             return 0
         return await _show(ns, trail)
     except (CheckpointError, TrailKeyError) as exc:

@@ -457,7 +457,7 @@ class AuditTrail:
             return TrailVerdict(False, len(entries), last, fault[0], fault[1], lanes=lanes)
         if lane_fault is not None:
             name, (at, why) = lane_fault
-            return TrailVerdict(False, len(entries), last, at, f"lane {name}: {why}", lanes=lanes, lane=name)
+            return TrailVerdict(False, len(entries), last, at, why, lanes=lanes, lane=name)
         return TrailVerdict(True, len(entries), last, pinned=len({(p.lane, p.seq, p.hash) for p in pins}), lanes=lanes)
 
     async def _verify_lanes(
