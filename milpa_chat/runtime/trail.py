@@ -469,10 +469,13 @@ class AuditTrail:
     ) -> tuple[tuple[tuple[str, int, str], ...], tuple[str, Break] | None]:
         """Every lane: registered by an entry of the main chain, its chain linked to that entry, its head
         naming its last entry, its pins matching; a registered lane with no head was deleted whole."""
-        registered = {e.subject: e for e in entries if e.kind == "lane"}
         grouped: dict[str, list[Record]] = {}
         for record in records:
             grouped.setdefault(record.key.rpartition("/")[0], []).append(record)
+        registered: dict[str, TrailEntry] = {}
+        for e in entries:  # two writers of one lane may both register it: the one its first entry links to
+            if e.kind == "lane" and (e.subject not in registered or _links_to(grouped.get(e.subject), e)):
+                registered[e.subject] = e
         heads_after = {r.key: r.value for r in await self.store.scan(LANE_HEADS)}
         names = sorted(set(registered) | set(grouped) | set(heads_before) | set(heads_after) | {p.lane for p in pins})
         checked: list[tuple[str, int, str]] = []
@@ -570,6 +573,11 @@ class AuditTrail:
         """JSON Lines, one entry a line."""
         for entry in entries:
             yield json.dumps(entry.to_dict(), sort_keys=True, ensure_ascii=False)
+
+
+def _links_to(records: list[Record] | None, registration: TrailEntry) -> bool:
+    """Whether the first of a lane's ``records`` links to ``registration``."""
+    return bool(records) and records[0].value.get("prev") == registration.hash  # type: ignore[index]
 
 
 def _digest(value: Any) -> str:

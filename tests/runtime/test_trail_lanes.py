@@ -281,3 +281,20 @@ async def test_processes_append_in_lanes_and_one_killed_mid_append_leaves_a_trai
     assert len(counts) == 4 and counts.count(40) >= 3, counts
     assert sum(counts) == len(await store.scan(LANES))
     await store.close()
+
+
+async def test_two_writers_of_one_named_lane_keep_one_lane_that_holds(backend: tuple[dict[str, Any], str]) -> None:
+    """A worker name given twice (a restart, two trails in one process): both register it, one registration
+    counts, both append to the one lane at the next positions."""
+    spec, url = backend
+    stores = [open_spec(spec), open_spec(spec)]
+    try:
+        await _empty(stores[0])
+        trails = [AuditTrail(store, lane="billing-1") for store in stores]
+        await asyncio.gather(*(t.append("call", f"pay-{i}", {"n": i}) for i in range(20) for t in trails))
+        code, printed = await cli("audit", "verify", "--store", url)
+        assert code == 0 and "lane billing-1: 40 entries" in printed, printed
+        assert 1 <= (await trails[0].verify()).checked <= 2  # one registration, or both
+    finally:
+        for store in stores:
+            await store.close()
