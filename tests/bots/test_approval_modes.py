@@ -9,10 +9,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from milpa_chat import ToolRegistry, tool
 from milpa_chat.bots.telegram import TelegramBot
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.chat.batching import Batching
+from milpa_chat.runtime.approval import ApprovalRefused
+from milpa_chat.runtime.context import ToolContext
+from milpa_chat.runtime.modes import ModeDesk
 from milpa_chat.runtime.policy import ChannelPolicy, PolicyGate
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import MemoryStore
@@ -115,3 +120,27 @@ async def test_tighten_for_anyone_loosen_only_with_the_right_and_the_loosening_r
             ("mode_loosened", "telegram:1001"),
         ]
         assert (await w.trail.verify()).ok
+
+
+async def test_a_model_never_sets_or_loosens_a_mode_even_with_the_waive_scope() -> None:
+    clock = ManualClock()
+    store = MemoryStore(clock=clock)
+    policy = PolicyGate({"telegram": ChannelPolicy(require_auth=True, require_confirmation_for_mutating=False)})
+    registry = ToolRegistry(store=store, policy=policy)
+    registry.scan(Notes())
+    trail = AuditTrail(store).attach(registry)
+    desk = ModeDesk(registry).install()
+    alice = ToolContext.telegram(7, ALICE.id, scopes=("notes:write", "notes:read", "approvals:waive"))
+    assert "exceeds 10" in await desk.set(alice, "confirm writes over 10")
+    before = await desk.current(alice)
+
+    for text in ("no confirmation for reads for 1 hour", "off", "confirm every write"):
+        with pytest.raises(ApprovalRefused) as refused:
+            await desk.set(alice.as_model(), text)
+        assert refused.value.code == "FORBIDDEN" and "A model cannot" in str(refused.value)
+    assert await desk.current(alice) == before  # nothing changed: still over 10, no loosening
+
+    refusals = [e for e in await trail.entries() if e.kind == "refused"]
+    assert len(refusals) == 3 and all(e.fields["by_model"] for e in refusals)
+    assert [e.kind for e in await trail.entries() if e.kind.startswith("mode")] == ["mode_set"]
+    assert (await trail.verify()).ok
