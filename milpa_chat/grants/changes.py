@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.command.canonical import Canonical
+from milpa_chat.command.effects import EffectProfile
 from milpa_chat.grants.calls import NamedCall
 from milpa_chat.grants.document import StandingGrant
 from milpa_chat.grants.errors import InvalidGrant
@@ -152,6 +153,42 @@ class GrantChanges:
             raise
         record = await self._link(grant.id, approval.id, "sign")
         return record, approval
+
+    async def draft_loosening(
+        self, ctx: ToolContext, seconds: float, *, via: str, note: str | None = None
+    ) -> list[tuple[GrantRecord, Approval]]:
+        """The standing grants a per-conversation loosening ("no confirmation for reads for 1 hour") drafts:
+        for ``ctx``'s seat, every read-only operation the desk knows with an offer (one grant per offer, with
+        its conditions, falsifier and undo), a read-only ceiling, expiring ``seconds`` from now. Each is a
+        draft whose signature is opened like any other (:meth:`draft`): nothing is lent until a person who
+        may sign signs it, and once it expires calls ask as before. Raises :class:`ApprovalRefused` when no
+        read-only operation offers a grant (nothing to draft)."""
+        groups: dict[int, tuple[GrantOffer, list[str]]] = {}
+        for key, operation in sorted(self.operations.items()):
+            offer = self.offers.get(key)
+            if offer is not None and not operation.may_mutate and operation.acts_on is not None:
+                groups.setdefault(id(offer), (offer, []))[1].append(operation.name)
+        if not groups:
+            raise ApprovalRefused(
+                "No read-only operation here offers a standing grant, so a loosening has nothing to lend: "
+                "declare one with GrantDesk.know(operation, offer=GrantOffer(...)). Nothing was changed.",
+                code="VALIDATION_ERROR",
+            )
+        expires = when(float(int(self.store.clock() + float(seconds))))
+        drafted = []
+        for offer, names in groups.values():
+            grant = StandingGrant(
+                id=f"mode-{secrets.token_hex(4)}",
+                to=(str(ctx.principal),),
+                operations=tuple(NamedCall(name) for name in names),
+                ceiling=EffectProfile.read_only(),  # reads only: a loosening never lends a call with effects
+                conditions=offer.conditions,
+                falsifier=offer.falsifier,
+                undo=offer.undo,
+                expires_at=expires,
+            )
+            drafted.append(await self.draft(grant, ctx, via=via, note=note))
+        return drafted
 
     async def _check_supersedes(self, grant: StandingGrant) -> None:
         for old_id in grant.supersedes or ():
