@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.store.base import Store
 
-__all__ = ["GUARD", "GrantChanges", "Watcher"]
+__all__ = ["GUARD", "GrantChanges", "Watcher", "conversation_of"]
 
 log = logging.getLogger("milpa_chat.grants")
 
@@ -107,10 +107,13 @@ class GrantChanges:
         via: str,
         note: str | None = None,
         four_eyes: bool | None = None,
+        lends_in: str | None = None,
     ) -> tuple[GrantRecord, Approval]:
         """Keep ``grant`` (a document, or its JSON text, read strictly) as a draft and open its signature.
 
         ``four_eyes``: whether the drafter is kept from signing it (default: the desk's rule).
+        ``lends_in``: one conversation (:func:`conversation_of`) outside which the grant lends nothing (kept
+        beside the text: it can only narrow what the signed text allows).
         Raises :class:`InvalidGrant` for a text that does not read, :class:`ApprovalRefused` when
         an id is taken or a superseded grant is suspended and the draft does not say ``lifts``.
         """
@@ -131,6 +134,7 @@ class GrantChanges:
             "drafted_by": _who(ctx, via),
             "drafted_at": now,
             "four_eyes": rule,
+            "lends_in": lends_in,
             "signed_by": None,
             "signed_digest": None,
             "stopped_because": None,
@@ -163,6 +167,9 @@ class GrantChanges:
         draft whose signature is opened like any other (:meth:`draft`): nothing is lent until a person who
         may sign signs it, and once it expires calls ask as before. Raises :class:`ApprovalRefused` when no
         read-only operation offers a grant (nothing to draft)."""
+        conversation = conversation_of(ctx)
+        if conversation is None:
+            raise ApprovalRefused("A loosening is set by a person in a chat; this call came from none.")
         groups: dict[int, tuple[GrantOffer, list[str]]] = {}
         for key, operation in sorted(self.operations.items()):
             offer = self.offers.get(key)
@@ -187,7 +194,7 @@ class GrantChanges:
                 undo=offer.undo,
                 expires_at=expires,
             )
-            drafted.append(await self.draft(grant, ctx, via=via, note=note))
+            drafted.append(await self.draft(grant, ctx, via=via, note=note, lends_in=conversation))
         return drafted
 
     async def _check_supersedes(self, grant: StandingGrant) -> None:
@@ -462,6 +469,12 @@ def _lifts(replaces: Mapping[str, str]) -> str | None:
     if not suspended:
         return None
     return "the suspension of " + ", ".join(Canonical.shown(gid) for gid in suspended) + ", replaced by this grant"
+
+
+def conversation_of(ctx: ToolContext) -> str | None:
+    """``<channel>:<chat id>`` of the chat ``ctx`` speaks in (``None`` outside a chat)."""
+    chat = ctx.extra.get("chat_id")
+    return None if chat is None else f"{ctx.channel}:{chat}"
 
 
 def _who(ctx: ToolContext, via: str) -> dict[str, Any]:

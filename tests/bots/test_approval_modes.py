@@ -227,6 +227,9 @@ async def test_with_standing_grants_a_loosening_is_a_time_boxed_grant_a_signer_s
     assert EXPORTED == ["clean.tgz"]
     await tg.say(assistant, NICO, "/release_export clean.tgz")  # another person's seat: it asks
     assert EXPORTED == ["clean.tgz"]
+    await tg.say(assistant, RITA, "/release_export clean.tgz", "-500")  # another chat: the mode is this chat's
+    assert EXPORTED == ["clean.tgz"] and any("Confirm" in b.label for b in tg.last("-500").buttons)
+    assert (await desk.get(draft.id)).data["lends_in"] == "telegram:100"  # type: ignore[union-attr]
 
     clock.advance(3601)  # the grant expired: the call asks again
     await tg.say(assistant, RITA, "/release_export clean.tgz")
