@@ -182,20 +182,26 @@ class GrantChanges:
                 code="VALIDATION_ERROR",
             )
         expires = when(float(int(self.store.clock() + float(seconds))))
-        drafted = []
-        for offer, names in groups.values():
-            grant = StandingGrant(
-                id=f"mode-{secrets.token_hex(4)}",
-                to=(str(ctx.principal),),
-                operations=tuple(NamedCall(name) for name in names),
-                ceiling=EffectProfile.read_only(),  # reads only: a loosening never lends a call with effects
-                conditions=offer.conditions,
-                falsifier=offer.falsifier,
-                undo=offer.undo,
-                expires_at=expires,
-            )
-            drafted.append(await self.draft(grant, ctx, via=via, note=note, lends_in=conversation))
-        return drafted
+        grants = []
+        for offer, names in groups.values():  # every text is built before any is drafted
+            try:
+                grant = StandingGrant(
+                    id=f"mode-{secrets.token_hex(4)}",
+                    to=(str(ctx.principal),),
+                    operations=tuple(NamedCall(name) for name in names),
+                    ceiling=EffectProfile.read_only(),  # reads only: a loosening never lends a call with effects
+                    conditions=offer.conditions,
+                    falsifier=offer.falsifier,
+                    undo=offer.undo,
+                    expires_at=expires,
+                )
+            except InvalidGrant as exc:
+                raise ApprovalRefused(
+                    f"The loosening cannot be drafted into a standing grant: {exc}. Nothing was changed.",
+                    code="VALIDATION_ERROR",
+                ) from None
+            grants.append(grant)
+        return [await self.draft(grant, ctx, via=via, note=note, lends_in=conversation) for grant in grants]
 
     async def _check_supersedes(self, grant: StandingGrant) -> None:
         for old_id in grant.supersedes or ():

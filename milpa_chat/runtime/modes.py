@@ -210,7 +210,11 @@ class ModeDesk:
         """A loosening as standing grants: drafted for ``ctx``'s seat, lent only once a person signs them."""
         seconds = float(mode.seconds or 0)
         note = f"Approval mode of {ctx.principal} in {key}: no confirmation for reads for {seconds / 60:.0f} minutes."
-        drafted = await draft(ctx, seconds, via=via or ctx.channel, note=note)
+        try:
+            drafted = await draft(ctx, seconds, via=via or ctx.channel, note=note)
+        except ApprovalRefused as exc:
+            await self._trail("mode_refused", key, {"by": ctx.principal, "mode": mode.kind, "why": str(exc)[:200]})
+            raise
         ids = [record.id for record, _ in drafted]
         value["grants"] = {"ids": ids, "until": now + seconds, "by": ctx.principal}
         await self._write(key, value)

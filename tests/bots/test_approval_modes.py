@@ -240,3 +240,18 @@ async def test_with_standing_grants_a_loosening_is_a_time_boxed_grant_a_signer_s
     drafted = next(e for e in await trail.entries() if e.kind == "mode_grant_drafted")
     assert drafted.fields["grants"] == [draft.id] and drafted.fields["by"] == "telegram:100"
     assert (await trail.verify()).ok
+
+
+async def test_with_standing_grants_but_no_read_offered_a_loosening_is_refused_and_audited() -> None:
+    store = MemoryStore(clock=ManualClock())
+    registry, desk = house(store)  # publish offers a grant, but it writes; no read offers one
+    trail = AuditTrail(store).attach(registry)
+    assistant = Assistant(registry, Identities.from_dict(GRANT_IDENTITIES))
+    tg = RecordingTransport("telegram")
+    assistant.attach(tg)
+    Batching(assistant)
+    await tg.say(assistant, RITA, "/mode no confirmation for reads for 30 minutes")
+    assert "offers a standing grant" in tg.last(RITA.id).text and "Nothing was changed" in tg.last(RITA.id).text
+    assert await desk.listing() == [] and tg.in_chat(APPROVERS) == []
+    refused = [e for e in await trail.entries() if e.kind == "mode_refused"]
+    assert len(refused) == 1 and refused[0].fields["by"] == "telegram:100"
