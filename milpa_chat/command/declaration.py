@@ -17,8 +17,7 @@ from milpa_chat.command.ids import trim_ascii
 from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 
 if TYPE_CHECKING:
-    from milpa_chat.command.composition import Descent
-    from milpa_chat.command.effects import EffectProfile
+    from milpa_chat.command.effects import Descent, EffectProfile
 
 __all__ = [
     "Because",
