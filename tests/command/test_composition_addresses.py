@@ -23,9 +23,13 @@ def test_every_composition_name_is_the_object_of_its_home() -> None:
 def test_a_profile_built_through_the_old_address_composes_as_before() -> None:
     from milpa_chat.command.composition import CallSubject, Descent, TrialConfinement
     from milpa_chat.command.effects import EffectProfile
+    from milpa_chat.command.levels import Authority as A
+    from milpa_chat.command.levels import Externality as E
+    from milpa_chat.command.levels import Mutation as M
+    from milpa_chat.command.levels import Reversibility as R
 
     plan_only = Descent("dry_run", True, EffectProfile.read_only(), "only prints the plan")
-    ceiling = EffectProfile("persistent", "none", "compensatable", "write_as_user", descents=[plan_only])
+    ceiling = EffectProfile(M.PERSISTENT, E.NONE, R.COMPENSATABLE, A.WRITE_AS_USER, descents=[plan_only])
     # no certificate: the descent lowers nothing; a trial workspace still confines the mutation
     subject = CallSubject("files:write", confinement=TrialConfinement("ws-1", "sha256:ab", {}, "a scratch copy"))
     result = ceiling.compose_for_call({"dry_run": True}, subject)
