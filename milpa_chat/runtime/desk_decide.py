@@ -85,7 +85,9 @@ class Deciding(DeskCore):
             return rule(self, a, v, actor, can_run)
 
         try:
-            done = await self._change(approval_id, change, current=self._settled.get(approval_id))
+            settled = self._settled.get(approval_id)
+            live = self._live.get(approval_id) if settled is None else None  # see DeskCore._live
+            done = await self._change(approval_id, change, current=settled or live, remembered=live is not None)
         except ApprovalRefused as exc:
             self._remember(exc.approval)
             raise
