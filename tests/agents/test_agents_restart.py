@@ -84,7 +84,7 @@ async def test_a_killed_bot_process_resumes_the_frameworks_run_and_the_tool_runs
             asked = await server.send_message(ALICE.id, ALICE, "please pay ACME 120 EUR")
             card = await server.wait_for_message(APPROVERS, since=asked, timeout=20)
             run = await paused_run(db)
-            assert run["framework"] == f"{framework}:{'graph' if framework == 'langgraph' else 'agent'}"
+            assert run["framework"] == FRAMEWORKS[framework].framework
             first.send_signal(signal.SIGKILL)
             assert await first.wait() == -signal.SIGKILL
 
