@@ -174,10 +174,12 @@ class ApprovalHost:
         expires_in: float | None = None,
         reason: str | None = None,
         schema: Mapping[str, Any] | None = None,
+        editable: bool = True,
     ) -> Approval:
         """Open an approval for ``tool(**args)`` proposed by a model for the person of ``ctx`` and deliver
         its cards. ``verify``: approvers decide (scopes, four-eyes, quorum, expiry); else the person confirms.
-        ``schema``: the tool's JSON schema (edited arguments are checked against it)."""
+        ``schema``: the tool's JSON schema (edited arguments are checked against it). ``editable=False``: the
+        framework takes no edited arguments for this call, so people approve or reject it as it is."""
         if not isinstance(args, Mapping):
             raise TypeError(f"the arguments of {tool!r} must be an object, got {type(args).__name__}")
         wire = json.loads(json.dumps(dict(args), default=str))
@@ -191,7 +193,7 @@ class ApprovalHost:
             expires_in=ttl,
             policy=verify,
             reason=reason,
-            payload={"schema": dict(schema)} if schema else None,
+            payload={"schema": dict(schema) if schema else None, "editable": editable},
             external=True,
         )
         if self.desk.follower is not None:  # the chat layer sends the cards

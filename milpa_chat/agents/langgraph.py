@@ -131,9 +131,14 @@ class LangGraphApprovals:
             for interrupt in result["__interrupt__"]:
                 shape = _shape(interrupt.value)
                 keys = []
-                for i, (tool, args, _allowed) in enumerate(shape["calls"]):
+                for i, (tool, args, allowed) in enumerate(shape["calls"]):
                     opened = await self.host.request(
-                        tool, args, ctx, verify=self._policy(tool), schema=self.schemas.get(tool)
+                        tool,
+                        args,
+                        ctx,
+                        verify=self._policy(tool),
+                        schema=self.schemas.get(tool),
+                        editable=allowed is None or "edit" in allowed,
                     )
                     key = interrupt.id if shape["kind"] != "batched" else f"{interrupt.id}#{i}"
                     approvals[key] = opened.id
