@@ -15,9 +15,11 @@ One small API over the runtime's one durable :class:`~milpa_chat.runtime.Approva
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import secrets
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -183,6 +185,10 @@ class ApprovalHost:
         if not isinstance(args, Mapping):
             raise TypeError(f"the arguments of {tool!r} must be an object, got {type(args).__name__}")
         wire = json.loads(json.dumps(dict(args), default=str))
+        if schema and "jsonschema" not in sys.modules:
+            # edits are checked with jsonschema, whose first import may take seconds (its format checkers build
+            # grammars): import it now, off the event loop, not inside an edit that Slack wants answered in 3 s
+            await asyncio.to_thread(importlib.import_module, "jsonschema")
         ttl = verify.expires_in if verify is not None else (expires_in or self.registry.confirmations.ttl)
         approval = await self.desk.open(
             "verification" if verify is not None else "confirm",

@@ -17,11 +17,22 @@ from milpa_chat.agents import ApprovalHost, approval_id
 from milpa_chat.runtime.definition import VerifyPolicy
 
 APPROVERS = -500
-#: Alice asks for payments; Maria and Mateo approve them in the approvers' group.
+SLACK_APPROVERS = "C0APPROVE"
+TEAM = "T1"
+#: Slack user ids of the same people.
+SLACK_PEOPLE = {"alice": "U1001", "maria": "U2001", "mateo": "U2002"}
+#: Alice asks for payments; Maria and Mateo approve them in the approvers' group (Telegram) or channel (Slack).
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["payments:send"], "manager": ["payments:approve", "verification:approve"]},
-    "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"], "telegram:2002": ["manager"]},
-    "approvers": {"telegram": [str(APPROVERS)]},
+    "users": {
+        "telegram:1001": ["writer"],
+        "telegram:2001": ["manager"],
+        "telegram:2002": ["manager"],
+        f"slack:{TEAM}:{SLACK_PEOPLE['alice']}": ["writer"],
+        f"slack:{TEAM}:{SLACK_PEOPLE['maria']}": ["manager"],
+        f"slack:{TEAM}:{SLACK_PEOPLE['mateo']}": ["manager"],
+    },
+    "approvers": {"telegram": [str(APPROVERS)], "slack": [SLACK_APPROVERS]},
 }
 MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"], expires_in=600)
 PAYMENT = {"to": "ACME", "amount": 120}
