@@ -40,6 +40,7 @@ from milpa_chat.runtime.approval import (
     due_of,
     effect_key,
     effects_due,
+    hold_new_cards,
     mark_delivered,
     outcome_text,
     result_record,
@@ -257,6 +258,7 @@ class ApprovalDesk:
             opener(value, ctx)
         if external:
             value.update(external=True, auto_run=False)
+        hold_new_cards(value, self.worker, now + self._handoff())
         who = ctx.principal or "anonymous"
         while True:
             aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
@@ -682,6 +684,7 @@ class ApprovalDesk:
                 return Change(current, "unchanged")
             if handoff:
                 value.update(deliver_at=now + self._handoff(), writer=self.worker)
+                hold_new_cards(value, self.worker, now + self._handoff())  # cards a reminder or escalation added
             settled = value["state"] in FINAL and current.state not in FINAL
             rec = await self.store.update(
                 COLLECTION,
