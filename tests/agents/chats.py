@@ -113,6 +113,13 @@ class TelegramChat(_Chat):
         updates = await asyncio.gather(*(self.tg.tap_button(card, label, people[i % 2]) for i in range(count)))
         await self.tg.wait_until(lambda: all(self.tg.callback_query(u).answered for u in updates), WAIT)
 
+    async def requester_card(self) -> TelegramMessage:
+        """Alice's own copy of the pending request (in her chat with the bot)."""
+        alice = TELEGRAM_PEOPLE["alice"].id
+        return await self.tg.wait_until(
+            lambda: next((m for m in self.tg.messages(alice) if m.button_labels), None), WAIT, what="Alice's copy"
+        )
+
     def card_text(self, card: TelegramMessage) -> str:
         return self.tg.message(card.chat.id, card.message_id).text or ""
 
@@ -197,6 +204,10 @@ class SlackChat(_Chat):
         answers = await asyncio.gather(*(self.slack.send(r) for r in requests))
         await self.bot.drain()
         assert {a.status for a in answers} == {200}
+
+    async def requester_card(self) -> Any:
+        """Alice's own copy of the pending request (in her DM with the app)."""
+        return await self.api.wait_for_message(self.dm, lambda m: bool(m.buttons()), timeout=WAIT)
 
     def card_text(self, card: Any) -> str:
         return str(card.all_text())

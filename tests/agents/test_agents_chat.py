@@ -163,3 +163,16 @@ async def test_the_frameworks_model_cannot_decide_its_own_approval(
         assert refused == 4 and (await c.only_approval()).state == "pending" and c.ledger.paid == []
         await c.tap(card, "Approve", "maria")  # the person's tap still decides
         await c.alice_told("Paid 120.00 EUR to ACME.")
+
+
+async def test_a_withdrawal_by_the_requester_reaches_the_framework_as_its_denial(
+    surface: str, framework: str, tmp_path: Path
+) -> None:
+    async with chat(surface, framework, tmp_path) as c:
+        await c.ask()
+        mine = await c.requester_card()
+        assert c.buttons(mine) == ["↩ Withdraw"]
+        await c.tap(mine, "Withdraw", "alice")
+        await until(lambda: any("Withdrawn by Alice" in s for s in c.driver.seen), "the framework's denial")
+        approval = await c.only_approval()
+        assert approval.state == "cancelled" and c.ledger.paid == []
