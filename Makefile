@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-types: $(STAMP)
+types: $(STAMP)  # the package strictly and tests/ (bodies checked), as [tool.mypy] in pyproject.toml says
 	$(BIN)/mypy
 
 pytest: $(STAMP)
@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/renderers.py
 	$(BIN)/python bench/telegram.py
 	$(BIN)/python bench/slack.py
+	$(BIN)/python bench/streaming.py
 	$(BIN)/python bench/fleet.py   # PostgreSQL (MILPA_BENCH_POSTGRES_DSN) and /usr/sbin/haproxy
 
 clean:

@@ -7,7 +7,9 @@
 * ``answer`` -> ``chat.postEphemeral`` to the actor, or the interaction's ``response_url`` when the
   app cannot post in that conversation;
 * ``whisper`` -> a whole message (help, lists, usage, refusals) the same way: only the actor sees it;
-* ``typing`` -> nothing: Slack has no typing indicator for apps.
+* ``typing`` -> nothing: Slack has no typing indicator for apps;
+* ``open_stream`` -> the agent's answer streamed into the thread of the message it answers
+  (``chat.startStream`` / ``appendStream`` / ``stopStream``; see :mod:`milpa_chat.bots.slack_stream`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from milpa_chat.renderers.slack import SlackRenderer
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from milpa_chat.chat.streaming import Stream
     from milpa_chat.chat.surface import EditField
     from milpa_chat.renderers.model import Message
     from milpa_chat.runtime.approval import Approval
@@ -65,7 +68,12 @@ class SlackTransport(Surface):
         #: ``/cmd@bot`` addressing: every ``/milpa`` command is ours.
         self.command_prefix = f"{command} "
         self._traits = Traits(
-            command_prefix=self.command_prefix, whispers=True, edit_forms=True, reason_forms=True, reports_failures=True
+            command_prefix=self.command_prefix,
+            whispers=True,
+            edit_forms=True,
+            reason_forms=True,
+            reports_failures=True,
+            streams=True,
         )
 
     async def send(self, chat_id: str, message: Message) -> MessageRef:
@@ -110,6 +118,17 @@ class SlackTransport(Surface):
 
     async def typing(self, chat_id: str) -> None:
         """Slack offers apps no typing indicator; nothing is sent."""
+
+    async def open_stream(self, inbound: Inbound) -> Stream | None:
+        """The answer streamed as a reply in ``inbound``'s thread; ``None`` where there is no thread to answer
+        in (a slash command)."""
+        if not inbound.thread:
+            return None
+        from milpa_chat.bots.slack_stream import SlackStream
+
+        return SlackStream(
+            self.client, self.renderer, inbound.chat_id, inbound.thread, user=inbound.user.id, team=inbound.user.team
+        )
 
     async def open_edit_form(self, inbound: Inbound, approval: Approval, fields: Sequence[EditField]) -> None:
         """The Edit modal for ``approval`` (``views.open`` with the tap's ``trigger_id``; see ``slack_edit``)."""

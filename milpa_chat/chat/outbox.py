@@ -70,7 +70,7 @@ class ApprovalOutbox:
         self.present = present
         self.resume = resume
         #: Called for each copy of a card with ``(approval, role)``; a button returned is added to that copy
-        #: (e.g. "Always allow…" on an approver's copy, from :class:`milpa_chat.standing.GrantChat`).
+        #: (e.g. "Always allow…" on an approver's copy, from :class:`milpa_chat.grants.GrantChat`).
         self.extras: list[Callable[[Approval, str], Button | None]] = []
         #: ``(approval id, card effect)`` of the cards whose first send is in flight in this process.
         self._sending: set[tuple[str, str]] = set()

@@ -314,6 +314,6 @@ async def _slack(assistant: Assistant, *kit: Any) -> AsyncIterator[SlackChat]:
     from milpa_chat.testing.slack import SlackEvents, serve_bolt_app
 
     async with slack_api() as api:
-        bot = SlackBot(assistant, SLACK_TOKEN, SLACK_SECRET, base_url=api.base_url, notices=True, sweep_interval=None)
+        bot = SlackBot(assistant, SLACK_TOKEN, SLACK_SECRET, base_url=api.base_url, notices=True, sweep_interval=1.0)
         async with serve_bolt_app(bot.web_app()) as url, SlackEvents(url, SLACK_SECRET, api=api) as slack:
             yield SlackChat(api, bot, slack, *kit)

@@ -34,7 +34,7 @@ IDENTITIES: dict[str, Any] = {
     },
     "approvers": {"telegram": [str(APPROVERS)], "slack": [SLACK_APPROVERS]},
 }
-MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"], expires_in=600)
+MANAGERS = VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600)
 PAYMENT = {"to": "ACME", "amount": 120}
 SCHEMA = {
     "type": "object",
@@ -253,7 +253,7 @@ def scripted_chat_model(seen: list[str]) -> Any:
     return ScriptedPayer()
 
 
-FRAMEWORKS = {
+FRAMEWORKS: dict[str, Any] = {
     "pydantic-ai": PydanticAI,
     "openai-agents": OpenAIAgents,
     "langgraph": LangGraph,

@@ -105,7 +105,7 @@ async def test_an_approver_edits_the_amount_and_another_approves_the_edited_call
 async def test_a_quorum_of_two_runs_the_call_after_the_second_approval(
     surface: str, framework: str, tmp_path: Path
 ) -> None:
-    quorum = VerifyPolicy(approver_scopes=["payments:approve"], quorum=2)
+    quorum = VerifyPolicy(approver_scopes=("payments:approve",), quorum=2)
     async with chat(surface, framework, tmp_path, verify=quorum) as c:
         card = await c.ask()
         assert "1 of 2" in await c.tap(card, "Approve", "maria")
@@ -121,7 +121,7 @@ async def test_a_quorum_of_two_runs_the_call_after_the_second_approval(
 async def test_an_expired_request_runs_nothing_and_the_framework_is_told(
     surface: str, framework: str, tmp_path: Path
 ) -> None:
-    short = VerifyPolicy(approver_scopes=["payments:approve"], expires_in=60)
+    short = VerifyPolicy(approver_scopes=("payments:approve",), expires_in=60)
     async with chat(surface, framework, tmp_path, verify=short) as c:
         card = await c.ask()
         c.clock.advance(61)

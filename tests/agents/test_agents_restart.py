@@ -84,7 +84,7 @@ def common_env(framework: str, tmp_path: Path, llm: FakeOpenAIServer) -> dict[st
         "AGENT_LEDGER": str(tmp_path / "ledger.jsonl"),
         "AGENT_WORKDIR": str(tmp_path),
         "OPENAI_BASE_URL": llm.base_url,
-        "OPENAI_API_KEY": llm.api_key,
+        "OPENAI_API_KEY": llm.api_key or "",
     }
 
 

@@ -21,7 +21,7 @@ from .frameworks import SCHEMA, Ledger, scripted_chat_model
 ALICE = ToolContext.web("alice", scopes=["payments:send"])
 MARIA = ToolContext.web("maria", scopes=["payments:approve"])
 MATEO = ToolContext.web("mateo", scopes=["payments:approve"])
-MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"])
+MANAGERS = VerifyPolicy(approver_scopes=("payments:approve",))
 
 
 def agent_with(ledger: Ledger, seen: list[str], interrupt_on: dict[str, Any], mode: str) -> Any:
@@ -56,7 +56,7 @@ async def pending(host: ApprovalHost) -> Any:
 async def test_an_edited_action_request_runs_once_with_the_edited_arguments(mode: str) -> None:
     from milpa_chat.agents.langgraph import LangGraphApprovals
 
-    ledger, seen = Ledger(), []
+    ledger, seen = Ledger(), list[str]()
     host = ApprovalHost(ToolRegistry(store=MemoryStore()), poll=0.01)
     agent = agent_with(ledger, seen, {"send_payment": True}, mode)
     approvals = LangGraphApprovals(host, agent, verify=MANAGERS, schemas={"send_payment": SCHEMA})
@@ -80,7 +80,7 @@ async def test_an_edited_action_request_runs_once_with_the_edited_arguments(mode
 async def test_a_tool_that_takes_no_edits_cannot_be_edited_and_runs_as_asked() -> None:
     from milpa_chat.agents.langgraph import LangGraphApprovals
 
-    ledger, seen = Ledger(), []
+    ledger, seen = Ledger(), list[str]()
     host = ApprovalHost(ToolRegistry(store=MemoryStore()), poll=0.01)
     only = {"send_payment": {"allowed_decisions": ["approve", "reject"]}}
     approvals = LangGraphApprovals(host, agent_with(ledger, seen, only, "batched"), verify=MANAGERS)

@@ -53,7 +53,7 @@ async def test_a_second_call_of_an_approved_tool_in_the_same_run_asks_again() ->
                 model="gpt-test", openai_client=AsyncOpenAI(base_url=llm.base_url, api_key=llm.api_key, max_retries=0)
             ),
         )
-        approvals = OpenAIAgentsApprovals(host, agent, verify=VerifyPolicy(approver_scopes=["payments:approve"]))
+        approvals = OpenAIAgentsApprovals(host, agent, verify=VerifyPolicy(approver_scopes=("payments:approve",)))
         run = asyncio.create_task(approvals.run("pay ACME twice", ALICE))
         seen: set[str] = set()
         first = await next_pending(host, seen)

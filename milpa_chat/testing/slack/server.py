@@ -123,6 +123,7 @@ class SlackApiServer(LocalServer):
                 status=status,
                 response=body,
                 at=time.time(),
+                monotonic=time.monotonic(),
             )
         )
         headers["X-OAuth-Scopes"] = ",".join(self.scopes)
@@ -175,6 +176,7 @@ class SlackApiServer(LocalServer):
                 status=status,
                 response=answer,
                 at=time.time(),
+                monotonic=time.monotonic(),
             )
         )
         return web.Response(status=status, text=answer, content_type="text/plain")
