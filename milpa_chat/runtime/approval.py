@@ -205,6 +205,8 @@ class Approval:
 def card_key(v: Mapping[str, Any]) -> str:
     """What a card shows, as a key: a card whose ``shown`` differs needs an edit."""
     key = f"{v['state']}:{len(v.get('votes', []))}:{v.get('attempt', 0)}"
+    if v.get("noted"):  # a reassignment, a question, an answer or a comment shows on every copy
+        key = f"{key}:n{v['noted']}"
     return f"{key}:r{v['revision']}" if v.get("revision") else key
 
 
@@ -222,7 +224,8 @@ def pending_effects(v: Mapping[str, Any]) -> list[str]:
     out = [f"card:{i}" for i, card in enumerate(v.get("cards", [])) if card.get("shown") != key]
     if v.get("route"):
         report = report_key(v)
-        if report is not None and v.get("reported") != report:
+        # an item of a batch is reported on the batch's card (milpa_chat.runtime.batches), not one by one
+        if report is not None and v.get("reported") != report and not v.get("batch"):
             out.append("report")
         if v.get("troubles"):
             out.append("trouble")
