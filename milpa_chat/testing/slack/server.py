@@ -16,11 +16,20 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from milpa_chat.testing._server import LocalServer
+from milpa_chat.testing.slack.assistant_threads import AssistantThread, AssistantThreads
 from milpa_chat.testing.slack.models import JsonDict, SlackApiCall, SlackMessage, SlackMethodError, SlackView
 from milpa_chat.testing.slack.workspace import MAX_TEXT_LENGTH, SlackWorkspace, channel_map
 
 T = TypeVar("T")
-DEFAULT_SCOPES = ("app_mentions:read", "channels:read", "chat:write", "commands", "im:history", "im:write")
+DEFAULT_SCOPES = (
+    "app_mentions:read",
+    "assistant:write",
+    "channels:read",
+    "chat:write",
+    "commands",
+    "im:history",
+    "im:write",
+)
 
 
 @dataclass
@@ -86,9 +95,24 @@ class SlackApiServer(LocalServer):
             response_url_max_uses=response_url_max_uses,
             trigger_ttl=trigger_ttl,
         )
+        self.assistant_threads = AssistantThreads(self.scopes, lambda c: c in self.workspace.channels)
+        self._serve_assistant_threads()
         super().__init__(host=host, port=port)
         self._calls: list[SlackApiCall] = []
         self._armed: list[_ArmedFailure] = []
+
+    def _serve_assistant_threads(self) -> None:
+        """``assistant.threads.*``; a reply the app posts in a thread clears the thread's status, as on Slack."""
+        methods = self.workspace.methods
+        methods.update(self.assistant_threads.methods())
+        post = methods["chat.postMessage"]
+
+        def post_and_clear(args: JsonDict) -> JsonDict:
+            answer = post(args)
+            self.assistant_threads.replied(str(answer["channel"]), args.get("thread_ts") or None)
+            return answer
+
+        methods["chat.postMessage"] = post_and_clear
 
     # --- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) ---------------------------
 
@@ -244,6 +268,26 @@ class SlackApiServer(LocalServer):
             via="user",
         )
         return self.workspace.add_message(message)
+
+    def open_assistant_thread(
+        self, user: str, *, channel: str | None = None, context: Mapping[str, Any] | None = None
+    ) -> AssistantThread:
+        """What Slack does when ``user`` opens the app's assistant pane: a new thread in their DM with the app
+        (``channel``, by default ``D`` + the user's id without its first letter). ``context``: where they were
+        (``{"channel_id": "C1", "team_id": ...}``)."""
+        dm = self.workspace.add_channel(channel or "D" + user[1:])
+        dm.is_im = True
+        dm.user = dm.user or user
+        with self.workspace.lock:
+            return self.assistant_threads.open(dm.id, self.workspace.next_ts(), user, context or {})
+
+    def assistant_thread(self, channel: str, thread_ts: str) -> AssistantThread:
+        """The assistant thread ``thread_ts`` of ``channel``: its status, every status shown, prompts and title."""
+        with self.workspace.lock:
+            found = self.assistant_threads.threads.get((channel, thread_ts))
+        if found is None:
+            raise LookupError(f"no assistant thread {thread_ts} in {channel}")
+        return found
 
     def new_response_url(
         self, channel: str, *, user: str | None = None, message_ts: str | None = None, ephemeral: bool = False
