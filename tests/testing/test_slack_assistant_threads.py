@@ -1,0 +1,94 @@
+"""The local Slack Web API's ``assistant.threads.*`` through the real slack_sdk client: Slack's checks and answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from milpa_chat.testing.slack import SlackApiServer
+
+TOKEN = "xoxb-threads"
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[SlackApiServer]:
+    async with SlackApiServer(TOKEN, channels=["C1"]) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(api: SlackApiServer) -> AsyncIterator[AsyncWebClient]:
+    client = AsyncWebClient(token=TOKEN, base_url=api.base_url)
+    yield client
+    if client.session is not None:
+        await client.session.close()
+
+
+async def refused(call: object) -> dict[str, object]:
+    with pytest.raises(SlackApiError) as err:
+        await call  # type: ignore[misc]
+    return dict(err.value.response.data)  # type: ignore[arg-type]
+
+
+async def test_status_is_shown_then_cleared_by_the_apps_reply(api: SlackApiServer, client: AsyncWebClient) -> None:
+    thread = api.open_assistant_thread("U1", context={"channel_id": "C1"})
+    await client.assistant_threads_setStatus(
+        channel_id=thread.channel_id, thread_ts=thread.thread_ts, status="is thinking…", loading_messages=["Reading…"]
+    )
+    assert thread.status == "is thinking…" and thread.loading_messages == ["Reading…"]
+    await client.chat_postMessage(channel=thread.channel_id, thread_ts=thread.thread_ts, text="Here you are.")
+    assert thread.status == "" and thread.statuses == ["is thinking…"]
+    await client.assistant_threads_setStatus(channel_id=thread.channel_id, thread_ts=thread.thread_ts, status="x")
+    await client.assistant_threads_setStatus(channel_id=thread.channel_id, thread_ts=thread.thread_ts, status="")
+    assert thread.status == ""
+
+
+async def test_required_arguments_are_named(api: SlackApiServer, client: AsyncWebClient) -> None:
+    thread = api.open_assistant_thread("U1")
+    body = await refused(client.api_call("assistant.threads.setStatus", json={"channel_id": thread.channel_id}))
+    assert body["error"] == "invalid_arguments"
+    assert body["response_metadata"] == {"messages": ["[ERROR] missing required field: thread_ts"]}
+    body = await refused(
+        client.api_call("assistant.threads.setTitle", json={"channel_id": thread.channel_id, "thread_ts": "1.2"})
+    )
+    assert "is not an assistant thread" in str(body["response_metadata"])
+    body = await refused(
+        client.assistant_threads_setStatus(channel_id="C404", thread_ts=thread.thread_ts, status="is thinking…")
+    )
+    assert body["error"] == "channel_not_found"
+    body = await refused(
+        client.assistant_threads_setStatus(
+            channel_id=thread.channel_id, thread_ts=thread.thread_ts, status="…", loading_messages=["m"] * 11
+        )
+    )
+    assert "no more than 10 items" in str(body["response_metadata"])
+
+
+async def test_suggested_prompts_as_slack_checks_them(api: SlackApiServer, client: AsyncWebClient) -> None:
+    thread = api.open_assistant_thread("U1")
+    where = {"channel_id": thread.channel_id, "thread_ts": thread.thread_ts}
+    five = [{"title": f"t{i}", "message": f"m{i}"} for i in range(5)]
+    body = await refused(client.assistant_threads_setSuggestedPrompts(**where, prompts=five))
+    assert body["error"] == "invalid_arguments" and "no more than 4 items" in str(body["response_metadata"])
+    body = await refused(client.assistant_threads_setSuggestedPrompts(**where, prompts=[{"title": "only a title"}]))
+    assert "missing required field: message [json-pointer:/prompts/0/message]" in str(body["response_metadata"])
+    body = await refused(client.assistant_threads_setSuggestedPrompts(**where, prompts=[]))
+    assert "non-empty array" in str(body["response_metadata"])
+    await client.assistant_threads_setSuggestedPrompts(**where, prompts=five[:4], title="Try:")
+    assert [p["title"] for p in thread.prompts] == ["t0", "t1", "t2", "t3"] and thread.prompts_title == "Try:"
+    await client.assistant_threads_setTitle(**where, title="Payments")
+    assert api.assistant_thread(thread.channel_id, thread.thread_ts).title == "Payments"
+
+
+async def test_the_scope_is_needed() -> None:
+    async with SlackApiServer(TOKEN, scopes=("chat:write",)) as api:
+        thread = api.open_assistant_thread("U1")
+        client = AsyncWebClient(token=TOKEN, base_url=api.base_url)
+        body = await refused(
+            client.assistant_threads_setTitle(channel_id=thread.channel_id, thread_ts=thread.thread_ts, title="t")
+        )
+        assert body["error"] == "missing_scope" and body["needed"] == "assistant:write"
+        assert client.session is None or await client.session.close() is None
