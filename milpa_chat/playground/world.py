@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.playground.agent import AgentSetup, agent_from_env
+from milpa_chat.playground.agent import AgentSetup, start_agent
 
 if TYPE_CHECKING:
     from milpa_chat.bots.slack import SlackBot
@@ -230,7 +230,7 @@ class World:
             if self.identities_path is not None
             else Identities.from_dict(IDENTITIES)
         )
-        self.agent_setup = agent_from_env(self.env)
+        self.agent_setup = await start_agent(self.env, self._stack)
         return Assistant(
             registry,
             identities,

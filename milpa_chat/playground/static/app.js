@@ -398,6 +398,7 @@ async function start() {
   view.skChannel = view.state.slack.work;
   $("agent").textContent = view.state.agent.text;
   $("agent").classList.toggle("on", view.state.agent.enabled);
+  $("agent").classList.toggle("scripted", Boolean(view.state.agent.scripted));
   renderPersonas();
   renderChatTabs();
   refreshInbox();

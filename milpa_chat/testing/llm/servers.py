@@ -13,6 +13,9 @@ answering 400 in the provider's error shape when a request is invalid::
         assert server.requests[0].body["tools"][0]["name"] == "add"
 
 Non-streaming only: a request with ``"stream": true`` is answered with 400.
+
+``responder``: a function ``body -> ScriptedReply`` that answers every request the script does not (a model
+that decides from the request it reads, such as the playground's scripted model).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
 from aiohttp import web
@@ -54,11 +57,18 @@ class _FakeLlmServer(LocalServer, ABC):
     _context_message = ""
 
     def __init__(
-        self, *, api_key: str | None = "test-key", validate: bool = True, host: str = "127.0.0.1", port: int = 0
+        self,
+        *,
+        api_key: str | None = "test-key",
+        validate: bool = True,
+        responder: Callable[[dict[str, Any]], ScriptedReply] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         super().__init__(host=host, port=port)
         self.api_key = api_key
         self.validate = validate
+        self.responder = responder
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptedReply] = deque()
 
@@ -171,6 +181,8 @@ class _FakeLlmServer(LocalServer, ABC):
         if problem is not None:
             self._record(request, headers, body, status, problem, rejected=True)
             return self._error_response(ScriptedReply(status=status, error_message=problem))
+        if not self._script and self.responder is not None:
+            self._script.append(self.responder(body))
         if not self._script:
             message = f"{type(self).__name__}: no scripted reply left ({len(self.requests) + 1} requests received)"
             self._record(request, headers, body, 500, message, rejected=True)
