@@ -1,7 +1,7 @@
 """The scripted tour: the story a newcomer should see, played through the page's own HTTP endpoints.
 
 A read, a validation error, a denial naming who you are and the missing scope, the agent turning a plain
-request into tool calls on the scripted model (a search, then a delete Alice confirms), a confirm round trip,
+request into tool calls on the scripted model (a list, a search, a delete Alice confirms), a confirm round trip,
 a payment a manager approves in Slack with a typed reason (payments are high-risk) while the Telegram copies
 are edited, an edit before approve answered in a Telegram reply prompt (the editor may not approve their own
 version), an edit in the Slack modal then approved in Telegram with a typed reason, a forged tap refused, a
@@ -246,9 +246,19 @@ async def step_agent(c: TourClient, memo: dict[str, Any]) -> str:
     if not state["agent"]["scripted"]:
         raise TourSkip("the agent runs on a real model here; the tour plays the scripted one (unset the API key)")
     mark = c.last_tg(ALICE)
-    request = "delete the note about the plumber"
+    await c.post("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "list my notes"})
+    listed = await c.until(lambda: c.bot_after(ALICE, mark, "notes: #"), "the agent's list of notes")
+    notes = re.findall(r"#(\d+) ([^;]+)", listed["text"])
+    if len(notes) < 2:
+        raise TourError(f"the agent listed too few notes to pick one: {listed['text']!r}")
+    number, text = notes[-1]
+    word = max(re.findall(r"[A-Za-z]+", text), key=len)
+    request = f"delete the note about {word.lower()}"
+    mark = c.last_tg(ALICE)
     await c.post("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": request})
-    card = await c.until(lambda: c.bot_after(ALICE, mark, "Confirm", "delete_note"), "the agent's confirmation card")
+    card = await c.until(
+        lambda: c.bot_after(ALICE, mark, "Confirm", "delete_note", number), "the agent's confirmation card"
+    )
     confirm = _button(card, "Confirm")
     await c.post(
         "/api/telegram/tap", {"persona": "alice", "chat": ALICE, "id": card["id"], "data": confirm["callback_data"]}
@@ -257,12 +267,11 @@ async def step_agent(c: TourClient, memo: dict[str, Any]) -> str:
         lambda: (e := c.current(card)) and "Done" in (e["text"] or "") and _no_buttons(e), "the card edited to Done"
     )
     answer = await c.until(
-        lambda: c.bot_after(ALICE, card["id"], "Done: Deleted note", "plumber"), "the agent's answer after the decision"
+        lambda: c.bot_after(ALICE, card["id"], f"Done: Deleted note {number}"), "the agent's answer after the decision"
     )
-    step = next((ln for ln in card["text"].splitlines() if "note_id" in ln), "delete_note")
     return (
-        f"Alice writes {request!r}: the scripted model searches the notes, asks for delete_note ({step.strip()}), "
-        f"Alice confirms on the card, and the agent answers: {answer['text'].splitlines()[-1]}"
+        f"Alice writes 'list my notes', then {request!r}: the scripted model calls list_notes, then search_notes "
+        f"and delete_note (note {number}); Alice confirms on the card; the agent: {answer['text'].splitlines()[-1]}"
     )
 
 

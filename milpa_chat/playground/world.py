@@ -198,7 +198,7 @@ class World:
         self.telegram_bot = TelegramBot(self.assistant, self.telegram.token, self.telegram.base_url, sweep_interval=2.0)
         await self.telegram_bot.start(poll_timeout=1)
         self._stack.push_async_callback(self.telegram_bot.stop)
-        self.slack_bot = SlackBot(self.assistant, SLACK_TOKEN, SLACK_SECRET, self.slack_api.base_url)
+        self.slack_bot = SlackBot(self.assistant, SLACK_TOKEN, SLACK_SECRET, self.slack_api.base_url, pane=True)
         self._stack.push_async_callback(self.slack_bot.close)
         url = await self._stack.enter_async_context(serve_bolt_app(self.slack_bot.web_app()))
         self.slack = await self._stack.enter_async_context(
@@ -290,12 +290,25 @@ class World:
             return channel
         raise PlaygroundError(f"{persona.name} is not in Slack channel {channel}")
 
-    async def slack_say(self, persona: Persona, channel: str, text: str) -> int:
-        """In a channel: the slash command ``/milpa <text>``; in the persona's DM with the app: a message event.
-        Returns the app's HTTP status."""
+    async def slack_open_pane(self, persona: Persona) -> str:
+        """``persona`` opens the app's assistant pane (from #general): Slack starts a thread in their DM with the
+        app and delivers ``assistant_thread_started``. Returns the thread's ts."""
+        resp = await self.slack.assistant_thread_started(user=persona.slack_id, context_channel=SLACK_WORK)
+        await self.slack_bot.drain()
+        if resp.status != 200:
+            raise PlaygroundError(f"the Slack app answered the pane's opening with HTTP {resp.status}")
+        return str(resp.request.payload["event"]["assistant_thread"]["thread_ts"])
+
+    async def slack_say(self, persona: Persona, channel: str, text: str, thread_ts: str | None = None) -> int:
+        """In a channel: the slash command ``/milpa <text>``; in the persona's DM with the app: a message event
+        (``thread_ts``: in that thread of the assistant pane). Returns the app's HTTP status."""
         channel = self.slack_channel(persona, channel)
+        if thread_ts is not None and (
+            not channel.startswith("D") or (channel, thread_ts) not in self.slack_api.assistant_threads.threads
+        ):
+            raise PlaygroundError(f"{thread_ts} is not a thread of {persona.name}'s assistant pane")
         if channel.startswith("D"):
-            resp = await self.slack.direct_message(text, user=persona.slack_id, channel=channel)
+            resp = await self.slack.direct_message(text, user=persona.slack_id, channel=channel, thread_ts=thread_ts)
         else:
             command = text.strip()
             if command.startswith("/milpa"):

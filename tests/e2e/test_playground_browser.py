@@ -195,13 +195,13 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
 
     page.click("#tour-button")  # the scripted tour, played by the playground itself, shown live at a person's pace
     assert page.locator("#tour-button").inner_text() == "⏭ Next step"
-    page.locator("#alert[open]").wait_for(timeout=90_000)  # the tour's forged tap (step 8), shown to Alice
+    page.locator("#alert[open]").wait_for(timeout=90_000)  # the tour's forged tap (step 9), shown to Alice
     assert "no such button" in page.locator("#alert-text").inner_text()
-    page.locator("#tour-log li", has_text="8. A forged tap").wait_for(timeout=30_000)
+    page.locator("#tour-log li", has_text="9. A forged tap").wait_for(timeout=30_000)
     assert page.locator("#alert[open]").count() == 0  # the alert closed when its step ended
     page.locator("#tour-log li", has_text="steps passed").wait_for(timeout=90_000)
     log = page.locator("#tour-log li").all_inner_texts()
-    assert log[-1] == "11 of 11 steps passed", log
+    assert log[-1] == "12 of 12 steps passed", log
     assert page.locator("#tour-button").inner_text() == "▶ Play the tour"
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: one pane at a time, tabs to switch

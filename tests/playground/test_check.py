@@ -46,7 +46,7 @@ def test_check_plays_every_step_of_the_tour_and_leaves_nothing_behind(tmp_path: 
     assert run.returncode == 0, run.stdout + run.stderr
     for number, title in enumerate(STEPS, 1):
         assert any(line.startswith(f"ok   {number}. {title}") for line in lines), (title, run.stdout)
-    assert "11 of 11 steps passed" in lines[-1]
+    assert "12 of 12 steps passed" in lines[-1]
     assert "notes:write" in run.stdout and "You are telegram:1003" in run.stdout  # the denial: scope and who
     assert "maria via slack" in run.stdout.lower() and "Nothing was done" in run.stdout
     assert "amount: 300.0 → 250.0" in run.stdout and "amount: 250.0 → 200.0" in run.stdout  # both edits, shown
