@@ -28,10 +28,27 @@ from typing import Any
 
 from milpa_chat.testing.llm import ScriptedReply, ScriptedToolCall
 
-__all__ = ["EXAMPLES", "ScriptedModel"]
+__all__ = ["EXAMPLES", "REQUESTS", "ScriptedModel", "suggested_requests"]
 
 #: What the page suggests typing to the agent.
 EXAMPLES = ("pay ACME 120", "delete the note about milk", "find notes about the plumber", "list my notes")
+
+#: A plain request for each example tool: what Slack's assistant pane suggests to a person who may call it.
+REQUESTS = {
+    "send_payment": ("Pay ACME 120 €", "pay ACME 120"),
+    "delete_note": ("Delete the milk note", "delete the note about milk"),
+    "search_notes": ("Find a note", "find notes about the plumber"),
+    "list_notes": ("List my notes", "list my notes"),
+    "slow_report": ("Build the report", "build the report"),
+}
+
+
+def suggested_requests(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Suggested prompts for the assistant pane (``SlackPane(prompts=...)``): a request the scripted model
+    understands for each of the person's tools, the riskiest first (at most four)."""
+    names = [str(t["name"]) for t in tools]
+    return [{"title": title, "message": message} for name, (title, message) in REQUESTS.items() if name in names][:4]
+
 
 _PAY = (
     re.compile(r"\b(?:pay|send)\s+(?P<to>[A-Za-z][\w .&'-]*?)\s+(?P<amount>\d+(?:[.,]\d+)?)\s*(?:eur|€)?\s*$", re.I),

@@ -198,7 +198,15 @@ class World:
         self.telegram_bot = TelegramBot(self.assistant, self.telegram.token, self.telegram.base_url, sweep_interval=2.0)
         await self.telegram_bot.start(poll_timeout=1)
         self._stack.push_async_callback(self.telegram_bot.stop)
-        self.slack_bot = SlackBot(self.assistant, SLACK_TOKEN, SLACK_SECRET, self.slack_api.base_url, pane=True)
+        self.slack_bot = SlackBot(self.assistant, SLACK_TOKEN, SLACK_SECRET, self.slack_api.base_url)
+        from milpa_chat.bots.slack_pane import SlackPane, suggested_prompts
+
+        if self.agent_setup.scripted:  # the pane suggests requests the scripted model understands
+            from milpa_chat.playground.scripted_model import suggested_requests
+
+            self.slack_bot.pane = SlackPane(self.slack_bot, prompts=suggested_requests)
+        else:
+            self.slack_bot.pane = SlackPane(self.slack_bot, prompts=suggested_prompts)
         self._stack.push_async_callback(self.slack_bot.close)
         url = await self._stack.enter_async_context(serve_bolt_app(self.slack_bot.web_app()))
         self.slack = await self._stack.enter_async_context(
