@@ -9,6 +9,7 @@ approved there, the result and the agent's answer are posted in the pane's threa
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from .conftest_slack import (
     button,
     make_assistant,
     slack_world,
+    sqlite_store,
 )
 
 
@@ -192,17 +194,48 @@ async def test_install_adds_the_pane_to_your_own_bolt_app() -> None:
             assert seen and seen[0]["assistant_thread"]["context"]["channel_id"] == APPROVERS
 
 
+async def test_a_restart_between_the_pane_request_and_the_approval(
+    model: FakeOpenAIServer, llm: LlmService, tmp_path: Path
+) -> None:
+    """The bot process goes away while the payment waits; a new one on the same store takes Maria's Approve, runs
+    the payment once, and the agent's answer still lands in Alice's pane thread."""
+    db, clock = tmp_path / "assistant.db", ManualClock()
+    model.reply_tool_call("pay", {"to": "ACME", "amount": 42}, id="p1").reply_text("Paid ACME 42.")
+    async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}) as api:
+        before_tools = Tools()
+        first = make_assistant(before_tools, sqlite_store(db, clock), agent=ChatAgent(llm))
+        async with slack_world(first, api=api, pane=True) as before:
+            ts = await open_thread(before, ALICE)
+            await before.slack.direct_message("pay ACME 42", user=ALICE, thread_ts=ts)
+            await before.bot.drain()
+            card = before.last(APPROVERS)
+        await first.store.close()
+
+        after_tools = Tools()
+        second = make_assistant(after_tools, sqlite_store(db, clock), agent=ChatAgent(llm))
+        async with slack_world(second, api=api, pane=True) as after:
+            await after.tap(card, "Approve", user=MARIA)
+            await after.bot.drain()
+            assert after_tools.paid == [("ACME", 42.0)] and before_tools.paid == []
+            assert any("Paid ACME 42." in m.all_text() for m in replies(after, ALICE, ts))
+            assert api.assistant_thread(dm(ALICE), ts).status == ""
+        await second.store.close()
+
+
 async def test_without_the_scope_the_pane_still_answers(model: FakeOpenAIServer, llm: LlmService) -> None:
-    """An app not granted ``assistant:write``: no status, no prompts, but the request is still answered."""
-    model.reply_text("Hello!")
+    """An app not granted ``assistant:write``: no status, no prompts, but the request is still answered, and the
+    tool the agent asks for runs (a refused status never stops a call)."""
+    tools = Tools()
+    model.reply_tool_call("list_notes", {}, id="l1").reply_text("Hello!")
     api = SlackApiServer(
         TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}, scopes=("chat:write", "im:history")
     )
-    async with api, slack_world(pane_assistant(Tools(), llm), api=api, pane=True) as world:
+    async with api, slack_world(pane_assistant(tools, llm), api=api, pane=True) as world:
         ts = await open_thread(world, ALICE)
-        await world.slack.direct_message("hi", user=ALICE, thread_ts=ts)
+        await world.slack.direct_message("list my notes", user=ALICE, thread_ts=ts)
         await world.bot.drain()
         assert any("Hello!" in m.text for m in replies(world, ALICE, ts))
+        assert '"success": true' in model.requests[-1].body["messages"][-1]["content"]  # list_notes ran
         assert {c.response["error"] for c in api.calls("assistant.threads.setStatus")} == {"missing_scope"}  # type: ignore[index]
 
 

@@ -15,6 +15,7 @@ STEPS = (
     "A read",
     "A validation error",
     "A denial names who you are and the missing scope",
+    "The agent turns a plain request into tool calls (scripted model, no key)",
     "A confirm round trip",
     "A payment approved in Slack with a typed reason, the Telegram copies edited",
     "Edit before approve in a Telegram reply prompt; the editor may not approve",
@@ -53,6 +54,7 @@ def test_check_plays_every_step_of_the_tour_and_leaves_nothing_behind(tmp_path: 
     assert "four-eyes" in run.stdout and "Paid 200.00 EUR to ACME" in run.stdout  # the editor refused, then paid
     assert "escalation approvers" in run.stdout  # the requester is told where it went
     assert "Maria (telegram:2001): 1 decision, 100% approved" in run.stdout
+    assert "search_notes and delete_note" in run.stdout and "the agent: Done: Deleted note" in run.stdout  # no key
     assert list(tmp_path.iterdir()) == []  # the SQLite store's temporary directory is gone
 
 
