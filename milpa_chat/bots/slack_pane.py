@@ -25,17 +25,19 @@ import dataclasses
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from milpa_chat.bots.slack_inbound import SURFACE, event_inbound
 from milpa_chat.bots.slack_threads import split, thread_chat
 from milpa_chat.chat.inbound import ChatUser, Inbound
 
 if TYPE_CHECKING:
-    from slack_bolt.async_app import AsyncAssistant
+    from slack_bolt.async_app import AsyncApp, AsyncAssistant
     from slack_bolt.context.assistant.thread_context import AssistantThreadContext
+    from slack_sdk.web.async_client import AsyncWebClient
 
-    from milpa_chat.bots.slack import SlackBot
+    from milpa_chat.bots.slack_transport import SlackTransport
+    from milpa_chat.chat.assistant import Assistant
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.store.base import Store
 
@@ -54,6 +56,19 @@ HIDDEN: Final = frozenset({"resolve_verification"})
 
 #: ``prompts(tools) -> [{"title", "message"}]``: from the summaries of the tools the person may call.
 PromptMaker = Callable[[Sequence[Mapping[str, Any]]], list[dict[str, str]]]
+
+
+class PaneHost(Protocol):
+    """What the pane needs of the :class:`~milpa_chat.bots.slack.SlackBot` it serves."""
+
+    assistant: Assistant
+    app: AsyncApp
+    client: AsyncWebClient
+    transport: SlackTransport
+
+    def spawn(self, work: Awaitable[None]) -> None: ...
+    async def _named(self, inbound: Inbound) -> Inbound: ...
+    async def _handle(self, inbound: Inbound) -> None: ...
 
 
 def suggested_prompts(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -97,7 +112,7 @@ class SlackPane:
 
     def __init__(
         self,
-        bot: SlackBot,
+        bot: PaneHost,
         *,
         middleware: AsyncAssistant | None = None,
         prompts: PromptMaker = suggested_prompts,
