@@ -8,6 +8,7 @@ approved there, the result and the agent's answer are posted in the pane's threa
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -118,8 +119,13 @@ async def test_a_request_in_the_pane_runs_the_agent_and_the_approved_result_come
     model.reply_tool_call("pay", {"to": "ACME", "amount": 120}, id="p1").reply_text("Done: ACME was paid 120.")
     async with slack_world(pane_assistant(tools, llm), pane=True) as world:
         ts = await open_thread(world, ALICE)
+        sent = time.time()
         await world.slack.direct_message("pay ACME 120", user=ALICE, thread_ts=ts)
         await world.bot.drain()
+        status_at = world.api.calls("assistant.threads.setStatus")[0].at
+        card_at = next(c.at for c in world.api.calls("chat.postMessage") if c.args.get("channel") == APPROVERS)
+        print(f"pane: first status {1000 * (status_at - sent):.0f} ms after the message, approvers' card after "
+              f"{1000 * (card_at - sent):.0f} ms (local servers, scripted model)")  # fmt: skip
 
         thread = world.api.assistant_thread(dm(ALICE), ts)
         assert thread.title == "pay ACME 120"

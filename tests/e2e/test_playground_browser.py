@@ -420,6 +420,7 @@ def test_the_assistant_pane_in_slack_with_the_scripted_agent(page: Any) -> None:
     """Alice opens Slack's assistant pane: the greeting and prompts for her own tools; her plain request runs the
     scripted agent; the card goes to #approvals, Maria approves it there with a reason, and the agent's answer
     comes back to Alice's pane thread. Gus's pane suggests no payment."""
+    started = time.monotonic()
     assert "scripted model — no provider key" in page.locator("#agent").inner_text()
     page.locator("#sk-chats button", has_text="Assistant").click()
     pane = page.locator("#sk-scroll .room.sk-pane:not([hidden])")
@@ -449,6 +450,8 @@ def test_the_assistant_pane_in_slack_with_the_scripted_agent(page: Any) -> None:
     page.locator("#sk-chats button", has_text="Assistant").click()
     answer = pane.locator(".sk-msg", has_text="Done: Paid 120.00 EUR to ACME.").last
     answer.wait_for()
+    print(f"the whole loop in the browser (pane opened, request, card, Maria's approval with a reason, result): "
+          f"{time.monotonic() - started:.1f} s")  # fmt: skip
     page.evaluate("() => { const s = document.getElementById('sk-scroll'); s.scrollTop = s.scrollHeight; }")
     shot(page, "8_slack_pane_done", docs="playground-slack-pane-done.png", of=page.locator("#slack"))
 
