@@ -116,3 +116,33 @@ async def test_a_guest_asking_the_agent_to_pay_gets_no_card_and_nothing_is_paid(
         told = await s.until(lambda: bot_text(s, GUS, "not available to you"), "the agent's answer to Gus")
         assert "send_payment" in (told.text or "")
         assert s.play.world.telegram.messages(GROUP) == [] and await s.play.world.store.read("payments") == []
+
+
+async def test_the_assistant_pane_through_the_page_endpoints() -> None:
+    async with served() as s:
+        world = s.play.world
+        ts = (await s.ok("/api/slack/pane", {"persona": "alice"}))["thread_ts"]
+        await s.ok(
+            "/api/slack/send", {"persona": "alice", "channel": "D1001", "thread_ts": ts, "text": "list my notes"}
+        )
+        answer = await s.until(
+            lambda: [m for m in world.slack_api.messages("D1001", thread_ts=ts) if "notes: #" in m.text],
+            "the agent's answer in the pane's thread",
+        )
+        print("pane answer:", answer[0].text[:80])
+        await s.play.feed.flush()
+        feed = (await s.get("/api/feed", since=0))["events"]
+        shown = [e for e in feed if e["type"] == "slack.thread" and e["thread_ts"] == ts]
+        assert shown and shown[-1]["user"] == "U1001" and shown[-1]["title"] == "list my notes"
+        assert [p["title"] for p in shown[-1]["prompts"]] == [
+            "Pay ACME 120 €",
+            "Delete the milk note",
+            "Find a note",
+            "List my notes",
+        ]
+        assert shown[-1]["status"] == ""  # cleared once the answer was posted
+        # nobody writes into another person's pane thread through the page
+        status, body = await s.post(
+            "/api/slack/send", {"persona": "gus", "channel": "D1003", "thread_ts": ts, "text": "pay ACME 1"}
+        )
+        assert status == 400 and "is not a thread of Gus's assistant pane" in body["error"]
