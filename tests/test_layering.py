@@ -164,7 +164,6 @@ def test_no_circular_imports_inside_a_subpackage(package: str) -> None:
 #: Subpackages whose modules still import each other in a circle once ``TYPE_CHECKING`` imports count (the
 #: design's circles, hidden from the interpreter); remove an entry when it is untangled (the xfail is strict).
 KNOWN_TYPED_CYCLES: dict[str, str] = {
-    "runtime": "the pipeline steps and the approval desk reach through ToolRegistry (a service locator)",
     "command": "certificates, composition and effects name each other's types",
 }
 

@@ -194,8 +194,8 @@ class ApprovalHost:
             payload={"schema": dict(schema)} if schema else None,
             external=True,
         )
-        if self.desk.follower is not None:  # the chat layer sends the cards
-            await self.desk.follower(Change(approval, "requested"))
+        if self.desk.hooks.follower is not None:  # the chat layer sends the cards
+            await self.desk.hooks.follower(Change(approval, "requested"))
         return approval
 
     # ------------------------------------------------------------------ wait
@@ -211,8 +211,8 @@ class ApprovalHost:
                 return Decision(a)
             if a.expires_at <= self.store.clock():
                 change = await self.desk.recover(a)
-                if change is not None and self.desk.follower is not None:
-                    await self.desk.follower(change)  # the cards say "Expired", the requester is told
+                if change is not None and self.desk.hooks.follower is not None:
+                    await self.desk.hooks.follower(change)  # the cards say "Expired", the requester is told
                 continue
             await asyncio.sleep(self.poll)
 

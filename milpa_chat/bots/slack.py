@@ -182,7 +182,7 @@ class SlackBot(SlackServing):
             await ack(response_action="errors", errors=field_errors(exc, texts))
             return
         await ack()
-        follower = self.assistant.approvals.follower
+        follower = self.assistant.approvals.hooks.follower
         if follower is not None:
             self.spawn(follower(change))
 

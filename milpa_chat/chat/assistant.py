@@ -116,13 +116,11 @@ class Assistant:
             self.approvals, self.transports, present=self._present_result, resume=self.resume_agent
         )
         self.flows = ApprovalFlows(self.approvals, self.outbox, run=self._run_approval, context_for=self.context_for)
-        self.approvals.openers.append(self._route)
-        self.approvals.reminders.append(self._nudge_cards)
-        self.approvals.follower = self.flows.follow
-        if self.approvals.checker in (None, registry.default_checker):  # edits: as a new call by the requester now
+        self.approvals.install(opener=self._route, reminder=self._nudge_cards, follower=self.flows.follow)
+        if self.approvals.hooks.checker in (None, registry.default_checker):  # edits: as a new call by the requester
             from milpa_chat.runtime.approval_rules import registry_check
 
-            self.approvals.checker = registry_check(registry, self.requester_context)
+            self.approvals.install(checker=registry_check(registry, self.requester_context))
         #: Edit before approve: the Edit button, reply prompts per field, form submissions.
         self.editor = ApprovalEditor(self.approvals, registry, context_for=self.context_for, edits=edits)
         self.edits = edits

@@ -179,7 +179,7 @@ class ApprovalOutbox:
         return await self.desk.delivered(approval.id, outcomes, current=approval)
 
     async def _shown(self, approval: Approval, card: dict[str, Any]) -> None:
-        trail = self.desk.trail
+        trail = self.desk.hooks.trail
         if trail is not None:
             try:
                 await trail.shown(approval.id, card, approval.state, approval.data.get("digest"))

@@ -98,7 +98,7 @@ async def cmd_verdict(ns: argparse.Namespace, decision: str, *, shell: bool = Fa
         if decision in RUNS and opened_here(approval):
             desk, results = _runner(ns, store, approval, identity)
         else:
-            desk.trail = AuditTrail(store)
+            desk.install(trail=AuditTrail(store))
         try:
             change = await desk.decide(approval.id, decision, ctx, via="cli", note=ns.note)
         except ApprovalRefused as exc:

@@ -120,7 +120,7 @@ def _desk(store: Store) -> GrantDesk:
     from milpa_chat.standing.desk import GrantDesk
 
     registry = ToolRegistry(store=store)
-    registry.approvals.trail = AuditTrail(store)
+    registry.approvals.install(trail=AuditTrail(store))
     return GrantDesk(registry)
 
 

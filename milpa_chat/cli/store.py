@@ -198,10 +198,9 @@ def runs_cli_approvals(registry: ToolRegistry, requester: Callable[[dict[str, An
         async with desk.holding(approval):
             results.append(await registry.run_approval(approval, requester(approval.data)))
 
-    desk.openers[:] = [o for o in desk.openers if getattr(o, "__name__", "") != "cli_opener"] + [cli_opener]
-    desk.follower = follow
-    if desk.trail is None:
+    desk.install(opener=cli_opener, follower=follow)  # a second call replaces this cli_opener, adds none
+    if desk.hooks.trail is None:
         AuditTrail(registry.store).attach(registry)
-    elif _MOVED.get(id(registry)) is registry.store:  # moved again by this command: its trail follows
-        desk.trail.store = registry.store
+    elif _MOVED.get(id(registry)) is registry.store and isinstance(desk.hooks.trail, AuditTrail):
+        desk.hooks.trail.store = registry.store  # moved again by this command: its trail follows
     return results

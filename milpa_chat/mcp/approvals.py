@@ -237,7 +237,7 @@ class ApprovalTools:
 
     async def _present(self, approval: Approval) -> Approval:
         """Deliver the cards now when a chat assistant runs on this registry (else a worker's sweep does)."""
-        follower = self.registry.approvals.follower
+        follower = self.registry.approvals.hooks.follower
         if follower is None or not approval.data.get("cards"):
             return approval
         from milpa_chat.runtime.approvals import Change

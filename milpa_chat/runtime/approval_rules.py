@@ -4,18 +4,21 @@ compare-and-set loop, or raises :class:`ApprovalRefused` with a sentence for the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from milpa_chat.runtime.approval import Approval, ApprovalRefused, digest, state_message
+from milpa_chat.runtime.approval_hooks import Check
 from milpa_chat.runtime.approval_stats import reading_seconds
+from milpa_chat.runtime.definition import InvalidArguments
+from milpa_chat.runtime.limits import check_payload
 
 if TYPE_CHECKING:
-    from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import ToolDefinition
-    from milpa_chat.runtime.registry import ToolRegistry
+    from milpa_chat.runtime.limits import PayloadLimits
+    from milpa_chat.runtime.policy import PolicyGate
 
 __all__ = [
     "RULES",
@@ -33,9 +36,9 @@ __all__ = [
     "stale",
 ]
 
-#: Re-validates and re-authorizes edited arguments of an approval as a new call would be; returns the
-#: arguments after validation and clamping, or raises :class:`ApprovalRefused` (``errors`` per field).
-Check = Callable[[Approval, dict[str, Any]], Awaitable[dict[str, Any]]]
+#: :data:`~milpa_chat.runtime.approval_hooks.Check`: re-validates and re-authorizes edited arguments of an
+#: approval as a new call would be; returns the arguments after validation and clamping, or raises
+#: :class:`ApprovalRefused` (``errors`` per field).
 
 #: ``(event, claimed, message)``: what a rule did, for :class:`~milpa_chat.runtime.approvals.Change`.
 Outcome = tuple[str, bool, str]
@@ -60,7 +63,15 @@ class Actor:
 
 
 # ----------------------------------------------------------------------- the rules of each decision
-Rule = Callable[["ApprovalDesk", Approval, dict[str, Any], Actor, bool], Outcome]
+class Claims(Protocol):
+    """What a rule asks of the desk it runs in: to take the lease of the record being written."""
+
+    def _claim(self, v: dict[str, Any], now: float) -> None: ...
+
+    def _maybe_claim(self, v: dict[str, Any], now: float, can_run: bool) -> bool: ...
+
+
+Rule = Callable[[Claims, Approval, dict[str, Any], Actor, bool], Outcome]
 
 
 def _decided(v: dict[str, Any], actor: Actor) -> None:
@@ -106,7 +117,7 @@ def check_approver(a: Approval, ctx: ToolContext) -> None:
     _check_decider(a, ctx, "approve")
 
 
-def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+def _confirm(desk: Claims, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     if a.kind != "confirm":
         raise ApprovalRefused(
             "This request is decided by an approver (Approve or Reject), not confirmed.", code="WRONG_KIND"
@@ -122,7 +133,7 @@ def _confirm(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, c
     return "confirmed", True, "Confirmed — running it now."
 
 
-def _cancel(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+def _cancel(desk: Claims, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     verb = "cancel" if a.kind == "confirm" else "withdraw"
     if actor.principal != a.requester_principal:
         raise ApprovalRefused(f"Only {a.requester_name} can {verb} this.")
@@ -133,7 +144,7 @@ def _cancel(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, ca
     return "cancelled", False, f"{done} — nothing was done."
 
 
-def _approve(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+def _approve(desk: Claims, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     _check_decider(a, actor.ctx, "approve")
     _open(a)
     if any(vote["principal"] == actor.principal for vote in a.votes):
@@ -181,7 +192,7 @@ def _too_fast(a: Approval, v: dict[str, Any], tier: dict[str, Any], actor: Actor
     )
 
 
-def _reject(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+def _reject(desk: Claims, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     _check_decider(a, actor.ctx, "reject")
     _open(a)
     v["state"] = "rejected"
@@ -201,7 +212,7 @@ def _check_rescuer(a: Approval, actor: Actor) -> None:
         raise ApprovalRefused("Only the requester or an approver can decide what to do with this run.")
 
 
-def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+def _run_again(desk: Claims, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     _check_rescuer(a, actor)
     v.update(state="approved", rescued_by=actor.principal, rescued_by_name=actor.name, rescued_at=actor.now)
     claimed = desk._maybe_claim(v, actor.now, can_run)
@@ -211,7 +222,7 @@ def _run_again(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor,
     return "run_again", claimed, "Running it again now." if claimed else "It will run again."
 
 
-def _mark_done(desk: ApprovalDesk, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
+def _mark_done(desk: Claims, a: Approval, v: dict[str, Any], actor: Actor, can_run: bool) -> Outcome:
     _check_rescuer(a, actor)
     v.update(
         state="executed",
@@ -239,14 +250,23 @@ RULES: dict[str, Rule] = {
 MAX_REVISIONS = 50
 
 
-def registry_check(registry: ToolRegistry, requester: Callable[[Approval], ToolContext] | None = None) -> Check:
+class Tools(Protocol):
+    """What an edit check reads of a registry: the tools by name, the payload limits and the policy."""
+
+    def get(self, name: str) -> ToolDefinition | None: ...
+
+    @property
+    def limits(self) -> PayloadLimits: ...
+
+    @property
+    def policy(self) -> PolicyGate: ...
+
+
+def registry_check(registry: Tools, requester: Callable[[Approval], ToolContext] | None = None) -> Check:
     """A :data:`Check` through ``registry``: its payload limits, the tool's validator (schema, then clamps)
     and its authorization for the requester (``requester(approval)``, else the context they asked with)."""
 
     async def check(a: Approval, args: dict[str, Any]) -> dict[str, Any]:
-        from milpa_chat.runtime.definition import InvalidArguments
-        from milpa_chat.runtime.limits import check_payload
-
         tool = registry.get(a.tool or "")
         schema = (a.data.get("payload") or {}).get("schema") if a.data.get("external") else None
         if tool is None and isinstance(schema, dict):  # a call of another framework: the schema it gave the tool

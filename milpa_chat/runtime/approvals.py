@@ -22,8 +22,7 @@ import logging
 import re
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._failpoints import failpoint
@@ -45,7 +44,18 @@ from milpa_chat.runtime.approval import (
     result_record,
     state_message,
 )
-from milpa_chat.runtime.approval_rules import RULES, Actor, Check, Outcome, amend, expire, may_edit, nudge, stale
+from milpa_chat.runtime.approval_hooks import (
+    ApprovalHooks,
+    Change,
+    Check,
+    Delivery,
+    Follower,
+    Opener,
+    Reminder,
+    RunApproved,
+    TrailHook,
+)
+from milpa_chat.runtime.approval_rules import RULES, Actor, Outcome, amend, expire, may_edit, nudge, stale
 from milpa_chat.runtime.caps import Cap
 from milpa_chat.runtime.events import EventDispatcher
 from milpa_chat.runtime.leases import holder_dead, holding, left_by_dead, this_holder
@@ -56,10 +66,9 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
     from milpa_chat.runtime.result import ToolResult
-    from milpa_chat.runtime.trail import AuditTrail
     from milpa_chat.store.base import Store
 
-__all__ = ["DECISIONS", "ApprovalDesk", "Change", "Delivery"]
+__all__ = ["DECISIONS", "ApprovalDesk", "ApprovalHooks", "Change", "Delivery"]
 
 log = logging.getLogger("milpa_chat.approvals")
 
@@ -77,36 +86,6 @@ MODEL_VERBS = {
 }
 #: Subjects only a standing-grant change (``guard="standing"``) may carry: ``standing:sign``, ``Standing.lift``, ...
 _RESERVED = re.compile(r"\s*standing(?:[:._-]|\s*$)", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """What one write did. ``claimed``: this caller holds the lease and must run the tool now.
-    ``message`` is the short answer for the person who acted."""
-
-    approval: Approval
-    event: str
-    claimed: bool = False
-    message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """The outcome of delivering one effect: ``key`` is what was shown (a card key or a report key),
-    ``message_id`` a card's id once sent; ``error`` and ``retry_in`` when it failed."""
-
-    key: str | None = None
-    message_id: str | None = None
-    error: str | None = None
-    retry_in: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-Opener = Callable[[dict[str, Any], "ToolContext"], None]
-Follower = Callable[[Change], Awaitable[None]]
 
 
 #: Settled records an :class:`ApprovalDesk` keeps in memory to refuse taps on their cards without a store read.
@@ -136,9 +115,14 @@ class ApprovalDesk:
         handoff: float = 30.0,
         retention: float = 30 * 86400.0,
         max_pending_per_principal: int | None = 100,
+        hooks: ApprovalHooks | None = None,
     ) -> None:
         self.store = store
-        self.dispatcher = dispatcher or EventDispatcher()
+        #: What the desk calls out to (openers, reminders, follower, checker, audit, trail, the runner); plug
+        #: more in with :meth:`install`.
+        self.hooks = hooks if hooks is not None else ApprovalHooks()
+        if dispatcher is not None:
+            self.hooks.dispatcher = dispatcher
         self.lease = lease
         self.handoff = handoff
         self.retention = retention
@@ -146,22 +130,73 @@ class ApprovalDesk:
         self.pending_cap = Cap(store, "pending requests", max_pending_per_principal, "max_pending_per_principal")
         #: Whether :meth:`recover_dead` ran (the first sweep runs it).
         self.recovered_dead = False
-        self.openers: list[Opener] = []
-        #: Called inside the write of a reminder or an escalation (``"reminder"`` / ``"escalation"``), to
-        #: add the cards it posts (a chat layer knows where approvers are).
-        self.reminders: list[Callable[[dict[str, Any], str], None]] = []
-        self.follower: Follower | None = None
-        #: How :meth:`amend` re-validates and re-authorizes edited arguments (the registry sets
-        #: :func:`~milpa_chat.runtime.approval_rules.registry_check`; a chat layer may pass its requester).
-        self.checker: Check | None = None
-        #: Where every change is audited (the registry sets its ``AuditLogger``).
-        self.audit: AuditLogger | None = None
-        #: The hash-chained trail in the store, when one is attached (``AuditTrail(store).attach(registry)``).
-        self.trail: AuditTrail | None = None
         #: Settled records this process read or wrote last (at most ``SETTLED_KEPT``): a tap on a decided card
         #: is refused from here without a store read. A settled record's state never changes, so a copy older
         #: than the store's refuses what the store's would; any write still compares and sets in the store.
         self._settled: OrderedDict[str, Approval] = OrderedDict()
+
+    def install(
+        self,
+        *,
+        opener: Opener | None = None,
+        reminder: Reminder | None = None,
+        follower: Follower | None = None,
+        checker: Check | None = None,
+        audit: AuditLogger | None = None,
+        trail: TrailHook | None = None,
+        run: RunApproved | None = None,
+    ) -> ApprovalDesk:
+        """Plug hooks in after construction (:meth:`ApprovalHooks.install`); returns the desk, for chaining."""
+        self.hooks.install(
+            opener=opener, reminder=reminder, follower=follower, checker=checker, audit=audit, trail=trail, run=run
+        )
+        return self
+
+    # The hooks under the names the desk gave them before :class:`ApprovalHooks` (reading is free; setting one
+    # is :meth:`install`).
+    @property
+    def dispatcher(self) -> EventDispatcher:
+        return self.hooks.dispatcher
+
+    @property
+    def openers(self) -> list[Opener]:
+        return self.hooks.openers
+
+    @property
+    def reminders(self) -> list[Reminder]:
+        return self.hooks.reminders
+
+    @property
+    def follower(self) -> Follower | None:
+        return self.hooks.follower
+
+    @follower.setter
+    def follower(self, follower: Follower | None) -> None:
+        self.hooks.follower = follower
+
+    @property
+    def checker(self) -> Check | None:
+        return self.hooks.checker
+
+    @checker.setter
+    def checker(self, checker: Check | None) -> None:
+        self.hooks.checker = checker
+
+    @property
+    def audit(self) -> AuditLogger | None:
+        return self.hooks.audit
+
+    @audit.setter
+    def audit(self, audit: AuditLogger | None) -> None:
+        self.hooks.audit = audit
+
+    @property
+    def trail(self) -> TrailHook | None:
+        return self.hooks.trail
+
+    @trail.setter
+    def trail(self, trail: TrailHook | None) -> None:
+        self.hooks.trail = trail
 
     # ------------------------------------------------------------------ open
     async def open(
@@ -253,7 +288,7 @@ class ApprovalDesk:
         }
         if guard is not None:
             value["guard"] = guard
-        for opener in self.openers:
+        for opener in self.hooks.openers:
             opener(value, ctx)
         if external:
             value.update(external=True, auto_run=False)
@@ -313,7 +348,7 @@ class ApprovalDesk:
         if ctx.by_model:
             await self._refuse_model(approval_id, decision, ctx)
         rule = RULES[decision]
-        can_run = self.follower is not None
+        can_run = self.hooks.follower is not None
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome:
             if a.state == "pending" and a.expires_at <= now:
@@ -362,7 +397,7 @@ class ApprovalDesk:
         when the arguments do not validate) and changes nothing then."""
         if ctx.by_model:
             await self._refuse_model(approval_id, "edit", ctx)
-        check = check or self.checker
+        check = check or self.hooks.checker
         if check is None:
             raise ApprovalRefused(
                 "Edits cannot be checked here (no registry is attached to these approvals), so "
@@ -480,14 +515,14 @@ class ApprovalDesk:
         follower can run it), or take over its undelivered effects. ``None`` when nothing is due.
 
         ``takeover``: a lease or a hand-off held by a dead process on this host counts as ended now."""
-        can_run = self.follower is not None
+        can_run = self.hooks.follower is not None
 
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if a.state == "pending" and a.expires_at <= now:
                 expire(v)
                 return "expired", False, ""
             if a.state == "pending":
-                nudged = nudge(v, now, self.reminders)
+                nudged = nudge(v, now, self.hooks.reminders)
                 if nudged is not None:
                     return nudged, False, ""
             lease = a.data.get("lease")
@@ -554,14 +589,14 @@ class ApprovalDesk:
         sweep of a desk also takes over what dead processes left (:meth:`recover_dead`)."""
         changes = []
         for change in [] if self.recovered_dead else await self.recover_dead():
-            if self.follower is not None:
-                await self.follower(change)
+            if self.hooks.follower is not None:
+                await self.hooks.follower(change)
             changes.append(change)
         for approval in await self.due(limit):
             found = await self.recover(approval)
             if found is not None:
-                if self.follower is not None:
-                    await self.follower(found)
+                if self.hooks.follower is not None:
+                    await self.hooks.follower(found)
                 changes.append(found)
         return changes
 
@@ -617,11 +652,11 @@ class ApprovalDesk:
         attempt is audited (the log line and, when a trail is attached, an entry of its own)."""
         shown = approval_id if isinstance(approval_id, str) and len(approval_id) <= 200 else repr(approval_id)[:80]
         log.warning("approval %s: %s by a model for %s refused", shown, attempt, ctx.principal)
-        if self.audit is not None:
-            self.audit.approval("model_refused", str(shown), None, attempt, ctx.principal, ctx.channel)
-        if self.trail is not None:
+        if self.hooks.audit is not None:
+            self.hooks.audit.approval("model_refused", str(shown), None, attempt, ctx.principal, ctx.channel)
+        if self.hooks.trail is not None:
             try:
-                await self.trail.append(
+                await self.hooks.trail.append(
                     "refused",
                     str(shown),
                     {"attempt": attempt, "principal": ctx.principal, "channel": ctx.channel, "by_model": True},
@@ -638,7 +673,7 @@ class ApprovalDesk:
     def _handoff(self) -> float:
         """Seconds this worker keeps the effects of its writes to itself: none without a follower (a decision in
         the CLI, an MCP server, a notebook), so a worker that can run and deliver them does so at once."""
-        return self.handoff if self.follower is not None else 0.0
+        return self.handoff if self.hooks.follower is not None else 0.0
 
     def _claim(self, v: dict[str, Any], now: float) -> None:
         attempt = int(v.get("attempt", 0)) + 1
@@ -717,12 +752,12 @@ class ApprovalDesk:
 
     async def _follow(self, change: Change, follow: bool) -> None:
         await self._event(change)
-        if follow and self.follower is not None and change.event not in ("unchanged", "delivered"):
-            await self.follower(change)
+        if follow and self.hooks.follower is not None and change.event not in ("unchanged", "delivered"):
+            await self.hooks.follower(change)
 
     async def _event(self, change: Change) -> None:
         a = change.approval
-        if self.audit is not None and change.event not in (
+        if self.hooks.audit is not None and change.event not in (
             "unchanged",
             "delivered",
             "resume_set",
@@ -730,15 +765,15 @@ class ApprovalDesk:
             "renewed",
         ):
             by = a.data.get("rescued_by") if change.event in ("run_again", "marked_done") else a.data.get("decided_by")
-            self.audit.approval(change.event, a.id, a.label, a.state, by, a.data.get("decided_via"))
-        if self.trail is not None:
+            self.hooks.audit.approval(change.event, a.id, a.label, a.state, by, a.data.get("decided_via"))
+        if self.hooks.trail is not None:
             try:
-                await self.trail.record(change)
+                await self.hooks.trail.record(change)
             except Exception:  # the change itself stands; a gap in the trail is what verify reports
                 log.exception("approval %s: the audit trail could not record %s", a.id, change.event)
         name = _EVENTS.get(change.event)
-        if a.kind == "verification" and name and self.dispatcher.has_listeners(f"verification.{name}"):
-            await self.dispatcher.dispatch(f"verification.{name}", {"event": a})
+        if a.kind == "verification" and name and self.hooks.dispatcher.has_listeners(f"verification.{name}"):
+            await self.hooks.dispatcher.dispatch(f"verification.{name}", {"event": a})
 
 
 _EVENTS = {

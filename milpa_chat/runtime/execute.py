@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat._failpoints import failpoint
 from milpa_chat.errors import ToolError
 from milpa_chat.runtime.events import InterceptionSlot, ToolExecuted, ToolExecuting, ToolFailed
-from milpa_chat.runtime.gates import base_meta, fail
 from milpa_chat.runtime.result import ErrorCode, ToolResult
+from milpa_chat.runtime.stamps import base_meta, fail
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import ToolDefinition, ValidatedArgs
-    from milpa_chat.runtime.registry import ToolRegistry
+    from milpa_chat.runtime.services import Services
 
 log = logging.getLogger("milpa_chat.registry")
 
@@ -24,11 +24,11 @@ VETOED = "Tool execution vetoed by an event listener"
 
 
 async def execute(
-    registry: ToolRegistry, tool: ToolDefinition, args: ValidatedArgs, ctx: ToolContext, t0: float
+    services: Services, tool: ToolDefinition, args: ValidatedArgs, ctx: ToolContext, t0: float
 ) -> ToolResult:
-    dispatcher = registry.dispatcher
+    dispatcher = services.events
     if dispatcher.has_listeners("tool.executing"):
-        intercepted = await _intercept(registry, tool, args.wire, ctx, t0)
+        intercepted = await _intercept(services, tool, args.wire, ctx, t0)
         if intercepted is not None:
             return intercepted
     failpoint("tool.started")
@@ -40,16 +40,16 @@ async def execute(
             value = await asyncio.to_thread(tool.invoke, args.call, ctx)
     except ToolError as exc:
         result = fail(tool.name, ctx, t0, exc.code, str(exc), exc.data)
-        return await _finish(registry, tool, args.wire, ctx, result, False)
+        return await _finish(services, tool, args.wire, ctx, result, False)
     except Exception as exc:
-        return await _failed(registry, tool, args.wire, ctx, t0, exc)
+        return await _failed(services, tool, args.wire, ctx, t0, exc)
     exec_time = perf_counter() - t_exec
     result = _wrap(value, tool.name, ctx, t0)
     if exec_time > tool.timeout:
         result = result.with_meta(timeout_exceeded=True, execution_time=round(exec_time, 3), timeout_limit=tool.timeout)
     if dispatcher.has_listeners("tool.executed"):
-        return await _finish(registry, tool, args.wire, ctx, result, False)
-    registry.audit.executed(ctx, tool.name, args.wire, result)
+        return await _finish(services, tool, args.wire, ctx, result, False)
+    services.audit.executed(ctx, tool.name, args.wire, result)
     return result
 
 
@@ -70,23 +70,23 @@ def _wrap(value: Any, name: str, ctx: ToolContext, t0: float) -> ToolResult:
 
 
 async def _finish(
-    registry: ToolRegistry,
+    services: Services,
     tool: ToolDefinition,
     wire: dict[str, Any],
     ctx: ToolContext,
     result: ToolResult,
     cache_served: bool,
 ) -> ToolResult:
-    if registry.dispatcher.has_listeners("tool.executed"):
-        await registry.dispatcher.dispatch(
+    if services.events.has_listeners("tool.executed"):
+        await services.events.dispatch(
             "tool.executed", {"event": ToolExecuted(tool.name, ctx, wire, result, cache_served)}
         )
-    registry.audit.executed(ctx, tool.name, wire, result)
+    services.audit.executed(ctx, tool.name, wire, result)
     return result
 
 
 async def _failed(
-    registry: ToolRegistry,
+    services: Services,
     tool: ToolDefinition,
     wire: dict[str, Any],
     ctx: ToolContext,
@@ -95,9 +95,9 @@ async def _failed(
 ) -> ToolResult:
     took = (perf_counter() - t0) * 1000
     log.error("Tool %r raised %s (request %s)", tool.name, type(exc).__name__, ctx.request_id, exc_info=exc)
-    if registry.dispatcher.has_listeners("tool.failed"):
-        await registry.dispatcher.dispatch("tool.failed", {"event": ToolFailed(tool.name, ctx, wire, exc, took)})
-    registry.audit.failed(ctx, tool.name, wire, took)
+    if services.events.has_listeners("tool.failed"):
+        await services.events.dispatch("tool.failed", {"event": ToolFailed(tool.name, ctx, wire, exc, took)})
+    services.audit.failed(ctx, tool.name, wire, took)
     return fail(
         tool.name,
         ctx,
@@ -109,12 +109,12 @@ async def _failed(
 
 
 async def _intercept(
-    registry: ToolRegistry, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
+    services: Services, tool: ToolDefinition, wire: dict[str, Any], ctx: ToolContext, t0: float
 ) -> ToolResult | None:
     """Dispatch ``tool.executing``; a listener may answer for the tool or veto it."""
     slot = InterceptionSlot()
     try:
-        await registry.dispatcher.dispatch(
+        await services.events.dispatch(
             "tool.executing", {"event": ToolExecuting(tool.name, ctx, wire), "slot": slot}, raise_errors=True
         )
     except Exception:
@@ -127,7 +127,7 @@ async def _intercept(
             f"A tool.executing listener failed; '{tool.name}' was not run (request {ctx.request_id}).",
         )
     if slot.has_result:
-        return await _finish(registry, tool, wire, ctx, _wrap(slot.result, tool.name, ctx, t0), True)
+        return await _finish(services, tool, wire, ctx, _wrap(slot.result, tool.name, ctx, t0), True)
     if slot.stopped:
         return ToolResult.blocked(VETOED).with_meta(base_meta(tool.name, ctx, t0))
     return None

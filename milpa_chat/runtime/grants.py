@@ -4,23 +4,11 @@ The runtime knows nothing of grants themselves (documents, the judge, who signs)
 in :mod:`milpa_chat.standing` (``GrantDesk(registry)`` sets ``registry.grants``). Before a gate would
 open an approval, the ``standing`` step hands the call to :meth:`StandingGate.gate`, which answers with
 a result (a call a grant lent, or a stop's refusal) or ``None`` (the call goes on to its approval).
+The protocol is declared beside the :class:`~milpa_chat.runtime.services.Services` that carry it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from milpa_chat.runtime.pipeline import Call
-    from milpa_chat.runtime.result import ToolResult
+from milpa_chat.runtime.services import StandingGate
 
 __all__ = ["StandingGate"]
-
-
-@runtime_checkable
-class StandingGate(Protocol):
-    """``registry.grants``: judged before an approval is opened."""
-
-    async def gate(self, call: Call) -> ToolResult | None:
-        """A result (lent, or refused by a stop), or ``None`` to go on to the approval."""
-        ...

@@ -21,11 +21,10 @@ import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
-    from milpa_chat.runtime.approvals import ApprovalDesk
     from milpa_chat.store.base import Store
 
 __all__ = ["HOST", "holder_dead", "holding", "left_by_dead", "process_start", "this_holder"]
@@ -120,8 +119,16 @@ async def left_by_dead(store: Store, collection: str, before: float, limit: int)
     return found
 
 
+class Renews(Protocol):
+    """What a keeper needs of the desk: how long a lease lasts and a way to renew one."""
+
+    lease: float
+
+    async def renew(self, claimed: Approval) -> bool: ...
+
+
 @contextlib.asynccontextmanager
-async def holding(desk: ApprovalDesk, claimed: Approval) -> AsyncIterator[None]:
+async def holding(desk: Renews, claimed: Approval) -> AsyncIterator[None]:
     """:meth:`ApprovalDesk.holding`: a keeper renews ``claimed``'s lease every third of the lease, started
     only once the run outlives a third of the lease (most runs end long before: no write for them)."""
 

@@ -11,6 +11,8 @@ The order lives in one place, :data:`STEPS`::
 A :class:`~milpa_chat.standing.GrantDesk` adds :func:`standing` to ``registry.steps`` just
 before the verify gate: standing grants are judged before any approval is opened.
 
+A step sees the call and its frozen :class:`~milpa_chat.runtime.services.Services` (``call.services``:
+policy, audit, events, limits, rate limiter, grants, approvals, confirmations), never the registry.
 Steps read what earlier steps left on the call (``tool``, ``replay``, ``validated``). A
 :class:`~milpa_chat.runtime.ToolRegistry` runs ``registry.steps`` (a copy of :data:`STEPS` that
 a host may extend, e.g. with a step of its own before ``execute``).
@@ -20,47 +22,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from milpa_chat._failpoints import failpoint
 from milpa_chat.errors import StoreError
 from milpa_chat.runtime import gates
-from milpa_chat.runtime.definition import InvalidArguments
+from milpa_chat.runtime.definition import InvalidArguments, VerifyPolicy
 from milpa_chat.runtime.execute import execute as run_tool
 from milpa_chat.runtime.limits import check_payload
 from milpa_chat.runtime.result import ErrorCode, ToolResult
+from milpa_chat.runtime.services import Call, Replay, Services
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.context import ToolContext
-    from milpa_chat.runtime.definition import ToolDefinition, ValidatedArgs
     from milpa_chat.runtime.policy import Verdict
-    from milpa_chat.runtime.registry import ToolRegistry
 
 __all__ = ["CONFIRM_BY", "RESERVED_ARGS", "STEPS", "Call", "Outcome", "Step", "run_steps"]
 
 log = logging.getLogger("milpa_chat.registry")
-
-
-@dataclass(slots=True)
-class Call:
-    """One call on its way through the steps: what the caller sent and what the steps found."""
-
-    registry: ToolRegistry
-    name: Any
-    args: Any
-    ctx: ToolContext
-    t0: float
-    #: Set by ``resolve``.
-    tool: ToolDefinition = None  # type: ignore[assignment]
-    #: Set by ``replay lookup`` when the call redeems a confirm token or runs an approved request.
-    replay: gates.Replay | None = None
-    #: Set by ``validate``.
-    validated: ValidatedArgs = None  # type: ignore[assignment]
-
-    def fail(self, code: ErrorCode | str, message: str, data: Any = None, **meta: Any) -> ToolResult:
-        return gates.fail(self.tool.name, self.ctx, self.t0, code, message, data, **meta)
 
 
 #: What a step gives back: ``None`` (go on), a result (stop), or an awaitable of either when the step
@@ -87,9 +68,9 @@ async def run_steps(steps: Sequence[Step], call: Call) -> ToolResult:
 def resolve(call: Call) -> Outcome:
     """The tool by name; an unknown name is ``TOOL_NOT_FOUND`` with close matches."""
     name = call.name
-    tool = call.registry.tool_map.get(name) if type(name) is str else None
+    tool = call.services.tools.get(name) if type(name) is str else None
     if tool is None:
-        return gates.not_found(call.name, call.registry.tool_map, call.ctx)
+        return gates.not_found(call.name, call.services.tools, call.ctx)
     call.tool = tool
     return None
 
@@ -106,9 +87,9 @@ def limits(call: Call) -> Outcome:
             f"Arguments for '{call.tool.name}' must be a JSON object (a dict), got {type(args).__name__}.",
         )
     try:
-        check_payload(args, call.registry.limits)
+        check_payload(args, call.services.limits)
     except InvalidArguments as exc:
-        return gates.invalid(call.registry.audit, call.tool.name, call.ctx, call.t0, exc)
+        return gates.invalid(call.services.audit, call.tool.name, call.ctx, call.t0, exc)
     return None
 
 
@@ -137,12 +118,12 @@ def model_replay(call: Call) -> ToolResult:
         "(the card's buttons, the notebook inbox or the milpa-chat command). Call the tool without it; "
         "nothing was run."
     )
-    call.registry.audit.denied(call.ctx, call.tool.name, reason)
+    call.services.audit.denied(call.ctx, call.tool.name, reason)
     return call.fail(ErrorCode.FORBIDDEN, reason, reserved=[n for n in RESERVED_ARGS if n in call.args])
 
 
 async def _load_replay(call: Call) -> ToolResult | None:
-    loaded = await gates.load_replay(call.registry, call.tool, call.args, call.ctx)
+    loaded = await gates.load_replay(call.services, call.tool, call.args, call.ctx)
     if isinstance(loaded, ToolResult):
         return gates.finish_meta(loaded, call.tool.name, call.ctx, call.t0)
     call.replay = loaded
@@ -155,13 +136,13 @@ def validate(call: Call) -> Outcome:
     try:
         call.validated = call.tool.validator(call.args)
     except InvalidArguments as exc:
-        return gates.invalid(call.registry.audit, call.tool.name, call.ctx, call.t0, exc)
+        return gates.invalid(call.services.audit, call.tool.name, call.ctx, call.t0, exc)
     return None
 
 
 def authorize(call: Call) -> Outcome:
     """Channel policy, scopes and rules (:meth:`PolicyGate.judge`); a denial names the failed check."""
-    policy = call.registry.policy
+    policy = call.services.policy
     verdict = policy.judge_at_once(call.ctx, call.tool)
     if verdict is None:  # a rule provider decides
         return _judged(call)
@@ -169,26 +150,26 @@ def authorize(call: Call) -> Outcome:
 
 
 async def _judged(call: Call) -> ToolResult | None:
-    verdict = await call.registry.policy.judge(call.ctx, call.tool)
+    verdict = await call.services.policy.judge(call.ctx, call.tool)
     return None if verdict.allowed else _denied(call, verdict)
 
 
 def _denied(call: Call, verdict: Verdict) -> ToolResult:
-    call.registry.audit.denied(call.ctx, call.tool.name, verdict.reason)
+    call.services.audit.denied(call.ctx, call.tool.name, verdict.reason)
     return call.fail(ErrorCode.FORBIDDEN, verdict.reason)
 
 
 def rate_limit(call: Call) -> Outcome:
-    if call.registry.rate_limiter is None:
+    if call.services.rate_limiter is None:
         return None
-    return gates.rate_limit(call.registry, call.tool, call.validated.wire, call.ctx, call.t0)
+    return gates.rate_limit(call.services, call.tool, call.validated.wire, call.ctx, call.t0)
 
 
 def plan(call: Call) -> Outcome:
     """Plan mode stops here: everything up to authorize ran; nothing runs."""
     if call.ctx.mode != "plan":
         return None
-    return gates.plan(call.registry, call.tool, call.validated.wire, call.ctx, call.t0)
+    return gates.plan(call.services, call.tool, call.validated.wire, call.ctx, call.t0)
 
 
 def replay_run(call: Call) -> Outcome:
@@ -198,13 +179,13 @@ def replay_run(call: Call) -> Outcome:
     return _run_replay(call, call.replay)
 
 
-async def _run_replay(call: Call, replay: gates.Replay) -> ToolResult:
-    claimed = await gates.claim_replay(call.registry, call.tool, replay, call.ctx, call.t0)
+async def _run_replay(call: Call, replay: Replay) -> ToolResult:
+    claimed = await gates.claim_replay(call.services, call.tool, replay, call.ctx, call.t0)
     if isinstance(claimed, ToolResult):
         return claimed
-    result = await run_tool(call.registry, call.tool, call.validated, keyed(call.ctx, claimed), call.t0)
+    result = await run_tool(call.services, call.tool, call.validated, keyed(call.ctx, claimed), call.t0)
     try:
-        return await settle(call.registry, claimed, result)
+        return await settle(call.services, claimed, result)
     except (StoreError, OSError) as exc:  # the tool ran: its result stands; the record is recovered later
         log.error(
             "The store failed while settling approval %s after '%s' ran: %s: %s",
@@ -219,7 +200,7 @@ async def _run_replay(call: Call, replay: gates.Replay) -> ToolResult:
 def standing(call: Call) -> Outcome:
     """Before a gate would open an approval, the standing grants (``registry.grants``) are judged: a
     grant that lends runs the call without a card (citing it), a stop refuses it, anything else goes on."""
-    grants = call.registry.grants
+    grants = call.services.grants
     if grants is None or call.ctx.principal is None or not _gated(call):
         return None
     return grants.gate(call)
@@ -231,7 +212,7 @@ def _gated(call: Call) -> bool:
         return True
     if not (tool.confirm or tool.mutating) or tool.extra.get("self_confirming"):
         return False
-    return call.registry.policy.requires_confirmation(call.ctx, tool)
+    return call.services.policy.requires_confirmation(call.ctx, tool)
 
 
 def verify_gate(call: Call) -> Outcome:
@@ -239,7 +220,7 @@ def verify_gate(call: Call) -> Outcome:
     call with the request to decide, failed denies it, passed lets it go on."""
     if call.tool.verify is None:
         return None
-    return gates.verify(call.registry, call.tool, call.validated.wire, call.ctx, call.t0)
+    return gates.verify(call.services, call.tool, call.validated.wire, call.ctx, call.t0)
 
 
 def confirm_gate(call: Call) -> Outcome:
@@ -247,15 +228,13 @@ def confirm_gate(call: Call) -> Outcome:
     tool = call.tool
     if not (tool.confirm or tool.mutating) or tool.extra.get("self_confirming"):
         return None
-    if not call.registry.policy.requires_confirmation(call.ctx, tool):
+    if not call.services.policy.requires_confirmation(call.ctx, tool):
         return None
     approvers = call.ctx.extra.get(CONFIRM_BY) if call.ctx.by_model else None
     if approvers:  # nobody can ask the person behind this model: approvers decide instead
-        from milpa_chat.runtime.definition import VerifyPolicy
-
         instead = replace(tool, verify=VerifyPolicy(approver_scopes=tuple(approvers)))
-        return gates.verify(call.registry, instead, call.validated.wire, call.ctx, call.t0)
-    return gates.ask_confirmation(call.registry, tool, call.validated.wire, call.ctx, call.t0)
+        return gates.verify(call.services, instead, call.validated.wire, call.ctx, call.t0)
+    return gates.ask_confirmation(call.services, tool, call.validated.wire, call.ctx, call.t0)
 
 
 #: ``ctx.extra`` key a surface sets on a model-made context whose person it cannot ask (an MCP client without
@@ -265,7 +244,7 @@ CONFIRM_BY = "confirm_by"
 
 def execute(call: Call) -> Outcome:
     """``tool.executing`` (may answer or veto) -> the tool -> ``tool.executed`` / ``tool.failed`` -> audit."""
-    return run_tool(call.registry, call.tool, call.validated, call.ctx, call.t0)
+    return run_tool(call.services, call.tool, call.validated, call.ctx, call.t0)
 
 
 #: The pipeline, in order. ``ToolRegistry.steps`` starts as a copy of this list.
@@ -290,7 +269,7 @@ def keyed(ctx: ToolContext, claimed: Approval) -> ToolContext:
     return replace(ctx, idempotency_key=claimed.id)
 
 
-async def settle(registry: ToolRegistry, claimed: Approval, result: ToolResult, *, follow: bool = True) -> ToolResult:
+async def settle(services: Services, claimed: Approval, result: ToolResult, *, follow: bool = True) -> ToolResult:
     failpoint("tool.returned")
-    await registry.approvals.finish(claimed, result, follow=follow)
+    await services.approvals.finish(claimed, result, follow=follow)
     return result

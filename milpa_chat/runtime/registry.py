@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from time import perf_counter
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from milpa_chat.errors import DeclarationError, StoreError, ToolAlreadyRegisteredError
-from milpa_chat.runtime import gates
+from milpa_chat.runtime import stamps
+from milpa_chat.runtime.approval_rules import registry_check
 from milpa_chat.runtime.approvals import ApprovalDesk
 from milpa_chat.runtime.audit import AuditLogger
 from milpa_chat.runtime.catalogue import TokenEstimator, summary_of
@@ -30,20 +31,46 @@ from milpa_chat.runtime.pipeline import STEPS, Call, Step, execute, keyed, resol
 from milpa_chat.runtime.pipeline import authorize as authorize_step
 from milpa_chat.runtime.policy import PolicyGate
 from milpa_chat.runtime.result import ErrorCode, ToolResult
+from milpa_chat.runtime.services import Services
 from milpa_chat.runtime.sync import run_sync
+from milpa_chat.runtime.verification import HumanVerifier
 from milpa_chat.store.memory import MemoryStore
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.grants import StandingGate
     from milpa_chat.runtime.ratelimit import RateLimiter
-    from milpa_chat.runtime.verification import HumanVerifier
     from milpa_chat.runtime.verifier import ToolProvider, Verifier
     from milpa_chat.store.base import Store
 
 __all__ = ["ToolRegistry"]
 
 log = logging.getLogger("milpa_chat.registry")
+
+T = TypeVar("T")
+
+
+class _Service(Generic[T]):
+    """A registry attribute kept on its :class:`Services`: reading it reads them; setting it builds them anew,
+    so a service installed after construction (grants, a trail's audit, a rate limiter) reaches the next call."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    @overload
+    def __get__(self, registry: None, owner: type[Any]) -> _Service[T]: ...
+    @overload
+    def __get__(self, registry: ToolRegistry, owner: type[Any]) -> T: ...
+    def __get__(self, registry: ToolRegistry | None, owner: type[Any]) -> T | _Service[T]:
+        if registry is None:
+            return self
+        value: T = getattr(registry.services, self.field)
+        return value
+
+    def __set__(self, registry: ToolRegistry, value: T) -> None:
+        changed: dict[str, Any] = {self.field: value}
+        registry.services = replace(registry.services, **changed)
+
 
 #: An approved call is run again through these steps of the pipeline (authorize with today's scopes).
 APPROVED_STEPS: tuple[Step, ...] = (resolve, validate, authorize_step, execute)
@@ -79,57 +106,72 @@ class ToolRegistry:
         approval_max_pending: int | None = 100,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
-        self.policy = policy or PolicyGate()
-        self.dispatcher = dispatcher or EventDispatcher()
-        self.audit = audit or AuditLogger()
-        self.rate_limiter = rate_limiter
+        dispatcher = dispatcher or EventDispatcher()
+        audit = audit or AuditLogger()
         desk = getattr(verifier, "desk", None)
         if isinstance(desk, ApprovalDesk):  # a HumanVerifier: its approvals are this registry's
-            self.approvals = desk
+            approvals = desk
+            human: HumanVerifier = verifier  # type: ignore[assignment]
         else:
-            self.approvals = ApprovalDesk(
+            approvals = ApprovalDesk(
                 self.store,
-                dispatcher=self.dispatcher,
+                dispatcher=dispatcher,
                 lease=approval_lease,
                 handoff=approval_handoff,
                 max_pending_per_principal=approval_max_pending,
             )
-        self.approvals.audit = self.audit
-        if self.approvals.checker is None:  # an edit is re-validated and re-authorized as a new call would be
-            from milpa_chat.runtime.approval_rules import registry_check
-
-            self.approvals.checker = registry_check(self)
+            human = HumanVerifier(approvals)
+        approvals.install(audit=audit, run=self.run_approval)
+        self._tools: dict[str, ToolDefinition] = {}
+        self._view = MappingProxyType(self._tools)
+        #: What every call's steps see (:class:`~milpa_chat.runtime.services.Services`); built anew whenever a
+        #: service is installed or replaced (``registry.grants = ...``, ``registry.rate_limiter = ...``).
+        self.services = Services(
+            tools=self._view,
+            policy=policy or PolicyGate(),
+            audit=audit,
+            events=dispatcher,
+            limits=limits if limits is not None else DEFAULT_LIMITS,
+            rate_limiter=rate_limiter,
+            grants=None,
+            approvals=approvals,
+            confirmations=ConfirmationTokenStore(approvals, ttl=confirm_ttl),
+            verifier=human,
+            tool_verifier=verifier if verifier is not None else human,
+        )
+        if approvals.hooks.checker is None:  # an edit is re-validated and re-authorized as a new call would be
+            approvals.install(checker=registry_check(self))
         #: The registry's own edit check (the requester as they asked); a chat host replaces it with one
         #: that reads the requester's scopes as they are now.
-        self.default_checker = self.approvals.checker
-        self.confirmations = ConfirmationTokenStore(self.approvals, ttl=confirm_ttl)
-        self._verifier: HumanVerifier | None = verifier if desk is not None else None  # type: ignore[assignment]
-        self._tool_verifier = verifier
+        self.default_checker = approvals.hooks.checker
         #: The pipeline, in order (:data:`milpa_chat.runtime.pipeline.STEPS`); a host may add a step of its own.
         self.steps: list[Step] = list(STEPS)
         self.tokens = TokenEstimator()
-        #: Checked on every call's raw arguments before anything reads them (depth, items, sizes).
-        self.limits = limits if limits is not None else DEFAULT_LIMITS
-        #: The standing grants judged before an approval is opened (``standing.GrantDesk(registry)`` sets it).
-        self.grants: StandingGate | None = None
-        self._tools: dict[str, ToolDefinition] = {}
-        self._view = MappingProxyType(self._tools)
+
+    # ------------------------------------------------------------ services
+    #: Each reads the registry's :attr:`services`; setting one rebuilds them (``dataclasses.replace``).
+    policy: _Service[PolicyGate] = _Service("policy")
+    audit: _Service[AuditLogger] = _Service("audit")
+    dispatcher: _Service[EventDispatcher] = _Service("events")
+    #: Checked on every call's raw arguments before anything reads them (depth, items, sizes).
+    limits: _Service[PayloadLimits] = _Service("limits")
+    rate_limiter: _Service[RateLimiter | None] = _Service("rate_limiter")
+    #: The standing grants judged before an approval is opened (``standing.GrantDesk(registry)`` sets it).
+    grants: _Service[StandingGate | None] = _Service("grants")
+    approvals: _Service[ApprovalDesk] = _Service("approvals")
+    confirmations: _Service[ConfirmationTokenStore] = _Service("confirmations")
 
     # ------------------------------------------------------------ registration
     @property
     def verifier(self) -> HumanVerifier:
-        """The verifier that keeps approval requests (created on first use, on this registry's store)."""
-        if self._verifier is None:
-            from milpa_chat.runtime.verification import HumanVerifier
-
-            self._verifier = HumanVerifier(self.approvals)
-        return self._verifier
+        """The verifier that keeps approval requests (on this registry's approval desk)."""
+        return self.services.verifier
 
     @property
     def tool_verifier(self) -> Verifier:
         """The :class:`~milpa_chat.runtime.Verifier` the verify gate asks (``ToolRegistry(verifier=...)``;
         by default :attr:`verifier`, the human one)."""
-        return self._tool_verifier if self._tool_verifier is not None else self.verifier
+        return self.services.tool_verifier
 
     @property
     def tool_map(self) -> Mapping[str, ToolDefinition]:
@@ -262,9 +304,9 @@ class ToolRegistry:
         if ctx is None:
             ctx = ToolContext.cli()
         try:
-            return await run_steps(self.steps, Call(self, name, args, ctx, t0))
+            return await run_steps(self.steps, Call(self.services, name, args, ctx, t0))
         except (StoreError, OSError) as exc:
-            shown = gates.tool_name(name)
+            shown = stamps.tool_name(name)
             log.error(
                 "The store failed during %r (request %s): %s: %s",
                 shown,
@@ -273,7 +315,7 @@ class ToolRegistry:
                 exc,
                 exc_info=exc,
             )
-            return gates.fail(
+            return stamps.fail(
                 shown,
                 ctx,
                 t0,
@@ -282,9 +324,9 @@ class ToolRegistry:
                 f"{ctx.request_id}). Nothing was run; try again shortly.",
             )
         except Exception as exc:  # a bug or a broken plug-in: still a result, never an exception
-            shown = gates.tool_name(name)
+            shown = stamps.tool_name(name)
             log.error("Calling %r failed inside the pipeline (request %s)", shown, ctx.request_id, exc_info=exc)
-            return gates.fail(
+            return stamps.fail(
                 shown,
                 ctx,
                 t0,
@@ -303,21 +345,21 @@ class ToolRegistry:
         """
         t0 = perf_counter()
         name = claimed.tool or ""
-        call = Call(self, name, claimed.args, keyed(ctx, claimed), t0)
+        call = Call(self.services, name, claimed.args, keyed(ctx, claimed), t0)
         try:
             result = await run_steps(APPROVED_STEPS, call)
             if result.code == ErrorCode.TOOL_NOT_FOUND:
-                result = gates.fail(
+                result = stamps.fail(
                     name,
                     ctx,
                     t0,
                     ErrorCode.TOOL_NOT_FOUND,
                     f"Tool '{name}' is no longer registered; the approved call was not run.",
                 )
-            return await settle(self, claimed, result, follow=follow)
+            return await settle(self.services, claimed, result, follow=follow)
         except (StoreError, OSError) as exc:
             log.error("The store failed while running approval %s: %s", claimed.id, exc)
-            return gates.fail(
+            return stamps.fail(
                 name,
                 ctx,
                 t0,

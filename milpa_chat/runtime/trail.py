@@ -55,7 +55,7 @@ from milpa_chat.runtime.trail_checkpoints import CHECKPOINTS, Checkpoint, Checkp
 from milpa_chat.runtime.trail_keys import EVERY_ENV, MINUTES_ENV, PublicKey, SigningKey, TrailKeyError, setting
 
 if TYPE_CHECKING:
-    from milpa_chat.runtime.approvals import Change
+    from milpa_chat.runtime.approval_hooks import Change
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.store.base import Record, Store
 
@@ -121,7 +121,7 @@ class AuditTrail:
 
     def attach(self, registry: ToolRegistry) -> AuditTrail:
         """Record the calls of ``registry`` and the changes of its approvals from now on."""
-        registry.approvals.trail = self
+        registry.approvals.install(trail=self)
 
         async def on_call(_name: str, payload: Mapping[str, Any]) -> None:
             event = payload["event"]

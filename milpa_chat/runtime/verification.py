@@ -57,7 +57,7 @@ class HumanVerifier:
 
     @property
     def dispatcher(self) -> EventDispatcher:
-        return self.desk.dispatcher
+        return self.desk.hooks.dispatcher
 
     # ---------------------------------------------------------------- open
     async def request(

@@ -74,7 +74,7 @@ class GrantChanges:
         #: Called with the grant and the action after each change is applied (a chat layer edits cards).
         self.watchers: list[Watcher] = []
         for name in ("granted", "rejected", "cancelled", "expired"):
-            self.approvals.dispatcher.subscribe(f"verification.{name}", self._on_decided)
+            self.approvals.hooks.dispatcher.subscribe(f"verification.{name}", self._on_decided)
 
     async def _on_decided(self, _name: str, payload: Mapping[str, Any]) -> None:
         approval = payload.get("event")

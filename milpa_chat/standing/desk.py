@@ -270,7 +270,7 @@ class GrantDesk(GrantChanges):
                 continue
             if verdict.stopped:
                 grant = None if verdict.grant is None else verdict.grant.id
-                call.registry.audit.denied(call.ctx, call.tool.name, verdict.sentence)
+                call.services.audit.denied(call.ctx, call.tool.name, verdict.sentence)
                 return gates.fail(
                     call.tool.name,
                     call.ctx,
@@ -307,7 +307,7 @@ class GrantDesk(GrantChanges):
             }
             for r in verdict.cited
         ]
-        audit = call.registry.audit
+        audit = call.services.audit
         if audit.writes(logging.INFO):
             audit.logger.info(
                 "[GrantAudit] %s | lent | %s | %s | grant=%s | receipts=%s",
@@ -317,7 +317,7 @@ class GrantDesk(GrantChanges):
                 grant_id,
                 ",".join(f"{r['operation']}@{r['content']}" for r in cited),
             )
-        trail = call.registry.approvals.trail
+        trail = call.services.trail
         if trail is not None:
             try:
                 await trail.append(
@@ -332,7 +332,7 @@ class GrantDesk(GrantChanges):
             except Exception:  # the call stands on its grant; a gap in the trail is what verify reports
                 log.exception("the audit trail could not record the call lent by grant %s", grant_id)
         t_lent = perf_counter()
-        result = await execute(call.registry, call.tool, call.validated, call.ctx, call.t0)
+        result = await execute(call.services, call.tool, call.validated, call.ctx, call.t0)
         log.debug("grant %s lent %s (%.1f ms)", grant_id, call.tool.name, (perf_counter() - t_lent) * 1000)
         return result.with_meta(standing_grant=grant_id, standing_receipts=cited, standing_sentence=verdict.sentence)
 
