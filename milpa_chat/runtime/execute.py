@@ -15,17 +15,18 @@ from milpa_chat.runtime.stamps import base_meta, fail
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
-    from milpa_chat.runtime.definition import ToolDefinition, ValidatedArgs
-    from milpa_chat.runtime.services import Services
+    from milpa_chat.runtime.definition import ToolDefinition
+    from milpa_chat.runtime.services import Call, Services
 
 log = logging.getLogger("milpa_chat.registry")
 
 VETOED = "Tool execution vetoed by an event listener"
 
 
-async def execute(
-    services: Services, tool: ToolDefinition, args: ValidatedArgs, ctx: ToolContext, t0: float
-) -> ToolResult:
+async def execute(call: Call) -> ToolResult:
+    """The last step: ``tool.executing`` (may answer or veto) -> the tool -> ``tool.executed`` /
+    ``tool.failed`` -> audit, for the validated arguments of ``call``."""
+    services, tool, args, ctx, t0 = call.services, call.tool, call.validated, call.ctx, call.t0
     dispatcher = services.events
     if dispatcher.has_listeners("tool.executing"):
         intercepted = await _intercept(services, tool, args.wire, ctx, t0)

@@ -29,14 +29,13 @@ from milpa_chat._failpoints import failpoint
 from milpa_chat.errors import StoreError
 from milpa_chat.runtime import gates
 from milpa_chat.runtime.definition import InvalidArguments, VerifyPolicy
-from milpa_chat.runtime.execute import execute as run_tool
+from milpa_chat.runtime.execute import execute
 from milpa_chat.runtime.limits import check_payload
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 from milpa_chat.runtime.services import Call, Replay, Services
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
-    from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.policy import Verdict
 
 __all__ = ["CONFIRM_BY", "RESERVED_ARGS", "STEPS", "Call", "Outcome", "Step", "run_steps"]
@@ -183,7 +182,8 @@ async def _run_replay(call: Call, replay: Replay) -> ToolResult:
     claimed = await gates.claim_replay(call.services, call.tool, replay, call.ctx, call.t0)
     if isinstance(claimed, ToolResult):
         return claimed
-    result = await run_tool(call.services, call.tool, call.validated, keyed(call.ctx, claimed), call.t0)
+    call.ctx = replace(call.ctx, idempotency_key=claimed.id)  # the approval id keys the run
+    result = await execute(call)
     try:
         return await settle(call.services, claimed, result)
     except (StoreError, OSError) as exc:  # the tool ran: its result stands; the record is recovered later
@@ -242,11 +242,6 @@ def confirm_gate(call: Call) -> Outcome:
 CONFIRM_BY = "confirm_by"
 
 
-def execute(call: Call) -> Outcome:
-    """``tool.executing`` (may answer or veto) -> the tool -> ``tool.executed`` / ``tool.failed`` -> audit."""
-    return run_tool(call.services, call.tool, call.validated, call.ctx, call.t0)
-
-
 #: The pipeline, in order. ``ToolRegistry.steps`` starts as a copy of this list.
 STEPS: tuple[Step, ...] = (
     resolve,
@@ -264,11 +259,6 @@ STEPS: tuple[Step, ...] = (
 
 
 # ------------------------------------------------------------------------------------ helpers
-def keyed(ctx: ToolContext, claimed: Approval) -> ToolContext:
-    """The requester's context with the approval id as the run's idempotency key."""
-    return replace(ctx, idempotency_key=claimed.id)
-
-
 async def settle(services: Services, claimed: Approval, result: ToolResult, *, follow: bool = True) -> ToolResult:
     failpoint("tool.returned")
     await services.approvals.finish(claimed, result, follow=follow)

@@ -26,8 +26,9 @@ from milpa_chat.runtime.confirm import ConfirmationTokenStore
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.definition import ToolDefinition, VerifyPolicy
 from milpa_chat.runtime.events import EventDispatcher
+from milpa_chat.runtime.execute import execute
 from milpa_chat.runtime.limits import DEFAULT_LIMITS, PayloadLimits
-from milpa_chat.runtime.pipeline import STEPS, Call, Step, execute, keyed, resolve, run_steps, settle, validate
+from milpa_chat.runtime.pipeline import STEPS, Call, Step, resolve, run_steps, settle, validate
 from milpa_chat.runtime.pipeline import authorize as authorize_step
 from milpa_chat.runtime.policy import PolicyGate
 from milpa_chat.runtime.result import ErrorCode, ToolResult
@@ -345,7 +346,7 @@ class ToolRegistry:
         """
         t0 = perf_counter()
         name = claimed.tool or ""
-        call = Call(self.services, name, claimed.args, keyed(ctx, claimed), t0)
+        call = Call(self.services, name, claimed.args, replace(ctx, idempotency_key=claimed.id), t0)
         try:
             result = await run_steps(APPROVED_STEPS, call)
             if result.code == ErrorCode.TOOL_NOT_FOUND:

@@ -332,7 +332,7 @@ class GrantDesk(GrantChanges):
             except Exception:  # the call stands on its grant; a gap in the trail is what verify reports
                 log.exception("the audit trail could not record the call lent by grant %s", grant_id)
         t_lent = perf_counter()
-        result = await execute(call.services, call.tool, call.validated, call.ctx, call.t0)
+        result = await execute(call)
         log.debug("grant %s lent %s (%.1f ms)", grant_id, call.tool.name, (perf_counter() - t_lent) * 1000)
         return result.with_meta(standing_grant=grant_id, standing_receipts=cited, standing_sentence=verdict.sentence)
 

@@ -1,0 +1,143 @@
+"""Opening an approval: the record a new request starts as (:meth:`ApprovalDesk.open`)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from milpa_chat._failpoints import failpoint
+from milpa_chat.runtime.approval import (
+    COLLECTION,
+    Approval,
+    ApprovalKind,
+    ApprovalRefused,
+    digest,
+    due_of,
+)
+from milpa_chat.runtime.approval_hooks import (
+    Change,
+)
+
+if TYPE_CHECKING:
+    from milpa_chat.runtime.context import ToolContext
+    from milpa_chat.runtime.definition import VerifyPolicy
+
+from milpa_chat.runtime.desk_core import DeskCore
+
+log = logging.getLogger("milpa_chat.approvals")
+
+#: Subjects only a standing-grant change (``guard="standing"``) may carry: ``standing:sign``, ``Standing.lift``, ...
+_RESERVED = re.compile(r"\s*standing(?:[:._-]|\s*$)", re.IGNORECASE)
+
+
+class Opening(DeskCore):
+    """Opens pending approvals."""
+
+    async def open(
+        self,
+        kind: ApprovalKind,
+        ctx: ToolContext,
+        *,
+        tool: str | None,
+        args: Mapping[str, Any],
+        summary: str,
+        expires_in: float,
+        policy: VerifyPolicy | None = None,
+        subject: str | None = None,
+        reason: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        mutating: bool = True,
+        idempotent: bool = False,
+        guard: str | None = None,
+        external: bool = False,
+    ) -> Approval:
+        """Store a new pending approval for ``ctx`` (the requester) and return it.
+
+        ``guard``: the record is decided only by a person's surface (a :meth:`decide` that names
+        ``via``: a card, the notebook inbox, the CLI), never by a tool — standing-grant changes.
+        ``external``: the call is run by the caller that opened the record (an agent of another framework,
+        through :meth:`claim` then :meth:`finish`), never by a follower: a confirm or an approval leaves it
+        ``approved`` for that caller to claim."""
+        from milpa_chat.runtime.definition import VerifyPolicy
+
+        if guard is None and isinstance(subject, str) and _RESERVED.match(subject):
+            raise ApprovalRefused(
+                f"{subject.strip()!r} names a change of standing grants, which only a person asks for (in chat, the "
+                "notebook inbox or milpa-chat grants); name what needs approval another way.",
+                code="VALIDATION_ERROR",
+            )
+        policy = policy or VerifyPolicy()
+        now = self.store.clock()
+        extra = {k: v for k, v in ctx.extra.items() if isinstance(v, str | int | float | bool) or v is None}
+        value: dict[str, Any] = {
+            "kind": kind,
+            "tool": tool,
+            "subject": subject or tool,
+            "args": dict(args),
+            "digest": digest(args),
+            "summary": summary,
+            "reason": reason,
+            "payload": dict(payload or {}),
+            "mutating": mutating,
+            "idempotent": idempotent,
+            "state": "pending",
+            "created_at": now,
+            "expires_at": now + expires_in,
+            "requester": {
+                "principal": ctx.principal,
+                "channel": ctx.channel,
+                "scopes": list(ctx.scopes),
+                "name": str(ctx.extra.get("user_name") or ctx.principal),
+                "extra": extra,
+            },
+            "policy": {
+                "approver_scopes": list(policy.approver_scopes),
+                "four_eyes": policy.four_eyes,
+                "quorum": policy.quorum,
+                "remind_at": [now + t for t in policy.remind_after],
+                "escalate_at": None if policy.escalate_after is None else now + policy.escalate_after,
+                "deliver": policy.deliver,
+            },
+            "reminded": 0,
+            "escalated": False,
+            "notices": [],
+            "told": 0,
+            "votes": [],
+            "decided_by": None,
+            "decided_by_name": None,
+            "decided_at": None,
+            "decided_via": None,
+            "decision_note": None,
+            "attempt": 0,
+            "lease": None,
+            "result": None,
+            "outcome": None,
+            "auto_run": False,
+            "route": None,
+            "cards": [],
+            "resume": None,
+            "failures": {},
+            "deliver_at": now + self._handoff(),
+            "writer": self.worker,
+        }
+        if guard is not None:
+            value["guard"] = guard
+        for opener in self.hooks.openers:
+            opener(value, ctx)
+        if external:
+            value.update(external=True, auto_run=False)
+        who = ctx.principal or "anonymous"
+        while True:
+            aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
+            await self.pending_cap.take(who, aid, value["expires_at"])
+            rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now))
+            if rec is not None:
+                break
+            await self.pending_cap.free(who, aid)
+        failpoint("approval.opened")
+        approval = Approval(aid, value, rec.version, rec.due)
+        await self._event(Change(approval, "requested"))
+        return approval
