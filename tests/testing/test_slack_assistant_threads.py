@@ -92,3 +92,60 @@ async def test_the_scope_is_needed() -> None:
         )
         assert body["error"] == "missing_scope" and body["needed"] == "assistant:write"
         assert client.session is None or await client.session.close() is None
+
+
+async def test_your_own_bolt_assistant_with_bolts_default_context_store() -> None:
+    """A bolt ``AsyncAssistant`` of your own, unchanged: its greeting carries the thread's context as message
+    metadata, ``get_thread_context`` reads it back through ``conversations.replies``, and a context change is saved
+    with ``chat.update`` — all against the local server."""
+    from slack_bolt.async_app import AsyncApp, AsyncAssistant
+
+    from milpa_chat.testing.slack import SlackEvents, serve_bolt_app
+
+    async with SlackApiServer(TOKEN, channels=["C1", "C2"]) as api:
+        client = AsyncWebClient(token=TOKEN, base_url=api.base_url)
+        app = AsyncApp(client=client, signing_secret="secret")
+        assistant = AsyncAssistant()
+        contexts: list[dict[str, object]] = []
+
+        @assistant.thread_started
+        async def started(say, set_suggested_prompts) -> None:  # type: ignore[no-untyped-def]
+            await say("Hi! What can I do?")
+            await set_suggested_prompts(prompts=[{"title": "Status", "message": "how is the deploy?"}])
+
+        @assistant.user_message
+        async def asked(get_thread_context, set_status, say) -> None:  # type: ignore[no-untyped-def]
+            await set_status("is thinking…")
+            contexts.append(dict(await get_thread_context() or {}))
+            await say("On it.")
+
+        app.assistant(assistant)
+        async with serve_bolt_app(app) as url, SlackEvents(url, "secret", api=api) as slack:
+            opened = await slack.assistant_thread_started(user="U1", context_channel="C1")
+            ts = opened.request.payload["event"]["assistant_thread"]["thread_ts"]
+            thread = api.assistant_thread("D1", ts)
+            await api.wait_until(lambda: thread.prompts, what="the suggested prompts")
+            await slack.direct_message("how is the deploy?", user="U1", thread_ts=ts)
+            await api.wait_until(lambda: len(api.messages("D1", thread_ts=ts)) >= 3, what="the answer")
+            assert contexts[0]["channel_id"] == "C1" and thread.statuses == ["is thinking…"] and thread.status == ""
+            await slack.assistant_thread_context_changed(user="U1", thread_ts=ts, context_channel="C2")
+            await api.wait_for_call("chat.update")
+            await slack.direct_message("and now?", user="U1", thread_ts=ts)
+            await api.wait_until(lambda: len(contexts) == 2, what="the second request")
+            assert contexts[1]["channel_id"] == "C2"
+        if client.session is not None:
+            await client.session.close()
+
+
+async def test_metadata_and_replies_as_slack_checks_them(api: SlackApiServer, client: AsyncWebClient) -> None:
+    body = await refused(client.chat_postMessage(channel="C1", text="x", metadata={"event_payload": {}}))
+    assert body["error"] == "invalid_metadata_format" and api.messages("C1") == []
+    parent = await client.chat_postMessage(channel="C1", text="parent")
+    meta = {"event_type": "task", "event_payload": {"id": 7}}
+    await client.chat_postMessage(channel="C1", text="reply", thread_ts=parent["ts"], metadata=meta)
+    plain = await client.conversations_replies(channel="C1", ts=parent["ts"])
+    assert [m["text"] for m in plain["messages"]] == ["parent", "reply"] and "metadata" not in plain["messages"][1]
+    full = await client.conversations_replies(channel="C1", ts=parent["ts"], include_all_metadata=True)
+    assert full["messages"][1]["metadata"] == meta
+    body = await refused(client.conversations_replies(channel="C1", ts="1.000001"))
+    assert body["error"] == "thread_not_found"

@@ -19,7 +19,15 @@ from typing import Any
 
 from milpa_chat.testing.slack.models import JsonDict, SlackMethodError
 
-__all__ = ["MAX_LOADING_MESSAGES", "MAX_PROMPTS", "NEEDED_SCOPE", "AssistantThread", "AssistantThreads"]
+__all__ = [
+    "MAX_LOADING_MESSAGES",
+    "MAX_PROMPTS",
+    "NEEDED_SCOPE",
+    "AssistantThread",
+    "AssistantThreads",
+    "ThreadReplies",
+    "check_metadata",
+]
 
 #: The scope every ``assistant.threads.*`` method needs.
 NEEDED_SCOPE = "assistant:write"
@@ -160,3 +168,90 @@ def _json(raw: object, name: str) -> Any:
         except ValueError as exc:
             raise _invalid(f"{name} is not valid JSON [json-pointer:/{name}]") from exc
     return raw
+
+
+class ThreadReplies:
+    """Message metadata (``chat.postMessage`` / ``chat.update`` ``metadata``) and ``conversations.replies``: what
+    bolt's default thread context store reads an assistant thread's context back from."""
+
+    def __init__(self, messages: Callable[[str], list[Any]], channel_exists: Callable[[str], bool]) -> None:
+        self.messages = messages
+        self.channel_exists = channel_exists
+        #: ``(channel, ts) -> {"event_type": ..., "event_payload": {...}}``
+        self.metadata: dict[tuple[str, str], JsonDict] = {}
+
+    def keep(self, channel: str, ts: str, raw: object) -> None:
+        """Remember the ``metadata`` argument of a post or an update of ``ts`` (nothing when it was not given)."""
+        if raw is None:
+            return
+        self.metadata[(channel, ts)] = check_metadata(raw)
+
+    def replies(self, args: JsonDict) -> JsonDict:
+        channel, ts = args.get("channel"), args.get("ts")
+        if not isinstance(channel, str) or not channel or not self.channel_exists(channel):
+            raise SlackMethodError("channel_not_found")
+        if not isinstance(ts, str) or not ts:
+            raise _invalid("missing required field: ts")
+        inclusive = str(args.get("inclusive", "")).lower() in ("1", "true")
+        oldest, latest = str(args.get("oldest") or "0"), str(args.get("latest") or "9999999999.999999")
+        every = [m for m in self.messages(channel) if not m.deleted and not m.ephemeral]
+        parent = [m for m in every if m.ts == ts]
+        after = [
+            m for m in every if m.thread_ts == ts and m.ts != ts and _within(m.ts, oldest, latest, inclusive=inclusive)
+        ]
+        if not parent and not after and not any(m.thread_ts == ts for m in every):
+            raise SlackMethodError("thread_not_found")
+        limit = _limit(args.get("limit"))
+        found = sorted(parent + after, key=lambda m: float(m.ts))[:limit]
+        with_metadata = str(args.get("include_all_metadata", "")).lower() in ("1", "true")
+        shown = []
+        for message in found:
+            data = message.to_api()
+            if message.thread_ts is None and after:
+                data["thread_ts"] = message.ts
+            if not data.get("blocks"):  # Slack answers a text-only message with the rich_text block it made of it
+                data["blocks"] = [_rich_text(message.ts, message.text)]
+            if with_metadata and (channel, message.ts) in self.metadata:
+                data["metadata"] = dict(self.metadata[(channel, message.ts)])
+            shown.append(data)
+        return {"ok": True, "messages": shown, "has_more": False, "response_metadata": {"next_cursor": ""}}
+
+
+def check_metadata(raw: object) -> JsonDict:
+    """``metadata`` as Slack takes it: ``{"event_type": "<name>", "event_payload": {...}}`` (an object, or JSON
+    text in a form body); anything else is ``invalid_metadata_format``."""
+    value = raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("event_type"), str)
+        or not value["event_type"]
+        or not isinstance(value.get("event_payload"), dict)
+    ):
+        raise SlackMethodError("invalid_metadata_format")
+    return {"event_type": value["event_type"], "event_payload": value["event_payload"]}
+
+
+def _rich_text(ts: str, text: str) -> JsonDict:
+    return {
+        "type": "rich_text",
+        "block_id": "rt" + ts.replace(".", "")[-6:],
+        "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
+    }
+
+
+def _within(ts: str, oldest: str, latest: str, *, inclusive: bool) -> bool:
+    t, low, high = float(ts), float(oldest), float(latest)
+    return (low <= t <= high) if inclusive else (low < t < high)
+
+
+def _limit(raw: object) -> int:
+    try:
+        limit = int(str(raw)) if raw not in (None, "") else 1000
+    except ValueError as exc:
+        raise _invalid("limit must be a number [json-pointer:/limit]") from exc
+    return max(1, min(limit, 1000))

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from milpa_chat.testing._server import LocalServer
-from milpa_chat.testing.slack.assistant_threads import AssistantThread, AssistantThreads
+from milpa_chat.testing.slack.assistant_threads import AssistantThread, AssistantThreads, ThreadReplies, check_metadata
 from milpa_chat.testing.slack.models import JsonDict, SlackApiCall, SlackMessage, SlackMethodError, SlackView
 from milpa_chat.testing.slack.workspace import MAX_TEXT_LENGTH, SlackWorkspace, channel_map
 
@@ -96,23 +96,40 @@ class SlackApiServer(LocalServer):
             trigger_ttl=trigger_ttl,
         )
         self.assistant_threads = AssistantThreads(self.scopes, lambda c: c in self.workspace.channels)
+        self.thread_replies = ThreadReplies(
+            lambda c: list(self.workspace.messages.get(c, [])), lambda c: c in self.workspace.channels
+        )
         self._serve_assistant_threads()
         super().__init__(host=host, port=port)
         self._calls: list[SlackApiCall] = []
         self._armed: list[_ArmedFailure] = []
 
     def _serve_assistant_threads(self) -> None:
-        """``assistant.threads.*``; a reply the app posts in a thread clears the thread's status, as on Slack."""
+        """``assistant.threads.*``; a reply the app posts in a thread clears the thread's status, as on Slack.
+        Messages keep their ``metadata`` and ``conversations.replies`` reads a thread back (bolt's default thread
+        context store reads an assistant thread's context from there)."""
         methods = self.workspace.methods
         methods.update(self.assistant_threads.methods())
-        post = methods["chat.postMessage"]
+        methods["conversations.replies"] = self.thread_replies.replies
+        post, update = methods["chat.postMessage"], methods["chat.update"]
 
         def post_and_clear(args: JsonDict) -> JsonDict:
+            if args.get("metadata") is not None:
+                check_metadata(args["metadata"])  # refused before anything is posted
             answer = post(args)
+            self.thread_replies.keep(str(answer["channel"]), str(answer["ts"]), args.get("metadata"))
             self.assistant_threads.replied(str(answer["channel"]), args.get("thread_ts") or None)
             return answer
 
+        def update_with_metadata(args: JsonDict) -> JsonDict:
+            if args.get("metadata") is not None:
+                check_metadata(args["metadata"])
+            answer = update(args)
+            self.thread_replies.keep(str(answer["channel"]), str(answer["ts"]), args.get("metadata"))
+            return answer
+
         methods["chat.postMessage"] = post_and_clear
+        methods["chat.update"] = update_with_metadata
 
     # --- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) ---------------------------
 
