@@ -194,6 +194,7 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
     forged_tap_and_expiry(page)
 
     page.click("#tour-button")  # the scripted tour, played by the playground itself, shown live at a person's pace
+    page.locator("#tour-button", has_text="Next step").wait_for()  # once the page's POST /api/tour is answered
     assert page.locator("#tour-button").inner_text() == "⏭ Next step"
     page.locator("#alert[open]").wait_for(timeout=90_000)  # the tour's forged tap (step 9), shown to Alice
     assert "no such button" in page.locator("#alert-text").inner_text()
