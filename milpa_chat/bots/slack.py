@@ -290,6 +290,8 @@ class SlackBot(SlackServing):
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
         await self.drain()
+        if self.pane is not None:
+            self.pane.close()
         session, self.client.session = self.client.session, None
         if session is not None:
             await session.close()

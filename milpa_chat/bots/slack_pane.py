@@ -134,7 +134,11 @@ class SlackPane:
         self.middleware.thread_context_changed(self._context_changed)
         if own:
             bot.app.assistant(self.middleware)
-        bot.assistant.registry.dispatcher.subscribe("tool.executing", self._tool_running)
+        self._unsubscribe = bot.assistant.registry.dispatcher.subscribe("tool.executing", self._tool_running)
+
+    def close(self) -> None:
+        """Stop showing tool statuses (the bot's ``close`` calls it)."""
+        self._unsubscribe()
 
     # ------------------------------------------------------------- listeners (bolt acks them itself)
     async def _thread_started(self, body: dict[str, Any], payload: dict[str, Any]) -> None:
