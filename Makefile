@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-types: $(STAMP)
+types: $(STAMP)  # the package strictly and tests/ (bodies checked), as [tool.mypy] in pyproject.toml says
 	$(BIN)/mypy
 
 pytest: $(STAMP)

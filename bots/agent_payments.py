@@ -41,7 +41,7 @@ from milpa_chat.runtime.definition import VerifyPolicy
 __all__ = ["FRAMEWORKS", "build", "main"]
 
 EXAMPLE_IDENTITIES = Path(__file__).with_name("identities.example.toml")
-MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"], expires_in=3600)
+MANAGERS = VerifyPolicy(approver_scopes=("payments:approve",), expires_in=3600)
 INSTRUCTIONS = "You make payments for the user with send_payment. Answer in one short sentence."
 log = logging.getLogger("bots.agent_payments")
 

@@ -11,11 +11,12 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from tests.docs_examples import OUTCOME, PAGES, ROOT, SHELL, blocks
 
 
-def _run(page: Path, folder: Path) -> list[dict[str, object]]:
+def _run(page: Path, folder: Path) -> list[dict[str, Any]]:
     folder.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     for key in ("TELEGRAM_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SLACK_BOT_TOKEN"):
@@ -52,7 +53,7 @@ def test_every_python_and_shell_block_runs_as_pasted(tmp_path: Path) -> None:
     for o in skipped:
         print(f"  skipped {o['block']}: {o['reason']}")
     for o in lines:
-        for line in o["skipped_lines"]:  # type: ignore[union-attr]
+        for line in o["skipped_lines"]:
             print(f"  skipped in {o['block']}: {line}")
     for o in failed:
         print(f"  FAILED {o['block']}: {str(o['reason']).splitlines()[0] if o['reason'] else ''}")

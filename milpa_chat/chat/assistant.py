@@ -93,7 +93,7 @@ class Assistant:
         self.registry = registry
         self.identities = identities or Identities()
         self.agent = agent
-        #: The standing grants' chat side (``milpa_chat.standing.GrantChat(assistant, desk)`` sets itself here).
+        #: The standing grants' chat side (``milpa_chat.grants.GrantChat(assistant, desk)`` sets itself here).
         self.grants: Any = None
         self.name = name
         self.store = registry.store

@@ -69,7 +69,7 @@ class ApprovalOutbox:
         self.present = present
         self.resume = resume
         #: Called for each copy of a card with ``(approval, role)``; a button returned is added to that copy
-        #: (e.g. "Always allow…" on an approver's copy, from :class:`milpa_chat.standing.GrantChat`).
+        #: (e.g. "Always allow…" on an approver's copy, from :class:`milpa_chat.grants.GrantChat`).
         self.extras: list[Callable[[Approval, str], Button | None]] = []
 
     def card(self, approval: Approval, role: str, *, failing: Mapping[str, str] | None = None) -> Message:

@@ -22,9 +22,9 @@ from milpa_chat.cli.store import open_cli_store
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
+    from milpa_chat.grants.desk import GrantDesk
+    from milpa_chat.grants.records import GrantRecord
     from milpa_chat.runtime.context import ToolContext
-    from milpa_chat.standing.desk import GrantDesk
-    from milpa_chat.standing.records import GrantRecord
     from milpa_chat.store.base import Store
 
 __all__ = ["add_parsers", "cmd_grants", "show_lines"]
@@ -115,9 +115,9 @@ def show_lines(record: GrantRecord) -> list[str]:
 
 
 def _desk(store: Store) -> GrantDesk:
+    from milpa_chat.grants.desk import GrantDesk
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.runtime.trail import AuditTrail
-    from milpa_chat.standing.desk import GrantDesk
 
     registry = ToolRegistry(store=store)
     registry.approvals.install(trail=AuditTrail(store))
@@ -183,7 +183,7 @@ def _read_text(path: str) -> str:
 
 
 async def _draft(desk: GrantDesk, ns: argparse.Namespace) -> int:
-    from milpa_chat.command.grants import InvalidGrant
+    from milpa_chat.grants.errors import InvalidGrant
 
     ctx = _person(ns, "draft")
     text = _read_text(ns.file)

@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_grants(sub, add_global_options)
     add_audit(sub, add_global_options)
-    from milpa_chat.mcp.cli import add_parser as add_mcp_parser
+    from milpa_chat.cli.mcp import add_parser as add_mcp_parser
 
     add_mcp_parser(sub)
     _add_playground(sub)
@@ -145,7 +145,7 @@ async def _dispatch(ns: argparse.Namespace) -> int:
 
 def _run_command(ns: argparse.Namespace) -> int:
     if ns.command == "mcp":
-        from milpa_chat.mcp.cli import cmd_mcp
+        from milpa_chat.cli.mcp import cmd_mcp
 
         return cmd_mcp(ns)
     if ns.command == "playground":

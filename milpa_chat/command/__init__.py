@@ -5,8 +5,9 @@ input contract — and each :class:`SurfaceProjector` decides whether and how it
 surface; :class:`RegistryProjector` puts it on a :class:`~milpa_chat.runtime.ToolRegistry`, so it
 runs through the whole pipeline (confirmation on chat channels included). Effects are declared,
 never inferred: an :class:`EffectProfile` on five axes, and a declared class that says neither
-``@Mutates`` nor ``@Reads`` is refused by name. A :class:`StandingGrant` lets a person say "always allow
-this, within these limits"; :class:`StandingJudge` decides, purely, whether it lends one call.
+``@Mutates`` nor ``@Reads`` is refused by name. Standing grants (a person says "always allow this, within
+these limits") live in :mod:`milpa_chat.grants`; their names are still answered here, from the old address
+:mod:`milpa_chat.command.grants`.
 
 ``import milpa_chat`` does not import this package; ``import milpa_chat.command`` does.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from milpa_chat.command.atom import DeclaredCondition, Operation, declared_operation
 from milpa_chat.command.audits import RollbackContracts
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.catalogue import HIDDEN, CatalogueProjector, model_of, read_catalogue, usage_of
 from milpa_chat.command.certificates import generate_signing_key, public_key_of
 from milpa_chat.command.composition import (
@@ -36,21 +38,6 @@ from milpa_chat.command.declaration import Because, Confirms, Mutates, Needs, Re
 from milpa_chat.command.declared import Resolver, is_declared
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile, InvalidInput, InvalidOperation, OperationDeclarationError
-from milpa_chat.command.grants import (
-    Canonical,
-    Condition,
-    ConditionReceipt,
-    Falsifier,
-    GrantStanding,
-    GrantState,
-    InvalidGrant,
-    NamedCall,
-    StandingCall,
-    StandingCheck,
-    StandingGrant,
-    StandingJudge,
-    StandingVerdict,
-)
 from milpa_chat.command.ids import OperationId
 from milpa_chat.command.levels import AXES, Authority, Externality, Mutation, Reversibility, Subject
 from milpa_chat.command.principal import VerifiedPrincipal
@@ -92,8 +79,6 @@ __all__ = [
     "CliCommand",
     "CliCommandProjector",
     "CommandProvider",
-    "Condition",
-    "ConditionReceipt",
     "Confirms",
     "ContextFacts",
     "DeclaredAuthorityPolicy",
@@ -104,18 +89,13 @@ __all__ = [
     "ExplorerItem",
     "ExplorerProjector",
     "Externality",
-    "Falsifier",
-    "GrantStanding",
-    "GrantState",
     "HttpRouteModel",
     "InvalidEffectProfile",
-    "InvalidGrant",
     "InvalidInput",
     "InvalidOperation",
     "InvocationContext",
     "Mutates",
     "Mutation",
-    "NamedCall",
     "Needs",
     "Operation",
     "OperationDeclarationError",
@@ -129,11 +109,6 @@ __all__ = [
     "RollbackContracts",
     "SlackSubcommand",
     "SlackSubcommandProjector",
-    "StandingCall",
-    "StandingCheck",
-    "StandingGrant",
-    "StandingJudge",
-    "StandingVerdict",
     "Subject",
     "SubjectAttestation",
     "SurfaceModel",
@@ -155,3 +130,30 @@ __all__ = [
     "tool_model_of",
     "usage_of",
 ]
+
+
+#: Names this package exported before standing grants moved to :mod:`milpa_chat.grants`; still answered here.
+_MOVED_TO_GRANTS = frozenset(
+    {
+        "Condition",
+        "ConditionReceipt",
+        "Falsifier",
+        "GrantStanding",
+        "GrantState",
+        "InvalidGrant",
+        "NamedCall",
+        "StandingCall",
+        "StandingCheck",
+        "StandingGrant",
+        "StandingJudge",
+        "StandingVerdict",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED_TO_GRANTS:  # read from the old address (inside this package), only when asked for
+        from milpa_chat.command import grants
+
+        return getattr(grants, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

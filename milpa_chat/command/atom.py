@@ -223,7 +223,7 @@ class Operation:
         """
         if self.acts_on is None:
             return None
-        from milpa_chat.command.grants.canonical import Canonical
+        from milpa_chat.command.canonical import Canonical
 
         found = self.acts_on(arguments)
         return found if isinstance(found, str) and Canonical.one_line(found) else None

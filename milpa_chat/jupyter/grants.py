@@ -24,8 +24,8 @@ from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.runtime.context import ToolContext
 
 if TYPE_CHECKING:
-    from milpa_chat.standing.desk import GrantDesk
-    from milpa_chat.standing.records import GrantRecord
+    from milpa_chat.grants.desk import GrantDesk
+    from milpa_chat.grants.records import GrantRecord
 
 __all__ = ["GrantsPanel"]
 

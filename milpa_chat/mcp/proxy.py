@@ -185,7 +185,7 @@ class McpProxy:
 
     def _know(self, client: UpstreamClient, imported: list[ToolDefinition]) -> None:
         """Tell the registry's standing grants (a ``GrantDesk``) the operations just imported."""
-        from milpa_chat.standing import GrantDesk
+        from milpa_chat.grants.desk import GrantDesk
 
         desk = self.registry.grants
         if not isinstance(desk, GrantDesk):

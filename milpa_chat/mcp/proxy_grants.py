@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from milpa_chat.command.atom import Operation
 from milpa_chat.command.effects import EffectProfile
-from milpa_chat.command.grants import is_operation_name
+from milpa_chat.grants.rules import is_operation_name
 
 if TYPE_CHECKING:
     from milpa_chat.mcp.proxy_config import UpstreamConfig

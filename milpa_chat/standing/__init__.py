@@ -1,25 +1,28 @@
-"""Standing grants on the host: kept in the store, judged before an approval, changed only by people.
+"""The old address of standing grants on the host, now :mod:`milpa_chat.grants`.
 
-* :class:`GrantDesk` (``registry.grants``) — grants, receipts and signs of life in the store (every
-  backend, through the store protocol); the pipeline's ``standing`` step asks it before an approval
-  is opened; :class:`GrantOffer` says what "Always allow…" drafts for an operation.
-* :class:`GrantRecord` — a stored grant, read-only.
-* :class:`GrantChat` — "Always allow…", ``/grants`` and the grant cards in chat.
-
-The documents and the judge are :mod:`milpa_chat.command.grants`; this package is the host around them.
+Kept so that imports written before the move still work: this package and its old modules
+(``milpa_chat.standing.desk``, ``.changes``, ``.records``, ``.chat``) name the very same objects as the new home.
 """
 
 from __future__ import annotations
 
-from milpa_chat.standing.desk import GrantDesk, GrantOffer, Judged
-from milpa_chat.standing.records import GrantRecord
+import sys
+from typing import TYPE_CHECKING
+
+from milpa_chat.grants import GrantDesk, GrantOffer, GrantRecord, Judged, changes, desk, records
+
+if TYPE_CHECKING:
+    from milpa_chat.grants.chat import GrantChat
 
 __all__ = ["GrantChat", "GrantDesk", "GrantOffer", "GrantRecord", "Judged"]
+
+for _old in (changes, desk, records):
+    sys.modules[f"{__name__}.{_old.__name__.rsplit('.', 1)[1]}"] = _old
 
 
 def __getattr__(name: str) -> object:
     if name == "GrantChat":  # the chat side loads the chat package: only when asked for
-        from milpa_chat.standing.chat import GrantChat
+        from milpa_chat.grants.chat import GrantChat
 
         return GrantChat
-    raise AttributeError(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,7 @@ IDENTITIES: dict[str, Any] = {
     "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"], "telegram:2002": ["manager"]},
     "approvers": {"telegram": [str(APPROVERS)]},
 }
-MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"], expires_in=600)
+MANAGERS = VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600)
 PAYMENT = {"to": "ACME", "amount": 120}
 SCHEMA = {
     "type": "object",

@@ -78,7 +78,7 @@ async def test_a_killed_bot_process_resumes_the_frameworks_run_and_the_tool_runs
             "AGENT_LEDGER": str(ledger),
             "AGENT_WORKDIR": str(tmp_path),
             "OPENAI_BASE_URL": llm.base_url,
-            "OPENAI_API_KEY": llm.api_key,
+            "OPENAI_API_KEY": llm.api_key or "",
         }
         async with bot_process(server, env, log) as first:
             asked = await server.send_message(ALICE.id, ALICE, "please pay ACME 120 EUR")

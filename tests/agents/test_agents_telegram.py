@@ -182,7 +182,7 @@ async def test_an_approver_edits_the_amount_and_another_approves_the_edited_call
 
 
 async def test_a_quorum_of_two_runs_the_call_after_the_second_approval(framework: str, tmp_path: Path) -> None:
-    async with chat(framework, tmp_path, verify=VerifyPolicy(approver_scopes=["payments:approve"], quorum=2)) as c:
+    async with chat(framework, tmp_path, verify=VerifyPolicy(approver_scopes=("payments:approve",), quorum=2)) as c:
         card = await c.ask()
         assert "1 of 2" in await c.tap(card, "Approve", MARIA)
         await asyncio.sleep(0.2)
@@ -194,7 +194,9 @@ async def test_a_quorum_of_two_runs_the_call_after_the_second_approval(framework
 
 
 async def test_an_expired_request_runs_nothing_and_the_framework_is_told(framework: str, tmp_path: Path) -> None:
-    async with chat(framework, tmp_path, verify=VerifyPolicy(approver_scopes=["payments:approve"], expires_in=60)) as c:
+    async with chat(
+        framework, tmp_path, verify=VerifyPolicy(approver_scopes=("payments:approve",), expires_in=60)
+    ) as c:
         card = await c.ask()
         c.clock.advance(61)
         await c.tg.wait_until(lambda: "Expired" in c.card_text(card), WAIT, what="the expired card")

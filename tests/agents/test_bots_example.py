@@ -41,7 +41,7 @@ async def test_the_example_bot_pays_once_after_a_managers_tap(framework: str, tm
             "AGENT_FRAMEWORK": framework,
             "MILPA_STORE": str(tmp_path / "agent.db"),
             "MILPA_IDENTITIES": str(tmp_path / "identities.toml"),
-            "OPENAI_API_KEY": llm.api_key,
+            "OPENAI_API_KEY": llm.api_key or "",
             "OPENAI_BASE_URL": llm.base_url,
         }
         assistant, _ = await build(env, stack)
@@ -63,6 +63,6 @@ async def test_the_example_bot_pays_once_after_a_managers_tap(framework: str, tm
             20,
             what="the payment's result",
         )
-        assert f"payment key {approval.id}" in paid[0]
+        assert paid[0] is not None and f"payment key {approval.id}" in paid[0]
         done = await assistant.approvals.get(approval.id)
         assert done is not None and done.state == "executed"

@@ -20,7 +20,7 @@ from .frameworks import SCHEMA
 ALICE = ToolContext.web("alice", scopes=["payments:send"])
 MARIA = ToolContext.web("maria", scopes=["payments:approve"])
 MATEO = ToolContext.web("mateo", scopes=["payments:approve"])
-MANAGERS = VerifyPolicy(approver_scopes=["payments:approve"])
+MANAGERS = VerifyPolicy(approver_scopes=("payments:approve",))
 
 
 async def test_a_confirmed_external_call_waits_for_its_caller_and_runs_once_under_twenty_runners(

@@ -70,7 +70,7 @@ async def test_another_worker_resumes_the_thread_from_postgres_and_the_tool_runs
 
     dsn = f"{POSTGRES_DSN}?options=-csearch_path%3D{schema}"
     paid: list[tuple[Any, ...]] = []
-    policy = VerifyPolicy(approver_scopes=["payments:approve"])
+    policy = VerifyPolicy(approver_scopes=("payments:approve",))
     first_store = PostgresStore(POSTGRES_DSN, schema=schema)
     async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
         await saver.setup()

@@ -12,6 +12,7 @@ python-telegram-bot and slack-bolt against the local servers, on one SQLite stor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ async def test_direct_delivery_reaches_each_approver_and_one_decision_edits_ever
         assert w.api is not None and w.slack is not None and w.slack_bot is not None
         waiting = await w.ask("/pay_direct ACME 20")
         await w.tg.wait_until(lambda: w.cards_in(MARIA.id) and w.cards_in(BRUNO.id), WAIT, what="both DMs")
-        slack_dm = await w.api.wait_for(lambda: (w.slack_cards_in("D" + MATEO[1:]) or [None])[0], WAIT)
+        slack_dm = await w.api.wait_for(lambda: next(iter(w.slack_cards_in("D" + MATEO[1:])), None), WAIT)
 
         assert w.cards_in(TG_APPROVERS) == [] and w.slack_cards_in(APPROVERS) == []  # no channel copy
         # the requester's own chat has her copy (Withdraw), never an approver's card
@@ -174,7 +175,7 @@ async def test_direct_delivery_reaches_each_approver_and_one_decision_edits_ever
         await w.slack_bot.drain()
         for copy in copies:
             await w.tg.wait_until(
-                lambda c=copy: "Mateo" in (w.now(c).text or "") and not w.now(c).button_labels,
+                functools.partial(lambda c: "Mateo" in (w.now(c).text or "") and not w.now(c).button_labels, copy),
                 WAIT,
                 what="every Telegram copy edited with Mateo's decision",
             )
@@ -260,7 +261,9 @@ async def test_an_approver_sees_how_they_decide_with_approvals_in_chat(tmp_path:
     async with world(tmp_path / "bot.db", clock, payments, slack=False) as w:
         for amount in (10, 11):
             await w.ask(f"/pay_both ACME {amount}")
-            await w.tg.wait_until(lambda a=amount: any(f"{a}" in (c.text or "") for c in w.cards_in(MARIA.id)), WAIT)
+            await w.tg.wait_until(
+                functools.partial(lambda a: any(f"{a}" in (c.text or "") for c in w.cards_in(MARIA.id)), amount), WAIT
+            )
         first, second = w.cards_in(MARIA.id)[-2:]
         clock.now += 1  # decided in a second: faster than a card can be read
         await w.tap(first, "Approve", MARIA)

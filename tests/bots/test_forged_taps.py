@@ -100,7 +100,11 @@ class World:
         return len(tg) + len(self.api.calls("chat.update"))
 
     async def records(self) -> dict[str, Any]:
-        return {e.key: e.value for e in await self.assistant.store.read(COLLECTION)}
+        """Every approval record as decided (its ``cards``, the delivery bookkeeping, go on in the background)."""
+        return {
+            r.key: {k: v for k, v in r.value.items() if k != "cards"}
+            for r in await self.assistant.store.scan(COLLECTION)
+        }
 
 
 @asynccontextmanager

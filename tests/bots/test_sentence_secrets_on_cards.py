@@ -34,8 +34,8 @@ async def test_a_password_in_a_sentence_is_masked_on_every_card_and_in_the_resul
     async with world(tmp_path / "bot.db", ManualClock(), payments) as w:
         assert w.api is not None and w.slack is not None and w.slack_bot is not None
         waiting = await w.ask(f'/pay_memo ACME "{MEMO}"')
-        card = await w.tg.wait_until(lambda: (w.cards_in(TG_APPROVERS) or [None])[0], WAIT, what="the card")
-        slack_card = await w.api.wait_for(lambda: (w.slack_cards_in(APPROVERS) or [None])[0], WAIT)
+        card = await w.tg.wait_until(lambda: next(iter(w.cards_in(TG_APPROVERS)), None), WAIT, what="the card")
+        slack_card = await w.api.wait_for(lambda: next(iter(w.slack_cards_in(APPROVERS)), None), WAIT)
         for shown in (waiting.text or "", card.text or "", slack_card.all_text()):
             assert "my password is" in shown and "the PIN is" in shown and "REDACTED" in shown, shown
             assert PASSWORD not in shown and PIN not in shown, shown

@@ -34,8 +34,8 @@ async def test_show_all_instead_of_a_file_on_every_copy_and_edit(tmp_path: Path)
     async with world(tmp_path / "bot.db", ManualClock(), payments) as w:
         assert w.api is not None and w.slack is not None and w.slack_bot is not None
         await w.ask(f'/pay_memo ACME "{MEMO}" api_key=sk-live-9999')
-        card = await w.tg.wait_until(lambda: (w.cards_in(TG_APPROVERS) or [None])[0], WAIT, what="the card")
-        slack_card = await w.api.wait_for(lambda: (w.slack_cards_in(APPROVERS) or [None])[0], WAIT)
+        card = await w.tg.wait_until(lambda: next(iter(w.cards_in(TG_APPROVERS)), None), WAIT, what="the card")
+        slack_card = await w.api.wait_for(lambda: next(iter(w.slack_cards_in(APPROVERS)), None), WAIT)
         assert "📄 Show all" in card.button_labels
         assert "Some values are shortened here" in (card.text or "") and MEMO not in (card.text or "")
         assert "Show all" in slack_card.all_text()
@@ -53,7 +53,7 @@ async def test_show_all_instead_of_a_file_on_every_copy_and_edit(tmp_path: Path)
         texts = await w.tg.wait_until(
             lambda: (t := shown_since_the_tap()) and "line0399" in t and t, WAIT, what="every argument in the chat"
         )
-        assert texts.startswith("<b>📄 All arguments: pay_memo</b>")
+        assert isinstance(texts, str) and texts.startswith("<b>📄 All arguments: pay_memo</b>")
         assert all(f"line{i:04d}" in texts for i in range(400))  # the whole memo, over its pages
         assert "sk-live-9999" not in texts and "REDACTED" in texts
         assert payments.paid == []  # showing decides nothing
@@ -78,7 +78,7 @@ async def test_a_show_all_tap_from_where_the_request_was_never_shown_is_refused(
     payments = MemoPayments()
     async with world(tmp_path / "bot.db", ManualClock(), payments, slack=False) as w:
         await w.ask(f'/pay_memo ACME "{MEMO}"')
-        card = await w.tg.wait_until(lambda: (w.cards_in(TG_APPROVERS) or [None])[0], WAIT, what="the card")
+        card = await w.tg.wait_until(lambda: next(iter(w.cards_in(TG_APPROVERS)), None), WAIT, what="the card")
         approval_id = next(
             c.params
             for c in w.tg.calls

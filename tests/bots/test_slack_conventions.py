@@ -96,7 +96,7 @@ async def test_people_are_named_on_cards_through_cached_users_info() -> None:
             await world.command("pay ACME 6", user=ALICE)
             mine = world.api.messages(WORK)
             assert any("María Moreno" in m.all_text() for m in mine), [m.all_text() for m in mine]
-        users = [c.args.get("user") for c in api.calls("users.info")]
+        users = [c.args["user"] for c in api.calls("users.info")]
         assert sorted(users) == sorted({ALICE, MARIA})  # each looked up once
 
 

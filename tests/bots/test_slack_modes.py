@@ -149,7 +149,7 @@ class SocketModeEndpoint:
                 "retry_reason": "timeout" if retry_attempt else "",
             }
         )
-        return await eventually(lambda: self.acks.get(envelope_id), timeout=3.0)  # type: ignore[no-any-return]
+        return await eventually(lambda: self.acks.get(envelope_id), timeout=3.0)
 
 
 async def test_socket_mode_needs_no_signing_secret_and_runs_every_flow(api: SlackApiServer) -> None:
@@ -158,7 +158,7 @@ async def test_socket_mode_needs_no_signing_secret_and_runs_every_flow(api: Slac
     payloads = SlackPayloads(api=api)
     async with SocketModeEndpoint(APP_TOKEN) as slack:
         handler = bot.socket_mode_handler(AsyncWebClient(base_url=slack.base_url))
-        await handler.connect_async()  # type: ignore[no-untyped-call]
+        await handler.connect_async()
         try:
             await slack.deliver(
                 "slash_commands", payloads.command("/milpa", "delete_note 5", user=ALICE, channel=WORK).payload
@@ -173,7 +173,7 @@ async def test_socket_mode_needs_no_signing_secret_and_runs_every_flow(api: Slac
             await slack.deliver("events_api", mention, retry_attempt=1)
             await bot.drain()
         finally:
-            await handler.close_async()  # type: ignore[no-untyped-call]
+            await handler.close_async()
             await bot.close()
     assert slack.opened_with == [APP_TOKEN]
     assert tools.deleted == [5] and card.buttons() == [] and "Done" in card.text

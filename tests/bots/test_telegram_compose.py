@@ -106,6 +106,7 @@ async def test_install_adds_the_kit_to_the_users_own_application() -> None:
         finally:
             await bot.stop()
             await store.close()
+        assert application.post_init is not None
         await application.post_init(application)  # the hook run_polling calls: the kit's, then the user's
         assert ran == ["post_init"]
 

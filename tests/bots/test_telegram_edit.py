@@ -61,7 +61,7 @@ async def test_an_approver_edits_a_field_by_replying_to_a_prompt_and_another_app
 
         # someone else's reply is not Maria's value; Maria's invalid value is refused and asked again
         stray = await tg.send_message(TG_APPROVERS, TG_MATEO, "5", reply_to=prompt)
-        assert "I work with commands" in (await tg.wait_for_message(TG_APPROVERS, since=stray)).text
+        assert "I work with commands" in ((await tg.wait_for_message(TG_APPROVERS, since=stray)).text or "")
         bad = await tg.send_message(TG_APPROVERS, TG_MARIA, "plenty", reply_to=prompt)
         told = await tg.wait_for_message(TG_APPROVERS, since=bad)
         assert "not valid" in (told.text or "") and "Reply with another value" in (told.text or "")

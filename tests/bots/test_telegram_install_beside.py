@@ -34,7 +34,7 @@ async def ping(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await update.effective_message.reply_text("pong")
 
 
-def application(server: BotApiServer) -> Application:  # type: ignore[type-arg]
+def application(server: BotApiServer) -> Application:
     app = Application.builder().token(server.token).base_url(server.base_url).build()
     app.add_handler(CommandHandler("ping", ping))
     return app

@@ -304,7 +304,7 @@ class FlakySurface(RecordingTransport):
         super().__init__(surface)
         self.failures = 1
 
-    async def send(self, chat_id: str, message):  # type: ignore[no-untyped-def]
+    async def send(self, chat_id: str, message):
         if self.failures:
             self.failures -= 1
             raise ConnectionError("platform unavailable")

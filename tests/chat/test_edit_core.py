@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from milpa_chat import ToolRegistry
+from milpa_chat import ToolContext, ToolRegistry
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.store import MemoryStore
@@ -21,7 +21,7 @@ def assistant(tools: Tools, clock: ManualClock) -> Assistant:
     return Assistant(registry, Identities.from_dict(IDENTITIES), approval_ttl=600, edits=True)
 
 
-def ctx(assistant: Assistant, user: object, chat: str = APPROVERS_CHAT) -> object:
+def ctx(assistant: Assistant, user: object, chat: str = APPROVERS_CHAT) -> ToolContext:
     return assistant.identities.context_for("telegram", user, chat)  # type: ignore[arg-type]
 
 
@@ -79,7 +79,7 @@ async def test_an_edit_is_revalidated_and_reauthorized_like_a_new_call(
     with pytest.raises(ApprovalRefused, match="Nothing changed"):
         await assistant.approvals.amend(aid, {"amount": 120}, ctx(assistant, MANAGER), via="telegram")
     # the requester lost the scope to pay since asking: the edit is refused as a new call would be
-    assistant.identities.users["telegram:1001"] = ["notes:read"]
+    assistant.identities.users["telegram:1001"] = ("notes:read",)
     with pytest.raises(ApprovalRefused, match="not allowed for Alice"):
         await assistant.approvals.amend(aid, {"amount": 5}, ctx(assistant, MANAGER), via="telegram")
     a = await assistant.approvals.get(aid)

@@ -66,7 +66,7 @@ async def test_a_failing_store_and_a_refusing_surface_raise_nothing(
     surface = RefusingSurface(last_resort)
     inbound = Inbound("telegram", "1", ANA, text="/list_notes", delivery_id="77")
     with caplog.at_level(logging.ERROR, logger="milpa_chat"):
-        await assistant.handle(inbound, surface)  # type: ignore[arg-type]
+        await assistant.handle(inbound, surface)
     [line] = [r for r in caplog.records if "failed" in r.getMessage()]
     said = "the person was told" if last_resort else "nobody could be told"
     assert said in line.getMessage() and "StoreError" in line.getMessage()

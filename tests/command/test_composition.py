@@ -90,7 +90,7 @@ def install(
 
 
 def policy(authority: Authority = A.READ, scopes: tuple[str, ...] = ("capabilities:write",)) -> DeclaredAuthorityPolicy:
-    return DeclaredAuthorityPolicy("lab", {OPERATION: {"scopes": list(scopes), "authority": authority}})
+    return DeclaredAuthorityPolicy("lab", {OPERATION: AuthorityRule(list(scopes), authority)})
 
 
 def subject(
@@ -316,7 +316,11 @@ def test_a_judgment_above_the_destination_does_not_justify_it() -> None:
 def test_editing_a_rule_changes_the_policy_digest_reordering_does_not() -> None:
     assert policy().digest() != policy(scopes=("capabilities:write", "new:scope")).digest()
     one = DeclaredAuthorityPolicy("lab", {"a": AuthorityRule(["x", "y"], A.READ), "b": AuthorityRule([], A.NONE)})
-    two = DeclaredAuthorityPolicy("lab", {"b": AuthorityRule([], "none"), "a": AuthorityRule(["y", "x"], "read")})
+    # levels spelled as strings, as a policy file says them (read at run time; the declared type is the level)
+    two = DeclaredAuthorityPolicy(
+        "lab",
+        {"b": AuthorityRule([], "none"), "a": AuthorityRule(["y", "x"], "read")},  # type: ignore[arg-type]
+    )
     assert one.digest() == two.digest()
 
 
@@ -557,7 +561,13 @@ def test_confinement_composes_on_top_of_a_declared_descent() -> None:
 
 @pytest.mark.parametrize("blank", ["workspace_id", "arguments_digest", "because"])
 def test_a_confinement_without_its_names_is_refused(blank: str) -> None:
-    values = {"workspace_id": "t", "arguments_digest": "sha256:abc", "bounds": {}, "because": "x", blank: " "}
+    values: dict[str, Any] = {
+        "workspace_id": "t",
+        "arguments_digest": "sha256:abc",
+        "bounds": {},
+        "because": "x",
+        blank: " ",
+    }
     with pytest.raises(InvalidEffectProfile, match="a trial confinement names its workspace"):
         TrialConfinement(**values)
 
@@ -647,7 +657,7 @@ def test_data_can_never_mint_a_verified_grade() -> None:
     assert forged.scopes == ("probes:run",)
     assert not VerifiedPrincipal("key:X").verified
     with pytest.raises(AttributeError):
-        forged.verified = True  # type: ignore[misc]
+        forged.verified = True
 
 
 def test_the_grade_does_not_survive_serialisation_copying_or_pickling() -> None:

@@ -279,7 +279,7 @@ def test_an_untyped_input_is_refused_with_the_fix() -> None:
     @operation("lab:untyped-param", "No annotation.")
     @Reads
     class NoHint:
-        def __init__(self, id) -> None:  # type: ignore[no-untyped-def]
+        def __init__(self, id) -> None:
             self.id = id
 
         def run(self) -> dict[str, Any]:
@@ -480,7 +480,7 @@ def test_needs_takes_its_scopes_positionally_or_by_name_and_refuses_a_bare_strin
 
     assert declared_operation(Positional).scopes == ("a:read", "b:read")
     with pytest.raises(OperationDeclarationError, match=r"takes a list, got 'a:read'; write \['a:read'\]"):
-        Needs("a:read")  # type: ignore[call-overload]
+        Needs("a:read")
     with pytest.raises(OperationDeclarationError, match="not colour"):
         Needs(scopes=["x"], colour="red")  # type: ignore[call-overload]
 

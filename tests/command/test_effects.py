@@ -55,9 +55,9 @@ def test_the_weights_the_seed_relies_on() -> None:
 
 
 def test_levels_are_their_backing_strings() -> None:
-    assert EffectProfile("persistent", "third_party", "irreversible", "write_as_user", subject="data") == EffectProfile(
-        M.PERSISTENT, E.THIRD_PARTY, R.IRREVERSIBLE, A.WRITE_AS_USER, subject=S.DATA
-    )
+    # the strings, as the docstring allows at run time (the declared types name the members)
+    as_strings = EffectProfile("persistent", "third_party", "irreversible", "write_as_user", subject="data")  # type: ignore[arg-type]
+    assert as_strings == EffectProfile(M.PERSISTENT, E.THIRD_PARTY, R.IRREVERSIBLE, A.WRITE_AS_USER, subject=S.DATA)
     with pytest.raises(InvalidEffectProfile, match="'god' is not a level of authority"):
         EffectProfile(authority="god")  # type: ignore[arg-type]
     with pytest.raises(InvalidEffectProfile, match="is not a level of externality"):
@@ -182,7 +182,7 @@ def test_a_compensating_contract_that_names_an_operation_is_handed_back() -> Non
 
 def test_escalators_must_be_a_list_of_names() -> None:
     with pytest.raises(InvalidEffectProfile, match="takes a list of argument names"):
-        EffectProfile(escalates_on="path")  # type: ignore[arg-type]
+        EffectProfile(escalates_on="path")
 
 
 # ------------------------------------------------------------------------------ join

@@ -20,6 +20,7 @@ NOTES = [None, "somebody edits the file back", "undo.a"]
 def profiles(draw: st.DrawFn) -> EffectProfile:
     """Any profile the constructor accepts (every constructor invariant respected)."""
     mutation = draw(st.sampled_from(list(Mutation)))
+    reversibility: Reversibility
     if mutation is Mutation.NONE:
         subject = draw(st.sampled_from([Subject.NONE, Subject.UNKNOWN]))
         reversibility = draw(st.sampled_from([r for r in Reversibility if r is not Reversibility.GUARANTEED]))

@@ -148,8 +148,13 @@ async def test_an_operation_that_declared_no_effect_is_confirmed_like_a_mutation
     ran: list[dict[str, Any]] = []
     registry = ToolRegistry()
     projector = RegistryProjector(registry)
+
+    def drop(values):
+        ran.append(values)
+        return {"dropped": True}
+
     projector.register(
-        Operation("tables:drop", "Drop a table.", lambda values: ran.append(values) or {"dropped": True}),
+        Operation("tables:drop", "Drop a table.", drop),
         Operation("tables:count", "Count tables.", lambda values: {"count": 3}, effects=EffectProfile.read_only()),
     )
     assert registry.get("tables_drop").mutating is True  # type: ignore[union-attr]
@@ -176,8 +181,8 @@ async def test_confirms_asks_even_where_the_channel_would_not(notes: Notes) -> N
 
 async def test_verify_opens_an_approval_someone_else_decides(notes: Notes) -> None:
     registry = ToolRegistry()
-    projector = RegistryProjector(registry, resolve=lambda kind: notes,
-                                  verify={"Notes_Delete": VerifyPolicy(approver_scopes=["notes:approve"])})  # fmt: skip
+    policy = VerifyPolicy(approver_scopes=("notes:approve",))
+    projector = RegistryProjector(registry, resolve=lambda kind: notes, verify={"Notes_Delete": policy})
     [definition] = projector.register(DeleteNote)
     assert definition.verify is not None and definition.verify.approver_scopes == ("notes:approve",)
     pending = await registry.call("notes_delete", {"note_id": "n1"}, telegram("notes:write"))
@@ -191,11 +196,16 @@ async def test_a_cli_call_is_attributed_to_an_executor_and_an_anonymous_one_to_n
     cli = await registry.call("lab_whoami", {}, ToolContext.cli())
     assert cli.data == {"attributable": False}
     seen: list[InvocationContext | None] = []
+
+    def remember(values, context):
+        seen.append(context)
+        return {}
+
     RegistryProjector(registry).register(
         Operation(
             "lab:seen",
             "Remember the context.",
-            lambda values, context: seen.append(context) or {},
+            remember,
             effects=EffectProfile.read_only(),
         )
     )

@@ -12,8 +12,9 @@ from typing import Any
 
 from milpa_chat.command import EffectProfile, Operation, RegistryProjector
 from milpa_chat.command.grants import Condition, Falsifier, NamedCall, StandingGrant
+from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
+from milpa_chat.grants.desk import GrantDesk, GrantOffer
 from milpa_chat.runtime import ToolContext, ToolRegistry, VerifyPolicy
-from milpa_chat.standing.desk import GrantDesk, GrantOffer
 from milpa_chat.store.base import Store
 
 ARCHIVES: dict[str, str] = {
@@ -21,8 +22,12 @@ ARCHIVES: dict[str, str] = {
     "other.tgz": "release 1.1: the code, and a new page",
     "leaky.tgz": "release 1.2: built on host build-07.internal",
 }
-PUBLISH = EffectProfile("persistent", "public", "compensatable", "write_as_user", subject="data")
-WIDE = EffectProfile("persistent", "public", "compensatable", "write_as_user", subject="data")
+PUBLISH = EffectProfile(
+    Mutation.PERSISTENT, Externality.PUBLIC, Reversibility.COMPENSATABLE, Authority.WRITE_AS_USER, subject=Subject.DATA
+)
+WIDE = EffectProfile(
+    Mutation.PERSISTENT, Externality.PUBLIC, Reversibility.COMPENSATABLE, Authority.WRITE_AS_USER, subject=Subject.DATA
+)
 PUBLISHED: list[tuple[str, str]] = []
 
 

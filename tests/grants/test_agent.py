@@ -45,11 +45,16 @@ async def test_an_agent_that_tries_to_grant_itself_more_gets_nothing_lent(oa: Fa
     registry, desk = house(MemoryStore())
     VerificationTool(registry.verifier, approver_scopes=("grants:sign",)).register(registry)
     notes: list[str] = []
+
+    def save(args, ctx):
+        notes.append(args["text"])
+        return "saved"
+
     registry.register(
         "save_note",
         "Save a note",
         {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-        lambda args, ctx: notes.append(args["text"]) or "saved",
+        save,
         mutating=False,
         scopes=("notes:write",),
     )

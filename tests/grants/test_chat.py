@@ -5,7 +5,7 @@ Every tap and command goes through the assistant, as a platform delivers it."""
 from __future__ import annotations
 
 from milpa_chat.chat import Assistant, ChatUser, Identities
-from milpa_chat.standing.chat import GrantChat, grant_card
+from milpa_chat.grants.chat import GrantChat, grant_card
 from milpa_chat.store import MemoryStore
 from milpa_chat.testing.transport import RecordingTransport
 from tests.grants.house import PUBLISHED, house, measured
@@ -93,7 +93,7 @@ async def test_grants_lists_state_and_uses_and_a_suspension_edits_every_copy() -
 
 
 def test_a_card_shows_the_whole_text() -> None:
-    from milpa_chat.standing.records import GrantRecord
+    from milpa_chat.grants.records import GrantRecord
     from tests.grants.house import grant
 
     text = grant().to_json()
@@ -118,7 +118,7 @@ async def test_a_change_made_in_another_process_reaches_every_copy_at_the_next_s
 
 
 def test_a_grant_whose_id_is_too_long_for_a_button_says_how_to_manage_it() -> None:
-    from milpa_chat.standing.records import GrantRecord
+    from milpa_chat.grants.records import GrantRecord
     from tests.grants.house import grant
 
     long_id = "release-" + "x" * 60

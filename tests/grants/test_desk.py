@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 from milpa_chat.runtime import ApprovalRefused, ToolContext
 from milpa_chat.runtime.trail import AuditTrail
 from milpa_chat.store import Store
@@ -73,7 +74,13 @@ async def test_a_call_wider_than_the_ceiling_gets_a_card(store: Store) -> None:
 
     registry, desk = house(store)
     await measured(registry, "clean.tgz")
-    narrow = EffectProfile("persistent", "third_party", "compensatable", "write_as_user", subject="data")
+    narrow = EffectProfile(
+        Mutation.PERSISTENT,
+        Externality.THIRD_PARTY,
+        Reversibility.COMPENSATABLE,
+        Authority.WRITE_AS_USER,
+        subject=Subject.DATA,
+    )
     await signed(desk, grant(ceiling=narrow))
 
     result = await registry.call("release_publish", CLEAN, REQUESTER)
@@ -135,7 +142,7 @@ async def test_superseding_a_suspended_grant_must_say_what_it_lifts(store: Store
 async def test_an_expired_grant_lends_nothing(store: Store, clock: ManualClock) -> None:
     from datetime import timedelta
 
-    from milpa_chat.standing.records import when
+    from milpa_chat.grants.records import when
 
     registry, desk = house(store)
     await signed(desk, grant(expires_at=when(clock()) + timedelta(hours=2)))
@@ -200,7 +207,7 @@ async def test_a_grant_change_is_never_decided_by_a_tool(store: Store) -> None:
 
 
 async def test_a_text_that_was_not_the_one_signed_is_a_signature_fault(store: Store) -> None:
-    from milpa_chat.standing.records import COLLECTION
+    from milpa_chat.grants.records import COLLECTION
 
     registry, desk = house(store)
     await measured(registry, "clean.tgz")
@@ -214,7 +221,7 @@ async def test_a_text_that_was_not_the_one_signed_is_a_signature_fault(store: St
 
 
 async def test_a_kept_text_that_does_not_read_stops_every_seat(store: Store) -> None:
-    from milpa_chat.standing.records import COLLECTION
+    from milpa_chat.grants.records import COLLECTION
 
     registry, desk = house(store)
     await measured(registry, "clean.tgz")
@@ -282,11 +289,16 @@ async def test_a_confirm_tool_whose_name_no_grant_can_cover_still_asks_for_its_c
     registry, desk = house(store)
     await signed(desk)
     deleted: list[int] = []
+
+    def delete(args, ctx):
+        deleted.append(args["id"])
+        return "deleted"
+
     registry.register(
         name,
         "Delete a note",
         {"type": "object", "properties": {"id": {"type": "integer"}}},
-        lambda args, ctx: deleted.append(args["id"]) or "deleted",
+        delete,
         confirm=True,
     )
     result = await registry.call(name, {"id": 3}, REQUESTER)

@@ -224,7 +224,7 @@ async def test_every_step_is_a_tap_always_allow_on_slack_sign_on_telegram_grants
 def _button(message: Any, label: str) -> dict[str, Any]:
     for element in message.buttons():
         if label.lower() in str(element.get("text", {}).get("text", "")).lower():
-            return element  # type: ignore[no-any-return]
+            return element
     raise LookupError(f"no button {label!r}: {[e.get('text', {}).get('text') for e in message.buttons()]}")
 
 

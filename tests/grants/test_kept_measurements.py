@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from milpa_chat.command.grants import ConditionReceipt, NamedCall
-from milpa_chat.command.grants.receipts import read_condition
-from milpa_chat.standing.records import kept_receipts, receipt_key
+from milpa_chat.grants.receipts import read_condition
+from milpa_chat.grants.records import kept_receipts, receipt_key
 from milpa_chat.store import SqliteStore
 from tests.grants.house import REQUESTER, house, signed
 
@@ -69,7 +69,11 @@ def test_the_kept_receipts_read_as_the_whole_history(history: list[Any]) -> None
 
 def test_a_kept_row_that_does_not_read_stays_a_fault_in_its_place() -> None:
     good = ConditionReceipt("release:scan", {"strict": True}, CONTENTS[0], INSTRUMENTS[0], True, at=START)
-    rows = [{"receipt": good.to_dict(), "taken": 2.0}, {"receipt": {"by": "tampered"}, "taken": 1.0}, {"taken": 3.0}]
+    rows: list[dict[str, Any]] = [
+        {"receipt": good.to_dict(), "taken": 2.0},
+        {"receipt": {"by": "tampered"}, "taken": 1.0},
+        {"taken": 3.0},
+    ]
     assert kept_receipts(rows) == [None, good, None]
 
 
@@ -97,8 +101,8 @@ async def test_a_thousand_runs_keep_a_handful_of_records_and_the_grant_still_len
 
 @pytest.mark.parametrize("retention", [0, -1.0, float("nan")])
 def test_watch_retention_must_be_a_positive_number_of_seconds(retention: float) -> None:
+    from milpa_chat.grants.desk import GrantDesk
     from milpa_chat.runtime import ToolRegistry
-    from milpa_chat.standing.desk import GrantDesk
 
     with pytest.raises(ValueError, match="watch_retention"):
         GrantDesk(ToolRegistry(), watch_retention=retention)

@@ -10,7 +10,7 @@ import pytest
 
 from milpa_chat.chat import Assistant, Inbound
 from milpa_chat.jupyter import ApprovalInbox
-from milpa_chat.renderers import CliRenderer
+from milpa_chat.renderers import CliRenderer, Note
 from milpa_chat.testing import ManualClock, eventually
 from milpa_chat.testing.transport import RecordedMessage, RecordingTransport
 
@@ -112,7 +112,8 @@ async def test_only_approvers_see_a_request_and_never_their_own(
     assert len(ana.pending) == 1 and len(maria.pending) == 2  # four-eyes: not her own request
     mine = next(i for i in maria.pending if i.approval.requester_principal == "jupyter:ana")
     assert "from Jupyter (chat ana)" in mine.text
-    assert "Waiting for an approver" in ana.transport.messages[-1].message.blocks[-1].text
+    last = ana.transport.messages[-1].message.blocks[-1]
+    assert isinstance(last, Note) and "Waiting for an approver" in last.text
 
 
 async def test_a_stale_view_is_told_who_decided_first(

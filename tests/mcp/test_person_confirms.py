@@ -6,10 +6,10 @@ The client itself never confirms, approves or redeems anything."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import mcp.types as mcp_types
@@ -87,10 +87,12 @@ async def client(url: str, elicit: Any = None) -> AsyncIterator[ClientSession]:
 
 
 async def test_the_person_confirms_or_declines_through_elicitation(tmp_path: Path) -> None:
-    answers = iter([("accept", {"confirm": True}), ("decline", None), ("cancel", None)])
+    answers: Iterator[tuple[Literal["accept", "decline", "cancel"], dict[str, Any] | None]] = iter(
+        [("accept", {"confirm": True}), ("decline", None), ("cancel", None)]
+    )
     asked: list[str] = []
 
-    async def person(_ctx: Any, params: Any) -> Any:
+    async def person(context: Any, params: Any) -> Any:
         asked.append(params.message)
         action, content = next(answers)
         return mcp_types.ElicitResult(action=action, content=content)

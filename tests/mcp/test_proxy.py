@@ -11,9 +11,10 @@ import signal
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from mcp.types import RequestParamsMeta
 from mcp.types import ToolListChangedNotification as ToolListChanged
 
 from tests.mcp.proxy_rig import APPROVERS, MARIA, MATEO, WAIT, Rig, client, direct_client, rig, tap
@@ -24,9 +25,11 @@ async def lists_the_upstream_tools_with_their_effects(r: Rig) -> None:
     async with client(r.url) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
     assert {"notes_read_note", "notes_delete_note", "notes_tag_note", "approval_status"} <= set(tools)
-    assert tools["notes_read_note"].annotations.read_only_hint is True
-    assert tools["notes_delete_note"].annotations.destructive_hint is True
-    assert tools["notes_tag_note"].annotations.read_only_hint is False  # no annotations: it changes things
+    read, delete, tag = (tools[f"notes_{n}"].annotations for n in ("read_note", "delete_note", "tag_note"))
+    assert read is not None and delete is not None and tag is not None
+    assert read.read_only_hint is True
+    assert delete.destructive_hint is True
+    assert tag.read_only_hint is False  # no annotations: it changes things
     assert tools["notes_delete_note"].input_schema["required"] == ["name"]
 
 
@@ -53,10 +56,10 @@ async def an_unannotated_tool_is_gated(r: Rig) -> None:
 
 
 async def a_destructive_call_waits_for_the_managers_tap(r: Rig) -> None:
-    progress: list[str] = []
+    told: list[str] = []
 
-    async def heard(step: float, total: float | None, message: str | None) -> None:
-        progress.append(message or "")
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        told.append(message or "")
 
     async with client(r.url) as session:
         call = asyncio.ensure_future(
@@ -65,14 +68,14 @@ async def a_destructive_call_waits_for_the_managers_tap(r: Rig) -> None:
         card = await r.api.wait_for_message(APPROVERS, timeout=WAIT)
         assert "notes_delete_note" in (card.text or "") and "garden" in (card.text or "")
         assert r.calls("delete_note") == []  # nothing reached the upstream before the decision
-        await r.api.wait_until(lambda: bool(progress), WAIT, what="a progress notification while it waits")
+        await r.api.wait_until(lambda: bool(told), WAIT, what="a progress notification while it waits")
         assert await tap(r.api, card, "Approve", MARIA) == "Approved."
         done = wire(await asyncio.wait_for(call, WAIT))
     assert done["isError"] is False and done["structuredContent"] == {"deleted": "garden"}
     assert done["content"][0]["text"].startswith("Deleted garden.")
     assert [c["arguments"] for c in r.calls("delete_note")] == [{"name": "garden"}]  # once, as approved
-    assert "pending" in progress[0] and "shown to the approvers on Telegram" in progress[0]
-    assert progress[-1] == "notes_delete_note: approved."
+    assert "pending" in told[0] and "shown to the approvers on Telegram" in told[0]
+    assert told[-1] == "notes_delete_note: approved."
 
 
 async def an_approvers_edit_is_what_the_upstream_receives(r: Rig) -> None:
@@ -114,7 +117,9 @@ async def test_a_client_that_does_not_wait_follows_up_with_approval_status_and_r
         card = await r.api.wait_for_message(APPROVERS, timeout=WAIT)
         assert await tap(r.api, card, "Reject", MARIA) == "Rejected — nothing was done."
         waited = wire(
-            await session.call_tool("notes_delete_note", {"name": "family"}, meta={"milpa-chat/wait_seconds": 0.5})
+            await session.call_tool(
+                "notes_delete_note", {"name": "family"}, meta=cast(RequestParamsMeta, {"milpa-chat/wait_seconds": 0.5})
+            )
         )
         assert waited["structuredContent"]["approval"]["state"] == "pending"  # still waiting when time was up
         status = wire(await session.call_tool("approval_status", {"approval_id": approval_id}))

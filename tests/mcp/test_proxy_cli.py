@@ -42,7 +42,7 @@ async def test_the_proxy_command_serves_an_upstream_over_stdio(tmp_path: Path) -
     log = tmp_path / "calls.jsonl"
     asked: list[str] = []
 
-    async def person(_ctx: Any, params: Any) -> Any:
+    async def person(context: Any, params: Any) -> Any:
         asked.append(params.message)
         return mcp_types.ElicitResult(action="accept", content={"confirm": True})
 
@@ -60,8 +60,8 @@ async def test_the_proxy_command_serves_an_upstream_over_stdio(tmp_path: Path) -
             await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
             assert {"read_note", "delete_note", "tag_note", "approval_status", "approval_run"} <= names
-            read = wire(await session.call_tool("read_note", {"name": "family"}))
-            assert read["structuredContent"] == {"name": "family", "text": "call mom"} and asked == []
+            note = wire(await session.call_tool("read_note", {"name": "family"}))
+            assert note["structuredContent"] == {"name": "family", "text": "call mom"} and asked == []
             deleted = wire(await session.call_tool("delete_note", {"name": "family"}))
             assert deleted["structuredContent"] == {"deleted": "family"}
             assert "Confirm delete_note?" in asked[0] and "name = 'family'" in asked[0]

@@ -4,6 +4,9 @@ read-only upstream tool measured safe, and asks the approvers again for any othe
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
+
+from mcp.types import RequestParamsMeta
 
 from milpa_chat.command import EffectProfile
 from milpa_chat.command.grants import Condition, Falsifier, NamedCall, StandingGrant
@@ -12,7 +15,7 @@ from milpa_chat.standing import GrantDesk
 from tests.mcp.proxy_rig import APPROVERS, CALLER, GATED, WAIT, client, rig
 from tests.mcp.support import wire
 
-DELETE = {
+DELETE: dict[str, Any] = {
     "mutation": "persistent",
     "externality": "none",
     "reversibility": "compensatable",
@@ -57,7 +60,9 @@ async def test_a_standing_grant_lets_the_next_matching_call_through_without_a_ca
         assert [c["arguments"] for c in r.calls("delete_note")] == [{"name": "garden"}]
 
         asked = wire(
-            await session.call_tool("notes_delete_note", {"name": "family"}, meta={"milpa-chat/wait_seconds": 0})
+            await session.call_tool(
+                "notes_delete_note", {"name": "family"}, meta=cast(RequestParamsMeta, {"milpa-chat/wait_seconds": 0})
+            )
         )
         assert asked["structuredContent"]["approval"]["state"] == "pending"  # never measured: approvers decide
         await r.api.wait_until(

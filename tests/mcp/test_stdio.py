@@ -87,7 +87,7 @@ async def test_stdio_confirm_tool_is_never_confirmed_by_the_client_alone() -> No
 async def test_stdio_confirm_tool_asks_the_person_behind_the_client_through_elicitation() -> None:
     asked: list[str] = []
 
-    async def person(_ctx: Any, params: Any) -> Any:
+    async def person(context: Any, params: Any) -> Any:
         asked.append(params.message)
         return mcp_types.ElicitResult(action="accept", content={"confirm": True})
 

@@ -51,23 +51,29 @@ def test_plain_requests_become_tool_calls(request_text: str, expected: tuple[str
 def test_delete_by_description_searches_then_deletes_the_one_match_then_says_what_happened() -> None:
     model = ScriptedModel()
     ask = {"role": "user", "content": "delete the note about milk"}
-    searched = [
+    searched: list[dict[str, Any]] = [
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "search_notes", "arguments": '{"query": "milk"}'}}
         ]},
         {"role": "tool", "tool_call_id": "c1", "content": '{"success": true, "data": [{"id": 1, "text": "Buy milk"}]}'},
     ]  # fmt: skip
     assert call(model(body(ask, *searched))) == ("delete_note", {"note_id": 1})
-    deleted = [
+    deleted: list[dict[str, Any]] = [
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c2", "type": "function", "function": {"name": "delete_note", "arguments": '{"note_id": 1}'}}
         ]},
         {"role": "tool", "tool_call_id": "c2", "content": '{"success": true, "message": "Deleted note 1: Buy milk"}'},
     ]  # fmt: skip
     assert model(body(ask, *searched, *deleted)).text == "Done: Deleted note 1: Buy milk"
-    none = [searched[0], {"role": "tool", "tool_call_id": "c1", "content": '{"success": true, "data": []}'}]
+    none: list[dict[str, Any]] = [
+        searched[0],
+        {"role": "tool", "tool_call_id": "c1", "content": '{"success": true, "data": []}'},
+    ]
     assert "nothing was deleted" in model(body(ask, *none)).text
-    refused = [searched[0], {"role": "tool", "tool_call_id": "c1", "content": '{"success": false, "error": "nope"}'}]
+    refused: list[dict[str, Any]] = [
+        searched[0],
+        {"role": "tool", "tool_call_id": "c1", "content": '{"success": false, "error": "nope"}'},
+    ]
     assert model(body(ask, *refused)).text == "search_notes did not go ahead: nope."
 
 

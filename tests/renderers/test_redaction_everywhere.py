@@ -247,7 +247,7 @@ def test_every_renderer_of_the_standard_registry_hides_every_secret(data: st.Dat
 
 
 # --------------------------------------------------------------------------- validation
-SIGNUP_SCHEMA = {
+SIGNUP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "password": {"type": "string", "minLength": 80},
@@ -319,7 +319,7 @@ _TYPED = {"password", "pin", "code", "color", "count", "ident", "tags", "inner",
 def test_validation_messages_never_repeat_the_rejected_value(data: st.DataObject) -> None:
     secret = data.draw(secrets)
     typed = data.draw(st.booleans())
-    names = sorted(_TYPED if typed else set(SIGNUP_SCHEMA["properties"]))  # type: ignore[arg-type]
+    names = sorted(_TYPED if typed else set(SIGNUP_SCHEMA["properties"]))
     chosen = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=4, unique=True))
     args = {name: _BAD[name](secret) for name in chosen}
     REGISTRY_LINES.lines.clear()

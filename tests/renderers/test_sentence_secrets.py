@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from milpa_chat import ToolContext, ToolRegistry, ToolResult, tool
 from milpa_chat.chat.cards import all_arguments, approval_message
 from milpa_chat.renderers import ApprovalView, Document, RendererRegistry
+from milpa_chat.renderers.base import MessageRenderer
 from milpa_chat.runtime.audit import AuditLogger
 from milpa_chat.runtime.redaction import REDACTED, mask_text
 from milpa_chat.runtime.trail import AuditTrail
@@ -184,7 +185,7 @@ async def _outputs(args: dict[str, Any], notes: list[str]) -> list[str]:
     failed = ToolResult.error(notes[5], args, code="INTERNAL_ERROR")
     for channel in CHANNELS:
         renderer = STANDARD.get(channel)
-        assert renderer is not None
+        assert isinstance(renderer, MessageRenderer)
         ctx = ToolContext(channel=channel)
         outputs += [_text(renderer.render_message(card)), _text(renderer.render_message(show_all)),
                     _text(STANDARD.render_approval(drawn, channel)), _text(STANDARD.render(asked, ctx)),

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import pytest
 
 from milpa_chat import Param, ToolContext, ToolRegistry, VerifyPolicy, tool
-from milpa_chat.runtime.verification import ApprovalRefused
+from milpa_chat.runtime.approval import ApprovalRefused
 from milpa_chat.store import MemoryStore
 
 

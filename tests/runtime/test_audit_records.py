@@ -92,7 +92,7 @@ async def test_a_hosts_record_factory_makes_the_audit_records() -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = saved(*args, **kwargs)
-        record.deployment = "eu-1"  # type: ignore[attr-defined]
+        record.deployment = "eu-1"
         return record
 
     logging.setLogRecordFactory(factory)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from milpa_chat import ErrorCode, ToolContext, ToolRegistry, ToolResult
@@ -92,7 +93,7 @@ async def test_short_circuit_answers_for_the_tool_and_is_marked_cache_served(not
     dispatcher = EventDispatcher()
     executed: list[bool] = []
 
-    def cache(name: str, payload: dict[str, Any]) -> None:
+    def cache(name: str, payload: Mapping[str, Any]) -> None:
         payload["slot"].short_circuit({"notes": ["cached"]})
 
     dispatcher.subscribe("tool.executing", cache)
@@ -106,7 +107,7 @@ async def test_short_circuit_answers_for_the_tool_and_is_marked_cache_served(not
 async def test_stop_vetoes_the_call(notes: NoteTools) -> None:
     dispatcher = EventDispatcher()
 
-    async def veto(name: str, payload: dict[str, Any]) -> None:
+    async def veto(name: str, payload: Mapping[str, Any]) -> None:
         payload["slot"].stop()
 
     dispatcher.subscribe("tool.executing", veto)
@@ -119,7 +120,7 @@ async def test_stop_vetoes_the_call(notes: NoteTools) -> None:
 async def test_a_failing_executing_listener_fails_closed(notes: NoteTools) -> None:
     dispatcher = EventDispatcher()
 
-    def broken(name: str, payload: dict[str, Any]) -> None:
+    def broken(name: str, payload: Mapping[str, Any]) -> None:
         raise KeyError("cache down")
 
     dispatcher.subscribe("tool.executing", broken)

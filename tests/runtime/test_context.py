@@ -28,7 +28,7 @@ def test_factories_per_channel() -> None:
 
 
 def test_scope_matching_is_exact_with_star_wildcard_only() -> None:
-    ctx = ToolContext(principal="p", channel="mcp", scopes=["admin:*", "notes:read"])
+    ctx = ToolContext(principal="p", channel="mcp", scopes=("admin:*", "notes:read"))
     assert ctx.has_scope("notes:read")
     assert not ctx.has_scope("admin:write")
     assert ctx.has_scope("admin:*")

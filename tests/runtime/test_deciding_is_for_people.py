@@ -5,6 +5,7 @@ verification, a standing-grant change) -> 0 lifted, each attempt refused with a 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -74,7 +75,7 @@ async def test_no_model_made_decision_or_redemption_lifts_anything(store: Store)
         attempts += 1
         with pytest.raises(ApprovalRefused, match="A model cannot edit"):
             await registry.approvals.amend(aid, {"n": 1000}, ctx)
-    replays = [
+    replays: list[tuple[str, dict[str, Any]]] = [
         ("drop", {"confirm_token": confirm_id}),
         ("drop", {"n": 1, "confirm_token": confirm_id}),
         ("pay", {"verification_id": pay_id}),

@@ -243,7 +243,7 @@ def _f_posonly(a: int, /) -> None:
     """D."""
 
 
-def _f_unannotated(a) -> None:  # type: ignore[no-untyped-def]
+def _f_unannotated(a) -> None:
     """D."""
 
 
@@ -295,7 +295,7 @@ def _f_object_on_int(x: Annotated[int, Param(type="object")]) -> None:
     """D."""
 
 
-def _f_bad_property_schema(x: Annotated[dict, Param(type="object", properties={"a": {"type": "strin"}})]) -> None:  # type: ignore[type-arg]
+def _f_bad_property_schema(x: Annotated[dict, Param(type="object", properties={"a": {"type": "strin"}})]) -> None:
     """D."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import json
 import os
 import sqlite3
@@ -121,7 +122,7 @@ async def fuzz_registry(
     names = [*FIELDS, "nope"]
     for i in range(n):
         if flaky is not None and i % 50 == 0:
-            flaky.fail(gen.r.choice([0, 1, 2, 3, 7]), gen.r.choice([OSError, RuntimeError, _store_error]))
+            flaky.fail(gen.r.choice([0, 1, 2, 3, 7]), gen.r.choice(_faults(OSError, RuntimeError, _store_error)))
         name: Any = gen.r.choice(names) if gen.r.random() > 0.02 else gen.r.choice([*WEIRD_KEYS, [1]])
         if flaky is not None and gen.r.random() < 0.6:  # calls that reach the store
             name = gen.r.choice(["store_blob", "pay", "bulk"])
@@ -131,12 +132,19 @@ async def fuzz_registry(
         else:
             args = gen.args(FIELDS.get(name, ["x"]) if isinstance(name, str) else ["x"])
         ctx = gen.r.choice(CONTEXTS)
-        result = await tally.run(
-            lambda n=name, a=args: f"call({describe(n)}, {describe(a)})", registry.call(name, args, ctx)
-        )
+        result = await tally.run(functools.partial(_said, "call({}, {})", name, args), registry.call(name, args, ctx))
         if result is not None:
             assert isinstance(result, ToolResult)
             json.dumps(result.to_dict(), default=str)  # every result can be sent back to a caller
+
+
+def _faults(*kinds: Callable[[str], BaseException]) -> list[Callable[[str], BaseException]]:
+    return list(kinds)
+
+
+def _said(template: str, *values: Any) -> str:
+    """``template`` with each value described; built only when a call escaped (passed as a ``functools.partial``)."""
+    return template.format(*map(describe, values))
 
 
 def _store_error(text: str) -> Exception:
@@ -154,7 +162,7 @@ async def fuzz_assistant(gen: Hostile, n: int, tally: Tally) -> int:
     users = [ChatUser("1", "Ana"), ChatUser("2", "Ben")]
     for i in range(n):
         if i % 40 == 0:
-            flaky.fail(gen.r.choice([0, 0, 1, 2, 5]), gen.r.choice([OSError, _store_error]))
+            flaky.fail(gen.r.choice([0, 0, 1, 2, 5]), gen.r.choice(_faults(OSError, _store_error)))
         user = gen.r.choice(users)
         pick = gen.r.random()
         if pick < 0.5:
@@ -186,7 +194,7 @@ async def fuzz_assistant(gen: Hostile, n: int, tally: Tally) -> int:
                     message_id="1",
                 )
         what = inbound.text or inbound.action
-        await tally.run(lambda w=what: f"handle({describe(w)})", assistant.handle(inbound, surface))
+        await tally.run(functools.partial(_said, "handle({})", what), assistant.handle(inbound, surface))
     return flaky.raised
 
 
@@ -206,11 +214,13 @@ async def fuzz_locked_sqlite(path: Path, gen: Hostile, n: int, tally: Tally) -> 
     try:
         for _ in range(n):
             name = gen.r.choice(["store_blob", "pay", "search"])
-            args = {"blob": {"a": 1}} if name == "store_blob" else {"amount": 1.0} if name == "pay" else {"query": "q"}
+            args: dict[str, Any] = (
+                {"blob": {"a": 1}} if name == "store_blob" else {"amount": 1.0} if name == "pay" else {"query": "q"}
+            )
             if gen.r.random() < 0.3:
                 args["confirm_token"] = "tok-" + str(gen.r.random())
             call = registry.call(name, args, gen.r.choice(CONTEXTS[:3]))
-            result = await tally.run(lambda n=name: f"locked call({n})", call)
+            result = await tally.run(functools.partial("locked call({})".format, name), call)
             if name != "search" and "confirm_token" not in args and result is not None:
                 assert not result.success and "try again" in (result.error or ""), result
     finally:

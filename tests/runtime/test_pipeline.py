@@ -55,12 +55,12 @@ async def test_scope_denial_names_the_missing_scope(registry: ToolRegistry) -> N
 
 
 async def test_require_auth_denial(registry: ToolRegistry) -> None:
-    r = await registry.call("list_notes", {}, ToolContext(channel="mcp", scopes=["notes:read"]))
+    r = await registry.call("list_notes", {}, ToolContext(channel="mcp", scopes=("notes:read",)))
     assert r.error == "channel 'mcp' requires an authenticated principal (require_auth) — none provided."
 
 
 async def test_unknown_channel_fails_closed(registry: ToolRegistry) -> None:
-    r = await registry.call("list_notes", {}, ToolContext(channel="pager", scopes=["*"]))
+    r = await registry.call("list_notes", {}, ToolContext(channel="pager", scopes=("*",)))
     assert r.code == ErrorCode.FORBIDDEN and "require_auth" in (r.error or "")
 
 

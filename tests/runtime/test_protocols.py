@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -97,13 +97,17 @@ class RemoteCatalogue:
     def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
         self.rows = rows
 
+    @staticmethod
+    def _answer(name: str) -> Callable[[dict[str, Any], ToolContext], dict[str, Any]]:
+        return lambda args, ctx: {"tool": name, "args": args}
+
     def tool_definitions(self) -> list[ToolDefinition]:
         return [
             definition_from_schema(
                 row["name"],
                 row["description"],
                 row["schema"],
-                lambda args, ctx, row=row: {"tool": row["name"], "args": args},
+                self._answer(row["name"]),
             )
             for row in self.rows
         ]

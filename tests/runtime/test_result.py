@@ -87,7 +87,7 @@ def test_confirm_token_and_with_meta() -> None:
 def test_results_are_immutable() -> None:
     r = ToolResult.success(1)
     with pytest.raises(AttributeError, match="immutable"):
-        r.success = False  # type: ignore[misc]
+        r.success = False
 
 
 def test_json_envelope_round_trip_keeps_key_order_and_unicode() -> None:

@@ -118,20 +118,32 @@ async def test_a_refused_call_builds_no_log_record_when_only_the_null_handler_li
     logger.handlers = [logging.NullHandler()]
     lines: list[logging.LogRecord] = []
     if audit_handlers == "a real handler":
-        handler = logging.Handler()
-        handler.emit = lines.append  # type: ignore[method-assign]
+
+        class Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                lines.append(record)
+
+        handler = Keep()
         logger.addHandler(handler)
     from milpa_chat.runtime import AuditLogger
 
     registry = ToolRegistry(store=MemoryStore(), audit=AuditLogger(logger))
     registry.scan(NoteTools())
     made: list[int] = []
+
+    def counted(make):
+        def counting(*a, **k):
+            made.append(1)
+            return make(*a, **k)
+
+        return counting
+
     original = logger.makeRecord
-    monkeypatch.setattr(logger, "makeRecord", lambda *a, **k: made.append(1) or original(*a, **k))
+    monkeypatch.setattr(logger, "makeRecord", counted(original))
     from milpa_chat.runtime import audit
 
     copied = audit._records.make
-    monkeypatch.setattr(audit._records, "make", lambda *a, **k: made.append(1) or copied(*a, **k))
+    monkeypatch.setattr(audit._records, "make", counted(copied))
     result = await registry.call("delete_note", {"note_id": "five"})
     assert result.code == ErrorCode.VALIDATION_ERROR
     if audit_handlers == "null only":

@@ -390,14 +390,14 @@ async def test_an_append_costs_two_writes_and_a_checkpoint_one_more(backend: tup
     spec, _ = backend
     store = open_spec(spec)
     counting = CountingStore(store)
-    plain = AuditTrail(counting, checkpoint_every=EVERY)  # type: ignore[arg-type]
+    plain = AuditTrail(counting, checkpoint_every=EVERY)
     for i in range(12):
         await plain.append("call", "x", {"n": i})
     without_key = counting.writes
     signed = AuditTrail(
         counting,
         key=SigningKey.from_seed(bytes(32)),
-        checkpoint_every=EVERY,  # type: ignore[arg-type]
+        checkpoint_every=EVERY,
         checkpoint_minutes=0,
     )
     for i in range(12):
@@ -480,7 +480,7 @@ async def test_verify_while_two_stores_append_never_reports_a_break(backend: tup
         for i in range(n):
             await trail.append("call", "x", {"i": i})
 
-    async def check(until: asyncio.Task[Any]) -> None:
+    async def check(until: asyncio.Future[Any]) -> None:
         while not until.done():
             verdicts.append(await AuditTrail(reader, public_key=key.public).verify())
 

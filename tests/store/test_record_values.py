@@ -72,9 +72,9 @@ def test_records_copy_and_pickle_like_values() -> None:
 def test_records_are_immutable_and_unhashable() -> None:
     record = Record.from_text("c", "k", '{"a": 1}', 1, 1.0, 1.0)
     with pytest.raises(AttributeError, match="immutable"):
-        record.version = 2  # type: ignore[misc]
+        record.version = 2
     with pytest.raises(AttributeError, match="immutable"):
-        del record.key  # type: ignore[misc]
+        del record.key
     with pytest.raises(TypeError):
         hash(record)
     assert record != Record("c", "k", {"a": 2}, 1, 1.0, 1.0) and record != ("c", "k")

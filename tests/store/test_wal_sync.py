@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from milpa_chat.errors import StoreError
-from milpa_chat.store import _wal_sync
 from milpa_chat.store.sqlite import SqliteStore
 
 
@@ -29,7 +28,7 @@ class Syncs:
                 raise OSError(5, "Input/output error")
             real(fd)
 
-        monkeypatch.setattr(_wal_sync.os, "fsync", fsync)
+        monkeypatch.setattr(os, "fsync", fsync)  # the module _wal_sync calls
 
     @staticmethod
     def size(path: Path) -> int:

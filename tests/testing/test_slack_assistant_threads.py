@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
 
 import pytest
 from slack_sdk.errors import SlackApiError
@@ -27,10 +28,12 @@ async def client(api: SlackApiServer) -> AsyncIterator[AsyncWebClient]:
         await client.session.close()
 
 
-async def refused(call: object) -> dict[str, object]:
+async def refused(call: Awaitable[Any]) -> dict[str, Any]:
     with pytest.raises(SlackApiError) as err:
-        await call  # type: ignore[misc]
-    return dict(err.value.response.data)  # type: ignore[arg-type]
+        await call
+    data = err.value.response.data
+    assert isinstance(data, dict), data
+    return dict(data)
 
 
 async def test_status_is_shown_then_cleared_by_the_apps_reply(api: SlackApiServer, client: AsyncWebClient) -> None:
@@ -91,7 +94,8 @@ async def test_the_scope_is_needed() -> None:
             client.assistant_threads_setTitle(channel_id=thread.channel_id, thread_ts=thread.thread_ts, title="t")
         )
         assert body["error"] == "missing_scope" and body["needed"] == "assistant:write"
-        assert client.session is None or await client.session.close() is None
+        if client.session is not None:
+            await client.session.close()
 
 
 async def test_your_own_bolt_assistant_with_bolts_default_context_store() -> None:
@@ -109,12 +113,12 @@ async def test_your_own_bolt_assistant_with_bolts_default_context_store() -> Non
         contexts: list[dict[str, object]] = []
 
         @assistant.thread_started
-        async def started(say, set_suggested_prompts) -> None:  # type: ignore[no-untyped-def]
+        async def started(say, set_suggested_prompts) -> None:
             await say("Hi! What can I do?")
             await set_suggested_prompts(prompts=[{"title": "Status", "message": "how is the deploy?"}])
 
         @assistant.user_message
-        async def asked(get_thread_context, set_status, say) -> None:  # type: ignore[no-untyped-def]
+        async def asked(get_thread_context, set_status, say) -> None:
             await set_status("is thinking…")
             contexts.append(dict(await get_thread_context() or {}))
             await say("On it.")

@@ -58,7 +58,7 @@ class PromptReplies:
 
 
 class GrantRoutes:
-    """Standing grants' commands and buttons (``milpa_chat.standing.GrantChat``, once it is attached)."""
+    """Standing grants' commands and buttons (``milpa_chat.grants.GrantChat``, once it is attached)."""
 
     def __init__(self, grants: Callable[[], Any]) -> None:
         self.grants = grants

@@ -72,13 +72,15 @@ class WaitingMixin:
 
     async def wait_until(
         self,
-        condition: Callable[[], T],
+        condition: Callable[[], T | None],
         timeout: float = 5.0,  # noqa: ASYNC109
         *,
         what: str = "",
     ) -> T:
-        """Wait until ``condition()`` is true, re-checking after every API call; returns its result."""
-        return await self.activity.wait_until(condition, timeout, what=what, describe=self._recent_calls)
+        """Wait until ``condition()`` is true, re-checking after every API call; returns its (truthy) result."""
+        found = await self.activity.wait_until(condition, timeout, what=what, describe=self._recent_calls)
+        assert found is not None
+        return found
 
     def _recent_calls(self) -> str:
         recent = ", ".join(f"{c.method} ({c.status or 'pending'})" for c in self.calls[-8:])

@@ -15,6 +15,7 @@ from milpa_chat.command.grants import (
     StandingCall,
     StandingGrant,
 )
+from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 
 NOW = datetime(2026, 10, 20, 12, 0, 0, tzinfo=UTC)
 CONTENT = "sha256:" + "ab" * 32
@@ -53,7 +54,9 @@ DOCUMENT: dict[str, Any] = {
 }
 
 #: The effect a publish call carries (within the ceiling).
-PUBLISH = EffectProfile("persistent", "public", "compensatable", "write_as_user", subject="data")
+PUBLISH = EffectProfile(
+    Mutation.PERSISTENT, Externality.PUBLIC, Reversibility.COMPENSATABLE, Authority.WRITE_AS_USER, subject=Subject.DATA
+)
 
 
 def document(**changes: Any) -> dict[str, Any]:

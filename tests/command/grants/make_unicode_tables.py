@@ -11,7 +11,6 @@ The tables are shipped so the answer does not depend on the interpreter's own Un
 from __future__ import annotations
 
 import pathlib
-import sys
 
 import unicodedata2  # type: ignore[import-not-found]
 
@@ -65,4 +64,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -215,8 +215,8 @@ def test_named_calls_are_equal_type_for_type_and_hashable() -> None:
 def test_a_host_can_ask_whether_a_tool_name_is_an_operation_name() -> None:
     for name in ("release:publish", "notes.list", "get-weather", "A1"):
         assert is_operation_name(name), name
-    for name in ("notes__list", "_x", "x_", "a--b", "a b", "", None, OperationId("a.b")):
-        assert not is_operation_name(name), name
-        if isinstance(name, str):
+    for other in ("notes__list", "_x", "x_", "a--b", "a b", "", None, OperationId("a.b")):
+        assert not is_operation_name(other), other
+        if isinstance(other, str):
             with pytest.raises(InvalidGrant):
-                NamedCall(name)
+                NamedCall(other)

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from milpa_chat.command.canonical import UNIDATA_VERSION
 from milpa_chat.command.grants import Canonical
-from milpa_chat.command.grants.canonical import UNIDATA_VERSION
 from tests.command.grants.rules import covers, rule
 
 one_line = Canonical.one_line

@@ -35,7 +35,7 @@ def covered() -> set[str]:
                 if mark.name != "parametrize":
                     continue
                 for row in mark.args[1]:
-                    if isinstance(row, ParameterSet) and row.id:
+                    if isinstance(row, ParameterSet) and isinstance(row.id, str):
                         found.update(_RULE.findall(row.id))
     return found
 

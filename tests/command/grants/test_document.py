@@ -21,6 +21,7 @@ from milpa_chat.command.grants import (
     StandingGrant,
     StandingJudge,
 )
+from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 from tests.command.grants import builders as b
 from tests.command.grants.rules import covers, rule
 
@@ -294,7 +295,12 @@ def test_a_ceiling_with_descents_is_refused() -> None:
     good = b.grant()
     descent = Descent("dry_run", True, EffectProfile.read_only(), "a dry run changes nothing")
     with_descent = EffectProfile(
-        "persistent", "public", "compensatable", "write_as_user", subject="data", descents=(descent,)
+        Mutation.PERSISTENT,
+        Externality.PUBLIC,
+        Reversibility.COMPENSATABLE,
+        Authority.WRITE_AS_USER,
+        subject=Subject.DATA,
+        descents=(descent,),
     )
     with pytest.raises(InvalidGrant, match="descents"):
         _rebuild(good, ceiling=with_descent)

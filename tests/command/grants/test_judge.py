@@ -19,6 +19,7 @@ from milpa_chat.command.grants import (
     StandingGrant,
     StandingJudge,
 )
+from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 from tests.command.grants import builders as b
 from tests.command.grants.rules import covers, rule
 
@@ -143,7 +144,15 @@ def case(
         rule(
             "SG-146",
             case(
-                call=b.call(effect=EffectProfile("persistent", "public", "compensatable", "privileged", subject="data"))
+                call=b.call(
+                    effect=EffectProfile(
+                        Mutation.PERSISTENT,
+                        Externality.PUBLIC,
+                        Reversibility.COMPENSATABLE,
+                        Authority.PRIVILEGED,
+                        subject=Subject.DATA,
+                    )
+                )
             ),
             StandingCheck.CEILING,
             "authority privileged above write_as_user",
@@ -193,7 +202,7 @@ def test_the_first_failure_is_the_verdict() -> None:
     everything_wrong = b.standing(GrantState.SUSPENDED, signature_fault="bad", falsifier_seen_at=None, receipts=[])
     call = b.call(content=None, effect=EffectProfile.unclassified())
     assert judge(b.grant(), everything_wrong, call).failed is StandingCheck.SIGNATURE
-    order = [
+    order: list[tuple[dict[str, Any], StandingCheck]] = [
         (dict(signature_fault="bad"), StandingCheck.SIGNATURE),
         (dict(record_fault="bad"), StandingCheck.SIGNATURE),
         (dict(state=GrantState.REVOKED), StandingCheck.IN_FORCE),

@@ -13,11 +13,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.receipts import ConditionReceipt
-from milpa_chat.command.grants.rules import check_operation_name
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.ids import OperationId
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.receipts import ConditionReceipt
+from milpa_chat.grants.rules import check_operation_name
 
 __all__ = ["NOT_READ", "NOT_VERIFIED", "GrantStanding", "GrantState"]
 

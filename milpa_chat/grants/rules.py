@@ -6,8 +6,8 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Final
 
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.errors import InvalidGrant
+from milpa_chat.command.canonical import Canonical
+from milpa_chat.grants.errors import InvalidGrant
 
 __all__ = [
     "INT64",
@@ -63,7 +63,7 @@ def check_one_line(field: str, value: object) -> str:
 def is_operation_name(text: object) -> bool:
     """Whether ``text`` is a ``str`` a grant can name an operation by (``release:publish``; not ``a__b``, ``_x``).
 
-    A host asks it before building a :class:`~milpa_chat.command.grants.StandingCall` for a tool whose
+    A host asks it before building a :class:`~milpa_chat.grants.StandingCall` for a tool whose
     name it did not choose: no grant covers, or may be naming, a call to anything else.
     """
     return type(text) is str and _OPERATION.fullmatch(text) is not None

@@ -15,12 +15,12 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from milpa_chat.command.grants.calls import NamedCall
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.ceiling import read_ceiling
-from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.parts import LONGEST, Condition, Falsifier
-from milpa_chat.command.grants.rules import INT64, key_in_path
+from milpa_chat.command.canonical import Canonical
+from milpa_chat.grants.calls import NamedCall
+from milpa_chat.grants.ceiling import read_ceiling
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.parts import LONGEST, Condition, Falsifier
+from milpa_chat.grants.rules import INT64, key_in_path
 
 __all__ = ["grant_fields", "read_grant_fields"]
 

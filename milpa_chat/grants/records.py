@@ -3,13 +3,13 @@
 Three places, all through the store protocol (so memory, SQLite and PostgreSQL alike):
 
 * collection ``grants``: one record per grant, keyed by its id — the signed text (``document``, the
-  :meth:`~milpa_chat.command.grants.StandingGrant.to_json` spelling), where it stands (``state``:
+  :meth:`~milpa_chat.grants.StandingGrant.to_json` spelling), where it stands (``state``:
   ``draft``, ``declined``, ``in_force``, ``suspended``, ``superseded``, ``revoked``), who drafted
   and who signed it (the platform identity of an approval's decider), the digest that was signed,
   how often it lent (``uses``), the changes still waiting for a decision (``pending``: approval id
   -> action) and every change made (``history``);
 * collection ``grant_receipts``: the measurements that can still speak
-  (:meth:`~milpa_chat.command.grants.ConditionReceipt.to_dict` under ``receipt``, with ``taken``, the
+  (:meth:`~milpa_chat.grants.ConditionReceipt.to_dict` under ``receipt``, with ``taken``, the
   store time it was taken). The judge reads receipts from the last one back, and only those about the
   call's content by the condition's operation speak: for one content and operation, the latest "no"
   hides every older receipt, and a green hides the older greens of the same instrument and arguments.
@@ -22,7 +22,7 @@ Three places, all through the store protocol (so memory, SQLite and PostgreSQL a
   default), so a watcher silent for longer reads as one that gave no sign of life (the judge refuses).
 
 This module is pure: it turns stored values into :class:`GrantRecord` views and
-:class:`~milpa_chat.command.grants.GrantStanding` facts, faulted wherever the record does not say.
+:class:`~milpa_chat.grants.GrantStanding` facts, faulted wherever the record does not say.
 """
 
 from __future__ import annotations
@@ -35,19 +35,15 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final
 
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.effects import EffectProfile
-from milpa_chat.command.grants import (
-    Canonical,
-    Condition,
-    ConditionReceipt,
-    Falsifier,
-    GrantStanding,
-    GrantState,
-    InvalidGrant,
-    NamedCall,
-    StandingGrant,
-)
 from milpa_chat.command.ids import OperationId
+from milpa_chat.grants.calls import NamedCall
+from milpa_chat.grants.document import StandingGrant
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.parts import Condition, Falsifier
+from milpa_chat.grants.receipts import ConditionReceipt
+from milpa_chat.grants.standing import GrantStanding, GrantState
 
 __all__ = [
     "ACTIONS",

@@ -24,11 +24,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from milpa_chat.command.grants.calls import NamedCall
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.rules import check_one_line, check_operation_name
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.ids import OperationId
+from milpa_chat.grants.calls import NamedCall
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.rules import check_one_line, check_operation_name
 
 __all__ = ["ConditionReading", "ConditionReceipt", "Measured", "read_condition"]
 

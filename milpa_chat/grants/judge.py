@@ -23,13 +23,13 @@ from enum import IntEnum
 from functools import partial
 from typing import Any
 
-from milpa_chat.command.grants.calls import NamedCall, StandingCall
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.document import StandingGrant, entries_over
-from milpa_chat.command.grants.receipts import ConditionReceipt, Measured, read_condition
-from milpa_chat.command.grants.rules import fixable, same_value, spell_expiry
-from milpa_chat.command.grants.standing import GrantStanding, GrantState
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.levels import AXES
+from milpa_chat.grants.calls import NamedCall, StandingCall
+from milpa_chat.grants.document import StandingGrant, entries_over
+from milpa_chat.grants.receipts import ConditionReceipt, Measured, read_condition
+from milpa_chat.grants.rules import fixable, same_value, spell_expiry
+from milpa_chat.grants.standing import GrantStanding, GrantState
 
 __all__ = ["StandingCheck", "StandingJudge", "StandingVerdict"]
 

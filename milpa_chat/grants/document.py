@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.effects import EffectProfile
-from milpa_chat.command.grants.calls import NamedCall, StandingCall
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.ceiling import ceiling_to_dict, check_ceiling
-from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.parts import LONGEST, Condition, Falsifier
-from milpa_chat.command.grants.reader import grant_fields, read_grant_fields
-from milpa_chat.command.grants.rules import check_one_line, parse_expiry, same_value, spell_expiry
+from milpa_chat.grants.calls import NamedCall, StandingCall
+from milpa_chat.grants.ceiling import ceiling_to_dict, check_ceiling
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.parts import LONGEST, Condition, Falsifier
+from milpa_chat.grants.reader import grant_fields, read_grant_fields
+from milpa_chat.grants.rules import check_one_line, parse_expiry, same_value, spell_expiry
 
 __all__ = ["LONGEST", "Condition", "Falsifier", "StandingGrant"]
 
@@ -179,7 +179,7 @@ class StandingGrant:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> StandingGrant:
-        """Read the signed text strictly (see :func:`milpa_chat.command.grants.reader.read_grant_fields`)."""
+        """Read the signed text strictly (see :func:`milpa_chat.grants.reader.read_grant_fields`)."""
         grant = cls(**read_grant_fields(text))
         if len(grant.to_json().encode("utf-8")) > LONGEST:
             raise InvalidGrant(

@@ -26,11 +26,14 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.command.grants import Canonical, InvalidGrant, NamedCall, StandingGrant
-from milpa_chat.command.grants.rules import fixable
+from milpa_chat.command.canonical import Canonical
+from milpa_chat.grants.calls import NamedCall
+from milpa_chat.grants.document import StandingGrant
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.records import ACTIONS, COLLECTION, GrantOffer, GrantRecord, when
+from milpa_chat.grants.rules import fixable
 from milpa_chat.runtime.approval import Approval, ApprovalRefused
 from milpa_chat.runtime.caps import Cap
-from milpa_chat.standing.records import ACTIONS, COLLECTION, GrantOffer, GrantRecord, when
 from milpa_chat.store.base import copy_value
 
 if TYPE_CHECKING:
@@ -51,7 +54,7 @@ _NOT_DONE = frozenset({"rejected", "cancelled", "expired", "failed"})
 
 
 class GrantChanges:
-    """The change half of :class:`~milpa_chat.standing.desk.GrantDesk`."""
+    """The change half of :class:`~milpa_chat.grants.desk.GrantDesk`."""
 
     store: Store
     approvals: ApprovalDesk

@@ -14,10 +14,11 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.effects import EffectProfile
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.rules import (
+from milpa_chat.command.ids import OperationId
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.rules import (
     check_argument_name,
     check_fixed_value,
     check_one_line,
@@ -25,7 +26,6 @@ from milpa_chat.command.grants.rules import (
     check_text_type,
     same_value,
 )
-from milpa_chat.command.ids import OperationId
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation

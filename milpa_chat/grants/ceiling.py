@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidEffectProfile
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.rules import check_argument_name, check_one_line, check_operation_name, key_in_path
 from milpa_chat.command.levels import AXES, Authority, Externality, Mutation, Reversibility, Subject
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.rules import check_argument_name, check_one_line, check_operation_name, key_in_path
 
 __all__ = ["CEILING_KEYS", "ceiling_to_dict", "check_ceiling", "read_ceiling"]
 

@@ -2,7 +2,7 @@
 
 Before a call would open an approval (a ``confirm=`` or ``verify=`` gate, or the gate of a tool whose
 effect is undeclared or mutating), the pipeline's ``standing`` step asks the desk. The desk hands
-:meth:`StandingJudge.among <milpa_chat.command.grants.StandingJudge.among>` every grant it keeps that
+:meth:`StandingJudge.among <milpa_chat.grants.StandingJudge.among>` every grant it keeps that
 lends to the caller's seat (the caller's principal) and covers the operation:
 
 * a grant lends the call: it runs without a card, and its result's meta, its audit line and the audit
@@ -12,11 +12,11 @@ lends to the caller's seat (the caller's principal) and covers the operation:
   sentence, which names the way out;
 * any other refusal, or nobody's call: the call goes on to its approval, as if no grant existed.
 
-Grants are written only by decisions of people (:mod:`milpa_chat.standing.changes`): no tool,
+Grants are written only by decisions of people (:mod:`milpa_chat.grants.changes`): no tool,
 and no argument of one, creates, widens, lifts or signs a grant.
 
 Measurements are taken from the calls themselves: a run of a known operation that changes nothing
-records a :class:`~milpa_chat.command.grants.ConditionReceipt` when its result says whether it holds
+records a :class:`~milpa_chat.grants.ConditionReceipt` when its result says whether it holds
 (``True``/``False``, or ``{"holds": true|false}``) on content it can name, and is a sign of life for
 any falsifier it watches (receipts and watchers are matched to grants when a call is judged). The
 desk knows an operation's content and effect from the :class:`~milpa_chat.command.Operation` given to
@@ -32,22 +32,16 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.effects import EffectProfile
-from milpa_chat.command.grants import (
-    Canonical,
-    ConditionReceipt,
-    GrantStanding,
-    InvalidGrant,
-    StandingCall,
-    StandingGrant,
-    StandingJudge,
-    StandingVerdict,
-    is_operation_name,
-)
 from milpa_chat.command.ids import OperationId
-from milpa_chat.runtime.caps import Cap
-from milpa_chat.standing.changes import GrantChanges
-from milpa_chat.standing.records import (
+from milpa_chat.grants.calls import StandingCall
+from milpa_chat.grants.changes import GrantChanges
+from milpa_chat.grants.document import StandingGrant
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.judge import StandingJudge, StandingVerdict
+from milpa_chat.grants.receipts import ConditionReceipt
+from milpa_chat.grants.records import (
     COLLECTION,
     RECEIPTS,
     WATCH,
@@ -59,6 +53,9 @@ from milpa_chat.standing.records import (
     watch_key,
     when,
 )
+from milpa_chat.grants.rules import is_operation_name
+from milpa_chat.grants.standing import GrantStanding
+from milpa_chat.runtime.caps import Cap
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation
@@ -187,7 +184,7 @@ class GrantDesk(GrantChanges):
     async def receipts(self) -> list[ConditionReceipt | None]:
         """The receipts kept, in the order they were taken (``None`` for a row that does not read): one per
         content, operation and "no", and per content, operation, instrument and arguments for a green —
-        what the judge would read from every measurement ever taken (see :mod:`milpa_chat.standing.records`)."""
+        what the judge would read from every measurement ever taken (see :mod:`milpa_chat.grants.records`)."""
         return kept_receipts([r.value for r in await self.store.scan(RECEIPTS)])
 
     async def _facts(self, call: StandingCall) -> _Facts:

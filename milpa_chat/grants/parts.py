@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from milpa_chat.command.grants.calls import NamedCall
-from milpa_chat.command.grants.canonical import Canonical
-from milpa_chat.command.grants.errors import InvalidGrant
-from milpa_chat.command.grants.rules import INT64, check_one_line
+from milpa_chat.command.canonical import Canonical
+from milpa_chat.grants.calls import NamedCall
+from milpa_chat.grants.errors import InvalidGrant
+from milpa_chat.grants.rules import INT64, check_one_line
 
 __all__ = ["LONGEST", "Condition", "Falsifier"]
 

@@ -17,7 +17,7 @@ import json as _json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from milpa_chat.command.grants import _unicode16
+from milpa_chat.command import _unicode16
 
 __all__ = ["LINE", "MARKS_IN_A_ROW", "UNIDATA_VERSION", "Canonical"]
 
