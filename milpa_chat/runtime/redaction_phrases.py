@@ -79,6 +79,7 @@ _BARE: Final = re.compile(r"\S{1,512}")
 _ALNUM: Final = re.compile(r"[^\W_]")
 REDACTED: Final = "***REDACTED***"  # redaction.REDACTED (that module imports this one)
 _PLAIN: Final = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_NAME: Final = re.compile(r"[^\W\d]+")  # letters and underscores: a name, not a value
 _AMOUNT: Final = re.compile(r"[0-9]{1,4}(?:[.,-][0-9]{1,4})?")  # "8 characters", "1-256 characters"
 _FILE: Final = re.compile(
     r"(?:~|\.{1,2})?/\S*|[\w.-]+\.(?:json|toml|ya?ml|txt|env|pem|key|crt|cfg|ini|conf|csv|py|md|log|db|sqlite)",
@@ -224,8 +225,10 @@ def _sentence(text: str, start: int, end: int, quoted: bool) -> bool:
 
 def _looks(value: str) -> bool:
     """A value written directly after a secret word is a secret when it looks like one."""
-    if len(value) < 6 or value[0] in "([{<@" or _FILE.fullmatch(value):  # "(TELEGRAM_TOKEN)", "@BotFather"
+    if len(value) < 6 or _FILE.fullmatch(value):
         return False
+    if value[0] in "([{<@":  # "(TELEGRAM_TOKEN)", "<token>", "@BotFather" name a place; "[b1kPJ9w..." is a value
+        return _NAME.fullmatch(value[1:].rstrip(")]}>")) is None and _looks(value[1:])
     if value.isalpha():  # a word in one case is a word ("bucket", "Reset"); mixed case is not ("rifFCIm")
         return not (value.islower() or value.istitle() or value.isupper())
     return _PLAIN.fullmatch(value) is None and _ALNUM.search(value) is not None
