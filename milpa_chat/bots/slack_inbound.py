@@ -106,6 +106,7 @@ def event_inbound(body: Mapping[str, Any]) -> Inbound | None:
     channel = str(event["channel"])
     text = str(event.get("text") or "")
     event_id = body.get("event_id")
+    thread = event.get("thread_ts") or event.get("ts")
     return Inbound(
         surface=SURFACE,
         chat_id=channel,
@@ -113,6 +114,7 @@ def event_inbound(body: Mapping[str, Any]) -> Inbound | None:
         text=decode(strip_mention(text) if kind == "app_mention" else text).strip(),
         delivery_id=f"ev:{event_id}" if event_id else None,
         chat_type=chat_type(channel),
+        thread=str(thread) if thread else None,
         raw=body,
     )
 
@@ -162,9 +164,14 @@ def tapped_buttons(body: Mapping[str, Any]) -> tuple[str, ...] | None:
     for block in message.get("blocks") or ():
         if not isinstance(block, Mapping):
             continue
-        elements = list(block.get("elements") or ()) if block.get("type") == "actions" else []
+        elements = list(block.get("elements") or ()) if block.get("type") in ("actions", "context_actions") else []
         elements.append(block.get("accessory"))
-        found += [str(e["value"]) for e in elements if isinstance(e, Mapping) and isinstance(e.get("value"), str)]
+        for element in elements:
+            if not isinstance(element, Mapping):
+                continue
+            # a feedback element holds two buttons, each with its own value
+            parts = [element, element.get("positive_button"), element.get("negative_button")]
+            found += [str(p["value"]) for p in parts if isinstance(p, Mapping) and isinstance(p.get("value"), str)]
     return tuple(found)
 
 

@@ -9,9 +9,11 @@
 * ``whisper`` -> a whole message (help, lists, usage, refusals) the same way: only the actor sees it;
 * ``typing`` -> in a thread of the assistant pane (a chat id ``"<channel>/<thread_ts>"``, see
   :mod:`milpa_chat.bots.slack_threads`), ``assistant.threads.setStatus`` ("is thinking…" with loading
-  messages; Slack clears it when the reply is posted); elsewhere nothing: Slack has no typing indicator for apps.
+  messages; Slack clears it when the reply is posted); elsewhere nothing: Slack has no typing indicator for apps;
+* ``open_stream`` -> the agent's answer streamed into the thread of the message it answers
+  (``chat.startStream`` / ``appendStream`` / ``stopStream``; see :mod:`milpa_chat.bots.slack_stream`).
 
-A chat id ``"<channel>/<thread_ts>"`` posts, and whispers, into that thread.
+A chat id ``"<channel>/<thread_ts>"`` posts, whispers and streams into that thread.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from milpa_chat.renderers.slack import SlackRenderer
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from milpa_chat.chat.streaming import Stream
     from milpa_chat.chat.surface import EditField
     from milpa_chat.renderers.model import Message
     from milpa_chat.runtime.approval import Approval
@@ -74,7 +77,12 @@ class SlackTransport(Surface):
         self.command_prefix = f"{command} "
         self._status_refused = False
         self._traits = Traits(
-            command_prefix=self.command_prefix, whispers=True, edit_forms=True, reason_forms=True, reports_failures=True
+            command_prefix=self.command_prefix,
+            whispers=True,
+            edit_forms=True,
+            reason_forms=True,
+            reports_failures=True,
+            streams=True,
         )
 
     async def send(self, chat_id: str, message: Message) -> MessageRef:
@@ -144,6 +152,18 @@ class SlackTransport(Surface):
                 log.info("assistant.threads.setStatus answered %s; no status is shown", exc.response.get("error"))
             return False
         return True
+
+    async def open_stream(self, inbound: Inbound) -> Stream | None:
+        """The answer streamed as a reply in ``inbound``'s thread; ``None`` where there is no thread to answer
+        in (a slash command)."""
+        if not inbound.thread:
+            return None
+        from milpa_chat.bots.slack_stream import SlackStream
+
+        channel, thread = split(inbound.chat_id)  # a thread of the assistant pane streams into that thread
+        return SlackStream(
+            self.client, self.renderer, channel, thread or inbound.thread, user=inbound.user.id, team=inbound.user.team
+        )
 
     async def open_edit_form(self, inbound: Inbound, approval: Approval, fields: Sequence[EditField]) -> None:
         """The Edit modal for ``approval`` (``views.open`` with the tap's ``trigger_id``; see ``slack_edit``)."""

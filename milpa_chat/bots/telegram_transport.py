@@ -8,6 +8,9 @@
 * ``answer`` answers the tapped button's callback query — each query once: a second answer for the same
   query is dropped, and the adapter answers every query the core leaves unanswered.
 * ``typing`` sends the "typing" chat action.
+* ``open_stream`` shows the agent's answer while it is produced: a draft (``sendMessageDraft``) in a
+  private chat, then the final message; in a group, a message edited in place (see
+  :mod:`milpa_chat.bots.telegram_stream` for the rates).
 
 Flood control (``RetryAfter``) is waited out and the call retried, up to ``max_retries`` times.
 """
@@ -44,6 +47,7 @@ from telegram.error import BadRequest, RetryAfter
 from telegram.warnings import PTBDeprecationWarning
 
 from milpa_chat.chat.inbound import Inbound, MessageRef
+from milpa_chat.chat.streaming import Stream
 from milpa_chat.chat.surface import Surface, Traits
 from milpa_chat.renderers.model import Document, Message
 from milpa_chat.renderers.telegram import TelegramRenderer
@@ -64,7 +68,7 @@ class TelegramTransport(Surface):
     replies (``ForceReply``)."""
 
     surface = "telegram"
-    _traits = Traits(prompts=True)
+    _traits = Traits(prompts=True, streams=True)
 
     def __init__(
         self,
@@ -99,6 +103,12 @@ class TelegramTransport(Surface):
             if username:
                 self._traits = replace(self._traits, bot_username=username)
         return self._traits
+
+    async def open_stream(self, inbound: Inbound) -> Stream | None:
+        """A draft in a private chat (``sendMessageDraft``), an edited message in a group."""
+        from milpa_chat.bots.telegram_stream import open_telegram_stream
+
+        return open_telegram_stream(self.bot, self, inbound.chat_id)
 
     # --------------------------------------------------------------- Transport
     async def send(self, chat_id: str, message: Message) -> MessageRef:
@@ -221,7 +231,7 @@ def _kwargs(part: dict[str, Any]) -> dict[str, Any]:
     if markup and markup.get("inline_keyboard"):
         kwargs["reply_markup"] = InlineKeyboardMarkup(
             [
-                [InlineKeyboardButton(b["text"], callback_data=b["callback_data"]) for b in row]
+                [InlineKeyboardButton(b["text"], callback_data=b["callback_data"], style=b.get("style")) for b in row]
                 for row in markup["inline_keyboard"]
             ]
         )

@@ -8,6 +8,7 @@ It is channel-neutral: adapters in ``milpa_chat.bots`` turn platform updates int
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 from collections import OrderedDict
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.chat import cards
 from milpa_chat.chat.approvals import requester_user
 from milpa_chat.chat.editing import EDIT_ACTIONS, ApprovalEditor
+from milpa_chat.chat.feedback import AnswerFeedback, FeedbackTaps
 from milpa_chat.chat.flows import ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef
@@ -42,13 +44,14 @@ from milpa_chat.chat.routes import (
     ToolCommands,
 )
 from milpa_chat.chat.routing import approver_targets, nudge_cards, route
+from milpa_chat.chat.streaming import FEEDBACK, Stream, feedback_buttons, waiting_title
 from milpa_chat.chat.surface import Transport
 from milpa_chat.chat.typing_indicator import typing_while
+from milpa_chat.renderers.model import Actions, Message
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
-    from milpa_chat.renderers.model import Message
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.registry import ToolRegistry
 
@@ -76,7 +79,9 @@ class Assistant:
     arguments before deciding; see :class:`~milpa_chat.chat.editing.ApprovalEditor`). ``risk_tiers``: what
     approving asks for follows the tool's declared effect (low: a tap; high: a typed reason, and a second
     approver when someone approves it faster than ``fast_approval`` seconds, by default faster than the
-    card can be read)."""
+    card can be read). ``feedback``: the agent's answers carry 👍 / 👎 buttons, recorded as events
+    (:attr:`answer_feedback`, :mod:`milpa_chat.chat.feedback`). Where a surface streams
+    (``traits.streams``), the agent's answer is shown as it is produced, with its plan's steps."""
 
     def __init__(
         self,
@@ -89,6 +94,7 @@ class Assistant:
         edits: bool = False,
         risk_tiers: bool = False,
         fast_approval: float | None = None,
+        feedback: bool = False,
     ) -> None:
         self.registry = registry
         self.identities = identities or Identities()
@@ -127,6 +133,9 @@ class Assistant:
         self.risk_tiers: dict[str, Any] | None = {"fast_seconds": fast_approval} if risk_tiers else None
         #: Only edits and high-risk reasons prompt for a reply: without either, no message is looked up as one.
         self._may_prompt = edits or risk_tiers
+        self.feedback = feedback
+        #: The answers with 👍 / 👎 and the taps recorded on them (``await assistant.answer_feedback.read()``).
+        self.answer_feedback = AnswerFeedback(registry)
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
         #: What handles an inbound event, asked in order (:mod:`milpa_chat.chat.routes`); see :meth:`add_route`.
@@ -155,7 +164,7 @@ class Assistant:
             grants
             or action in APPROVAL_ACTIONS
             or action in EDIT_ACTIONS
-            or action in ("page", cards.SHOW_ALL)
+            or action in ("page", cards.SHOW_ALL, FEEDBACK)
             or action in self.registry
         )
 
@@ -202,6 +211,7 @@ class Assistant:
             EditTaps(self.editor),
             PageTaps(self.registry, self.context_for, self._stored_once, self.open_approval, self.present),
             ShowAllTaps(self.approvals, self.outbox, self.context_for),
+            FeedbackTaps(self.answer_feedback, self.context_for),
             GrantRoutes(lambda: self.grants),
             ToolButtons(self.registry, self.run_tool, self.context_for),
             StaleButtons(),
@@ -212,7 +222,7 @@ class Assistant:
             ApprovalStats(self.registry, self.context_for),
             BuiltinCommands(self.registry, self.context_for, lambda: self.name),
             ToolCommands(self.registry, self.run_tool, self.context_for),
-            AgentText(lambda: self.agent, self.context_for),
+            AgentText(lambda: self.agent, self.context_for, self._answer_text),
         ]
         return [*taps, *replies, *messages]
 
@@ -344,21 +354,94 @@ class Assistant:
         route = approval.route
         if not approval.data.get("resume") or not callable(resume) or route is None:
             return
-        inbound = Inbound(route["surface"], route["chat_id"], requester_user(approval))
+        thread = approval.data["resume"].get("thread")
+        inbound = Inbound(
+            route["surface"], route["chat_id"], requester_user(approval), thread=str(thread) if thread else None
+        )
         transport = self.transports.get(inbound.surface)
         if transport is None:
             raise LookupError(f"no transport attached for {inbound.surface} to resume the agent")
+        ctx = self.context_for(inbound)
+
+        async def run(stream: Stream | None) -> str | Message | None:
+            try:
+                if stream is not None:
+                    reply: str | Message | None = await resume(inbound, ctx, approval, result, stream=stream)
+                    return reply
+                return await resume(inbound, ctx, approval, result)  # type: ignore[no-any-return]
+            except Exception:
+                log.exception("the agent could not resume after approval %s", approval.id)
+                return "Something went wrong while I continued your request; the error was logged."
+
+        await self._answer(inbound, transport, run)
+
+    async def _answer_text(self, inbound: Inbound, transport: Transport) -> None:
+        """Free text to the agent: its answer streamed where the surface can, else sent when it is done."""
+        agent = self.agent
+        assert agent is not None
+        ctx = self.context_for(inbound)
+
+        async def run(stream: Stream | None) -> str | Message | None:
+            if stream is not None:
+                reply: str | Message | None = await agent(inbound, ctx, stream=stream)  # type: ignore[call-arg]
+                return reply
+            return await agent(inbound, ctx)
+
+        await self._answer(inbound, transport, run)
+
+    async def _answer(
+        self,
+        inbound: Inbound,
+        transport: Transport,
+        run: Callable[[Stream | None], Awaitable[str | Message | None]],
+    ) -> None:
+        """Run the agent (``run(stream)``) and show its answer: into a stream the surface opens where it can
+        and the agent takes one (``agent.streams``), else sent when done; with 👍 / 👎 when ``feedback``."""
+        stream: Stream | None = None
+        if getattr(self.agent, "streams", False) and transport.traits.streams:
+            try:
+                stream = await transport.open_stream(inbound)
+            except Exception:
+                log.warning("could not open a stream on %s; the answer is sent when done", inbound.surface)
+        if stream is None:
+            try:
+                await transport.typing(inbound.chat_id)
+            except Exception:  # typing is cosmetic
+                log.debug("typing indicator failed", exc_info=True)
         try:
-            await transport.typing(inbound.chat_id)
-        except Exception:  # typing is cosmetic
-            log.debug("typing indicator failed", exc_info=True)
-        try:
-            reply = await resume(inbound, self.context_for(inbound), approval, result)
-        except Exception:
-            log.exception("the agent could not resume after approval %s", approval.id)
-            reply = "Something went wrong while I continued your request; the error was logged."
-        if reply is not None:
-            await transport.send(inbound.chat_id, cards.text(reply) if isinstance(reply, str) else reply)
+            reply = await run(stream)
+        except BaseException:
+            if stream is not None and not stream.finished:
+                await _finish_quietly(stream, "Sorry, this answer could not be finished.")
+            raise
+        text = reply if isinstance(reply, str) else None
+        answer_id = None
+        if self.feedback and text:
+            answer_id = await self.answer_feedback.new_answer(
+                inbound.surface, inbound.chat_id, self.context_for(inbound).principal or "", text
+            )
+        if stream is not None:
+            try:
+                await stream.finish(text, feedback=answer_id)
+            except Exception as exc:  # the stream broke at its end: the answer still reaches the person
+                log.warning("a stream on %s could not finish (%s); the answer is sent", inbound.surface, exc)
+                if text:
+                    await transport.send(inbound.chat_id, cards.text(text))
+            if isinstance(reply, Message):
+                await transport.send(inbound.chat_id, reply)
+            return
+        if reply is None:
+            return
+        message = cards.text(reply) if isinstance(reply, str) else reply
+        if answer_id is not None:
+            message = dataclasses.replace(message, blocks=(*message.blocks, Actions.row(*feedback_buttons(answer_id))))
+        await transport.send(inbound.chat_id, message)
+
+    async def plan_title(self, result: ToolResult) -> str:
+        """How the plan step of a call waiting on the approval ``result`` opened reads (who decides, where)."""
+        approval_id = result.meta.get("approval_id")
+        approval = await self.approvals.get(approval_id) if isinstance(approval_id, str) else None
+        return waiting_title(approval) if approval is not None else "Waiting for a decision"
 
     async def call_with_typing(
         self, transport: Transport | None, chat_id: str, name: str, args: dict[str, Any], ctx: ToolContext
@@ -420,6 +503,13 @@ class Assistant:
             except Exception:
                 log.exception("approval sweep failed")
             await asyncio.sleep(interval)
+
+
+async def _finish_quietly(stream: Stream, text: str) -> None:
+    try:
+        await stream.finish(text)
+    except Exception:
+        log.debug("could not finish a stream after a failure", exc_info=True)
 
 
 async def _last_resort(transport: Transport, inbound: Inbound, exc: BaseException) -> bool:

@@ -35,7 +35,10 @@ class Inbound:
     reported it with the tap (Telegram ``callback_query.message.reply_markup``, Slack ``message.blocks``),
     ``()`` for a message without buttons, and ``None`` when the platform did not report the message (a
     Telegram message too old to carry it, an ephemeral Slack message, a surface without messages). A tap
-    whose data is not among them was not made on that message (:attr:`offered` is ``False``)."""
+    whose data is not among them was not made on that message (:attr:`offered` is ``False``).
+
+    ``thread`` is the thread an answer belongs in, where the platform has threads (Slack: the message's
+    ``thread_ts``, or its own ``ts`` to start one); ``None`` elsewhere."""
 
     surface: str
     chat_id: str
@@ -48,6 +51,7 @@ class Inbound:
     chat_type: str = "private"
     note: str | None = None
     buttons: tuple[str, ...] | None = None
+    thread: str | None = None
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

@@ -17,6 +17,7 @@ from milpa_chat.chat.inbound import Inbound, MessageRef
 from milpa_chat.renderers.model import Message
 
 if TYPE_CHECKING:
+    from milpa_chat.chat.streaming import Stream
     from milpa_chat.runtime.approval import Approval
 
 __all__ = ["EditField", "Surface", "Traits", "Transport"]
@@ -45,7 +46,8 @@ class Traits:
     ask for a typed reply to a message (:meth:`Surface.prompt`). ``edit_forms`` / ``reason_forms``: it opens
     a form to edit a request's arguments / to give a reason (:meth:`Surface.open_edit_form`,
     :meth:`Surface.open_reason_form`). ``reports_failures``: it has a last way to tell a person that their
-    request failed (:meth:`Surface.report_failure`).
+    request failed (:meth:`Surface.report_failure`). ``streams``: it shows an answer while it is produced,
+    with the steps of its plan (:meth:`Surface.open_stream`).
     """
 
     command_prefix: str = "/"
@@ -55,6 +57,7 @@ class Traits:
     edit_forms: bool = False
     reason_forms: bool = False
     reports_failures: bool = False
+    streams: bool = False
 
 
 class Surface(ABC):
@@ -100,6 +103,11 @@ class Surface(ABC):
 
     async def open_reason_form(self, inbound: Inbound, approval: Approval, why: str) -> None:
         """Open a form asking why the actor approves a high-risk ``approval`` (``traits.reason_forms``)."""
+        return None
+
+    async def open_stream(self, inbound: Inbound) -> Stream | None:
+        """A :class:`~milpa_chat.chat.streaming.Stream` answering ``inbound`` where it was written (its chat,
+        its thread), or ``None`` where no stream can be shown there (``traits.streams``)."""
         return None
 
     async def report_failure(self, inbound: Inbound, exc: BaseException) -> bool:

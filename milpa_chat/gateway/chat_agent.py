@@ -28,7 +28,7 @@ from milpa_chat.gateway.errors import (
 from milpa_chat.gateway.gates import OptionTable, ToolCallGate
 from milpa_chat.gateway.intent import NamedTargetCheck
 from milpa_chat.gateway.mcp_client import result_for_model
-from milpa_chat.gateway.orchestrator import AgentOrchestrator
+from milpa_chat.gateway.orchestrator import AgentOrchestrator, Progress, step_title
 from milpa_chat.gateway.second_opinion import SecondOpinionGate
 from milpa_chat.gateway.state import AgentRun, AgentState, declined
 from milpa_chat.runtime.result import ErrorCode, ToolResult
@@ -88,6 +88,11 @@ class ChatHost(Protocol):
         """Show the approval card a confirmation or verification result asks for; ``False`` when there is none."""
         ...
 
+    async def plan_title(self, result: ToolResult) -> str:
+        """How the plan step of a call waiting on the approval ``result`` opened reads ("Waiting for
+        approval by payments:approve — card in #approvals")."""
+        ...
+
 
 class ChatAgent:
     """An :class:`~milpa_chat.gateway.AgentOrchestrator` per chat message, with durable history and approvals.
@@ -140,55 +145,85 @@ class ChatAgent:
             raise RuntimeError("ChatAgent is not attached to an assistant; pass it as Assistant(..., agent=agent)")
         return self._host
 
+    #: ``__call__`` and ``resume`` take ``stream=`` (a :class:`~milpa_chat.gateway.orchestrator.Progress`).
+    streams = True
+
     # ------------------------------------------------------------- turns
-    async def __call__(self, inbound: ChatTurn, ctx: ToolContext) -> str | None:
-        """Answer one free-text message (the ``Assistant`` sends the returned text)."""
+    async def __call__(self, inbound: ChatTurn, ctx: ToolContext, *, stream: Progress | None = None) -> str | None:
+        """Answer one free-text message (the ``Assistant`` sends the returned text, or finishes ``stream``
+        with it: the text streamed into it as the model wrote it, each tool call a step of the plan)."""
         text = (inbound.text or "").strip()
         if not text:
             return None
-        stream = self.stream_for(inbound.surface, inbound.chat_id)
+        history = self.stream_for(inbound.surface, inbound.chat_id)
         messages = [*self._system(), *await self.history(inbound.surface, inbound.chat_id)]
         messages.append({"role": "user", "content": text})
         base = len(messages) - 1
+        orchestrator = self._orchestrator(ctx, text, stream)
         try:
-            run = await self._orchestrator(ctx, text).run(messages)
+            run = await orchestrator.run(messages)
         except (LlmError, MissingExtraError) as exc:
-            return await self._trouble(exc, stream)
-        return await self._settle(run, inbound, {"stream": stream, "base": base, "task": text})
+            return await self._trouble(exc, history)
+        where = {"stream": history, "base": base, "task": text, "thread": getattr(inbound, "thread", None)}
+        return await self._settle(run, inbound, where, orchestrator)
 
     async def resume(
-        self, inbound: ChatTurn, ctx: ToolContext, approval: DecidedApproval, result: ToolResult | None
+        self,
+        inbound: ChatTurn,
+        ctx: ToolContext,
+        approval: DecidedApproval,
+        result: ToolResult | None,
+        *,
+        stream: Progress | None = None,
     ) -> str | None:
         """Continue the run paused on ``approval`` once it was decided.
 
         ``result`` is the tool's result when it ran; ``None`` when a person did not let it run (the
-        approval's state, ``cancelled``/``rejected``/``expired``, goes back to the model).
+        approval's state, ``cancelled``/``rejected``/``expired``, goes back to the model). With ``stream``,
+        the plan step that waited on the approval (kept in the approval, so found after any restart)
+        moves on first: complete when the call ran, error when it did not.
         """
         payload = approval.data.get("resume") or {}
         if payload.get("agent") != AGENT_TAG:
             return None
+        who = approval.data.get("decided_by_name") or approval.data.get("decided_by")
+        ran = result is not None and result.success
         if result is None:
-            result = declined(approval.state, by=approval.data.get("decided_by_name"))
+            result = declined(approval.state, by=who)
         where: dict[str, Any] = {
             "stream": str(payload["stream"]),
             "base": int(payload["base"]),
             "task": str(payload["task"]),
+            "thread": payload.get("thread"),
         }
+        orchestrator = self._orchestrator(ctx, where["task"], stream)
+        step = payload.get("step")
+        if isinstance(step, Mapping):
+            outcome = f"{approval.state} by {who}" if who else str(approval.state)
+            if not ran and result.error and approval.state in ("executed", "failed"):
+                outcome = f"{outcome}: {result.error}"
+            await orchestrator.show_step(str(step["id"]), str(step["title"]), "complete" if ran else "error", outcome)
         try:
-            run = await self._orchestrator(ctx, where["task"]).resume(AgentState.from_dict(payload["state"]), result)
+            run = await orchestrator.resume(AgentState.from_dict(payload["state"]), result)
         except (LlmError, MissingExtraError) as exc:
             return await self._trouble(exc, where["stream"])
-        return await self._settle(run, inbound, where)
+        return await self._settle(run, inbound, where, orchestrator)
 
-    async def _settle(self, run: AgentRun, inbound: ChatTurn, where: dict[str, Any]) -> str | None:
+    async def _settle(
+        self, run: AgentRun, inbound: ChatTurn, where: dict[str, Any], orchestrator: AgentOrchestrator
+    ) -> str | None:
         base: int = where["base"]
         if run.paused:
             assert run.state is not None
             pending = run.state.pending
             if pending.reason in ("confirmation", "verification") and pending.result is not None:
-                payload = {"agent": AGENT_TAG, "state": run.state.to_dict(), **where}
+                title = await self._plan_title(pending.result)
+                step = {"id": pending.call.id, "title": title}
+                payload = {"agent": AGENT_TAG, "state": run.state.to_dict(), **where, "step": step}
                 if await self.host.open_approval(inbound, pending.call.name, pending.result, resume=payload):
+                    await orchestrator.show_step(pending.call.id, title, "pending")
                     return None
+            await orchestrator.show_step(pending.call.id, f"{pending.call.name} did not run", "error")
             await self._save(where["stream"], _closed(run.state)[base:])
             return f"I did not run {pending.call.name}: {pending.explanation}"
         await self._save(where["stream"], run.messages[base:])
@@ -199,7 +234,20 @@ class ChatAgent:
             )
         return run.answer or ("Done." if run.tool_results else "I have no answer to that.")
 
-    def _orchestrator(self, ctx: ToolContext, task: str) -> AgentOrchestrator:
+    async def _plan_title(self, result: ToolResult) -> str:
+        titled = getattr(self.host, "plan_title", None)
+        if callable(titled):
+            try:
+                return str(await titled(result))
+            except Exception:
+                log.exception("the plan step of an approval could not be titled")
+        return "Waiting for a decision"
+
+    def _describe(self, name: str) -> str:
+        definition = self.host.registry.get(name)
+        return step_title(name, definition.description if definition is not None else None)
+
+    def _orchestrator(self, ctx: ToolContext, task: str, progress: Progress | None = None) -> AgentOrchestrator:
         options = OptionTable()
         gate = self.gate
         if self.judge is not None:
@@ -215,6 +263,8 @@ class ChatAgent:
             options=options,
             observer=self.observer,
             max_tokens=self.max_tokens,
+            progress=progress,
+            describe=self._describe,
         )
 
     def _system(self) -> list[dict[str, Any]]:

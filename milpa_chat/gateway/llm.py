@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
     from openai import AsyncOpenAI
 
-__all__ = ["OPENAI_COMPATIBLE", "ChannelObserver", "LlmReply", "LlmService", "Usage"]
+__all__ = ["OPENAI_COMPATIBLE", "ChannelObserver", "LlmReply", "LlmService", "OnText", "Usage"]
+
+#: ``on_text(piece)``: called with each piece of the answer's text as the provider streams it.
+OnText = Callable[[str], Awaitable[None]]
 
 OPENAI_COMPATIBLE = frozenset({"openai", "openai-compatible", "ollama", "vllm", "lmstudio", "lm-studio"})
 """Provider names served by the ``openai`` SDK (point ``base_url`` at the local server)."""
@@ -122,7 +125,7 @@ def resolve_provider(provider: str | None, model: str, client: object | None = N
 
 
 class LlmService:
-    """Ask a chat model for the next assistant message.
+    """Ask a chat model for the next assistant message (streamed, when ``generate(on_text=...)`` is given).
 
     ``provider``: ``"openai"`` (also OpenAI-compatible servers), ``"anthropic"`` or ``None`` (pick
     by model name: ``claude`` -> Anthropic). ``api_key``: falls back to the SDK's environment
@@ -173,6 +176,9 @@ class LlmService:
         self._owns_client = client is None and http_client is None
         self._sdk: ModuleType | None = None
 
+    #: ``generate`` takes ``on_text=`` (the agent streams through it only when this is true).
+    streams = True
+
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"LlmService(provider={self.provider!r}, model={self.model!r}{where})"
@@ -200,10 +206,13 @@ class LlmService:
         max_tokens: int = 4096,
         *,
         observer: ChannelObserver | None = None,
+        on_text: OnText | None = None,
     ) -> LlmReply:
         """Send the history (OpenAI chat format; a string is one user message) and the tools.
 
-        ``observer`` sees this request's body too, after the service's own observer.
+        ``observer`` sees this request's body too, after the service's own observer. With ``on_text``,
+        the request streams (OpenAI ``stream=True``, Anthropic ``messages.stream``) and ``on_text`` is
+        awaited with each piece of text as it arrives; the reply returned is the same whole message.
 
         Returns the assistant message as an :class:`LlmReply`. Raises an :class:`LlmError`
         subclass when the provider cannot be used (``LlmAuthError``, ``LlmRateLimitError``,
@@ -221,9 +230,11 @@ class LlmService:
         try:
             if self.provider == "anthropic":
                 return await self._ask_anthropic(
-                    cast("AsyncAnthropic", client), history, tool_list, max_tokens, observers
+                    cast("AsyncAnthropic", client), history, tool_list, max_tokens, observers, on_text
                 )
-            return await self._ask_openai(cast("AsyncOpenAI", client), history, tool_list, max_tokens, observers)
+            return await self._ask_openai(
+                cast("AsyncOpenAI", client), history, tool_list, max_tokens, observers, on_text
+            )
         except MalformedResponseError as exc:
             raise self._bad_response(str(exc)) from exc
         except LlmError:
@@ -241,6 +252,7 @@ class LlmService:
         tools: list[Any],
         max_tokens: int,
         observers: Sequence[ChannelObserver] = (),
+        on_text: OnText | None = None,
     ) -> LlmReply:
         body: dict[str, Any] = {"model": self.model, "messages": history}
         if tools:
@@ -250,8 +262,14 @@ class LlmService:
         # OpenAI-compatible servers (vLLM, Ollama, LM Studio) all understand max_tokens.
         official = "://api.openai.com" in self.endpoint
         body["max_completion_tokens" if official else "max_tokens"] = max_tokens
+        if on_text is not None:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         self._observe(f"{self.endpoint}/chat/completions", body, observers)
-        data = self._raw(_dump(await client.chat.completions.create(**body)))
+        if on_text is not None:
+            data = self._raw(await _openai_streamed(await client.chat.completions.create(**body), on_text))
+        else:
+            data = self._raw(_dump(await client.chat.completions.create(**body)))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise MalformedResponseError("the response has no choices")
@@ -272,6 +290,7 @@ class LlmService:
         tools: list[Any],
         max_tokens: int,
         observers: Sequence[ChannelObserver] = (),
+        on_text: OnText | None = None,
     ) -> LlmReply:
         request = to_anthropic(history)
         body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": request.messages}
@@ -280,7 +299,14 @@ class LlmService:
         if tools:
             body["tools"] = anthropic_tools(tools)
         self._observe(f"{self.endpoint}/v1/messages", body, observers)
-        data = self._raw(_dump(await client.messages.create(**body)))
+        if on_text is not None:
+            async with client.messages.stream(**body) as events:
+                async for event in events:
+                    if event.type == "text" and event.text:
+                        await on_text(event.text)
+                data = self._raw(_dump(await events.get_final_message()))
+        else:
+            data = self._raw(_dump(await client.messages.create(**body)))
         content = data.get("content")
         if not isinstance(content, list):
             raise MalformedResponseError("the response has no list of content blocks")
@@ -372,6 +398,41 @@ def _dump(response: object) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise MalformedResponseError("the body is not a JSON object")
     return data
+
+
+async def _openai_streamed(stream: Any, on_text: OnText) -> dict[str, Any]:
+    """An OpenAI chat-completions stream put back together as the response it stands for, ``on_text``
+    awaited with each text delta as it arrives (tool calls are joined by their ``index``)."""
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish: str | None = None
+    data: dict[str, Any] = {}
+    async for chunk in stream:
+        part = _dump(chunk)
+        data.update({k: part[k] for k in ("id", "model", "created") if part.get(k) is not None})
+        if part.get("usage"):
+            data["usage"] = part["usage"]
+        for choice in part.get("choices") or ():
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                content.append(text)
+                await on_text(text)
+            for call in delta.get("tool_calls") or ():
+                slot = calls.setdefault(int(call.get("index") or 0), {"type": "function", "function": {}})
+                if call.get("id"):
+                    slot["id"] = call["id"]
+                function = call.get("function") or {}
+                if function.get("name"):
+                    slot["function"]["name"] = function["name"]
+                slot["function"]["arguments"] = slot["function"].get("arguments", "") + (
+                    function.get("arguments") or ""
+                )
+            finish = choice.get("finish_reason") or finish
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {**data, "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
 
 
 def _usage(input_tokens: Any, output_tokens: Any) -> Usage | None:

@@ -12,20 +12,38 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from milpa_chat.gateway.gates import OptionTable, Refusal, ToolCall, ToolCallGate, maybe_await
 from milpa_chat.gateway.mcp_client import result_for_model
-from milpa_chat.gateway.state import AgentRun, AgentState, PendingCall, ToolOutcome
+from milpa_chat.gateway.state import AgentRun, AgentState, PendingCall, StepStatus, ToolOutcome
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 
 if TYPE_CHECKING:
     from milpa_chat.gateway.llm import ChannelObserver
     from milpa_chat.gateway.mcp_client import McpClientService
 
-__all__ = ["TOOL_CALL_MARKERS", "AgentOrchestrator", "ChatModel"]
+__all__ = ["TOOL_CALL_MARKERS", "AgentOrchestrator", "ChatModel", "Progress", "step_title"]
+
+
+class Progress(Protocol):
+    """Where a run shows itself while it works (``milpa_chat.chat.streaming.Stream`` is one): the answer's
+    text as the model writes it, and each tool call as a step of the plan."""
+
+    async def append(self, text: str) -> None: ...
+
+    async def step(self, id: str, title: str, status: StepStatus, details: str | None = None) -> None: ...
+
+
+def step_title(name: str, description: str | None = None) -> str:
+    """How a tool call's step reads while it runs: its description's first sentence ("Look up invoices…"),
+    else ``Running <name>…``."""
+    first = (description or "").strip().split("\n", 1)[0].split(". ", 1)[0].strip().rstrip(".")
+    if not first or len(first) > 80:
+        return f"Running {name}…"
+    return f"{first}…"
 
 
 @runtime_checkable
@@ -70,7 +88,9 @@ class AgentOrchestrator:
     before every call (:class:`~milpa_chat.gateway.ToolCallGate`). ``options`` is the table the
     catalogue is derived from each step (the gate's own ``options`` when it has one and none is
     given). ``observer`` sees every request body exactly as sent. ``system`` is put first when the
-    history has no system message.
+    history has no system message. ``progress`` (a :class:`Progress`) is shown the answer's text as it
+    streams (when the model streams: ``llm.streams``) and each call as a step (``describe(name)``: its
+    title, by default ``Running <name>…``).
     """
 
     def __init__(
@@ -84,6 +104,8 @@ class AgentOrchestrator:
         observer: ChannelObserver | None = None,
         system: str | None = None,
         max_tokens: int = 4096,
+        progress: Progress | None = None,
+        describe: Callable[[str], str] | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"AgentOrchestrator(max_steps=...) must be at least 1, got {max_steps}")
@@ -96,6 +118,8 @@ class AgentOrchestrator:
         self.observer = observer
         self.system = system
         self.max_tokens = max_tokens
+        self.progress = progress
+        self.describe = describe or (lambda name: step_title(name))
 
     # ------------------------------------------------------------------ API
     async def run(self, prompt: str | Sequence[Mapping[str, Any]]) -> AgentRun:
@@ -148,7 +172,13 @@ class AgentOrchestrator:
 
     async def _ask(self, p: _Progress) -> Mapping[str, Any]:
         tools = self.tools.get_tool_summaries(self.options)
-        reply = await self.llm.generate(p.messages, tools, max_tokens=self.max_tokens, observer=self.observer)
+        reply: Mapping[str, Any]
+        if self.progress is not None and getattr(self.llm, "streams", False):
+            reply = await cast(Any, self.llm).generate(
+                p.messages, tools, max_tokens=self.max_tokens, observer=self.observer, on_text=self.progress.append
+            )
+        else:
+            reply = await self.llm.generate(p.messages, tools, max_tokens=self.max_tokens, observer=self.observer)
         p.steps += 1
         p.messages.append(dict(reply))
         return reply
@@ -198,8 +228,11 @@ class AgentOrchestrator:
                 )
                 return None
             return PendingCall(call, "refused", refusal=str(refusal), refusal_code=getattr(refusal, "code", None))
+        await self.show_step(call.id, self.describe(call.name), "in_progress")
         result = await self._call(call)
         await self._record(call, result)
+        if not result.requires_confirmation():
+            await self.show_step(call.id, self.describe(call.name), "complete" if result.success else "error")
         if result.requires_confirmation():
             return PendingCall(
                 call, "verification" if result.meta.get("requires_verification") else "confirmation", result
@@ -208,6 +241,15 @@ class AgentOrchestrator:
             return PendingCall(call, "blocked", result)
         self._answer(p, call, result)
         return None
+
+    async def show_step(self, id: str, title: str, status: StepStatus, details: str | None = None) -> None:
+        """Show a step on :attr:`progress` (nothing without one; a failing display never stops the run)."""
+        if self.progress is None:
+            return
+        try:
+            await self.progress.step(id, title, status, details)
+        except Exception:
+            log.exception("the run's progress could not show step %s", id)
 
     async def _refusal(self, call: ToolCall) -> str | None:
         if self.gate is None:

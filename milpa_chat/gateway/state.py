@@ -20,6 +20,7 @@ __all__ = [
     "PauseReason",
     "PendingCall",
     "RunStatus",
+    "StepStatus",
     "ToolOutcome",
     "declined",
 ]
@@ -28,6 +29,8 @@ RunStatus = Literal["answered", "paused", "exhausted", "tool_call_as_text"]
 #: ``confirmation`` (the requester confirms), ``verification`` (an approver decides), ``blocked``
 #: (a rule blocked the call), ``refused`` (a gate refused without removing the option).
 PauseReason = Literal["confirmation", "verification", "blocked", "refused"]
+#: A step of the agent's plan as a stream shows it (Slack's task states): waiting, running, done, failed.
+StepStatus = Literal["pending", "in_progress", "complete", "error"]
 STATE_VERSION = 1
 
 

@@ -198,7 +198,9 @@ def _buttons(view: ApprovalView) -> Actions | None:
     if view.state != "pending":
         return None
     if view.kind == "confirm":
-        return Actions.row(Button("✅ Confirm", "confirm", view.id, "primary"), Button("✖ Cancel", "cancel", view.id))
+        return Actions.row(
+            Button("✅ Confirm", "confirm", view.id, "primary"), Button("✖ Cancel", "cancel", view.id, "danger")
+        )
     if view.role == "requester":
         return Actions.row(Button("↩ Withdraw", "cancel", view.id))
     return Actions.row(

@@ -118,9 +118,22 @@ def _message(text: str) -> dict[str, Any]:
     return {"text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": True}}
 
 
+#: ``InlineKeyboardButton.style`` for a button's style: the action the card is for green (Slack shows its
+#: ``primary`` green too), a destructive or refusing one red, the others Telegram's own.
+BUTTON_STYLES = {"primary": "success", "danger": "danger"}
+
+
 def _keyboard(buttons: tuple[Button, ...]) -> list[list[dict[str, str]]]:
     rows = chunked(buttons[:MAX_BUTTONS], MAX_ROW_BUTTONS)
-    return [[{"text": clean(b.label), "callback_data": b.callback_data} for b in row] for row in rows]
+    return [[_button(b) for b in row] for row in rows]
+
+
+def _button(button: Button) -> dict[str, str]:
+    rendered = {"text": clean(button.label), "callback_data": button.callback_data}
+    style = BUTTON_STYLES.get(button.style)
+    if style is not None:
+        rendered["style"] = style
+    return rendered
 
 
 # ------------------------------------------------------------------ blocks -> pieces

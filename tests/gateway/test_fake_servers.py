@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 import pytest
 
+from milpa_chat.gateway import LlmService
 from milpa_chat.testing.llm import FakeAnthropicServer, FakeOpenAIServer
+
+from .conftest import FakeServer
 
 ANTHROPIC_HEADERS = {"x-api-key": "test-key", "anthropic-version": "2023-06-01"}
 OPENAI_HEADERS = {"authorization": "Bearer test-key"}
@@ -107,7 +112,7 @@ TOOL_RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}
         ),
         (_anthropic_body([{"role": "user", "content": "a"}], tools=[{"name": "t", "input_schema": {}}]), "object"),
         ({"model": "claude-test", "messages": [{"role": "user", "content": "a"}]}, "max_tokens"),
-        (_anthropic_body([{"role": "user", "content": "a"}], stream=True), "streaming"),
+        (_anthropic_body([{"role": "user", "content": "a"}], stream="yes"), "boolean"),
     ],
 )
 async def test_anthropic_refuses_invalid_requests(body: dict[str, Any], fragment: str) -> None:
@@ -212,3 +217,27 @@ async def test_scripted_errors_carry_retry_after_and_the_provider_shape() -> Non
 async def test_url_before_start_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="not started"):
         _ = FakeOpenAIServer().base_url
+
+
+async def test_streamed_replies_arrive_a_word_at_a_time_through_both_sdks(
+    make_llm: Callable[..., LlmService], server: FakeServer
+) -> None:
+    """``generate(on_text=...)`` streams: the pieces arrive in order, join to the whole answer, and the
+    reply (text, tool calls, usage) is the same as without streaming."""
+    server.reply_text("Invoices for ACME: two open, one paid.", chunk_delay=0.01)
+    server.reply_tool_call("add", {"a": 1, "b": 2}, text="Adding. ")
+    llm = make_llm()
+    pieces: list[str] = []
+
+    async def seen(piece: str) -> None:
+        pieces.append(piece)
+
+    reply = await llm.generate("invoices?", on_text=seen)
+    assert pieces == ["Invoices ", "for ", "ACME: ", "two ", "open, ", "one ", "paid."]
+    assert reply["content"] == "".join(pieces) and reply.finish_reason == "stop" and reply.usage is not None
+    tools = [{"name": "add", "description": "Add.", "inputSchema": {"type": "object", "properties": {}}}]
+    called = await llm.generate("add", tools, on_text=seen)
+    assert called.tool_calls[0]["function"]["name"] == "add" and called.finish_reason == "tool_calls"
+    assert json.loads(called.tool_calls[0]["function"]["arguments"]) == {"a": 1, "b": 2}
+    assert pieces[-1] == "Adding. " and len(server.first_tokens) == 2
+    assert all(body["stream"] is True for body in server.bodies)

@@ -110,7 +110,8 @@ def _check_keyboard(markup: dict[str, Any]) -> None:
     for row in rows:
         assert 1 <= len(row) <= 8
         for button in row:
-            assert set(button) == {"text", "callback_data"} and button["text"].strip()
+            assert set(button) - {"style"} == {"text", "callback_data"} and button["text"].strip()
+            assert button.get("style", "success") in ("success", "danger")  # Telegram's green and red
             assert 1 <= len(button["callback_data"].encode("utf-8")) <= 64
             parse_callback_data(button["callback_data"])
 

@@ -170,11 +170,20 @@ class ToolCommands:
 
 
 class AgentText:
-    """Free text: the agent when one is configured (``agent()`` gives it), else how to write commands."""
+    """Free text: the agent when one is configured (``agent()`` gives it), else how to write commands.
 
-    def __init__(self, agent: Callable[[], Agent | None], context_for: ContextFor) -> None:
+    ``respond(inbound, surface)``: how the agent's answer is shown (the assistant's: streamed where the
+    surface can, with feedback buttons when asked); by default it is sent when the agent is done."""
+
+    def __init__(
+        self,
+        agent: Callable[[], Agent | None],
+        context_for: ContextFor,
+        respond: Callable[[Inbound, Surface], Awaitable[None]] | None = None,
+    ) -> None:
         self.agent = agent
         self.context_for = context_for
+        self.respond = respond
 
     def check(self, inbound: Inbound, surface: Surface) -> bool:
         return inbound.kind == "text"
@@ -190,6 +199,9 @@ class AgentText:
                     f"I work with commands. Send {p}tools to see what you can do, or {p}help for how to write them."
                 ),
             )
+            return True
+        if self.respond is not None:
+            await self.respond(inbound, surface)
             return True
         await surface.typing(inbound.chat_id)
         reply = await agent(inbound, self.context_for(inbound))

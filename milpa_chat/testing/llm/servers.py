@@ -12,7 +12,10 @@ answering 400 in the provider's error shape when a request is invalid::
         ...
         assert server.requests[0].body["tools"][0]["name"] == "add"
 
-Non-streaming only: a request with ``"stream": true`` is answered with 400.
+A request with ``"stream": true`` is answered with server-sent events in the provider's stream shape
+(OpenAI ``chat.completion.chunk`` lines ending in ``data: [DONE]``; Anthropic ``message_start`` …
+``message_stop`` events), the text a word at a time; :attr:`~_FakeLlmServer.first_tokens` records
+when each stream's first text went out (what a measurement of latency compares against).
 
 ``responder``: a function ``body -> ScriptedReply`` that answers every request the script does not (a model
 that decides from the request it reads, such as the playground's scripted model).
@@ -22,11 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Self
 
 from aiohttp import web
@@ -70,6 +74,8 @@ class _FakeLlmServer(LocalServer, ABC):
         self.validate = validate
         self.responder = responder
         self.requests: list[RecordedRequest] = []
+        #: ``time.monotonic()`` when each streamed reply's first text was written, in order.
+        self.first_tokens: list[float] = []
         self._script: deque[ScriptedReply] = deque()
 
     # --- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) -----------
@@ -89,9 +95,11 @@ class _FakeLlmServer(LocalServer, ABC):
         self._script.extend(replies)
         return self
 
-    def reply_text(self, text: str, *, delay: float = 0.0, usage: tuple[int, int] | None = None) -> Self:
-        """The next completion is a final text answer."""
-        return self.enqueue(ScriptedReply(text=text, delay=delay, usage=usage))
+    def reply_text(
+        self, text: str, *, delay: float = 0.0, usage: tuple[int, int] | None = None, chunk_delay: float = 0.0
+    ) -> Self:
+        """The next completion is a final text answer (streamed a word at a time, ``chunk_delay`` s apart)."""
+        return self.enqueue(ScriptedReply(text=text, delay=delay, usage=usage, chunk_delay=chunk_delay))
 
     def reply_tool_call(
         self,
@@ -170,7 +178,7 @@ class _FakeLlmServer(LocalServer, ABC):
 
     # --- handling --------------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         headers = {k.lower(): v for k, v in request.headers.items()}
         raw = await request.text()
         try:
@@ -197,7 +205,28 @@ class _FakeLlmServer(LocalServer, ABC):
             return web.Response(status=reply.status, text=reply.raw_body, headers=dict(reply.headers))
         if reply.status >= 400:
             return self._error_response(reply)
+        if body.get("stream") is True:
+            return await self._stream(request, reply, body)
         return web.json_response(self._render(reply, body), headers=self._response_headers())
+
+    async def _stream(self, request: web.Request, reply: ScriptedReply, body: dict[str, Any]) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={**self._response_headers(), "content-type": "text/event-stream", "cache-control": "no-cache"}
+        )
+        await response.prepare(request)
+        first = True
+        for event, data, is_text in self._events(reply, body):
+            if is_text and reply.chunk_delay and not first:
+                await asyncio.sleep(reply.chunk_delay)
+            line = (
+                f"event: {event}\n" if event else ""
+            ) + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+            await response.write(line.encode())
+            if is_text and first:
+                first = False
+                self.first_tokens.append(time.monotonic())
+        await response.write_eof()
+        return response
 
     def _check(self, headers: Mapping[str, str], body: Any, raw: str) -> tuple[int, str | None]:
         auth = self._auth_problem(headers)
@@ -205,8 +234,8 @@ class _FakeLlmServer(LocalServer, ABC):
             return 401, auth
         if not isinstance(body, dict):
             return 400, "the request body is not a JSON object" if raw else "the request body is empty"
-        if body.get("stream"):
-            return 400, f"{type(self).__name__} does not implement streaming; send stream=false"
+        if "stream" in body and not isinstance(body["stream"], bool):
+            return 400, "stream: Input should be a valid boolean"
         problem = self._body_problem(body) if self.validate else None
         return (400, problem) if problem is not None else (200, None)
 
@@ -220,7 +249,9 @@ class _FakeLlmServer(LocalServer, ABC):
         *,
         rejected: bool = False,
     ) -> None:
-        self.requests.append(RecordedRequest(request.method, request.path, headers, body, status, error, rejected))
+        self.requests.append(
+            RecordedRequest(request.method, request.path, headers, body, status, error, rejected, time.monotonic())
+        )
         self.activity.notify()
 
     def _error_response(self, reply: ScriptedReply) -> web.Response:
@@ -253,6 +284,10 @@ class _FakeLlmServer(LocalServer, ABC):
 
     @abstractmethod
     def _render(self, reply: ScriptedReply, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def _events(self, reply: ScriptedReply, body: dict[str, Any]) -> Iterator[tuple[str | None, Any, bool]]:
+        """The stream's events: ``(event name or None, data, carries text?)``."""
 
     @abstractmethod
     def _error_body(self, status: int, message: str, kind: str | None, code: str | None) -> dict[str, Any]: ...
@@ -321,6 +356,33 @@ class FakeOpenAIServer(_FakeLlmServer):
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         }
+
+    def _events(self, reply: ScriptedReply, body: dict[str, Any]) -> Iterator[tuple[str | None, Any, bool]]:
+        base = {
+            "id": f"chatcmpl-{secrets.token_hex(12)}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model"),
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+        yield None, chunk({"role": "assistant", "content": ""}), False
+        for piece in words(reply.text):
+            yield None, chunk({"content": piece}), True
+        for index, call in enumerate(reply.tool_calls):
+            arguments = json.dumps(self._arguments(call), ensure_ascii=False)
+            head = {"index": index, "id": self._call_id(call), "type": "function"}
+            yield None, chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}), False
+            yield None, chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}), False
+        yield None, chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")), False
+        options = body.get("stream_options") or {}
+        if isinstance(options, dict) and options.get("include_usage"):
+            prompt, completion = self._usage(reply, body)
+            usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+            yield None, {**base, "choices": [], "usage": usage}, False
+        yield None, "[DONE]", False
 
     def _error_body(self, status: int, message: str, kind: str | None, code: str | None) -> dict[str, Any]:
         default_type = "server_error" if status >= 500 else "invalid_request_error"
@@ -397,6 +459,42 @@ class FakeAnthropicServer(_FakeLlmServer):
             "usage": {"input_tokens": prompt, "output_tokens": completion},
         }
 
+    def _events(self, reply: ScriptedReply, body: dict[str, Any]) -> Iterator[tuple[str | None, Any, bool]]:
+        prompt, completion = self._usage(reply, body)
+        message: dict[str, Any] = {
+            "id": f"msg_{secrets.token_hex(12)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt, "output_tokens": 1},
+        }
+        yield "message_start", {"type": "message_start", "message": message}, False
+        index = 0
+        if reply.text:
+            start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+            yield "content_block_start", start, False
+            for piece in words(reply.text):
+                delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+                yield "content_block_delta", delta, True
+            yield "content_block_stop", {"type": "content_block_stop", "index": 0}, False
+            index = 1
+        for offset, call in enumerate(reply.tool_calls):
+            block = {"type": "tool_use", "id": self._call_id(call), "name": call.name, "input": {}}
+            at = index + offset
+            yield "content_block_start", {"type": "content_block_start", "index": at, "content_block": block}, False
+            partial = json.dumps(self._arguments(call), ensure_ascii=False)
+            delta = {"type": "input_json_delta", "partial_json": partial}
+            yield "content_block_delta", {"type": "content_block_delta", "index": at, "delta": delta}, False
+            yield "content_block_stop", {"type": "content_block_stop", "index": at}, False
+        stop = reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn")
+        end = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+               "usage": {"output_tokens": completion}}  # fmt: skip
+        yield "message_delta", end, False
+        yield "message_stop", {"type": "message_stop"}, False
+
     def _error_body(self, status: int, message: str, kind: str | None, code: str | None) -> dict[str, Any]:
         default_type = "api_error" if status >= 500 else "invalid_request_error"
         error = {"type": kind or _ANTHROPIC_ERROR_TYPES.get(status, default_type), "message": message}
@@ -404,3 +502,8 @@ class FakeAnthropicServer(_FakeLlmServer):
 
     def _response_headers(self) -> dict[str, str]:
         return {"request-id": f"req_{secrets.token_hex(12)}"}
+
+
+def words(text: str) -> list[str]:
+    """``text`` in stream pieces: each word with the blanks after it (joined, they give ``text`` back)."""
+    return re.findall(r"\S+\s*|\s+", text)

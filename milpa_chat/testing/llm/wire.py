@@ -26,7 +26,7 @@ class RecordedRequest:
 
     ``status`` is what the server answered and ``error`` its error message; ``rejected`` is true
     when the server's own checks refused the request (key, headers, validation, empty script)
-    rather than a scripted reply.
+    rather than a scripted reply. ``at``: ``time.monotonic()`` when it was received.
     """
 
     method: str
@@ -36,6 +36,7 @@ class RecordedRequest:
     status: int
     error: str | None = None
     rejected: bool = False
+    at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ class ScriptedToolCall:
 class ScriptedReply:
     """One scripted answer: a completion (``status`` 200) or an error (``status`` >= 400).
 
-    ``raw_body`` is sent verbatim instead of a rendered body; ``delay`` seconds pass first.
+    ``raw_body`` is sent verbatim instead of a rendered body; ``delay`` seconds pass first. Asked to
+    stream (``"stream": true``), the text goes out a word at a time, ``chunk_delay`` seconds apart.
     """
 
     text: str = ""
@@ -65,6 +67,7 @@ class ScriptedReply:
     raw_body: str | None = None
     usage: tuple[int, int] | None = None
     finish_reason: str | None = None
+    chunk_delay: float = 0.0
 
 
 _OPENAI_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -80,6 +80,22 @@ class SlackMessage:
     edited_ts: str | None = None
     deleted: bool = False
     via: str = "chat.postMessage"
+    #: A streamed message (``chat.startStream``): ``"streaming"`` until ``chat.stopStream``, then ``"stopped"``.
+    stream_state: str | None = None
+    #: Every chunk streamed into it, in order (``markdown_text`` arguments count as markdown chunks).
+    chunks: list[JsonDict] = field(default_factory=list)
+
+    def tasks(self) -> dict[str, list[str]]:
+        """Each streamed task's (or plan step's) statuses in the order they were sent: ``{id: ["pending", ...]}``."""
+        found: dict[str, list[str]] = {}
+        for chunk in self.chunks:
+            if chunk.get("type") == "task_update":
+                found.setdefault(str(chunk["id"]), []).append(str(chunk["status"]))
+        return found
+
+    def task_titles(self) -> dict[str, str]:
+        """Each streamed task's last title."""
+        return {str(c["id"]): str(c["title"]) for c in self.chunks if c.get("type") == "task_update"}
 
     @property
     def edited(self) -> bool:
@@ -97,7 +113,10 @@ class SlackMessage:
         """The ``(block, element)`` whose element has ``action_id`` (and ``value``, when given)."""
         for block in self.blocks:
             for element in interactive_elements(block):
-                if element.get("action_id") == action_id and (value is None or element.get("value") == value):
+                values = [element.get("value")]
+                if element.get("type") == "feedback_buttons":  # two buttons in one element
+                    values += [(element.get(k) or {}).get("value") for k in ("positive_button", "negative_button")]
+                if element.get("action_id") == action_id and (value is None or value in values):
                     return block, element
         wanted = action_id if value is None else f"{action_id} with value {value!r}"
         raise LookupError(f"message {self.ts} in {self.channel} has no element {wanted}")
@@ -158,6 +177,8 @@ class SlackApiCall:
     status: int
     response: JsonDict | str
     at: float
+    #: ``time.monotonic()`` when it was answered (``at`` is the wall clock, which may be adjusted meanwhile).
+    monotonic: float = 0.0
 
     @property
     def ok(self) -> bool:

@@ -235,6 +235,9 @@ class SlackPayloads:
         action: dict[str, Any] = {
             key: element[key] for key in ("type", "action_id", "value", "text", "style") if key in element
         }
+        if element.get("type") == "feedback_buttons":  # the tapped one of its two buttons sends its value
+            chosen = [b for b in (element["positive_button"], element["negative_button"]) if b["value"] == value]
+            action["value"] = (chosen or [element["positive_button"]])[0]["value"]
         return self.block_action(
             action,
             block_id=str(block.get("block_id", "")),

@@ -130,6 +130,15 @@ class SlackApiServer(LocalServer):
 
         methods["chat.postMessage"] = post_and_clear
         methods["chat.update"] = update_with_metadata
+        start = methods.get("chat.startStream")
+        if start is not None:
+
+            def start_and_clear(args: JsonDict) -> JsonDict:  # a streamed reply clears the status too
+                answer = start(args)
+                self.assistant_threads.replied(str(answer.get("channel") or args.get("channel")), args.get("thread_ts"))
+                return answer
+
+            methods["chat.startStream"] = start_and_clear
 
     # --- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) ---------------------------
 
@@ -164,6 +173,7 @@ class SlackApiServer(LocalServer):
                 status=status,
                 response=body,
                 at=time.time(),
+                monotonic=time.monotonic(),
             )
         )
         headers["X-OAuth-Scopes"] = ",".join(self.scopes)
@@ -216,6 +226,7 @@ class SlackApiServer(LocalServer):
                 status=status,
                 response=answer,
                 at=time.time(),
+                monotonic=time.monotonic(),
             )
         )
         return web.Response(status=status, text=answer, content_type="text/plain")

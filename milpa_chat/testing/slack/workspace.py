@@ -7,6 +7,7 @@ Every method takes the request's arguments (query, form and JSON merged) and ret
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 import time
@@ -34,6 +35,56 @@ from milpa_chat.testing.slack.models import (
 )
 
 MAX_TEXT_LENGTH = 40_000
+#: ``markdown_text`` of one streaming call (chat.startStream / appendStream / stopStream).
+MAX_STREAM_TEXT = 12_000
+TASK_STATUSES = frozenset({"pending", "in_progress", "complete", "error"})
+TASK_DISPLAY_MODES = frozenset({"timeline", "plan"})
+_TS = re.compile(r"\d{1,12}\.\d{1,6}")
+
+
+def _invalid(*errors: str) -> SlackMethodError:
+    """``invalid_arguments`` with Slack's ``response_metadata.messages`` naming each problem."""
+    return SlackMethodError(
+        "invalid_arguments", details={"response_metadata": {"messages": [f"[ERROR] {e}" for e in errors]}}
+    )
+
+
+def check_chunks(raw: object) -> list[JsonDict]:
+    """A streaming call's ``chunks``: a JSON array of ``markdown_text`` / ``task_update`` / ``plan_update`` /
+    ``blocks`` objects with their required fields; raises ``invalid_chunks`` naming the first problem."""
+    value = _json_arg(raw, "chunks")
+    if not isinstance(value, list):
+        raise SlackMethodError("invalid_chunks", details={"errors": ["chunks must be an array"]})
+    checked: list[JsonDict] = []
+    for index, chunk in enumerate(value):
+        where = f"[json-pointer:/chunks/{index}]"
+
+        def bad(what: str, pointer: str = where) -> SlackMethodError:
+            return SlackMethodError("invalid_chunks", details={"errors": [f"{what} {pointer}"]})
+
+        if not isinstance(chunk, dict):
+            raise bad("chunk must be an object")
+        kind = chunk.get("type")
+        if kind == "markdown_text":
+            if not isinstance(chunk.get("text"), str) or not chunk["text"]:
+                raise bad("must provide a non-empty string [text]")
+            if len(chunk["text"]) > MAX_STREAM_TEXT:
+                raise bad(f"text must be at most {MAX_STREAM_TEXT} characters")
+        elif kind == "task_update":
+            for key in ("id", "title", "status"):
+                if not isinstance(chunk.get(key), str) or not chunk[key].strip():
+                    raise bad(f"must provide a non-empty string [{key}]")
+            if chunk["status"] not in TASK_STATUSES:
+                raise bad(f"status must be one of {', '.join(sorted(TASK_STATUSES))}")
+        elif kind == "plan_update":
+            if not isinstance(chunk.get("title"), str) or not chunk["title"].strip():
+                raise bad("must provide a non-empty string [title]")
+        elif kind == "blocks":
+            chunk = {**chunk, "blocks": _check_blocks(chunk.get("blocks"))}
+        else:
+            raise bad(f"unsupported chunk type {kind!r}")
+        checked.append(dict(chunk))
+    return checked
 
 
 def _check_blocks(raw: object, *, max_blocks: int = MAX_MESSAGE_BLOCKS, status: int = 200) -> list[JsonDict]:
@@ -104,6 +155,9 @@ class SlackWorkspace:
             "chat.update": self.chat_update,
             "chat.postEphemeral": self.chat_post_ephemeral,
             "chat.delete": self.chat_delete,
+            "chat.startStream": self.chat_start_stream,
+            "chat.appendStream": self.chat_append_stream,
+            "chat.stopStream": self.chat_stop_stream,
             "views.open": self.views_open,
             "conversations.info": self.conversations_info,
             "conversations.open": self.conversations_open,
@@ -258,6 +312,90 @@ class SlackWorkspace:
                 at=self.next_ts(),
             )
         return {"ok": True, "channel": channel.id, "ts": message.ts, "text": message.text, "message": message.to_api()}
+
+    # --- streaming (chat.startStream / appendStream / stopStream) ----------------------------------------------
+
+    def _stream_content(self, args: JsonDict) -> list[JsonDict]:
+        chunks: list[JsonDict] = []
+        text = args.get("markdown_text")
+        if text is not None:
+            if not isinstance(text, str):
+                raise _invalid("markdown_text must be a string")
+            if len(text) > MAX_STREAM_TEXT:
+                raise SlackMethodError("msg_too_long")
+            if text:
+                chunks.append({"type": "markdown_text", "text": text})
+        if args.get("chunks") is not None:
+            chunks += check_chunks(args["chunks"])
+        return chunks
+
+    def _streaming(self, args: JsonDict) -> tuple[SlackChannel, SlackMessage]:
+        missing = [k for k in ("channel", "ts") if not args.get(k)]
+        if missing:
+            raise _invalid(*(f"missing required field: {k}" for k in missing))
+        channel = self.resolve_channel(args.get("channel"))
+        message = self.find_message(channel.id, args.get("ts"))
+        if message.user != self.bot_user_id or message.stream_state is None:
+            raise SlackMethodError("message_not_owned_by_app" if message.user != self.bot_user_id else "invalid_ts")
+        if message.stream_state != "streaming":
+            raise SlackMethodError("message_not_in_streaming_state")
+        return channel, message
+
+    def _add_chunks(self, message: SlackMessage, chunks: list[JsonDict]) -> None:
+        with self.lock:
+            message.chunks += chunks
+            message.text += "".join(c["text"] for c in chunks if c["type"] == "markdown_text")
+            if len(message.text) > self.max_text_length:
+                raise SlackMethodError("msg_too_long")
+
+    def chat_start_stream(self, args: JsonDict) -> JsonDict:
+        missing = [k for k in ("channel", "thread_ts") if not args.get(k)]
+        if missing:
+            raise _invalid(*(f"missing required field: {k}" for k in missing))
+        channel = self.resolve_channel(args.get("channel"))
+        if not _TS.fullmatch(str(args["thread_ts"])):
+            raise _invalid("thread_ts must be a message timestamp such as 1700000000.000100")
+        if not channel.is_im:
+            absent = [k for k in ("recipient_team_id", "recipient_user_id") if not args.get(k)]
+            if absent:
+                raise _invalid(*(f"{k} is required when streaming to a channel" for k in absent))
+        mode = args.get("task_display_mode")
+        if mode is not None and mode not in TASK_DISPLAY_MODES:
+            raise _invalid("task_display_mode must be timeline or plan")
+        chunks = self._stream_content(args)
+        message = self.add_message(
+            SlackMessage(
+                channel=channel.id,
+                ts=self.next_ts(),
+                text="",
+                user=self.bot_user_id,
+                bot_id=self.bot_id,
+                thread_ts=str(args["thread_ts"]),
+                team=self.team_id,
+                via="chat.startStream",
+                stream_state="streaming",
+            )
+        )
+        self._add_chunks(message, chunks)
+        return {"ok": True, "channel": channel.id, "ts": message.ts}
+
+    def chat_append_stream(self, args: JsonDict) -> JsonDict:
+        channel, message = self._streaming(args)
+        chunks = self._stream_content(args)
+        if not chunks:
+            raise _invalid("must provide markdown_text or chunks")
+        self._add_chunks(message, chunks)
+        return {"ok": True, "channel": channel.id, "ts": message.ts}
+
+    def chat_stop_stream(self, args: JsonDict) -> JsonDict:
+        channel, message = self._streaming(args)
+        chunks = self._stream_content(args)
+        blocks = _check_blocks(args["blocks"]) if args.get("blocks") is not None else []
+        self._add_chunks(message, chunks)
+        with self.lock:
+            message.blocks = blocks
+            message.stream_state = "stopped"
+        return {"ok": True, "channel": channel.id, "ts": message.ts, "message": message.to_api()}
 
     def chat_delete(self, args: JsonDict) -> JsonDict:
         channel = self.resolve_channel(args.get("channel"))

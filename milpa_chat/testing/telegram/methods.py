@@ -18,6 +18,7 @@ from milpa_chat.testing.telegram.models import (
     TelegramCallbackQuery,
     TelegramChat,
     TelegramChatAction,
+    TelegramDraft,
     TelegramFile,
     TelegramMessage,
     TelegramMessageVersion,
@@ -28,6 +29,7 @@ from milpa_chat.testing.telegram.validate import (
     FormattedText,
     Params,
     parse_commands,
+    parse_draft_text,
     parse_formatted_text,
     parse_reply_markup,
 )
@@ -65,6 +67,7 @@ class BotState:
         self.messages: dict[tuple[int, int], TelegramMessage] = {}
         self.callback_queries: dict[str, TelegramCallbackQuery] = {}
         self.chat_actions: list[TelegramChatAction] = []
+        self.drafts: list[TelegramDraft] = []
         self.files: dict[str, TelegramFile] = {}
         self.commands: dict[tuple[str, str], list[dict[str, str]]] = {}
         self._message_ids: dict[int, itertools.count[int]] = {}
@@ -120,6 +123,24 @@ class BotState:
         chat = self.chat(params.chat_id())
         message = self.add_message(chat, self.bot, _version(text, markup, params), reply_to=self._reply_to(params))
         return message.to_dict()
+
+    def send_message_draft(self, params: Params) -> bool:
+        """Bot API 9.3/10.0: a partial message shown while it is produced, in private chats only."""
+        chat = self.chat(params.chat_id())
+        if chat.type != "private":
+            raise ApiError.bad_request("message drafts can be sent only to private chats")
+        raw = params.text("draft_id").strip()
+        if not raw:
+            raise ApiError.bad_request("draft_id is empty")
+        try:
+            draft_id = int(raw)
+        except ValueError:
+            raise ApiError.bad_request("draft_id must be an Integer") from None
+        if draft_id == 0:
+            raise ApiError.bad_request("draft_id must be non-zero")
+        text = parse_draft_text(params)
+        self.drafts.append(TelegramDraft(chat.id, draft_id, text.text, text.entities, time.monotonic()))
+        return True
 
     def send_document(self, params: Params) -> dict[str, Any]:
         caption = parse_formatted_text(params, caption=True)
@@ -289,6 +310,7 @@ class BotState:
                                                            "can_read_all_group_messages": False,
                                                            "supports_inline_queries": False},
             "sendmessage": self.send_message,
+            "sendmessagedraft": self.send_message_draft,
             "senddocument": self.send_document,
             "editmessagetext": self.edit_message_text,
             "editmessagereplymarkup": self.edit_message_reply_markup,

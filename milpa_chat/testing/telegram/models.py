@@ -16,6 +16,7 @@ __all__ = [
     "TelegramCallbackQuery",
     "TelegramChat",
     "TelegramChatAction",
+    "TelegramDraft",
     "TelegramFile",
     "TelegramMessage",
     "TelegramMessageVersion",
@@ -230,6 +231,18 @@ class TelegramChatAction:
 
     chat_id: int
     action: str
+    at: float
+
+
+@dataclass(frozen=True)
+class TelegramDraft:
+    """One ``sendMessageDraft`` update: the text a private chat showed as the draft ``draft_id`` (empty: the
+    "Thinking…" placeholder), with its entities, in the order the bot sent them."""
+
+    chat_id: int
+    draft_id: int
+    text: str
+    entities: tuple[dict[str, Any], ...]
     at: float
 
 

@@ -34,6 +34,7 @@ from milpa_chat.testing.telegram.models import (
     TelegramCallbackQuery,
     TelegramChat,
     TelegramChatAction,
+    TelegramDraft,
     TelegramMessage,
     TelegramMessageVersion,
     TelegramUpdate,
@@ -49,6 +50,8 @@ __all__ = ["BotApiServer"]
 _TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]+")
 _COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?(?![A-Za-z0-9_@])")
 _FEED_METHODS = frozenset({"getupdates", "setwebhook", "deletewebhook", "getwebhookinfo"})
+#: What counts against a group's message limit (``group_rate``).
+_GROUP_LIMITED = frozenset({"sendmessage", "senddocument", "editmessagetext", "editmessagereplymarkup"})
 
 
 class BotApiServer(WaitingMixin, LocalServer):
@@ -56,6 +59,10 @@ class BotApiServer(WaitingMixin, LocalServer):
 
     Use it as ``async with BotApiServer(token=...) as server:`` and build the bot with
     ``base_url=server.base_url`` and ``base_file_url=server.base_file_url``.
+
+    ``group_rate``: Telegram's flood control in groups, strictly — at most this many messages sent or
+    edited in one group per minute (Telegram's FAQ says 20); one more is answered 429 ``Too Many
+    Requests: retry after N`` until the oldest leaves the minute. ``None`` (the default): no limit.
     """
 
     def __init__(
@@ -68,6 +75,7 @@ class BotApiServer(WaitingMixin, LocalServer):
         bot_username: str = "milpa_test_bot",
         callback_query_timeout: float = 15.0,
         webhook_timeout: float = 10.0,
+        group_rate: int | None = None,
     ) -> None:
         if not _TOKEN.fullmatch(token):
             raise ValueError(f"{token!r} is not shaped like a bot token ('<bot id>:<secret>')")
@@ -82,6 +90,10 @@ class BotApiServer(WaitingMixin, LocalServer):
         self._armed: list[tuple[str | None, ApiError, list[int]]] = []
         self._slowed: list[tuple[str, float, list[int]]] = []
         self._callback_ids = 0
+        self.group_rate = group_rate
+        self._group_sent: dict[int, list[float]] = {}
+        #: Every answer 429 the group limit gave, as ``(method, chat id)``.
+        self.flood_refusals: list[tuple[str, int]] = []
 
     # -- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) --------------
 
@@ -149,9 +161,24 @@ class BotApiServer(WaitingMixin, LocalServer):
         handler = self._handlers.get(method)
         if handler is None:
             raise ApiError(404, "Not Found")
+        self._group_limit(method, params)
         answer = handler(params)
         await self._slow_down(method)
         return answer
+
+    def _group_limit(self, method: str, params: Params) -> None:
+        if self.group_rate is None or method not in _GROUP_LIMITED:
+            return
+        chat_id = params.integer("chat_id")
+        if chat_id >= 0:
+            return
+        now = time.monotonic()
+        sent = [t for t in self._group_sent.get(chat_id, []) if now - t < 60.0]
+        if len(sent) >= self.group_rate:
+            wait = max(1, int(60.0 - (now - sent[0])) + 1)
+            self.flood_refusals.append((method, chat_id))
+            raise ApiError(429, f"Too Many Requests: retry after {wait}", {"retry_after": wait})
+        self._group_sent[chat_id] = [*sent, now]
 
     async def _handle_file(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["token"] != self.token:
@@ -264,6 +291,10 @@ class BotApiServer(WaitingMixin, LocalServer):
 
     def chat_actions(self, chat_id: int | None = None) -> list[TelegramChatAction]:
         return [a for a in self.state.chat_actions if chat_id is None or a.chat_id == chat_id]
+
+    def drafts(self, chat_id: int | None = None) -> list[TelegramDraft]:
+        """Every ``sendMessageDraft`` update (of ``chat_id``), in the order the bot sent them."""
+        return [d for d in self.state.drafts if chat_id is None or d.chat_id == chat_id]
 
     def messages(self, chat_id: int, *, include_user_messages: bool = False) -> list[TelegramMessage]:
         """The chat's messages that were not deleted, oldest first: the bot's, and the users'

@@ -20,6 +20,7 @@ from milpa_chat.testing.telegram.html import EntityParseError, parse_html
 from milpa_chat.testing.telegram.markdown import parse_markdown, parse_markdown_v2
 
 __all__ = [
+    "BUTTON_STYLES",
     "MAX_BUTTONS",
     "MAX_BUTTONS_PER_ROW",
     "MAX_CALLBACK_DATA_BYTES",
@@ -38,6 +39,8 @@ MAX_CAPTION_LENGTH = 1024
 MAX_CALLBACK_DATA_BYTES = 64
 MAX_BUTTONS = 100
 MAX_BUTTONS_PER_ROW = 8
+#: ``InlineKeyboardButton.style`` (Bot API 9.4): blue, green, red.
+BUTTON_STYLES = frozenset({"primary", "success", "danger"})
 _MAX_RAW_TEXT_BYTES = 1 << 15
 _BLANK = " \t\r\n\x00\x0b\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u200b\u3000"
 _COMMAND = re.compile(r"[a-z0-9_]{1,32}")
@@ -117,6 +120,16 @@ class Params:
 class FormattedText:
     text: str
     entities: tuple[dict[str, Any], ...]
+
+
+def parse_draft_text(params: Params) -> FormattedText:
+    """``sendMessageDraft``'s ``text``: 0-4096 characters after entities parsing (empty: the "Thinking…"
+    placeholder), with ``parse_mode`` or ``entities`` as in ``sendMessage``."""
+    if not params.text("text").strip(_BLANK):
+        return FormattedText("", ())
+    parsed = parse_formatted_text(params)
+    assert parsed is not None
+    return parsed
 
 
 def parse_formatted_text(params: Params, *, caption: bool = False, edit: bool = False) -> FormattedText | None:
@@ -252,8 +265,13 @@ def _inline_button(button: Any) -> dict[str, Any]:
         raise fail("Text buttons are unallowed in the inline keyboard")
     if not button["text"].strip():
         raise ApiError.bad_request("Inline keyboard button text must be non-empty")
-    if button.get("style") is not None:
-        kept["style"] = button["style"]
+    style = button.get("style")
+    if style is not None:
+        if not isinstance(style, str):
+            raise fail('Field "style" must be of type String')
+        if style not in BUTTON_STYLES:
+            raise ApiError.bad_request(f'Can\'t parse inline keyboard button: unsupported button style "{style}"')
+        kept["style"] = style
     return kept
 
 
