@@ -200,6 +200,8 @@ class SlackPane:
         try:
             if ts is not None and inbound.text and await self._first(f"title:{inbound.chat_id}"):
                 await self._title(channel, ts, inbound.text)
+            if inbound.kind == "text":  # while the model works, until its answer (or its stream) is posted
+                await self.bot.transport.typing(inbound.chat_id)
             await self.bot._handle(inbound)
         finally:
             await self.bot.transport.set_status(inbound.chat_id, "")

@@ -142,7 +142,7 @@ async def test_a_request_in_the_pane_runs_the_agent_and_the_approved_result_come
 
         assert tools.paid == [("ACME", 120.0)]
         texts = [m.all_text() for m in replies(world, ALICE, ts)]
-        print("pane thread:", [t.splitlines()[0] for t in texts])
+        print("pane thread:", [(t.splitlines() or [""])[0] for t in texts])
         assert any("Done: ACME was paid 120." in t for t in texts)  # the agent's answer, in the pane's thread
         assert not any("Done: ACME" in m.all_text() for m in world.api.messages(dm(ALICE)) if not m.thread_ts)
         assert "is running pay…" in thread.statuses  # while the approved payment ran
