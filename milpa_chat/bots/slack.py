@@ -261,6 +261,8 @@ class SlackBot(SlackServing):
 
     async def _handle(self, inbound: Inbound) -> None:
         try:
+            if self.pane is not None and inbound.kind == "action":  # a tap in a thread of the assistant pane
+                inbound = await self.pane.thread_of(inbound)
             inbound = await self._named(inbound)
             if not await self._answer_menu(inbound):
                 await self.assistant.handle(inbound, self.transport)

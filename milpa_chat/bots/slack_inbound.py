@@ -8,8 +8,8 @@ retries and repeated deliveries of one thing collide, and different things never
 * event: ``ev:<event_id>`` (retries carry the same ``event_id``);
 * button: ``act:<message_ts>:<action_ts>:<user>`` (one tap, however often it is delivered).
 
-A tap on a message inside a thread comes from that thread's chat (``"<channel>/<thread_ts>"``, see
-:mod:`milpa_chat.bots.slack_threads`), where the kit posted it.
+A tap comes from the message's conversation; the assistant pane (:mod:`milpa_chat.bots.slack_pane`) makes a tap
+inside one of its threads come from that thread's chat (``"<channel>/<thread_ts>"``), where the kit posted it.
 
 Text is decoded from Slack's markup into values a tool can use (:func:`decode`): ``&amp; &lt; &gt;``
 become ``& < >``; a person ``<@U123>`` (or ``<@U123|name>``) becomes their member id ``U123``; a channel
@@ -23,7 +23,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from milpa_chat.bots.slack_threads import thread_chat
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.renderers.model import parse_callback_data
 
@@ -128,9 +127,6 @@ def action_inbound(body: Mapping[str, Any], action: Mapping[str, Any]) -> Inboun
     container = body.get("container") or {}
     channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id") or "")
     message_ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
-    thread_ts = container.get("thread_ts") or (body.get("message") or {}).get("thread_ts")
-    if thread_ts and thread_ts != message_ts:  # a reply in a thread (the assistant pane): the thread's chat
-        channel = thread_chat(channel, str(thread_ts))
     raw_user = body.get("user") or {}
     user = ChatUser(
         id=str(raw_user["id"]),

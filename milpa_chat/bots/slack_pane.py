@@ -180,6 +180,7 @@ class SlackPane:
             if inbound.delivery_id is not None and not await self._first(f"{SURFACE}:{inbound.delivery_id}"):
                 return
             channel, ts = split(inbound.chat_id)
+            await self._mark(inbound.chat_id)
             if context.get("channel_id") and ts is not None:
                 await self.contexts.save(channel_id=channel, thread_ts=ts, context=dict(context))
             inbound = await self.bot._named(inbound)
@@ -198,6 +199,7 @@ class SlackPane:
         """A request in a thread: its title (the first request), then the assistant; the status is cleared after."""
         channel, ts = split(inbound.chat_id)
         try:
+            await self._mark(inbound.chat_id)
             if ts is not None and inbound.text and await self._first(f"title:{inbound.chat_id}"):
                 await self._title(channel, ts, inbound.text)
             if inbound.kind == "text":  # while the model works, until its answer (or its stream) is posted
@@ -258,6 +260,23 @@ class SlackPane:
             return None
         found = await self.contexts.find(channel_id=channel, thread_ts=ts)
         return dict(found) if found is not None else None
+
+    async def _mark(self, chat_id: str) -> None:
+        """Remember that ``chat_id`` is a thread the pane serves (taps inside it come from its chat)."""
+        await self.bot.assistant.store.put("pane_threads", chat_id, {"pane": True}, ttl=KEEP, durable=False)
+
+    async def thread_of(self, inbound: Inbound) -> Inbound:
+        """A tap on a message inside a thread the pane serves, as coming from that thread's chat (where the kit
+        posted the message); any other tap as it is."""
+        raw = inbound.raw if isinstance(inbound.raw, Mapping) else {}
+        container, message = raw.get("container") or {}, raw.get("message") or {}
+        thread = container.get("thread_ts") or message.get("thread_ts")
+        if inbound.kind != "action" or not thread or thread == inbound.message_id or "/" in inbound.chat_id:
+            return inbound
+        chat = thread_chat(inbound.chat_id, str(thread))
+        if await self.bot.assistant.store.get("pane_threads", chat) is None:
+            return inbound
+        return dataclasses.replace(inbound, chat_id=chat)
 
     async def _first(self, key: str) -> bool:
         """Record ``key``; False when any worker recorded it already."""

@@ -92,7 +92,7 @@ class Feed:
         self._tg_seen: dict[tuple[int, int], tuple[int, bool, bool]] = {}
         self._tg_calls = 0
         self._force: dict[tuple[int, int], dict[str, Any]] = {}
-        self._slack_seen: dict[tuple[str, str, str | None], tuple[int, bool]] = {}
+        self._slack_seen: dict[tuple[str, str, str | None], tuple[int, bool, int, str | None]] = {}
         self._answered: set[str] = set()
         self._threads_seen: dict[tuple[str, str], str] = {}
         self._actions = 0
@@ -165,7 +165,8 @@ class Feed:
                 self._add(event)
         for message in messages:
             key = (message.channel, message.ts, message.ephemeral_to)
-            signature = (len(message.history), message.deleted)
+            # a streamed message grows without new versions: its chunks and state are part of what changed
+            signature = (len(message.history), message.deleted, len(message.chunks), message.stream_state)
             if self._slack_seen.get(key) != signature:
                 self._slack_seen[key] = signature
                 self._add(slack_event(message))

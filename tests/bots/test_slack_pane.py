@@ -245,13 +245,20 @@ async def test_without_the_scope_the_pane_still_answers(model: FakeOpenAIServer,
         assert {c.response["error"] for c in api.calls("assistant.threads.setStatus")} == {"missing_scope"}  # type: ignore[index]
 
 
-def test_tap_in_a_thread_is_from_the_threads_chat() -> None:
-    from milpa_chat.bots.slack_inbound import action_inbound
-
-    body = {
-        "user": {"id": ALICE, "team_id": TEAM},
-        "container": {"type": "message", "channel_id": "D1001", "message_ts": "2.0", "thread_ts": "1.0"},
-        "actions": [],
-    }
-    inbound = action_inbound(body, {"value": "cancel:abc", "action_ts": "3.0"})
-    assert inbound is not None and inbound.chat_id == "D1001/1.0"
+async def test_the_requester_withdraws_from_the_card_in_the_pane_thread(
+    model: FakeOpenAIServer, llm: LlmService
+) -> None:
+    """A tap on the requester's copy inside the pane's thread comes from that thread: the request is withdrawn,
+    every copy says so, and the tap is not taken for one from another conversation."""
+    tools = Tools()
+    model.reply_tool_call("pay", {"to": "ACME", "amount": 120}, id="p1").reply_text("Withdrawn, nothing was paid.")
+    async with slack_world(pane_assistant(tools, llm), pane=True) as world:
+        ts = await open_thread(world, ALICE)
+        await world.slack.direct_message("pay ACME 120", user=ALICE, thread_ts=ts)
+        await world.bot.drain()
+        mine = next(m for m in replies(world, ALICE, ts) if m.buttons())
+        await world.tap(mine, "Withdraw", user=ALICE)
+        await world.bot.drain()
+        card = world.last(APPROVERS)
+        assert tools.paid == [] and card.buttons() == [] and mine.buttons() == []
+        assert "does not belong" not in " ".join(world.ephemeral(ALICE))
