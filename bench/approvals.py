@@ -8,10 +8,12 @@ none due now). Then, one tap at a time, on an in-memory surface (so only the kit
 * **Confirm tap**: the requester taps Confirm on their own ``delete_note`` card: decision, run, card
   edit, result post;
 * **Approve tap**: a manager taps Approve on a ``pay`` card: the same, for a verification;
-* the store calls and writes each tap makes (a counting wrapper around the store);
+* the store calls, writes and durable writes each tap makes (a counting wrapper around the store; a write
+  made with ``durable=False`` survives a crash of the process, not a power cut, and costs no sync);
 * **sweep** with nothing due and with 20 expiring, and the longest the event loop stalled meanwhile
   (a ticker measures its own lateness every millisecond);
-* **peer**: the bare store work of a decision (one ``get`` + one compare-and-set ``update``), measured
+* **peer**: the bare store work of a decision, what a bot without the kit does durably for a tap (one
+  ``get`` + one compare-and-set ``update``), measured
   in the same run: the "x peer" column is tap p50 / that.
 """
 
@@ -66,7 +68,7 @@ class Counting:
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.clock = inner.clock
-        self.calls = self.writes = 0
+        self.calls = self.writes = self.durable = 0
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.inner, name)
@@ -76,6 +78,7 @@ class Counting:
         async def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             self.writes += name in WRITES
+            self.durable += name in WRITES and kwargs.get("durable", True) is not False
             return await attr(*args, **kwargs)
 
         return counted
@@ -133,7 +136,7 @@ async def seed(store: Store, n: int, where: dict[str, Any]) -> None:
 
 async def one_tap(
     assistant: Assistant, surface: RecordingTransport, counting: Counting, kind: str
-) -> tuple[float, int, int]:
+) -> tuple[float, int, int, int]:
     if kind == "confirm":
         await surface.say(assistant, ALICE, "/delete_note 3")
         card, who, word = surface.last(ALICE.id), ALICE, "Confirm"
@@ -142,11 +145,11 @@ async def one_tap(
         card, who, word = surface.last(APPROVERS), MARIA, "Approve"
     button = card.button(word)
     inbound = Inbound("telegram", card.chat_id, who, action=button.action, ref=button.ref, message_id=card.message_id)
-    calls, writes = counting.calls, counting.writes
+    calls, writes, durable = counting.calls, counting.writes, counting.durable
     start = time.perf_counter()
     await assistant.handle(inbound, surface)
     took = time.perf_counter() - start
-    return took * 1000, counting.calls - calls, counting.writes - writes
+    return took * 1000, counting.calls - calls, counting.writes - writes, counting.durable - durable
 
 
 async def stall_while(work: Awaitable[Any]) -> tuple[float, float]:
@@ -191,7 +194,7 @@ async def measure(open_store: Callable[[], tuple[Store, dict[str, Any]]], n: int
     for kind in ("confirm", "approve"):
         samples = [await one_tap(assistant, surface, counting, kind) for _ in range(taps)]
         ms = sorted(s[0] for s in samples)
-        row[kind] = (ms[len(ms) // 2], ms[int(len(ms) * 0.99) - 1], samples[-1][1], samples[-1][2])
+        row[kind] = (ms[len(ms) // 2], ms[int(len(ms) * 0.99) - 1], samples[-1][1], samples[-1][2], samples[-1][3])
     row["sweep_idle"] = await stall_while(assistant.sweep())
     for _ in range(20):
         await surface.say(assistant, ALICE, "/pay ACME 1")
@@ -205,17 +208,22 @@ async def measure(open_store: Callable[[], tuple[Store, dict[str, Any]]], n: int
 
 
 def print_table(backend: str, rows: list[dict[str, Any]]) -> None:
-    print(f"\n{backend}: ms per tap through the Assistant (p50 / p99), store calls / writes per tap, sweeps\n")
     print(
-        "| pending | Confirm p50 | p99 | calls/writes | Approve p50 | p99 | calls/writes | x peer (Confirm) "
+        f"\n{backend}: ms per tap through the Assistant (p50 / p99), store calls / writes / durable writes "
+        "per tap, sweeps\n"
+    )
+    print(
+        "| pending | Confirm p50 | p99 | calls/writes/durable | Approve p50 | p99 | calls/writes/durable "
+        "| x peer (Confirm) "
         "| sweep, none due | stall | sweep, 20 expire | stall | peer get+CAS p50 |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         c, a = r["confirm"], r["approve"]
         print(
-            f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} | {a[0]:.2f} | {a[1]:.2f} | "
-            f"{a[2]} / {a[3]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | {r['sweep_idle'][1]:.2f} | "
+            f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} / {c[4]} | {a[0]:.2f} | {a[1]:.2f} | "
+            f"{a[2]} / {a[3]} / {a[4]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | "
+            f"{r['sweep_idle'][1]:.2f} | "
             f"{r['sweep_20'][0]:.1f} | {r['sweep_20'][1]:.2f} | {r['peer']:.3f} |"
         )
 

@@ -7,7 +7,8 @@ the ratio column is against the bare call of the same tool.
 Rows: a trivial ``add(a: int, b: int)`` and ``search_notes(query, page 1..1000 clamped, tags)``,
 valid and invalid input, async and sync tools:
 
-* bare call (the function itself, awaited for async);
+* bare call (the function itself, awaited for async); a ``def`` tool by default (it runs on a worker
+  thread) and declared ``blocking=False`` (it runs on the event loop, no thread hop);
 * pydantic ``validate_call`` (validation + call, no pipeline);
 * ``registry.call`` with a MemoryStore and a SqliteStore (audit on: the stdlib logger at its
   default level, as in production, every warning line formatted and written to the null device;
@@ -51,6 +52,10 @@ async def add(a: int, b: int) -> int:
 
 
 def add_sync(a: int, b: int) -> int:
+    return a + b
+
+
+def add_on_loop(a: int, b: int) -> int:  # the same, declared blocking=False: it runs on the event loop
     return a + b
 
 
@@ -113,6 +118,7 @@ def milpa_registry(store: Any) -> ToolRegistry:
     reg = ToolRegistry(store=store)
     reg.scan(tool("add", "Add two numbers", mutating=False)(add))
     reg.scan(tool("add_sync", "Add two numbers (sync)", mutating=False)(add_sync))
+    reg.scan(tool("add_on_loop", "Add two numbers (sync, on the loop)", mutating=False, blocking=False)(add_on_loop))
     reg.scan(tool("search_notes", "Search notes", mutating=False)(search_notes))
     return reg
 
@@ -125,12 +131,13 @@ async def bench_milpa(n: int, store: Any, label: str) -> list[Row]:
         ("add valid (async)", "add", VALID_ADD),
         ("add invalid (async)", "add", INVALID_ADD),
         ("add valid (sync tool)", "add_sync", VALID_ADD),
+        ("add valid (sync tool, blocking=False)", "add_on_loop", VALID_ADD),
         ("search valid (async)", "search_notes", VALID_SEARCH),
         ("search invalid (async)", "search_notes", INVALID_SEARCH),
     ):
         result = await reg.call(name, args, ctx)
         assert result.success == ("invalid" not in case), (case, result)
-        count = n // 10 if "sync tool" in case else n
+        count = n // 10 if case == "add valid (sync tool)" else n
         rows.append((case, label, *await time_async(lambda name=name, args=args: reg.call(name, args, ctx), count)))
     return rows
 
@@ -154,6 +161,7 @@ async def bench_bare(n: int) -> list[Row]:
     return [
         ("add valid (async)", "bare call", *await time_async(lambda: add(**VALID_ADD), n)),
         ("add valid (sync tool)", "bare call", *time_sync(lambda: add_sync(**VALID_ADD), n)),
+        ("add valid (sync tool, blocking=False)", "bare call", *time_sync(lambda: add_on_loop(**VALID_ADD), n)),
         ("search valid (async)", "bare call", *await time_async(lambda: search_notes(**VALID_SEARCH), n)),
     ]
 

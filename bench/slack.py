@@ -1,6 +1,6 @@
 """Slack block actions per second: the full SlackBot (slack-bolt + Assistant + store + Web API calls) against bare
-slack-bolt handlers — one that only acks, and one that acks and then makes the same Web API calls the full app
-makes for that tap — through the same harness.
+slack-bolt handlers — one that only acks, and a fair peer that acks and then does the same work and makes the same
+Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios.
 
     PYTHONPATH=. python bench/slack.py [--n 2000] [--concurrency 16] [--rounds 5] [--stores memory,sqlite]
 
@@ -9,26 +9,34 @@ signature verification on), and calls a local Slack Web API (``SlackApiServer``)
 in this process — as Slack lives on other machines. ``n`` correctly signed ``block_actions`` requests, signed
 beforehand, are POSTed with ``concurrency`` in flight over one keep-alive session, after a warm-up of 50.
 Every bare handler gets byte-for-byte the same kind of request as the full app (a tap on a copy of the same card).
+Besides its fair peer, every case has a bare handler that only acks.
 
-The "same calls" bare handler replays the Web API calls recorded from the full app's last tap of that case
-(``chat.update`` with the page's text and blocks, or ``chat.postEphemeral`` with the refusal), aimed at the
-tapped message and user: it acks, then makes them in a task of its own after the ack, through the app's
-``AsyncWebClient`` with one shared keep-alive session, as ``SlackBot`` does. So "full vs bare making the same
-calls" leaves the Web API work out and shows the kit's own overhead, while "vs bare acking only" shows what a tap
-with effects costs in all. Cases, every app of every case run ``--rounds`` times, interleaved:
+The fair peer of each case does the work a bolt app without the kit would do for that tap, and makes the
+same Web API calls, in a task of its own after the ack, through the app's ``AsyncWebClient`` with one shared
+keep-alive session, as ``SlackBot`` does:
 
 * one tap redelivered: the same tap delivered again and again; the store de-duplicates it, nothing is called
-  after the first (so the ack-only bare already makes the same calls);
-* a tap on a decided card: the approval is read and the refusal is posted with ``chat.postEphemeral``;
-* a page tap: the stored view is read, the tool runs and the card is ``chat.update``-d;
-  once with a ``def`` tool (it runs on a worker thread) and once with the same tool as ``async def`` (on the loop).
+  after the first — the peer acks (and calls nothing);
+* a tap on a decided card: the approval is read and the refusal is posted with ``chat.postEphemeral`` — the
+  peer posts the same refusal (replayed from the full app's last tap, aimed at the tapped message and user);
+* a page tap: the stored view is read, the tool runs and the card is ``chat.update``-d; once with a ``def``
+  tool (it runs on a worker thread) and once with the same tool as ``async def`` (on the loop) — the peer reads
+  the page from the button's value, runs the same tool function (``Notes.list_notes``, called, or
+  ``list_notes_async``, awaited), builds the page with slack_sdk's Block Kit models (header, items, page line,
+  Previous/Next buttons) and ``chat.update``-s the tapped message.
+
+Rounds alternate within every case (full app, peers; then peers, full app; ...), and each round gives the full
+app's ratio to its fair peer from the CPU seconds per tap of each app's own process (the Slack API server and
+the harness run in this one, and are not counted), over the same wall-clock seconds as its rates: the second
+table prints every round's ratio, the median and the spread (a row is decided when the spread is under 5
+points; the target is ≥ 90 %).
 
 Every case runs with each store of ``--stores`` (default both: in memory, and SQLite on a temporary file with
 ``synchronous=FULL``), the full app on that store; the bare apps use none.
 
 Columns (medians of the rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts HTTP
 answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web API;
-*app CPU* is the app process's CPU time per tap; *kit CPU* is the full app's minus the same-calls bare app's.
+*app CPU* is the app process's CPU time per tap; *kit CPU* is the full app's minus its fair peer's.
 Ratios: acks/s against the bare handler's acks/s, done/s against its done/s (for the ack-only bare, done is ack).
 """
 
@@ -49,6 +57,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from milpa_chat import Param, ToolRegistry, ToolResult, tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _ratios import header, line
+
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, SlackMessage, SlackRequest
 
 if TYPE_CHECKING:
@@ -84,10 +96,52 @@ class Notes:
 
 
 # ------------------------------------------------------------------------------ the app process (--serve)
-def bare_app(base_url: str, replay: list[dict[str, Any]] | None = None) -> AsyncApp:
+def page_blocks(result: ToolResult, value_prefix: str) -> tuple[str, list[Any]]:
+    """What a bolt app without the kit draws for a page of notes, with slack_sdk's Block Kit models: a header,
+    the items, the page line and Previous/Next buttons (the same content the kit's card shows)."""
+    from slack_sdk.models.blocks import (
+        ActionsBlock,
+        ButtonElement,
+        ContextBlock,
+        HeaderBlock,
+        MarkdownTextObject,
+        PlainTextObject,
+        SectionBlock,
+    )
+
+    paging = result.meta["pagination"]
+    page, pages, total = paging["page"], paging["total_pages"], paging["total_items"]
+    lines = "\n".join(f"\u2022 *#{item['id']}* {item['title']}" for item in result.data)
+    buttons = []
+    if paging["has_prev"]:
+        buttons.append(
+            ButtonElement(text="\u25c0 Previous", action_id="milpa:page:0", value=f"{value_prefix}:{page - 1}")
+        )
+    if paging["has_next"]:
+        buttons.append(
+            ButtonElement(
+                text="Next \u25b6", action_id=f"milpa:page:{len(buttons)}", value=f"{value_prefix}:{page + 1}"
+            )
+        )
+    blocks: list[Any] = [
+        HeaderBlock(text=PlainTextObject(text=f"\U0001f4cb {result.message}")),
+        SectionBlock(text=MarkdownTextObject(text=lines, verbatim=True)),
+        ContextBlock(
+            elements=[MarkdownTextObject(text=f"_Page {page} of {pages} \u00b7 {total} items in total_", verbatim=True)]
+        ),
+    ]
+    if buttons:
+        blocks.append(ActionsBlock(elements=buttons))
+    return f"{result.message}: page {page} of {pages} ({total} items)", blocks
+
+
+def bare_app(base_url: str, replay: list[dict[str, Any]] | None = None, page_tool: str | None = None) -> AsyncApp:
     """bolt with the full app's settings and a listener that acks; with ``replay``, it then makes those Web API
     calls (recorded from the full app: method and arguments), aimed at the tapped message and user, in a task
-    of its own after the ack, sharing one keep-alive session."""
+    of its own after the ack, sharing one keep-alive session. With ``page_tool`` (a page tap's fair peer) it
+    does the work a bolt app without the kit does for a page button instead: reads the page from the button's
+    value, runs the same tool function (``Notes.list_notes``, or awaits ``list_notes_async``), builds the page
+    with slack_sdk's Block Kit models and ``chat.update``-s the tapped message, in a task after the ack."""
     import aiohttp
     from slack_bolt.async_app import AsyncApp
     from slack_sdk.web.async_client import AsyncWebClient
@@ -96,6 +150,7 @@ def bare_app(base_url: str, replay: list[dict[str, Any]] | None = None) -> Async
     app = AsyncApp(client=client, signing_secret=SECRET, process_before_response=True)
     calls = [(getattr(client, c["method"].replace(".", "_")), c["args"]) for c in replay or []]
     tasks: set[asyncio.Task[None]] = set()
+    notes = Notes()
 
     async def make_calls(body: dict[str, Any]) -> None:
         container, user = body.get("container") or {}, body.get("user") or {}
@@ -103,13 +158,24 @@ def bare_app(base_url: str, replay: list[dict[str, Any]] | None = None) -> Async
         for method, args in calls:
             await method(**{**args, **{k: v for k, v in where.items() if k in args}})
 
+    async def page_tap(body: dict[str, Any]) -> None:
+        container = body.get("container") or {}
+        prefix, _, page = body["actions"][0]["value"].rpartition(":")
+        if page_tool == "list_notes_async":
+            result = await notes.list_notes_async(int(page))
+        else:
+            result = notes.list_notes(int(page))
+        text, blocks = page_blocks(result, prefix)
+        await client.chat_update(channel=container["channel_id"], ts=container["message_ts"], text=text, blocks=blocks)
+
     @app.action(re.compile(r"^milpa:"))
     async def listener(ack: Callable[[], Awaitable[None]], body: dict[str, Any]) -> None:
         await ack()
-        if calls:
+        if calls or page_tool:
             if client.session is None or client.session.closed:
                 client.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=client.timeout))
-            task = asyncio.get_running_loop().create_task(make_calls(body))
+            work = page_tap(body) if page_tool else make_calls(body)
+            task = asyncio.get_running_loop().create_task(work)
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
@@ -127,11 +193,11 @@ def full_bot(base_url: str, store_url: str) -> SlackBot:
     return SlackBot(Assistant(registry, identities), TOKEN, SECRET, base_url)
 
 
-async def serve_bare(base_url: str, replay: list[dict[str, Any]] | None) -> None:
+async def serve_bare(base_url: str, replay: list[dict[str, Any]] | None, page_tool: str | None = None) -> None:
     from aiohttp import web
     from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 
-    app = bare_app(base_url, replay)
+    app = bare_app(base_url, replay, page_tool)
 
     async def endpoint(request: web.Request) -> web.Response:
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
@@ -173,8 +239,10 @@ async def app_process(
     api: SlackApiServer,
     store_url: str,
     replay: Path | None = None,
+    page_tool: str | None = None,
 ) -> AsyncIterator[AppProcess]:
     extra = ["--replay", str(replay)] if replay is not None else []
+    extra += ["--page-tool", page_tool] if page_tool else []
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         __file__,
@@ -314,16 +382,28 @@ class Case:
 
 @dataclass
 class Trio:
-    """One round of a case: the bare app acking only, the bare app making the same calls, the full app."""
+    """One round of a case: the bare app acking only, the fair peer (the bare app doing the same work: the
+    same calls, or for a page tap the same tool run and page drawn), the full app."""
 
     ack_only: Measured
-    same_calls: Measured | None  # None: the taps cause no calls, so the ack-only bare makes the same calls
+    same_calls: Measured | None  # None: the taps cause no calls, so the ack-only bare does the same work
     full: Measured
     calls: list[dict[str, Any]]  # what the full app called for its last tap, replayed by the same-calls bare
+    tapped: SlackMessage | None = None  # the card the full app's taps carried (the bare apps get a copy)
+    action: str = ""
+
+    def ratio(self) -> float:
+        """The full app's rate relative to its fair peer's this round: peer CPU per tap / full CPU per tap."""
+        peer = self.same_calls or self.ack_only
+        return peer.cpu_us / self.full.cpu_us
 
 
-async def one_case(case: Case, store_url: str, n: int, concurrency: int, tmp: Path) -> Trio:
-    again = case.kind == "redelivered"
+PAGE_TOOLS = {"page": "list_notes", "page_async": "list_notes_async"}
+
+
+async def run_full(
+    case: Case, store_url: str, n: int, concurrency: int
+) -> tuple[Measured, list[Any], SlackMessage, str]:
     async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api, app_process("full", api, store_url) as app:
         card, action = await full_setup(case.kind, app, api)
         full, tapped = await measure(
@@ -334,24 +414,53 @@ async def one_case(case: Case, store_url: str, n: int, concurrency: int, tmp: Pa
             per_tap=case.per_tap,
             n=n,
             concurrency=concurrency,
-            redelivered=again,
+            redelivered=case.kind == "redelivered",
             first=case.first,
         )
         made = [{"method": c.method, "args": c.args} for c in work(api)[len(work(api)) - case.per_tap :]]
+    return full, made, tapped, action
+
+
+async def run_bare(
+    case: Case, store_url: str, n: int, concurrency: int, tmp: Path, made: list[Any], tapped: SlackMessage, action: str
+) -> list[Measured]:
+    """The ack-only bare app, then (when the taps cause calls) the fair peer."""
     results: list[Measured] = []
+    page_tool = PAGE_TOOLS.get(case.kind)
     for replay in ([], made) if made else ([],):
         replay_file = tmp / f"{case.kind}.calls.json"
         replay_file.write_text(json.dumps(replay))
         async with (
             SlackApiServer(TOKEN, channels=[CHANNEL]) as api,
-            app_process("bare", api, store_url, replay_file if replay else None) as app,
+            app_process(
+                "bare", api, store_url, replay_file if replay and not page_tool else None, page_tool if replay else None
+            ) as app,
         ):
             bare_on = await bare_card(api, tapped)
             measured, _ = await measure(
-                app, api, bare_on, action, per_tap=len(replay), n=n, concurrency=concurrency, redelivered=again
+                app,
+                api,
+                bare_on,
+                action,
+                per_tap=len(replay),
+                n=n,
+                concurrency=concurrency,
+                redelivered=case.kind == "redelivered",
             )
             results.append(measured)
-    return Trio(results[0], results[1] if made else None, full, made)
+    return results
+
+
+async def one_case(case: Case, store_url: str, n: int, concurrency: int, tmp: Path, before: Trio | None = None) -> Trio:
+    """One round: the full app and its peers, in turn. With ``before`` (the case's previous round), the peers
+    run first (on the card and calls recorded then), so a row alternates full, peer, peer, full, full, ..."""
+    if before is not None and before.tapped is not None:
+        bare = await run_bare(case, store_url, n, concurrency, tmp, before.calls, before.tapped, before.action)
+        full, made, tapped, action = await run_full(case, store_url, n, concurrency)
+    else:
+        full, made, tapped, action = await run_full(case, store_url, n, concurrency)
+        bare = await run_bare(case, store_url, n, concurrency, tmp, made, tapped, action)
+    return Trio(bare[0], bare[1] if made else None, full, made, tapped, action)
 
 
 # -------------------------------------------------------------------------- in-process dispatch (no HTTP)
@@ -424,7 +533,7 @@ def table(results: dict[tuple[str, str], list[Trio]], stores: list[str]) -> str:
 
     lines = [
         "| case | store | app | calls/tap | acks/s | done/s | app CPU µs/tap | vs bare acking only (acks / done) "
-        "| vs bare making the same calls (acks / done) | kit CPU µs/tap |",
+        "| vs fair peer (acks / done) | kit CPU µs/tap |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for case, store in ((c, st) for c in CASES for st in stores):
@@ -433,7 +542,8 @@ def table(results: dict[tuple[str, str], list[Trio]], stores: list[str]) -> str:
         same = [t.same_calls or t.ack_only for t in trios]
         rows: list[tuple[str, list[Measured], str, str, str]] = [("bare, ack only", only, "baseline", "—", "—")]
         if trios[0].same_calls is not None:
-            rows.append(("bare, ack + same calls", same, ratio(same, only), "baseline", "—"))
+            peer = "bare, ack + same work" if case.kind in PAGE_TOOLS else "bare, ack + same calls"
+            rows.append((peer, same, ratio(same, only), "baseline", "—"))
         full = [t.full for t in trios]
         kit = f"{med(full, 'cpu_us') - med(same, 'cpu_us'):,.0f}"
         same_ratio = ratio(full, same) + ("" if trios[0].same_calls is not None else " (no calls: = ack only)")
@@ -445,6 +555,18 @@ def table(results: dict[tuple[str, str], list[Trio]], stores: list[str]) -> str:
                 f"{med(measured, 'acks_per_s'):,.0f} | {med(measured, 'done_per_s'):,.0f} | "
                 f"{med(measured, 'cpu_us'):,.0f} | {vs_only} | {vs_same} | {kit_us} |"
             )
+    lines += ["", "Interleaved rounds, the full app against its fair peer (CPU per tap of each app's own process):", ""]
+    lines += header()
+    for case, store in ((c, st) for c in CASES for st in stores):
+        trios = results[(store, case.kind)]
+        peer = (
+            "bare, ack + same work (tool run, Block Kit page, chat.update)"
+            if case.kind in PAGE_TOOLS
+            else "bare, ack + same calls"
+            if trios[0].same_calls is not None
+            else "bare, ack only (no calls)"
+        )
+        lines.append(line(f"{case.title} ({store})", peer, [t.ratio() for t in trios]))
     return "\n".join(lines)
 
 
@@ -454,7 +576,9 @@ async def main(n: int, concurrency: int, rounds: int, stores: list[str], tmp: Pa
     for number in range(rounds):
         for case, store in ((c, st) for c in CASES for st in stores):
             store_url = "memory://" if store == "memory" else str(tmp / f"{case.kind}{number}.db")
-            results[(store, case.kind)].append(await one_case(case, store_url, n, concurrency, tmp))
+            done = results[(store, case.kind)]
+            before = done[-1] if number % 2 else None  # odd rounds: the peers first (ABAB within the row)
+            done.append(await one_case(case, store_url, n, concurrency, tmp, before))
     bare_us, full_us = await dispatch_us(n)
     print(
         f"Python {sys.version.split()[0]}, n={n} taps per row, {concurrency} in flight, stores: {', '.join(stores)}, "
@@ -489,9 +613,11 @@ if __name__ == "__main__":
     parser.add_argument("--serve", choices=("bare", "full"), help=argparse.SUPPRESS)
     parser.add_argument("--api", help=argparse.SUPPRESS)
     parser.add_argument("--replay", help=argparse.SUPPRESS)
+    parser.add_argument("--page-tool", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve == "bare":
-        asyncio.run(serve_bare(args.api, json.loads(Path(args.replay).read_text()) if args.replay else None))
+        replayed = json.loads(Path(args.replay).read_text()) if args.replay else None
+        asyncio.run(serve_bare(args.api, replayed, args.page_tool))
     elif args.serve == "full":
         asyncio.run(serve_full(args.api, args.store))
     else:

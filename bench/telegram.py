@@ -1,6 +1,7 @@
 """Button taps per second through python-telegram-bot and the local Bot API server: the full assistant
 (``TelegramBot`` + ``Assistant`` + the example tools) against bare PTB callback handlers — one that only
-answers, and one that makes the same Bot API calls the assistant makes for that kind of tap.
+answers, one that makes the same Bot API calls the assistant makes for that kind of tap, and a fair peer that
+also does the same work (described below) — with per-round ratios of each assistant row to its fair peer.
 
     python bench/telegram.py [--taps 1000] [--runs 400] [--rounds 4] [--window 8]
 
@@ -23,11 +24,24 @@ what a tap with effects costs in all. Rows, each run ``--rounds`` times, interle
 * assistant, refused tap: someone other than the requester taps Confirm (delivery de-duplication in the
   store, approval read, identity mapping, one alert answer) — in memory and with SQLite;
 * assistant, tap on a decided card ("Already done.": the same work and call) — in memory and with SQLite;
-* bare PTB, same calls as confirm and run: answer, edit the card, typing, edit it again, send the result
-  (five calls), each tap on a copy of its own pending card;
+* bare PTB, same calls as confirm and run: the calls the assistant makes for it, each tap on a copy of
+  its own pending card;
 * assistant, confirm and run: each tap confirms its own pending ``delete_note`` card; the tool runs, the card
   is edited and the result sent — in memory and with SQLite (``synchronous=FULL``: the decision and every
   step of the run are durable before the tap's next step).
+
+Every assistant row has a **fair peer**: a bare PTB handler doing the work a bot written without the kit does
+for that tap, and making the same calls. Its pending calls live in a ``PendingBook``: a dict beside the
+in-memory rows, a table in a SQLite file beside the SQLite rows (WAL, ``synchronous=FULL``, the same sync
+level as the assistant's store, and the tool's store in the same file). A refused tap or a tap on a decided
+card: the peer looks up the call the card asks for (who asked, its state), then answers with the same alert.
+Confirm and run: the peer claims the call (a compare-and-set of its state, committed before the run), runs
+the same tool function (``ExampleTools.delete_note`` on a store of the same kind), writes the result
+(committed), and makes the same calls. A kit row and its peer run next to each other, the peer first in even
+rounds and second in odd ones (ABAB); each round gives the ratio peer CPU per tap / kit CPU per tap over the
+same wall-clock seconds as the row's rates (the Bot API server shares the process; the pair makes the same
+calls, so it costs both sides the same), and the second table prints every round's ratio, the median and the
+spread (decided under 5 points; the target is ≥ 90 %).
 
 Each row's taps are counted *done* once every Bot API call they cause has been answered by the server (for
 one-call rows, the callback answer); the CPU time of a row runs until then too. Prints one Markdown table
@@ -43,6 +57,7 @@ import asyncio
 import gc
 import json
 import logging
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -61,6 +76,7 @@ from telegram import Bot, CallbackQuery, InlineKeyboardMarkup, LinkPreviewOption
 from telegram import __version__ as ptb_version
 from telegram.ext import Application, CallbackQueryHandler, ContextTypes
 
+from bench._ratios import header, line
 from bots.tools import ExampleTools
 from milpa_chat import ToolRegistry
 from milpa_chat.bots.telegram import TelegramBot
@@ -244,17 +260,105 @@ class Replay:
         raise ValueError(f"the assistant now calls {method} for a tap; teach Replay to make that call too")
 
 
+class PendingBook:
+    """Where a bot written without the kit keeps its pending calls: a dict (beside the in-memory rows), or a
+    table in the same SQLite file as the assistant's store, in WAL mode with the same ``synchronous=FULL``
+    (beside the SQLite rows): a card's call is written when the card is sent, claimed (compare-and-set on its
+    state, committed: on disk) when Confirm is tapped, and its result written (committed) after the run."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.conn: sqlite3.Connection | None = None
+        if path is not None:
+            self.conn = sqlite3.connect(path, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = FULL")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS bare_pending "
+                "(id TEXT PRIMARY KEY, requester INTEGER, args TEXT, state TEXT, result TEXT)"
+            )
+
+    def add(self, key: str, requester: int, args: dict[str, Any]) -> None:
+        if self.conn is None:
+            self.rows[key] = {"requester": requester, "args": args, "state": "pending"}
+            return
+        self.conn.execute(
+            "INSERT OR REPLACE INTO bare_pending VALUES (?, ?, ?, 'pending', NULL)", (key, requester, json.dumps(args))
+        )
+
+    def read(self, key: str) -> tuple[int, str] | None:
+        """(requester, state) of the call a card asks for."""
+        if self.conn is None:
+            row = self.rows.get(key)
+            return (row["requester"], row["state"]) if row else None
+        found = self.conn.execute("SELECT requester, state FROM bare_pending WHERE id = ?", (key,)).fetchone()
+        return (int(found[0]), str(found[1])) if found else None
+
+    def claim(self, key: str) -> dict[str, Any] | None:
+        """The call's arguments, to exactly one tap (its state moves from pending to running)."""
+        if self.conn is None:
+            row = self.rows.get(key)
+            if row is None or row["state"] != "pending":
+                return None
+            row["state"] = "running"
+            return dict(row["args"])
+        found = self.conn.execute(
+            "UPDATE bare_pending SET state = 'running' WHERE id = ? AND state = 'pending' RETURNING args", (key,)
+        ).fetchone()
+        return json.loads(found[0]) if found else None
+
+    def finish(self, key: str, result: dict[str, Any]) -> None:
+        if self.conn is None:
+            self.rows[key].update(state="done", result=result)
+            return
+        self.conn.execute("UPDATE bare_pending SET state = 'done', result = ? WHERE id = ?", (json.dumps(result), key))
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+def card_key(query: CallbackQuery) -> str:
+    assert query.message is not None
+    return f"{query.message.chat.id}:{query.message.message_id}"
+
+
 async def bare(
-    server: BotApiServer, n: int, like: TelegramMessageVersion, data: str, calls: list[Call], *, own_cards: bool = False
+    server: BotApiServer,
+    n: int,
+    like: TelegramMessageVersion,
+    data: str,
+    calls: list[Call],
+    *,
+    own_cards: bool = False,
+    book: PendingBook | None = None,
+    store: Store | None = None,
 ) -> Row:
     """A handler that replays ``calls`` for every tap on a copy of ``like`` (same HTML and keyboard, so PTB and
     the server parse and serialize updates of the same size as in the assistant's rows). ``own_cards``: every
-    tap on a copy of its own, without warm-up (like the assistant's confirm-and-run row)."""
+    tap on a copy of its own, without warm-up (like the assistant's confirm-and-run row).
+
+    With ``book`` (a fair peer), it first does what a bot without the kit does for that tap: looks up the call
+    the card asks for (who asked, whether it is still pending); on its own cards (confirm and run) it claims
+    the call in ``book``, runs the same tool function on ``store`` (``ExampleTools.delete_note``) and writes
+    the result to ``book`` before making the calls."""
     replay: list[Replay] = []
+    tools = ExampleTools(store) if store is not None else None
 
     async def on_button(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        assert update.callback_query is not None
-        await replay[0](update.callback_query)
+        query = update.callback_query
+        assert query is not None
+        if book is not None and tools is not None:
+            key = card_key(query)
+            args = book.claim(key)
+            if args is None:
+                await query.answer("Already done.", show_alert=True)
+                return
+            result = await tools.delete_note(**args)
+            book.finish(key, {"success": result.success, "data": result.data, "message": result.message})
+        elif book is not None:
+            book.read(card_key(query))
+        await replay[0](query)
 
     app = (
         Application.builder()
@@ -276,6 +380,11 @@ async def bare(
 
     async with app:
         cards = [await copy() for _ in range(n if own_cards else 1)]
+        if book is not None:
+            for number, card in enumerate(cards, start=100):
+                book.add(f"{card.chat.id}:{card.message_id}", ALICE.id, {"note_id": number})
+                if own_cards and store is not None:
+                    await store.insert("notes", f"{number:08d}", {"id": number, "text": f"note {number}"})
         await app.start()
         assert app.updater is not None
         await app.updater.start_polling(timeout=1)
@@ -287,12 +396,16 @@ async def bare(
         row = await push_and_wait(server, taps, len(calls))
         await app.updater.stop()
         await app.stop()
+    if book is not None:
+        book.close()
+    if store is not None:
+        await store.close()
     return row
 
 
 # ------------------------------------------------------------------ the assistant
 def assistant_over(store: Store) -> Assistant:
-    registry = ToolRegistry(store=store)
+    registry = ToolRegistry(store=store, approval_max_pending=None)  # a row opens --runs cards for one user
     registry.scan(ExampleTools(store))
     return Assistant(registry, Identities.from_dict(IDENTITIES))
 
@@ -433,56 +546,91 @@ def named(row: Row, name: str, answer_only: str = "", same_calls: str = "") -> R
     return row
 
 
+PEER_REFUSED = "bare PTB, fair peer of a refused tap: looks the call up, same alert answer"
+PEER_DECIDED = "bare PTB, fair peer of a tap on a decided card: looks the call up, same alert answer"
+PEER_CONFIRM = "bare PTB, fair peer of confirm and run: claims, runs the tool, stores the result, same calls"
+#: (kit row, its fair peer row) — the pairs whose rounds alternate and whose ratios are printed
+PAIRS: list[tuple[str, str]] = []
+
+
 async def one_round(server: BotApiServer, tmp: Path, taps: int, runs: int, number: int, got: Sample) -> list[Row]:
+    """Every row once. Each kit row runs next to its fair peer, the peer first in even rounds and second in odd
+    ones, so the rounds of a pair alternate (ABAB)."""
     pending, decided_card, data, calls = got.pending, got.decided, got.data, got.calls
     confirm = len(calls["confirm"])
 
     def sqlite(kind: str) -> SqliteStore:
         return SqliteStore(tmp / f"{kind}{number}.db")
 
-    return [
+    def peer_sqlite(kind: str) -> tuple[PendingBook, SqliteStore]:
+        store = SqliteStore(tmp / f"peer-{kind}{number}.db")  # the tool's store, and the book in the same file
+        return PendingBook(tmp / f"peer-{kind}{number}.db"), store
+
+    async def pair(
+        kit: Callable[[], Awaitable[Row]], peer: Callable[[], Awaitable[Row]], kit_name: str, peer_name: str, only: str
+    ) -> list[Row]:
+        if (kit_name, peer_name) not in PAIRS:
+            PAIRS.append((kit_name, peer_name))
+        first, second = (peer, kit) if number % 2 == 0 else (kit, peer)
+        rows = [await first(), await second()]
+        if number % 2:
+            rows.reverse()
+        return [named(rows[0], peer_name, only), named(rows[1], kit_name, only, peer_name)]
+
+    async def confirm_peer(store_kind: str) -> Row:
+        book, store = (PendingBook(), MemoryStore()) if store_kind == "memory" else peer_sqlite("confirm")
+        return await bare(server, runs, pending, data, calls["confirm"], own_cards=True, book=book, store=store)
+
+    def lookup_peer(like: TelegramMessageVersion, made: list[Call], store_kind: str) -> Callable[[], Awaitable[Row]]:
+        async def run() -> Row:
+            book = PendingBook() if store_kind == "memory" else PendingBook(tmp / f"peer-lookup{number}.db")
+            return await bare(server, taps, like, data, made, book=book)
+
+        return run
+
+    rows = [
         named(await bare(server, taps, pending, data, ANSWER_ONLY), BARE_PENDING),
         named(await bare(server, taps, pending, data, calls["refused"]), BARE_REFUSED, BARE_PENDING),
-        named(
-            await refused(server, MemoryStore(), taps),
-            "assistant: tap refused (not the requester)",
-            BARE_PENDING,
-            BARE_REFUSED,
-        ),
-        named(
-            await refused(server, sqlite("refused"), taps),
-            "assistant (SQLite store): tap refused",
-            BARE_PENDING,
-            BARE_REFUSED,
-        ),
         named(await bare(server, taps, decided_card, data, ANSWER_ONLY), BARE_DECIDED),
         named(await bare(server, taps, decided_card, data, calls["decided"]), BARE_DECIDED_SAME, BARE_DECIDED),
-        named(
-            await decided(server, MemoryStore(), taps),
-            "assistant: tap on a decided card",
-            BARE_DECIDED,
-            BARE_DECIDED_SAME,
-        ),
-        named(
-            await decided(server, sqlite("decided"), taps),
-            "assistant (SQLite store): tap on a decided card",
-            BARE_DECIDED,
-            BARE_DECIDED_SAME,
-        ),
         named(await bare(server, runs, pending, data, calls["confirm"], own_cards=True), BARE_CONFIRM, BARE_PENDING),
-        named(
-            await confirm_and_run(server, MemoryStore(), runs, confirm),
-            "assistant: confirm and run the tool",
-            BARE_PENDING,
-            BARE_CONFIRM,
-        ),
-        named(
-            await confirm_and_run(server, sqlite("confirm"), runs, confirm),
-            "assistant (SQLite store): confirm and run the tool",
-            BARE_PENDING,
-            BARE_CONFIRM,
-        ),
     ]
+    for store_kind, label in (("memory", ""), ("sqlite", " (SQLite store)")):
+        store: Callable[[str], Store] = (lambda kind: MemoryStore()) if store_kind == "memory" else sqlite
+        rows += await pair(
+            lambda store=store: refused(server, store("refused"), taps),
+            lookup_peer(pending, calls["refused"], store_kind),
+            f"assistant{label}: tap refused (not the requester)",
+            f"{PEER_REFUSED}{label}",
+            BARE_PENDING,
+        )
+        rows += await pair(
+            lambda store=store: decided(server, store("decided"), taps),
+            lookup_peer(decided_card, calls["decided"], store_kind),
+            f"assistant{label}: tap on a decided card",
+            f"{PEER_DECIDED}{label}",
+            BARE_DECIDED,
+        )
+        rows += await pair(
+            lambda store=store: confirm_and_run(server, store("confirm"), runs, confirm),
+            lambda store_kind=store_kind: confirm_peer(store_kind),
+            f"assistant{label}: confirm and run the tool",
+            f"{PEER_CONFIRM}{label}",
+            BARE_PENDING,
+        )
+    return rows
+
+
+def ratios(results: list[list[Row]]) -> str:
+    """Every kit row against its fair peer, round by round (CPU per tap)."""
+    by_name = {rounds[0].name: rounds for rounds in results}
+    lines = header()
+    for kit, peer in PAIRS:
+        each = [
+            p.cpu_seconds / p.taps / (k.cpu_seconds / k.taps) for k, p in zip(by_name[kit], by_name[peer], strict=True)
+        ]
+        lines.append(line(kit, peer, each))
+    return "\n".join(lines)
 
 
 def describe(calls: dict[str, list[Call]]) -> str:
@@ -511,6 +659,11 @@ async def main(taps: int, runs: int, rounds: int) -> None:
         f"of them); {time.perf_counter() - started:.0f} s\n"
     )
     print(table(results))
+    print(
+        "\nInterleaved rounds, every assistant row against its fair peer (CPU per tap; the rows of a pair ran "
+        "next to each other, alternating which went first):\n"
+    )
+    print(ratios(results))
     print(
         "\nBot API calls the assistant made for one tap (recorded, and replayed by the same-calls bare "
         "handlers; parameter bytes as sent):"

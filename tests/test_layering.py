@@ -239,39 +239,16 @@ def import_cycles(package: str, *, typing: bool = False) -> list[list[str]]:
     return cycles
 
 
-#: Subpackages that still have a circle, each with the circle; remove the entry when it is untangled.
-KNOWN_CYCLES: dict[str, str] = {}
 SUBPACKAGES = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").exists())
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p])) if p in KNOWN_CYCLES else p
-        for p in SUBPACKAGES
-    ],
-)
+@pytest.mark.parametrize("package", SUBPACKAGES)
 def test_no_circular_imports_inside_a_subpackage(package: str) -> None:
     cycles = import_cycles(package)
     assert not cycles, f"milpa_chat.{package} imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
-#: Subpackages whose modules still import each other in a circle once ``TYPE_CHECKING`` imports count (the
-#: design's circles, hidden from the interpreter); remove an entry when it is untangled (the xfail is strict).
-KNOWN_TYPED_CYCLES: dict[str, str] = {
-    "command": "certificates, composition and effects name each other's types",
-}
-
-
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_TYPED_CYCLES[p]))
-        if p in KNOWN_TYPED_CYCLES
-        else p
-        for p in SUBPACKAGES
-    ],
-)
+@pytest.mark.parametrize("package", SUBPACKAGES)
 def test_no_circle_inside_a_subpackage_counting_type_checking_imports(package: str) -> None:
     cycles = import_cycles(package, typing=True)
     assert not cycles, f"milpa_chat.{package} imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
@@ -318,17 +295,10 @@ def test_no_circular_imports_anywhere_in_the_package() -> None:
     assert not cycles, "imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
-def test_no_circle_across_subpackages_counting_type_checking_imports() -> None:
-    """Circles through ``TYPE_CHECKING`` imports stay inside the subpackages known to have them (above)."""
-    crossing = [c for c in package_cycles(typing=True) if len({_layer_of(m) for m in c}) > 1]
-    inside_unknown = [
-        c
-        for c in package_cycles(typing=True)
-        if len({_layer_of(m) for m in c}) == 1 and _layer_of(c[0]) not in KNOWN_TYPED_CYCLES
-    ]
-    assert not crossing + inside_unknown, "imports in a circle: " + "; ".join(
-        " -> ".join(c) for c in crossing + inside_unknown
-    )
+def test_no_circle_anywhere_counting_type_checking_imports() -> None:
+    """The design's circles too: a circle through ``TYPE_CHECKING`` imports is hidden from the interpreter only."""
+    cycles = package_cycles(typing=True)
+    assert not cycles, "imports in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
 #: What the package top may hold: the everyday face, errors and private helpers (everything else lives in a

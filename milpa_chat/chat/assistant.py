@@ -101,6 +101,9 @@ class Assistant:
         self.agent = agent
         #: The standing grants' chat side (``milpa_chat.grants.GrantChat(assistant, desk)`` sets itself here).
         self.grants: Any = None
+        #: Features that add commands and buttons of their own (each has ``knows_command`` and ``knows_action``;
+        #: e.g. :class:`milpa_chat.chat.batching.Batching`), so the adapters claim them.
+        self.extensions: list[Any] = []
         self.name = name
         self.store = registry.store
         #: The runtime's approvals: the one record and its decision function (``approvals.decide``).
@@ -155,11 +158,13 @@ class Assistant:
     def knows_command(self, name: str) -> bool:
         """Whether ``/name`` is the assistant's: a built-in command or a tool (adapters claim only these)."""
         grants = self.grants is not None and self.grants.knows_command(name)
+        grants = grants or any(x.knows_command(name) for x in self.extensions)
         return grants or name in BUILTIN or name == "approvals" or name in self.registry
 
     def knows_action(self, action: str) -> bool:
         """Whether a button's action is the assistant's: a decision, a page, "Show all", or a tool's detail action."""
         grants = self.grants is not None and self.grants.knows_action(action)
+        grants = grants or any(x.knows_action(action) for x in self.extensions)
         return (
             grants
             or action in APPROVAL_ACTIONS

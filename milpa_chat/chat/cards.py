@@ -65,10 +65,12 @@ def approval_message(
 ) -> Message:
     """This copy of the approval card (``role``: approver, requester or viewer), from the record's state.
     The requester's copy of a pending verification says whether an approver could be reached."""
+    from milpa_chat.chat.annotations import annotated
     from milpa_chat.chat.approvals import view
     from milpa_chat.renderers.approval import compose_approval
 
     message = risk_noted(approval, versioned(approval, role, compose_approval(view(approval, role))))  # type: ignore[arg-type]
+    message = annotated(approval, message)
     if role == "requester" and approval.kind == "verification" and approval.state == "pending":
         errors = unreached(approval, failing)
         if errors:
@@ -139,6 +141,8 @@ def parse_ref(ref: str) -> tuple[str, int]:
 def may_edit(approval: Approval, role: str) -> bool:
     """Whether this copy of a pending card offers Edit: the requester's confirm, an approver's verification."""
     if approval.state != "pending" or approval.tool is None or role == "viewer":
+        return False
+    if (approval.data.get("payload") or {}).get("editable") is False:  # an agent that takes no edited call
         return False
     return approval.kind == "confirm" or role == "approver"
 

@@ -7,6 +7,8 @@
     milpa-chat approvals [list [--all] | show ID | approve ID | reject ID]   the approvals kept in the store
     milpa-chat grants [list | show ID | draft FILE | suspend ID | lift ID | revoke ID | sign CHANGE]   standing grants
     milpa-chat audit verify|export|show [ID]|checkpoint|keygen   the hash-chained audit trail, signed checkpoints
+    milpa-chat batch approve|reject ID ID ...      one requester's requests decided together, each on its own
+    milpa-chat request reassign|ask|answer|comment ID TEXT   the actions around a decision
     milpa-chat demo [--store FILE]                the pipeline walk-through on SQLite
     milpa-chat mcp [--tools pkg.mod:obj] [--http PORT --tokens FILE]   serve the tools over MCP
     milpa-chat playground                         the local Telegram and Slack playground in a browser
@@ -81,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_grants(sub, add_global_options)
     add_audit(sub, add_global_options)
+    from milpa_chat.cli.batch import add_parsers as add_batch
+
+    add_batch(sub, add_global_options)
     from milpa_chat.cli.mcp import add_parser as add_mcp_parser
 
     add_mcp_parser(sub)
@@ -130,6 +135,10 @@ async def _dispatch(ns: argparse.Namespace) -> int:
         from milpa_chat.cli.approvals import cmd_approvals, cmd_decide
 
         return await (cmd_approvals if ns.command == "approvals" else cmd_decide)(ns)
+    if ns.command in ("batch", "request"):
+        from milpa_chat.cli.batch import cmd_batch, cmd_request
+
+        return await (cmd_batch if ns.command == "batch" else cmd_request)(ns)
     if ns.command == "grants":
         from milpa_chat.cli.grants import cmd_grants
 

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.command.declared import SOURCE_ATTRIBUTE, Resolver, read_declared
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import InvalidOperation
+from milpa_chat.command.evidence import CallSubject
 from milpa_chat.command.ids import OperationId, trim_ascii
 from milpa_chat.command.levels import Mutation
 
 if TYPE_CHECKING:
-    from milpa_chat.command.composition import AuthorityPolicy, ContextFacts
     from milpa_chat.command.context import InvocationContext
+    from milpa_chat.command.evidence import AuthorityPolicy, ContextFacts
 
 __all__ = ["SOURCE_ATTRIBUTE", "DeclaredCondition", "Operation", "declared_operation", "handler_arity"]
 
@@ -195,8 +196,6 @@ class Operation:
         self, arguments: Mapping[str, Any], policy: AuthorityPolicy | None = None, facts: ContextFacts | None = None
     ) -> EffectProfile:
         """The ceiling this call carries, with this handler named (descents bound to its digest may apply)."""
-        from milpa_chat.command.composition import CallSubject
-
         subject = CallSubject(self.name, self.handler_digest(), policy, facts)
         return self.effect_ceiling().for_call(arguments, subject)
 

@@ -13,16 +13,44 @@ import binascii
 import hmac
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from milpa_chat.command import _ed25519
 from milpa_chat.command._json import compact_json, identical
 
 if TYPE_CHECKING:
-    from milpa_chat.command.composition import CallSubject, Descent
-    from milpa_chat.command.effects import EffectProfile
+    from milpa_chat.command.evidence import CallSubject
+    from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 
-__all__ = ["DescentCertificate", "generate_signing_key", "public_key_of"]
+__all__ = ["DescentCertificate", "ProfileLevels", "generate_signing_key", "public_key_of"]
+
+
+class ProfileLevels(Protocol):
+    """What a certificate reads of the profile it vouches for: its five levels (an ``EffectProfile`` has them).
+
+    The profile's descents carry certificates, so the certificate names the profile by this shape, not by
+    its class: the profile's module stays above this one.
+    """
+
+    @property
+    def mutation(self) -> Mutation: ...
+    @property
+    def externality(self) -> Externality: ...
+    @property
+    def reversibility(self) -> Reversibility: ...
+    @property
+    def authority(self) -> Authority: ...
+    @property
+    def subject(self) -> Subject: ...
+
+
+class _Predicate(Protocol):
+    """What a certificate reads of a descent: the argument and the value that trigger it."""
+
+    @property
+    def argument(self) -> str: ...
+    @property
+    def when_value(self) -> Any: ...
 
 
 def generate_signing_key() -> bytes:
@@ -37,7 +65,7 @@ def public_key_of(secret_key: bytes) -> str:
     return base64.b64encode(_ed25519.public_key(secret_key)).decode()
 
 
-def _profile_payload(p: EffectProfile) -> dict[str, str]:
+def _profile_payload(p: ProfileLevels) -> dict[str, str]:
     return {"authority": p.authority.value, "externality": p.externality.value, "mutation": p.mutation.value,
             "reversibility": p.reversibility.value, "subject": p.subject.value}  # fmt: skip
 
@@ -63,7 +91,7 @@ class DescentCertificate:
     operation: str
     predicate: Mapping[str, Any]
     covers: Sequence[str]
-    to: EffectProfile
+    to: ProfileLevels
     handler_sha256: str | None = None
     envelope: Mapping[str, Any] = field(default_factory=dict)
     verdict: str | None = None
@@ -103,7 +131,7 @@ class DescentCertificate:
             return False
         return _ed25519.verify(key, self.canonical_payload().encode(), signature)
 
-    def speaks_about(self, descent: Descent, subject: CallSubject | None) -> bool:
+    def speaks_about(self, descent: _Predicate, subject: CallSubject | None) -> bool:
         """Whether it was issued for this operation (exact name) and exactly this predicate."""
         return (
             subject is not None

@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
+from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.errors import OperationDeclarationError
 from milpa_chat.command.ids import trim_ascii
 from milpa_chat.command.levels import Authority, Externality, Mutation, Reversibility, Subject
 
 if TYPE_CHECKING:
-    from milpa_chat.command.composition import Descent
-    from milpa_chat.command.effects import EffectProfile
+    from milpa_chat.command.effects import Descent
 
 __all__ = [
     "Because",
@@ -120,8 +120,6 @@ class MutatesDeclaration:
 
     def profile(self) -> EffectProfile:
         """The declared ceiling, field for field (``rollback`` is the profile's ``rollback_contract``)."""
-        from milpa_chat.command.effects import EffectProfile
-
         return EffectProfile(
             self.mutation,  # type: ignore[arg-type]  # EffectProfile reads level strings too
             self.externality,  # type: ignore[arg-type]
@@ -172,8 +170,6 @@ class ReadsDeclaration:
     escalates_on: Sequence[str] = ()
 
     def profile(self) -> EffectProfile:
-        from milpa_chat.command.effects import EffectProfile
-
         return EffectProfile(
             Mutation.NONE,
             self.externality,  # type: ignore[arg-type]

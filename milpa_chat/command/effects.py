@@ -9,22 +9,26 @@ and :meth:`~EffectProfile.is_no_wider_than` is the one comparator.
 Every profile that can be built is one somebody could honestly declare: the constructor refuses a
 read that claims a subject, a promise to undo what changes nothing, a mutation that says undoing does
 not apply, and a ``guaranteed`` reversibility that does not *name* the operation that undoes it.
+
+The profile and what lowers it for one call name each other, so they live here together: a
+:class:`Descent`, the :class:`ProfileComposition` a call carries and :func:`compose`, over the call's
+evidence (:mod:`milpa_chat.command.evidence`) and its certificates (:mod:`milpa_chat.command.certificates`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import KW_ONLY, dataclass, replace
+from typing import Any, TypeVar
 
+from milpa_chat.command._json import identical
+from milpa_chat.command.certificates import DescentCertificate
 from milpa_chat.command.errors import InvalidEffectProfile
+from milpa_chat.command.evidence import TRIAL_WORKSPACE, AxisReduction, CallSubject, ContextFacts
 from milpa_chat.command.ids import OperationId, names_an_operation, trim_ascii
 from milpa_chat.command.levels import AXES, Authority, Externality, Level, Mutation, Reversibility, Subject, level_of
 
-if TYPE_CHECKING:
-    from milpa_chat.command.composition import CallSubject, Descent, ProfileComposition
-
-__all__ = ["EffectProfile"]
+__all__ = ["Descent", "EffectProfile", "ProfileComposition"]
 
 L = TypeVar("L", bound=Level)
 _AXIS_TYPES: dict[str, type[Level]] = {
@@ -89,8 +93,6 @@ class EffectProfile:
         self._check_invariants()
 
     def _check_descents(self) -> None:
-        from milpa_chat.command.composition import Descent
-
         if isinstance(self.descents, Descent) or not isinstance(self.descents, Iterable):
             raise InvalidEffectProfile(f"EffectProfile(descents=...) takes a list of Descent, got {self.descents!r}")
         descents = tuple(self.descents)
@@ -245,8 +247,6 @@ class EffectProfile:
 
     def compose_for_call(self, arguments: Mapping[str, Any], subject: CallSubject | None = None) -> ProfileComposition:
         """The ceiling this call carries and a receipt of who lowered each axis."""
-        from milpa_chat.command.composition import compose
-
         return compose(self, arguments, subject)
 
     def for_call(self, arguments: Mapping[str, Any], subject: CallSubject | None = None) -> EffectProfile:
@@ -334,3 +334,108 @@ class EffectProfile:
             levels["mutation"], levels["externality"], levels["reversibility"], levels["authority"],
             subject=levels["subject"],
         )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- per call
+@dataclass(frozen=True, slots=True)
+class ProfileComposition:
+    """The ceiling a call carries (``effective``) and the receipt of how it was reached."""
+
+    effective: EffectProfile
+    reductions: Sequence[AxisReduction] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reductions", tuple(self.reductions))
+
+    def confined_by_trial(self) -> bool:
+        """Whether a trial workspace lowered the mutation (read from the receipts, not the profile)."""
+        return any(r.axis == "mutation" and r.producer == TRIAL_WORKSPACE for r in self.reductions)
+
+
+# --------------------------------------------------------------------------- descents
+@dataclass(frozen=True, slots=True)
+class Descent:
+    """``argument == when_value`` lowers the ceiling to ``to`` for that call — when the evidence holds."""
+
+    argument: str
+    when_value: Any
+    to: EffectProfile
+    because: str
+    certificate: DescentCertificate | None = None
+
+    def triggered_by(self, arguments: Mapping[str, Any]) -> bool:
+        """The argument is present with an identical value (``False`` or ``"yes"`` do not trigger ``True``)."""
+        return self.argument in arguments and identical(arguments[self.argument], self.when_value)
+
+    def lowered_axes(self, original: EffectProfile) -> list[str]:
+        return [a for a in AXES if getattr(self.to, a).weight < getattr(original, a).weight]
+
+    def holds(self, original: EffectProfile, subject: CallSubject | None = None) -> bool:
+        """Whether this descent may lower ``original`` for this call (reason, certificate, judgment, direction)."""
+        if trim_ascii(self.because) == "":
+            return False
+        lowered = self.lowered_axes(original)
+        observed = [a for a in lowered if a != "authority"]
+        if observed and not self._certified(observed, subject):
+            return False
+        if "authority" in lowered:
+            claim = None
+            if subject is not None and subject.policy is not None and subject.facts is not None:
+                claim = subject.policy.judge(subject.facts, subject)
+            if claim is None or not claim.justifies(self.to.authority):
+                return False
+        return self.to.is_no_wider_than(original)
+
+    def _certified(self, observed: list[str], subject: CallSubject | None) -> bool:
+        cert = self.certificate
+        return (
+            cert is not None
+            and cert.signed_by_its_verifier()
+            and cert.speaks_about(self, subject)
+            and cert.watched(subject.handler_digest if subject is not None else None)
+            and cert.to == self.to
+            and cert.covers_all(observed)
+        )
+
+    def explain(self, original: EffectProfile, subject: CallSubject | None) -> list[AxisReduction]:
+        """One reduction per lowered axis, naming its producer (``policy`` or ``observer``)."""
+        reductions = []
+        for axis in self.lowered_axes(original):
+            if axis == "authority":
+                producer, provenance = "policy", "policy: no judgment"
+                if subject is not None and subject.policy is not None:
+                    claim = subject.policy.judge(subject.facts or ContextFacts(), subject)
+                    if claim is not None:
+                        provenance = f"{claim.policy_id}@{claim.policy_digest} over {claim.facts_fingerprint}"
+            else:
+                producer, provenance = "observer", "observer: no certificate"
+                if self.certificate is not None:
+                    provenance = f"{self.certificate.verifier} covers [{','.join(self.certificate.covers)}]"
+            reductions.append(AxisReduction(axis, getattr(original, axis).value, getattr(self.to, axis).value,
+                                            producer, provenance))  # fmt: skip
+        return reductions
+
+
+# --------------------------------------------------------------------------- compose
+def compose(ceiling: EffectProfile, arguments: Mapping[str, Any], subject: CallSubject | None) -> ProfileComposition:
+    """Declared descents (first that holds), then trial confinement, then subject attestation."""
+    effective, reductions = ceiling, []
+    for descent in ceiling.descents:
+        if descent.triggered_by(arguments) and descent.holds(ceiling, subject):
+            effective, reductions = descent.to, descent.explain(ceiling, subject)
+            break
+    confinement = subject.confinement if subject is not None else None
+    if confinement is not None and effective.mutation.weight > Mutation.EPHEMERAL.weight:
+        reductions.append(AxisReduction("mutation", effective.mutation.value, Mutation.EPHEMERAL.value,
+                                        TRIAL_WORKSPACE, confinement.provenance()))  # fmt: skip
+        effective = replace(effective, mutation=Mutation.EPHEMERAL)
+    attestation = subject.subject_attestation if subject is not None else None
+    if (
+        attestation is not None
+        and attestation.subject.weight < effective.subject.weight
+        and (effective.mutates or attestation.subject is Subject.NONE)  # a read has no subject to lower
+    ):
+        reductions.append(AxisReduction("subject", effective.subject.value, attestation.subject.value,
+                                        attestation.producer, attestation.provenance))  # fmt: skip
+        effective = replace(effective, subject=attestation.subject)
+    return ProfileComposition(effective, tuple(reductions))

@@ -15,6 +15,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import TypeVar
 
+from milpa_chat.command.errors import InvalidEffectProfile
+
 __all__ = ["AXES", "Authority", "Externality", "Level", "Mutation", "Reversibility", "Subject", "level_of"]
 
 #: The axis names, in the order every profile lists them.
@@ -114,7 +116,5 @@ def level_of(axis: type[L], value: object, *, what: str) -> L:
             return axis(value)
         except ValueError:
             pass
-    from milpa_chat.command.errors import InvalidEffectProfile
-
     allowed = ", ".join(repr(m.value) for m in axis)
     raise InvalidEffectProfile(f"{value!r} is not a level of {what}; use a {axis.__name__} member or one of {allowed}")

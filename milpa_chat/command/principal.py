@@ -11,7 +11,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from milpa_chat.command.composition import ContextFacts
+from milpa_chat.command.evidence import ContextFacts
 
 __all__ = ["VerifiedPrincipal"]
 

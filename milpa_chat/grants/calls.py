@@ -29,7 +29,7 @@ from milpa_chat.grants.rules import (
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation
-    from milpa_chat.command.composition import AuthorityPolicy, ContextFacts
+    from milpa_chat.command.evidence import AuthorityPolicy, ContextFacts
 
 __all__ = ["NamedCall", "Run", "StandingCall"]
 

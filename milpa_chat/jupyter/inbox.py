@@ -36,6 +36,7 @@ from milpa_chat.runtime.sync import run_sync
 
 if TYPE_CHECKING:
     from milpa_chat.chat.assistant import Assistant
+    from milpa_chat.jupyter.inbox_actions import InboxActions
     from milpa_chat.renderers.approval import ApprovalRole
     from milpa_chat.renderers.model import Button
     from milpa_chat.store.base import Store
@@ -373,6 +374,15 @@ class ApprovalInbox:
         item.close_edit()
 
     # --------------------------------------------------------------- deciding
+    @property
+    def actions(self) -> InboxActions:
+        """A selection decided together, reassign, ask, answer, comment (:mod:`milpa_chat.jupyter.inbox_actions`)."""
+        if self.assistant is None:
+            raise PermissionError("this inbox watches a store read-only; create it with the Assistant to act here")
+        from milpa_chat.jupyter.inbox_actions import InboxActions
+
+        return InboxActions(self.assistant, self.user)
+
     async def approve(self, approval_id: str, reason: str | None = None) -> Approval | None:
         """Approve (or confirm) as this user, as the Approve button does; returns the approval after it."""
         item = self.items.get(approval_id)

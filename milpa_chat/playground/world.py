@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import os
 import shutil
 import sys
 import tempfile
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 DEFAULT_TOOLS = "milpa_chat.examples:PlaygroundTools"
+#: Set (to anything) to try approving at scale in the playground (docs/approving-at-scale.md).
+AT_SCALE_ENV = "MILPA_PLAYGROUND_AT_SCALE"
 TEAM = "T0PLAY"
 SLACK_TOKEN = "xoxb-playground"
 SLACK_SECRET = "playground-signing-secret"
@@ -239,7 +242,7 @@ class World:
             else Identities.from_dict(IDENTITIES)
         )
         self.agent_setup = await start_agent(self.env, self._stack)
-        return Assistant(
+        assistant = Assistant(
             registry,
             identities,
             agent=self.agent_setup.agent,
@@ -249,6 +252,11 @@ class World:
             risk_tiers=True,
             fast_approval=FAST_APPROVAL,
         )
+        if (self.env if self.env is not None else os.environ).get(AT_SCALE_ENV):
+            from milpa_chat.chat.batching import Batching  # batch cards, /reassign, /ask, /answer, /comment, /mode
+
+            Batching(assistant)
+        return assistant
 
     # -- people ---------------------------------------------------------------------------------
     def persona(self, key: object) -> Persona:

@@ -213,7 +213,9 @@ def _by(view: ApprovalView, b: Builder) -> str:
     if view.decided_by:
         parts.append(f"by {b.text(view.decided_by, 100)}")
     if view.decided_via:
-        parts.append(f"via {_SURFACES.get(view.decided_via, b.text(view.decided_via, 40))}")
+        via = view.decided_via.removesuffix("/batch")  # decided from a batch card (milpa_chat.runtime.batches)
+        batch = " (batch)" if via != view.decided_via else ""
+        parts.append(f"via {_SURFACES.get(via, b.text(via, 40))}{batch}")
     if view.decided_at is not None:
         parts.append(f"at {when(view.decided_at)}")
     return " ".join(parts)

@@ -28,6 +28,7 @@ __all__ = [
     "Rule",
     "amend",
     "check_approver",
+    "check_assignee",
     "expire",
     "may_edit",
     "nudge",
@@ -105,11 +106,28 @@ def _check_decider(a: Approval, ctx: ToolContext, verb: str) -> None:
         raise ApprovalRefused(f"You cannot {verb} this request: it needs one of these scopes: {', '.join(scopes)}.")
     if a.data["policy"]["four_eyes"] and a.requester_principal == ctx.principal:
         raise ApprovalRefused(f"You cannot {verb} your own request (four-eyes rule): another approver must decide.")
+    check_assignee(a, ctx, verb)
     if verb == "approve" and a.data["policy"]["four_eyes"] and a.data.get("author") == ctx.principal:
         raise ApprovalRefused(
             "You edited this version of the request, so you cannot approve it (four-eyes rule): "
             "an approver other than the requester and you must approve it."
         )
+
+
+def check_assignee(a: Approval, ctx: ToolContext, verb: str) -> None:
+    """Refuse ``ctx`` when the request was reassigned (``assigned``: a person's ``principal`` or a group's
+    ``scope``) to someone else. Checked when they act, not when they were named (see
+    :func:`milpa_chat.runtime.approval_actions.reassign`)."""
+    assigned = a.data.get("assigned")
+    if not assigned:
+        return
+    person, scope = assigned.get("principal"), assigned.get("scope")
+    if (person and ctx.principal == person) or (scope and ctx.has_any_scope([scope])):
+        return
+    raise ApprovalRefused(
+        f"You cannot {verb} this request: {assigned.get('by_name') or 'an approver'} reassigned it to "
+        f"{assigned.get('name') or person or scope}, who decides it now."
+    )
 
 
 def check_approver(a: Approval, ctx: ToolContext) -> None:
@@ -320,6 +338,10 @@ def schema_check(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, A
 def _check_editor(a: Approval, actor: Actor) -> None:
     if a.tool is None:
         raise ApprovalRefused("This request runs no tool, so it has no arguments to edit.", code="WRONG_KIND")
+    if a.data.get("external") and (a.data.get("payload") or {}).get("editable") is False:
+        raise ApprovalRefused(
+            f"The agent that asked takes no edits of {a.label}: approve or reject it as it is.", code="WRONG_KIND"
+        )
     if a.kind == "confirm":
         if actor.principal != a.requester_principal:
             raise ApprovalRefused(f"Only {a.requester_name} can edit this request before confirming it.")

@@ -36,6 +36,8 @@ class ApproverStats:
     rejected: int
     median_seconds: float | None
     too_fast: int
+    #: Decisions taken from a batch card ("Approve all N" / "Reject all N"), each item counted.
+    batched: int = 0
 
     @property
     def approve_rate(self) -> float:
@@ -44,9 +46,10 @@ class ApproverStats:
     def line(self) -> str:
         median = "-" if self.median_seconds is None else f"{self.median_seconds:.0f} s"
         decisions = f"{self.decisions} decision" + ("" if self.decisions == 1 else "s")
+        batched = f", {self.batched} from batches" if self.batched else ""
         return (
             f"{self.name} ({self.principal}): {decisions}, {self.approve_rate:.0%} approved, "
-            f"median {median} to decide, {self.too_fast} approved faster than the card can be read"
+            f"median {median} to decide, {self.too_fast} approved faster than the card can be read{batched}"
         )
 
 
@@ -57,11 +60,15 @@ class _Tally:
     approved: int = 0
     rejected: int = 0
     fast: int = 0
+    batched: int = 0
 
 
-def _acts(a: Approval) -> list[tuple[str, str, float, bool]]:
-    """``(principal, name, when, approved)`` of everyone who decided ``a``."""
-    acts = [(str(v["principal"]), str(v.get("name") or v["principal"]), float(v["at"]), True) for v in a.votes]
+def _acts(a: Approval) -> list[tuple[str, str, float, bool, bool]]:
+    """``(principal, name, when, approved, from a batch)`` of everyone who decided ``a``."""
+    acts = [
+        (str(v["principal"]), str(v.get("name") or v["principal"]), float(v["at"]), True, _batch(v.get("via")))
+        for v in a.votes
+    ]
     if a.state == "rejected" and a.data.get("decided_by"):
         acts.append(
             (
@@ -69,9 +76,14 @@ def _acts(a: Approval) -> list[tuple[str, str, float, bool]]:
                 str(a.data.get("decided_by_name") or a.data["decided_by"]),
                 float(a.data.get("decided_at") or a.data.get("created_at", 0)),
                 False,
+                _batch(a.data.get("decided_via")),
             )
         )
     return acts
+
+
+def _batch(via: object) -> bool:
+    return isinstance(via, str) and via.endswith("/batch")
 
 
 def approver_stats(approvals: Iterable[Approval], *, since: float | None = None) -> list[ApproverStats]:
@@ -82,12 +94,13 @@ def approver_stats(approvals: Iterable[Approval], *, since: float | None = None)
         if a.kind != "verification":
             continue
         created = float(a.data.get("created_at", 0))
-        for principal, name, at, approved in _acts(a):
+        for principal, name, at, approved, batched in _acts(a):
             if since is not None and at < since:
                 continue
             tally = tallies.setdefault(principal, _Tally(name))
             took = max(0.0, at - created)
             tally.times.append(took)
+            tally.batched += batched
             if approved:
                 tally.approved += 1
                 tally.fast += took < reading_seconds(a)
@@ -95,7 +108,14 @@ def approver_stats(approvals: Iterable[Approval], *, since: float | None = None)
                 tally.rejected += 1
     stats = [
         ApproverStats(
-            p, t.name, len(t.times), t.approved, t.rejected, statistics.median(t.times) if t.times else None, t.fast
+            p,
+            t.name,
+            len(t.times),
+            t.approved,
+            t.rejected,
+            statistics.median(t.times) if t.times else None,
+            t.fast,
+            t.batched,
         )
         for p, t in tallies.items()
     ]

@@ -10,13 +10,13 @@ until, the request's expiry, so a lost removal only holds a slot until then).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:
-    from milpa_chat.store.base import Store
+    from milpa_chat.store.base import Record, Store
 
 __all__ = ["COLLECTION", "Cap"]
 
@@ -32,6 +32,9 @@ class Cap:
     what: str
     limit: int | None
     setting: str
+    #: The record this process last wrote per principal: settling tries its compare-and-set on it without
+    #: reading first (another worker's write since then only costs the lost race and a read).
+    _written: dict[str, Record] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.limit is not None and (
@@ -61,6 +64,7 @@ class Cap:
                     COLLECTION, cap_key, value, expected_version=rec.version, ttl=ttl, durable=False
                 )
             if written is not None:
+                self._keep(cap_key, written)
                 return
 
     async def free(self, principal: str, key: str) -> None:
@@ -69,20 +73,34 @@ class Cap:
             return
         cap_key = f"{self.what}:{principal}"
         try:
+            rec = self._written.pop(cap_key, None)
+            remembered = rec is not None
             while True:
-                rec = await self.store.get(COLLECTION, cap_key)
+                if rec is None:
+                    rec, remembered = await self.store.get(COLLECTION, cap_key), False
                 if rec is None or key not in rec.value.get("open", {}):
+                    if remembered:  # what this process wrote last may be stale: judge on the stored record
+                        rec = None
+                        continue
                     return
                 held = {k: u for k, u in rec.value["open"].items() if k != key}
                 written = await self.store.update(
                     COLLECTION, cap_key, {"open": held}, expected_version=rec.version, durable=False
                 )
                 if written is not None:
+                    self._keep(cap_key, written)
                     return
+                rec = None
         except Exception as exc:
             log.warning(
                 "%s of %s: a settled one still counts until it would have expired (%s)", self.what, principal, exc
             )
+
+    def _keep(self, cap_key: str, written: Record) -> None:
+        self._written.pop(cap_key, None)
+        self._written[cap_key] = written
+        if len(self._written) > 1024:  # the most recent principals
+            del self._written[next(iter(self._written))]
 
     def _refusal(self, held: int) -> str:
         return (

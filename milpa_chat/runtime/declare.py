@@ -87,6 +87,7 @@ def _definition(decl: ToolDeclaration, call: Callable[..., Any]) -> ToolDefiniti
         output_schema=copy.deepcopy(decl.output_schema),
         verify=o.verify,
         tags=o.tags,
+        blocking=o.blocking,
         extra={
             "qualname": getattr(decl.function, "__qualname__", decl.name),
             "module": getattr(decl.function, "__module__", None),
@@ -111,6 +112,7 @@ def tool(
     version: str | None = None,
     verify: VerifyPolicy | None = None,
     tags: Iterable[str] = (),
+    blocking: bool = True,
 ) -> Callable[[F], F]: ...
 
 
@@ -125,15 +127,19 @@ def tool(
     version: str | None = None,
     verify: VerifyPolicy | None = None,
     tags: Iterable[str] = (),
+    blocking: bool = True,
 ) -> Any:
     """Declare a function or method as a tool; works bare (``@tool``) or called (``@tool("name", ...)``).
 
     The name defaults to the function name, the description to the docstring's first paragraph.
     The function is returned unchanged, with a :class:`ToolDeclaration` as ``__milpa_tool__``.
+    A ``def`` tool runs on a worker thread, so a slow one never stalls the event loop; ``blocking=False``
+    runs it on the loop itself (no thread hop), for a function that returns in microseconds and never waits.
     """
     settings = dict(
-        scopes=scopes, mutating=mutating, confirm=confirm, timeout=timeout, version=version, verify=verify, tags=tags
-    )
+        scopes=scopes, mutating=mutating, confirm=confirm, timeout=timeout, version=version, verify=verify, tags=tags,
+        blocking=blocking,
+    )  # fmt: skip
     if callable(name) or isinstance(name, staticmethod | classmethod):
         return _decorate(name, tool_options(None, description, **settings))
     options = tool_options(name, description, **settings)
@@ -172,6 +178,12 @@ def _declare(function: Callable[..., Any], options: ToolOptions, receiver: bool 
         raise DeclarationError(
             f"Tool {name!r} has no description; pass one (@tool({name!r}, 'What it does')) or give "
             f"{getattr(function, '__qualname__', name)} a docstring"
+        )
+    if not options.blocking and is_async_callable(function):
+        raise DeclarationError(
+            f"Tool {name!r}: blocking=False is for a `def` tool (it then runs on the event loop); "
+            f"{getattr(function, '__qualname__', name)} is `async def`, which always runs on the loop: "
+            f"drop blocking=False"
         )
     found = analyse(name, function, receiver, param_docs)
     input_schema, validator = derive_arguments(name, found.specs)

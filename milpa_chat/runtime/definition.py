@@ -173,6 +173,9 @@ class ToolDefinition:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: Running it twice has the effect of running it once: a run whose lease ended is retried.
     idempotent: bool = False
+    #: A ``def`` tool runs on a worker thread (True, the default) or, declared ``blocking=False``, on the
+    #: event loop itself (no thread hop; for a function that returns in microseconds and never waits).
+    blocking: bool = True
     #: Whether the tool said if it changes things (``mutating=True`` or ``False``). An undeclared
     #: effect is never taken as harmless: such a tool is ``mutating`` for every gate.
     effect_declared: bool = False

@@ -15,6 +15,7 @@ from milpa_chat.runtime.approval import (
     Approval,
     ApprovalRefused,
     due_of,
+    hold_new_cards,
 )
 from milpa_chat.runtime.approval_hooks import (
     ApprovalHooks,
@@ -74,6 +75,9 @@ class DeskCore:
         #: is refused from here without a store read. A settled record's state never changes, so a copy older
         #: than the store's refuses what the store's would; any write still compares and sets in the store.
         self._settled: OrderedDict[str, Approval] = OrderedDict()
+        # The live (not yet settled) records this process last wrote: a decision tries its compare-and-set on
+        # one without reading first; on a lost race, or when the snapshot would refuse, it reads the record.
+        self._live: OrderedDict[str, Approval] = OrderedDict()
 
     def install(
         self,
@@ -182,26 +186,43 @@ class DeskCore:
         handoff: bool = True,
         current: Approval | None = None,
         durable: bool = True,
+        remembered: bool = False,
     ) -> Change:
         """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
         lost race read again and re-apply (``fn`` re-checks everything). ``fn`` returning ``None``
         writes nothing. ``current``: a snapshot the caller just got from a write of its own, tried
         first without reading (a stale one only costs the lost race). ``durable=False``: the write may be
-        lost on a power cut (:mod:`milpa_chat.store.base`), for bookkeeping the sweeper re-derives."""
+        lost on a power cut (:mod:`milpa_chat.store.base`), for bookkeeping the sweeper re-derives.
+        ``remembered``: ``current`` is a live record this process wrote earlier (it may be stale): a refusal or
+        nothing to write on it is only given after reading the record."""
         while True:
             if current is None or current.id != approval_id:
                 current = await self.get(approval_id)
+                remembered = False
             if current is None:
                 raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
             now = self.store.clock()
-            if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
-                return Change(current, "unchanged")
-            value = copy_value(current.data)
-            outcome = fn(current, value, now)
+            try:
+                if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
+                    if remembered:
+                        current, remembered = await self._as_stored(approval_id, current), False
+                        continue
+                    return Change(current, "unchanged")
+                value = copy_value(current.data)
+                outcome = fn(current, value, now)
+            except ApprovalRefused:
+                if remembered:  # refused on a snapshot: refuse on what is stored
+                    current, remembered = await self._as_stored(approval_id, current), False
+                    continue
+                raise
             if outcome is None:
+                if remembered:
+                    current, remembered = await self._as_stored(approval_id, current), False
+                    continue
                 return Change(current, "unchanged")
             if handoff:
                 value.update(deliver_at=now + self._handoff(), writer=self.worker)
+                hold_new_cards(value, self.worker, now + self._handoff())  # cards a reminder or escalation added
             settled = value["state"] in FINAL and current.state not in FINAL
             rec = await self.store.update(
                 COLLECTION,
@@ -221,15 +242,34 @@ class DeskCore:
                 return Change(written, event, claimed, message)
             current = None
 
+    async def _as_stored(self, approval_id: str, snapshot: Approval | None) -> Approval | None:
+        """The record as stored; the remembered ``snapshot`` itself when the store still holds that version
+        (approval ids are random and never reused, so one version of one id is one content): its JSON is
+        not decoded again."""
+        rec = await self.store.get(COLLECTION, approval_id)
+        if rec is None:
+            return None
+        if snapshot is not None and snapshot.id == rec.key and snapshot.version == rec.version:
+            return snapshot
+        return Approval(rec.key, rec.value, rec.version, rec.due)
+
     def settled(self, approval_id: str) -> Approval | None:
         """The settled record this process last read or wrote for ``approval_id``, if it still keeps one (its
         state is final; its deliveries may have moved on elsewhere: a write compares and sets)."""
         return self._settled.get(approval_id)
 
     def _remember(self, approval: Approval | None) -> None:
-        """Keep a settled record (the most recent ``SETTLED_KEPT``) for refusing taps on its cards."""
-        if approval is None or approval.state not in FINAL:
+        """Keep a settled record (the most recent ``SETTLED_KEPT``) for refusing taps on its cards, and a live
+        one (as many) for deciding it without reading it first."""
+        if approval is None:
             return
+        if approval.state not in FINAL:
+            self._live[approval.id] = approval
+            self._live.move_to_end(approval.id)
+            if len(self._live) > SETTLED_KEPT:
+                self._live.popitem(last=False)
+            return
+        self._live.pop(approval.id, None)
         self._settled[approval.id] = approval
         self._settled.move_to_end(approval.id)
         if len(self._settled) > SETTLED_KEPT:

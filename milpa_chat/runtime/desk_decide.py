@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.runtime.approval import (
@@ -85,7 +85,9 @@ class Deciding(DeskCore):
             return rule(self, a, v, actor, can_run)
 
         try:
-            done = await self._change(approval_id, change, current=self._settled.get(approval_id))
+            settled = self._settled.get(approval_id)
+            live = self._live.get(approval_id) if settled is None else None  # see DeskCore._live
+            done = await self._change(approval_id, change, current=settled or live, remembered=live is not None)
         except ApprovalRefused as exc:
             self._remember(exc.approval)
             raise
@@ -145,6 +147,20 @@ class Deciding(DeskCore):
         if done.event == "expired":
             await self._follow(done, True)
             raise ApprovalRefused(done.message, code="EXPIRED", approval=done.approval)
+        await self._follow(done, follow)
+        return done
+
+    async def annotate(
+        self,
+        approval_id: str,
+        fn: Callable[[Approval, dict[str, Any], float], Outcome | None],
+        *,
+        follow: bool = True,
+    ) -> Change:
+        """A change that decides nothing (a batch, a reassignment, a question, an answer, a comment):
+        ``fn`` checks the record and writes a copy, as a decision rule does, inside the one compare-and-set
+        loop (it may raise :class:`ApprovalRefused`). The follower delivers what the record then owes."""
+        done = await self._change(approval_id, fn)
         await self._follow(done, follow)
         return done
 

@@ -37,6 +37,8 @@ async def execute(call: Call) -> ToolResult:
     try:
         if tool.is_async:
             value = await tool.invoke(args.call, ctx)
+        elif not tool.blocking:  # declared cheap: called on the loop, no worker-thread hop
+            value = tool.invoke(args.call, ctx)
         else:
             value = await asyncio.to_thread(tool.invoke, args.call, ctx)
     except ToolError as exc:

@@ -44,6 +44,7 @@ class ToolOptions:
     version: str | None
     verify: VerifyPolicy | None
     tags: tuple[str, ...]
+    blocking: bool = True  # a ``def`` tool runs on a worker thread; False: on the event loop itself
 
 
 def _names(value: Any, what: str) -> tuple[str, ...]:
@@ -81,6 +82,9 @@ def tool_options(name: Any, description: Any, **kw: Any) -> ToolOptions:
         raise DeclarationError(f"Tool {name!r}: timeout= must be a positive number of seconds, got {timeout!r}")
     if kw["version"] is not None and not isinstance(kw["version"], str):
         raise DeclarationError(f"Tool {name!r}: version= must be a string such as '1.2', got {kw['version']!r}")
+    blocking = kw.get("blocking", True)
+    if not isinstance(blocking, bool):
+        raise DeclarationError(f"Tool {name!r}: blocking= must be True or False, got {blocking!r}")
     if kw["verify"] is not None and not isinstance(kw["verify"], VerifyPolicy):
         raise DeclarationError(f"Tool {name!r}: verify= takes a VerifyPolicy(...), got {kw['verify']!r}")
     return ToolOptions(
@@ -93,4 +97,5 @@ def tool_options(name: Any, description: Any, **kw: Any) -> ToolOptions:
         version=kw["version"],
         verify=kw["verify"],
         tags=_names(kw["tags"], "tags"),
+        blocking=blocking,
     )

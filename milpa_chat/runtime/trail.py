@@ -18,6 +18,13 @@ append walk the chain forward one read per entry). Within one process, appends t
 lock per trail) and start from the last position this process saw, so concurrent calls in a worker
 never race each other for a position.
 
+Appends made while this process is writing wait for it and are then written together (a batch of up to 64:
+one read of the head, the entries, one head write). Every entry of a batch but the last is written without
+waiting for the disk, and the last and the head durably: a durable write puts every write before it on
+disk too (:mod:`milpa_chat.store.base`), so when an append returns its entry is on disk as before, for two
+syncs a batch instead of two an entry. A crash or a power cut between the entries and the head leaves
+entries past the head, as a writer stopped between its two writes always could (the next append moves it).
+
 The chain shows tampering by anyone who does not rewrite all of it. To detect even that, give the
 trail an Ed25519 signing key (``key=``, else ``MILPA_AUDIT_KEY_FILE`` / ``MILPA_AUDIT_KEY``): it signs
 the entry it just wrote every ``checkpoint_every`` entries and, when ``checkpoint_minutes`` passed since
@@ -31,7 +38,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +78,20 @@ __all__ = [
     "TrailKeyError",
     "TrailVerdict",
 ]
+
+#: The most entries one batch writes (one head read and one head write for all of them).
+MAX_BATCH = 64
+
+
+@dataclass(slots=True)
+class _Wanted:
+    """An entry an append asked for, and where its caller waits for it."""
+
+    kind: str
+    subject: str
+    fields: dict[str, Any]
+    done: asyncio.Future[TrailEntry]
+
 
 _EVENTS = {
     "requested": "requested",
@@ -115,7 +137,8 @@ class AuditTrail:
         self.public_key = public_key or (self.key.public if self.key else PublicKey.from_env())
         self.checkpoint_every = int(setting(checkpoint_every, EVERY_ENV, 1000))
         self.checkpoint_minutes = setting(checkpoint_minutes, MINUTES_ENV, 60)
-        self._turn = asyncio.Lock()
+        self._waiting: list[_Wanted] = []  # appends waiting for the batch under way to finish
+        self._writer: asyncio.Task[None] | None = None  # the task writing batches, while there are any
         self._last: tuple[int, str] = (0, GENESIS)  # the last position this process wrote or read
         self._checkpointed_at = 0.0  # when this process last signed a checkpoint
 
@@ -147,33 +170,91 @@ class AuditTrail:
 
     # ---------------------------------------------------------------- write
     async def append(self, kind: str, subject: str, fields: Mapping[str, Any]) -> TrailEntry:
-        """Add an entry at the end of the chain (exactly one writer gets each position)."""
-        clean = {k: mask_text(v) if isinstance(v, str) else v for k, v in fields.items()}
-        async with self._turn:
-            head = await self.store.get(*HEAD)
-            seq, prev = self._last
-            if head is not None and int(head.value["seq"]) > seq:
-                seq, prev = int(head.value["seq"]), str(head.value["hash"])
+        """Add an entry at the end of the chain (exactly one writer gets each position); returns once it and
+        the head naming it (or a later entry) are on disk."""
+        (entry,) = await self.append_all([(kind, subject, fields)])
+        return entry
+
+    async def append_all(self, items: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[TrailEntry]:
+        """Add several entries, in this order and in one batch when none is being written (see
+        :meth:`append`)."""
+        loop = asyncio.get_running_loop()
+        wanted = [
+            _Wanted(
+                kind,
+                subject,
+                {k: mask_text(v) if isinstance(v, str) else v for k, v in fields.items()},
+                loop.create_future(),
+            )
+            for kind, subject, fields in items
+        ]
+        self._waiting.extend(wanted)
+        writer = self._writer
+        if writer is None or writer.done() or writer.get_loop().is_closed():
+            self._writer = loop.create_task(self._write_batches())
+        return [await w.done for w in wanted]
+
+    async def _write_batches(self) -> None:
+        """Write what is waiting, a batch at a time, until nothing is; each caller gets its entry or the error."""
+        while self._waiting:
+            batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+            try:
+                entries = await self._write(batch)
+            except BaseException as exc:
+                for w in batch:
+                    if not w.done.done():
+                        if isinstance(exc, asyncio.CancelledError):
+                            w.done.cancel()
+                        else:
+                            w.done.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    for w in self._waiting:
+                        w.done.cancel()
+                    self._waiting = []
+                    raise
+                continue
+            for w, entry in zip(batch, entries, strict=True):
+                if not w.done.done():
+                    w.done.set_result(entry)
+
+    async def _write(self, batch: list[_Wanted]) -> list[TrailEntry]:
+        head = await self.store.get(*HEAD)
+        seq, prev = self._last
+        if head is not None and int(head.value["seq"]) > seq:
+            seq, prev = int(head.value["seq"]), str(head.value["hash"])
+        written: list[TrailEntry] = []
+        signed: float | None = None
+        for number, wanted in enumerate(batch, 1):
+            # the batch's last entry is written durably, and with it every one before it (see the module doc)
+            durable = number == len(batch)
             while True:
-                after = await self.store.get(COLLECTION, entry_key(seq + 1))
-                if after is not None:  # someone appended past what we knew: follow the chain forward
-                    seq, prev = seq + 1, str(after.value["hash"])
-                    continue
                 body = {
                     "seq": seq + 1,
                     "at": self.store.clock(),
-                    "kind": kind,
-                    "subject": subject,
-                    "fields": clean,
+                    "kind": wanted.kind,
+                    "subject": wanted.subject,
+                    "fields": wanted.fields,
                     "prev": prev,
                 }
                 entry = TrailEntry(**body, hash=entry_hash(body))  # type: ignore[arg-type]
-                if await self.store.insert(COLLECTION, entry_key(entry.seq), entry.to_dict()) is not None:
+                stored = await self.store.insert(COLLECTION, entry_key(entry.seq), entry.to_dict(), durable=durable)
+                if stored is not None:
                     break
-            self._last = (entry.seq, entry.hash)
-            signed = await self._checkpoint_if_due(head, entry)
-            await self._advance_head(head, entry, signed)
-        return entry
+                # someone appended past what we knew: jump to the head when it is further on (other workers
+                # are writing), else follow the chain forward one entry
+                head = await self.store.get(*HEAD)
+                if head is not None and int(head.value["seq"]) > seq + 1:
+                    seq, prev = int(head.value["seq"]), str(head.value["hash"])
+                    continue
+                after = await self.store.get(COLLECTION, entry_key(seq + 1))
+                if after is not None:
+                    seq, prev = seq + 1, str(after.value["hash"])
+            seq, prev = entry.seq, entry.hash
+            self._last = (seq, prev)
+            written.append(entry)
+            signed = await self._checkpoint_if_due(head, entry) or signed
+        await self._advance_head(head, written[-1], signed)
+        return written
 
     async def _advance_head(self, head: Record | None, entry: TrailEntry, signed: float | None) -> None:
         """Move the head to ``entry`` unless another writer already moved it at or past it.
@@ -242,20 +323,25 @@ class AuditTrail:
         if kind is None:
             return
         v = change.approval.data
+        items: list[tuple[str, str, Mapping[str, Any]]] = []
         if kind != "started":
-            await self.append(kind, change.approval.id, _change_fields(kind, change))
+            items.append((kind, change.approval.id, _change_fields(kind, change)))
         if change.claimed:  # the same write claimed the run: who holds it, with which idempotency key
-            await self.append(
-                "started",
-                change.approval.id,
-                {
-                    "tool": change.approval.label,
-                    "args_digest": v.get("digest"),
-                    "attempt": change.approval.attempt,
-                    "worker": (v.get("lease") or {}).get("holder"),
-                    "key": change.approval.id,
-                },
+            items.append(
+                (
+                    "started",
+                    change.approval.id,
+                    {
+                        "tool": change.approval.label,
+                        "args_digest": v.get("digest"),
+                        "attempt": change.approval.attempt,
+                        "worker": (v.get("lease") or {}).get("holder"),
+                        "key": change.approval.id,
+                    },
+                )
             )
+        if items:
+            await self.append_all(items)
 
     async def shown(self, approval_id: str, card: Mapping[str, Any], state: str, args_digest: str | None) -> None:
         """A card was put before people: where, as whose copy, in which state, showing which arguments."""

@@ -129,6 +129,10 @@ class PostgresStore(ThreadedStore):
         self._probing = threading.Lock()
         self._probed_at = 0.0
         self._pool = self._new_pool()
+        #: Connections whose commits do not wait for the WAL flush (``synchronous_commit = off``), for the writes
+        #: made with ``durable=False``; opened on the first such write.
+        self._lazy_pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._lazy_lock = threading.Lock()
         try:
             self._pool.open(wait=True, timeout=30.0)
         except Exception as exc:
@@ -213,15 +217,17 @@ class PostgresStore(ThreadedStore):
         return 0, schema_exists is not None
 
     # ------------------------------------------------------- connections
-    def _new_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+    def _new_pool(self, *, lazy: bool = False) -> ConnectionPool[psycopg.Connection[Any]]:
         # check=: a connection the server dropped (a restart, pg_terminate_backend) is replaced before use.
+        # lazy: commits that return before the WAL is flushed (see _lazy_connection)
+        kwargs = {**self._kwargs, "options": "-c synchronous_commit=off"} if lazy else self._kwargs
         return ConnectionPool(
             self._dsn,
-            min_size=self._sizes[0],
-            max_size=self._sizes[1],
-            kwargs=self._kwargs,
+            min_size=1 if lazy else self._sizes[0],
+            max_size=max(1, self._sizes[1] // 2) if lazy else self._sizes[1],
+            kwargs=kwargs,
             open=False,
-            name=f"milpa-{self.schema}",
+            name=f"milpa-{self.schema}{'-lazy' if lazy else ''}",
             check=ConnectionPool.check_connection,
             timeout=self._wait,
             reconnect_timeout=max(self._wait, 60.0),
@@ -247,6 +253,35 @@ class PostgresStore(ThreadedStore):
         finally:
             pool.putconn(conn)
 
+    @contextlib.contextmanager
+    def _lazy_connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for a ``durable=False`` write: its commit returns without waiting for the WAL flush.
+
+        PostgreSQL's WAL is one sequence for every connection, and a commit that waits for the flush flushes
+        everything before it: so a durable write still has every earlier write on disk when it returns, durable
+        or not. Such a write survives a crash of this process (the server has it); a power cut, an OS crash or
+        a crash of the database server within ``wal_writer_delay`` (200 ms by default) may lose it."""
+        if self._away is not None:
+            self._probe()
+        pool = self._lazy_pool
+        if pool is None:
+            with self._lazy_lock:
+                pool = self._lazy_pool
+                if pool is None:
+                    pool = self._new_pool(lazy=True)
+                    pool.open(wait=False)
+                    self._lazy_pool = pool
+        try:
+            conn = pool.getconn(timeout=min(self._wait, FIRST_WAIT))
+        except PoolTimeout:
+            self._probe()
+            pool = self._lazy_pool or pool
+            conn = pool.getconn(timeout=max(self._wait - FIRST_WAIT, 0.1))
+        try:
+            yield conn
+        finally:
+            pool.putconn(conn)
+
     def _probe(self) -> None:
         """Connect once, directly: back -> a fresh pool; still away -> :class:`StoreError` now."""
         if time.monotonic() - self._probed_at < PROBE_EVERY or not self._probing.acquire(blocking=False):
@@ -264,8 +299,11 @@ class PostgresStore(ThreadedStore):
             if self._away is not None:  # it is back: the old pool may be waiting out a long back-off
                 old, self._pool = self._pool, self._new_pool()
                 self._pool.open(wait=False)
+                lazy, self._lazy_pool = self._lazy_pool, None  # reopened on the next durable=False write
                 self._away = None
                 threading.Thread(target=old.close, kwargs={"timeout": 5.0}, daemon=True).start()
+                if lazy is not None:
+                    threading.Thread(target=lazy.close, kwargs={"timeout": 5.0}, daemon=True).start()
         finally:
             self._probing.release()
 
@@ -283,17 +321,25 @@ class PostgresStore(ThreadedStore):
             return StoreError(f"{self._where} failed: {str(exc).strip()}")
         return None
 
-    def _one(self, query: bytes, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        with self._connection() as conn:
+    def _one(self, query: bytes, params: Mapping[str, Any], *, durable: bool = True) -> tuple[Any, ...] | None:
+        with self._connection() if durable else self._lazy_connection() as conn:
             row: tuple[Any, ...] | None = conn.execute(query, params).fetchone()
             return row
 
-    def _record(self, collection: str, query: bytes, params: Mapping[str, Any]) -> Record | None:
-        row = self._one(query, params)
+    def _record(
+        self, collection: str, query: bytes, params: Mapping[str, Any], *, durable: bool = True
+    ) -> Record | None:
+        row = self._one(query, params, durable=durable)
         return None if row is None else to_record(collection, row)
 
     async def close(self) -> None:
-        await self._shutdown(self._pool.close)
+        def close_pools() -> None:
+            lazy = self._lazy_pool
+            if lazy is not None:
+                lazy.close()
+            self._pool.close()
+
+        await self._shutdown(close_pools)
 
     # ----------------------------------------------------------- records
     async def get(self, collection: str, key: str) -> Record | None:
@@ -313,8 +359,7 @@ class PostgresStore(ThreadedStore):
         due: float | None = None,
         durable: bool = True,
     ) -> Record | None:
-        # durable=False is accepted and the write made durably anyway: a commit here waits for the WAL flush
-        # either way, and skipping it (synchronous_commit off) would cost a transaction of its own.
+        # durable=False: committed on a connection with synchronous_commit off (no wait for the WAL flush)
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
@@ -326,11 +371,14 @@ class PostgresStore(ThreadedStore):
             f"due = EXCLUDED.due WHERE NOT {_LIVE.format(t='r')} RETURNING {_COLS}"
         )
         params = {"c": collection, "k": key, "v": text, "due": due}
-        return await self._run(self._write_record, collection, query, params, ttl)
+        return await self._run(self._write_record, collection, query, params, ttl, durable)
 
-    def _write_record(self, collection: str, query: bytes, params: dict[str, Any], ttl: float | None) -> Record | None:
+    def _write_record(
+        self, collection: str, query: bytes, params: dict[str, Any], ttl: float | None, durable: bool = True
+    ) -> Record | None:
         now = self.clock()
-        return self._record(collection, query, {**params, "now": now, "exp": expiry(now, ttl), "keep": ttl is None})
+        values = {**params, "now": now, "exp": expiry(now, ttl), "keep": ttl is None}
+        return self._record(collection, query, values, durable=durable)
 
     async def put(
         self,
@@ -356,7 +404,7 @@ class PostgresStore(ThreadedStore):
             f"RETURNING {_COLS}"
         )
         params = {"c": collection, "k": key, "v": text, "due": due}
-        record = await self._run(self._write_record, collection, query, params, ttl)
+        record = await self._run(self._write_record, collection, query, params, ttl, durable)
         assert record is not None
         return record
 
@@ -371,7 +419,7 @@ class PostgresStore(ThreadedStore):
         due: Due = KEEP,
         durable: bool = True,
     ) -> Record | None:
-        # durable=False is accepted and the write made durably anyway, as for insert
+        # durable=False: as for insert
         text = encode(collection, key, value)
         expiry(0.0, ttl)
         check_due(due)
@@ -389,7 +437,7 @@ class PostgresStore(ThreadedStore):
             "keep_due": due is KEEP,
             "due": None if due is KEEP else due,
         }
-        return await self._run(self._write_record, collection, query, params, ttl)
+        return await self._run(self._write_record, collection, query, params, ttl, durable)
 
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         version = "" if expected_version is None else " AND version = %(ver)s"

@@ -91,6 +91,9 @@ class RecordingTransport(Surface):
     def __init__(self, surface: str = "test") -> None:
         self.surface = surface
         self.messages: dict[str, list[RecordedMessage]] = {}
+        self._by_id: dict[
+            tuple[str, str], RecordedMessage
+        ] = {}  # (chat, message id): an edit finds its message at once
         self.answers: list[Answer] = []
         self.typing_chats: list[str] = []
         self.not_modified = 0
@@ -101,6 +104,7 @@ class RecordingTransport(Surface):
     async def send(self, chat_id: str, message: Message) -> MessageRef:
         rec = RecordedMessage(chat_id, str(next(self._ids)), message)
         self.messages.setdefault(chat_id, []).append(rec)
+        self._by_id[(chat_id, rec.message_id)] = rec
         return MessageRef(self.surface, chat_id, rec.message_id)
 
     async def edit(self, ref: MessageRef, message: Message) -> None:
@@ -119,7 +123,10 @@ class RecordingTransport(Surface):
 
     # ------------------------------------------------------------- reading
     def find(self, chat_id: str, message_id: str) -> RecordedMessage:
-        for rec in self.messages.get(chat_id, []):
+        rec = self._by_id.get((chat_id, message_id))
+        if rec is not None:
+            return rec
+        for rec in self.messages.get(chat_id, []):  # a message list edited by hand
             if rec.message_id == message_id:
                 return rec
         raise LookupError(f"no message {message_id} in chat {chat_id}")

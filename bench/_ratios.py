@@ -1,0 +1,37 @@
+"""Ratios that hold still: a kit row against its fair peer, measured in alternating rounds (ABAB).
+
+Each round gives one ratio, the peer's CPU seconds per tap over the kit's (each counted in its own process,
+over the same wall-clock seconds as the row's rates): 100 % means the kit does the tap on the same CPU as a
+handler written without it. The row reports the median ratio and its spread (the largest minus the smallest
+ratio of the rounds, in percentage points); a row is *decided* when the spread is under 5 points, and meets
+the target when its median is at least 90 %.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+DECIDED_SPREAD = 0.05  # a row whose rounds disagree by less than this is decided
+TARGET = 0.90  # the kit's rate against its fair peer's
+
+
+def summary(ratios: Sequence[float]) -> tuple[float, float, bool]:
+    """(median, spread, decided) of one row's per-round ratios."""
+    spread = max(ratios) - min(ratios) if len(ratios) > 1 else float("inf")
+    return statistics.median(ratios), spread, spread < DECIDED_SPREAD
+
+
+def header() -> list[str]:
+    return [
+        "| row | fair peer | ratio each round (peer CPU / kit CPU a tap) | median | spread | decided | ≥ 90 % |",
+        "|---|---|---|---:|---:|---|---|",
+    ]
+
+
+def line(row: str, peer: str, ratios: Sequence[float]) -> str:
+    median, spread, decided = summary(ratios)
+    rounds = " ".join(f"{r:.0%}" for r in ratios)
+    shown = f"{spread * 100:.1f} pt" if spread != float("inf") else "—"
+    verdict = "yes" if decided else "no (more rounds)"
+    return f"| {row} | {peer} | {rounds} | {median:.0%} | {shown} | {verdict} | {'yes' if median >= TARGET else 'no'} |"

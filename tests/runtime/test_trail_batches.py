@@ -1,0 +1,90 @@
+"""Appends made while a batch is written go in the next batch: one chain, every entry once and in the order
+each caller asked, one head write a batch, and only the batch's last entry and the head wait for the disk."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from milpa_chat.runtime.trail import AuditTrail
+from milpa_chat.runtime.trail_chain import HEAD
+from milpa_chat.store import Store
+from tests.runtime.conftest import backend_spec
+from tests.store._workers import open_spec
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    yield from backend_spec(request.param, tmp_path)
+
+
+class Writes:
+    """The real store, with each write recorded: (method, collection, durable)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.writes = store, list[tuple[str, str, bool]]()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.store, name)
+        if name not in ("insert", "put", "update", "delete", "take"):
+            return attr
+
+        async def recorded(*args: Any, **kwargs: Any) -> Any:
+            self.writes.append((name, args[0], kwargs.get("durable", True)))
+            return await attr(*args, **kwargs)
+
+        return recorded
+
+
+async def test_concurrent_appends_share_one_head_write_and_one_sync(spec: dict[str, Any]) -> None:
+    store = open_spec(spec)
+    counted = Writes(store)
+    trail = AuditTrail(counted)
+    await trail.append("call", "first", {})  # a batch of its own: its entry and the head, both durable
+    assert counted.writes == [("insert", "audit_trail", True), ("insert", HEAD[0], True)]
+    counted.writes.clear()
+    entries = await asyncio.gather(*[trail.append("call", f"t{i}", {"n": i}) for i in range(40)])
+    assert [e.subject for e in entries] == [f"t{i}" for i in range(40)]  # each caller got its own entry
+    assert [e.seq for e in entries] == list(range(2, 42))
+    inserts = [w for w in counted.writes if w[1] == "audit_trail"]
+    heads = [w for w in counted.writes if w[1] == HEAD[0]]
+    assert len(inserts) == 40 and len(heads) <= 2  # the first batch (one entry) and the rest together
+    assert [durable for _, _, durable in inserts].count(True) == len(heads)  # the last entry of each batch
+    assert all(durable for _, _, durable in heads)
+    verdict = await trail.verify()
+    assert verdict.ok and verdict.checked == 41, verdict
+    print(f"\n40 concurrent appends on {spec['backend']}: {len(inserts)} entries, {len(heads)} head write(s)")
+    await store.close()
+
+
+async def test_a_failed_batch_fails_its_callers_and_the_next_append_makes_the_chain_whole(
+    spec: dict[str, Any],
+) -> None:
+    store = open_spec(spec)
+    trail = AuditTrail(store)
+    await trail.append("call", "before", {})
+
+    class Refusing:
+        def __getattr__(self, name: str) -> Any:
+            attr = getattr(store, name)
+            if name == "insert":
+
+                async def refused(*args: Any, **kwargs: Any) -> Any:
+                    raise RuntimeError("the database went away")
+
+                return refused
+            return attr
+
+    trail.store = Refusing()
+    results = await asyncio.gather(*[trail.append("call", f"t{i}", {}) for i in range(5)], return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results), results
+    trail.store = store
+    after = await trail.append("call", "after", {})
+    assert after.seq == 2
+    verdict = await trail.verify()
+    assert verdict.ok and verdict.checked == 2, verdict
+    await store.close()
