@@ -14,6 +14,9 @@ renderers draw (``action_id`` ``milpa:…``). Every request is acknowledged at o
 seconds) and the work continues after the ack in a task of the bot's own; ``await bot.drain()`` waits for it.
 Who acted is the Slack user of the request (``slack:<team>:<user>``), never a button's value. Slack's retries
 and repeated deliveries are ignored through the store (see :mod:`milpa_chat.bots.slack_inbound`).
+With ``pane=True`` it also serves Slack's assistant pane through bolt's ``AsyncAssistant`` (suggested prompts
+from the person's tools, statuses while the model or a tool works, a title per thread; see
+:mod:`milpa_chat.bots.slack_pane`).
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ from milpa_chat.bots.slack_transport import SlackTransport
 from milpa_chat.chat.inbound import ChatUser, Inbound
 
 if TYPE_CHECKING:
-    from slack_bolt.async_app import AsyncApp
+    from slack_bolt.async_app import AsyncApp, AsyncAssistant
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from milpa_chat.bots.slack_pane import SlackPane
     from milpa_chat.chat.assistant import Assistant
     from milpa_chat.command.projectors import SlackSubcommandProjector
 
@@ -62,6 +66,10 @@ class SlackBot(SlackServing):
     "Page 2") as ephemeral messages; by default only refusals and errors are (the card itself shows
     progress). ``sweep_interval``: how often pending approvals are checked for expiry while serving.
     ``rate_limit_retries``: how often a Web API call answered 429 is retried after ``Retry-After``.
+    ``pane``: also serve Slack's assistant pane (the app needs the "Agents & AI Apps" feature, the
+    ``assistant:write`` scope and the ``assistant_thread_started``, ``assistant_thread_context_changed`` and
+    ``message.im`` events); ``True`` adds a bolt ``AsyncAssistant`` of the kit's own to the app, or pass your
+    own ``AsyncAssistant`` for the kit to add its listeners to (see :mod:`milpa_chat.bots.slack_pane`).
     """
 
     def __init__(
@@ -79,6 +87,7 @@ class SlackBot(SlackServing):
         sweep_interval: float = 15.0,
         rate_limit_retries: int = 2,
         configure: Callable[[AsyncApp], object] | None = None,
+        pane: bool | AsyncAssistant = False,
     ) -> None:
         require("slack_bolt", extra="slack", feature="SlackBot")
         require("aiohttp", extra="slack", feature="SlackBot")
@@ -107,6 +116,12 @@ class SlackBot(SlackServing):
         self._sweeper: asyncio.Task[None] | None = None
         self._fallbacks: list[object] = []
         self._register()
+        #: The assistant pane, when served (``pane=``).
+        self.pane: SlackPane | None = None
+        if pane is not False:
+            from milpa_chat.bots.slack_pane import SlackPane
+
+            self.pane = SlackPane(self, middleware=None if pane is True else pane)
         if configure is not None:
             configure(self.app)
 
@@ -114,8 +129,9 @@ class SlackBot(SlackServing):
     def install(cls, app: AsyncApp, assistant: Assistant, *, command: str = "/milpa", **options: Any) -> SlackBot:
         """Add the kit to an existing bolt ``AsyncApp`` (its client posts, its signing secret verifies):
         the slash command ``command``, the kit's buttons, and mentions and direct messages that none of
-        your listeners takes. Serve the app as you do (``app.start()``, an adapter, Socket Mode), or with
-        this bot's serving methods; ``options``: as for the constructor."""
+        your listeners takes; with ``pane=True`` (or your ``AsyncAssistant``) the assistant pane as well.
+        Serve the app as you do (``app.start()``, an adapter, Socket Mode), or with this bot's serving
+        methods; ``options``: as for the constructor."""
         return cls(assistant, app=app, command=command, **options)
 
     # ------------------------------------------------------------- listeners
@@ -245,6 +261,8 @@ class SlackBot(SlackServing):
 
     async def _handle(self, inbound: Inbound) -> None:
         try:
+            if self.pane is not None and inbound.kind == "action":  # a tap in a thread of the assistant pane
+                inbound = await self.pane.thread_of(inbound)
             inbound = await self._named(inbound)
             if not await self._answer_menu(inbound):
                 await self.assistant.handle(inbound, self.transport)
@@ -274,6 +292,8 @@ class SlackBot(SlackServing):
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
         await self.drain()
+        if self.pane is not None:
+            self.pane.close()
         session, self.client.session = self.client.session, None
         if session is not None:
             await session.close()

@@ -8,6 +8,9 @@ retries and repeated deliveries of one thing collide, and different things never
 * event: ``ev:<event_id>`` (retries carry the same ``event_id``);
 * button: ``act:<message_ts>:<action_ts>:<user>`` (one tap, however often it is delivered).
 
+A tap comes from the message's conversation; the assistant pane (:mod:`milpa_chat.bots.slack_pane`) makes a tap
+inside one of its threads come from that thread's chat (``"<channel>/<thread_ts>"``), where the kit posted it.
+
 Text is decoded from Slack's markup into values a tool can use (:func:`decode`): ``&amp; &lt; &gt;``
 become ``& < >``; a person ``<@U123>`` (or ``<@U123|name>``) becomes their member id ``U123``; a channel
 ``<#C123|general>`` its name ``#general`` (``#C123`` when Slack gives no name); a link ``<https://x|label>``

@@ -7,9 +7,13 @@
 * ``answer`` -> ``chat.postEphemeral`` to the actor, or the interaction's ``response_url`` when the
   app cannot post in that conversation;
 * ``whisper`` -> a whole message (help, lists, usage, refusals) the same way: only the actor sees it;
-* ``typing`` -> nothing: Slack has no typing indicator for apps;
+* ``typing`` -> in a thread of the assistant pane (a chat id ``"<channel>/<thread_ts>"``, see
+  :mod:`milpa_chat.bots.slack_threads`), ``assistant.threads.setStatus`` ("is thinking…" with loading
+  messages; Slack clears it when the reply is posted); elsewhere nothing: Slack has no typing indicator for apps;
 * ``open_stream`` -> the agent's answer streamed into the thread of the message it answers
   (``chat.startStream`` / ``appendStream`` / ``stopStream``; see :mod:`milpa_chat.bots.slack_stream`).
+
+A chat id ``"<channel>/<thread_ts>"`` posts, whispers and streams into that thread.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from milpa_chat.bots.slack_threads import split, thread_chat
 from milpa_chat.chat.inbound import Inbound, MessageRef
 from milpa_chat.chat.surface import Surface, Traits
 from milpa_chat.renderers.slack import SlackRenderer
@@ -36,6 +41,9 @@ log = logging.getLogger("milpa_chat.bots.slack")
 
 #: Errors meaning "the app may not post there"; an answer then goes through the response_url.
 NOT_POSTABLE: Final = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
+#: The status a thread of the assistant pane shows while the model works, and the loading messages it rotates.
+THINKING: Final = "is thinking…"
+THINKING_MESSAGES: Final = ("Reading your request…", "Checking what you may do…", "Working on it…")
 
 
 def mrkdwn_escape(text: str) -> str:
@@ -67,6 +75,7 @@ class SlackTransport(Surface):
         #: How users type a command here (``/milpa pay …``), for messages that explain commands. Slack has no
         #: ``/cmd@bot`` addressing: every ``/milpa`` command is ours.
         self.command_prefix = f"{command} "
+        self._status_refused = False
         self._traits = Traits(
             command_prefix=self.command_prefix,
             whispers=True,
@@ -78,15 +87,16 @@ class SlackTransport(Surface):
 
     async def send(self, chat_id: str, message: Message) -> MessageRef:
         payload = self.renderer.render_message(message)
-        resp = await self.client.chat_postMessage(channel=chat_id, **payload.message)
-        ref = MessageRef(self.surface, str(resp["channel"]), str(resp["ts"]))
+        channel, thread = split(chat_id)
+        resp = await self.client.chat_postMessage(channel=channel, thread_ts=thread, **payload.message)
+        ref = MessageRef(self.surface, thread_chat(str(resp["channel"]), thread), str(resp["ts"]))
         if payload.document is not None:
             await self._upload(ref, payload.document.filename, payload.document.content)
         return ref
 
     async def edit(self, ref: MessageRef, message: Message) -> None:
         payload = self.renderer.render_message(message)
-        await self.client.chat_update(channel=ref.chat_id, ts=ref.message_id, **payload.message)
+        await self.client.chat_update(channel=split(ref.chat_id)[0], ts=ref.message_id, **payload.message)
 
     async def answer(self, inbound: Inbound, text: str, *, alert: bool = False) -> None:
         if not (alert or self.notices):
@@ -94,8 +104,9 @@ class SlackTransport(Surface):
         from slack_sdk.errors import SlackApiError
 
         try:
+            channel, thread = split(inbound.chat_id)
             await self.client.chat_postEphemeral(
-                channel=inbound.chat_id, user=inbound.user.id, text=mrkdwn_escape(text)
+                channel=channel, thread_ts=thread, user=inbound.user.id, text=mrkdwn_escape(text)
             )
         except SlackApiError as exc:
             url = _response_url(inbound)
@@ -109,7 +120,8 @@ class SlackTransport(Surface):
 
         payload = self.renderer.render_message(message).message
         try:
-            await self.client.chat_postEphemeral(channel=inbound.chat_id, user=inbound.user.id, **payload)
+            channel, thread = split(inbound.chat_id)
+            await self.client.chat_postEphemeral(channel=channel, thread_ts=thread, user=inbound.user.id, **payload)
         except SlackApiError as exc:
             url = _response_url(inbound)
             if url is None or exc.response.get("error") not in NOT_POSTABLE:
@@ -117,7 +129,29 @@ class SlackTransport(Surface):
             await self._respond(url, payload)
 
     async def typing(self, chat_id: str) -> None:
-        """Slack offers apps no typing indicator; nothing is sent."""
+        """In a thread of the assistant pane: "is thinking…" (``assistant.threads.setStatus``); elsewhere
+        nothing (Slack offers apps no typing indicator)."""
+        if split(chat_id)[1] is not None:
+            await self.set_status(chat_id, THINKING, THINKING_MESSAGES)
+
+    async def set_status(self, chat_id: str, status: str, loading: Sequence[str] = ()) -> bool:
+        """Show ``status`` under the thread ``chat_id`` (``""`` clears it); False when Slack refused (the app
+        lacks ``assistant:write``, the thread is gone): a status is a courtesy and never fails a request."""
+        from slack_sdk.errors import SlackApiError
+
+        channel, thread = split(chat_id)
+        if thread is None:
+            return False
+        try:
+            await self.client.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=thread, status=status, loading_messages=list(loading) or None
+            )
+        except SlackApiError as exc:
+            if not self._status_refused:
+                self._status_refused = True
+                log.info("assistant.threads.setStatus answered %s; no status is shown", exc.response.get("error"))
+            return False
+        return True
 
     async def open_stream(self, inbound: Inbound) -> Stream | None:
         """The answer streamed as a reply in ``inbound``'s thread; ``None`` where there is no thread to answer
@@ -126,8 +160,9 @@ class SlackTransport(Surface):
             return None
         from milpa_chat.bots.slack_stream import SlackStream
 
+        channel, thread = split(inbound.chat_id)  # a thread of the assistant pane streams into that thread
         return SlackStream(
-            self.client, self.renderer, inbound.chat_id, inbound.thread, user=inbound.user.id, team=inbound.user.team
+            self.client, self.renderer, channel, thread or inbound.thread, user=inbound.user.id, team=inbound.user.team
         )
 
     async def open_edit_form(self, inbound: Inbound, approval: Approval, fields: Sequence[EditField]) -> None:
@@ -197,7 +232,11 @@ class SlackTransport(Surface):
 
         try:
             await self.client.files_upload_v2(
-                channel=ref.chat_id, thread_ts=ref.message_id, filename=filename, content=content, title=filename
+                channel=split(ref.chat_id)[0],
+                thread_ts=split(ref.chat_id)[1] or ref.message_id,
+                filename=filename,
+                content=content,
+                title=filename,
             )
         except SlackApiError as exc:
             log.warning(

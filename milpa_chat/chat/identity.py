@@ -122,8 +122,11 @@ class Identities:
         principal = principal_for(surface, user)
         found = self.users.get(principal)
         scopes = self._expand(found) if found is not None else list(self.default_scopes)
-        if chat_id is not None:
-            scopes += self._expand(self.chats.get(f"{surface}:{chat_id}", ()))
+        if chat_id is not None:  # a thread ("<conversation>/<thread>", a Slack thread) has its conversation's
+            conversation = chat_id.partition("/")[0]
+            scopes += self._expand(
+                self.chats.get(f"{surface}:{chat_id}", self.chats.get(f"{surface}:{conversation}", ()))
+            )
         return tuple(dict.fromkeys(scopes))
 
     def context_for(self, surface: str, user: ChatUser, chat_id: str | None = None, **extra: Any) -> ToolContext:

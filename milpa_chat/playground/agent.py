@@ -1,32 +1,45 @@
-"""Agent mode: free text goes to :class:`~milpa_chat.gateway.ChatAgent` when a model is configured.
+"""Agent mode: free text goes to :class:`~milpa_chat.gateway.ChatAgent`, over a real model or a scripted one.
 
-Configured from the environment: ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, or an OpenAI-compatible server's
-``OPENAI_BASE_URL`` (e.g. ``http://127.0.0.1:11434/v1`` for Ollama); ``MILPA_LLM_MODEL`` picks the model.
+A real model is configured from the environment: ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, or an
+OpenAI-compatible server's ``OPENAI_BASE_URL`` (e.g. ``http://127.0.0.1:11434/v1`` for Ollama);
+``MILPA_LLM_MODEL`` picks the model. Without any of them the agent runs on the playground's scripted model
+(:mod:`milpa_chat.playground.scripted_model`) behind the kit's local OpenAI server, through the same SDK,
+gateway and agent loop a real model goes through, and the page says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HOW_TO_ENABLE", "AgentSetup", "agent_from_env"]
+__all__ = ["HOW_TO_ENABLE", "SCRIPTED", "AgentSetup", "agent_from_env", "start_agent"]
 
 HOW_TO_ENABLE = (
     "Agent mode is off: free text is answered with the command list. Turn it on by starting the playground with "
     "OPENAI_API_KEY or ANTHROPIC_API_KEY set, or OPENAI_BASE_URL pointing at an OpenAI-compatible server "
     "(Ollama, vLLM, LM Studio); MILPA_LLM_MODEL picks the model."
 )
+SCRIPTED = (
+    "Agent mode: scripted model — no provider key; set OPENAI_API_KEY/ANTHROPIC_API_KEY for a real model. "
+    "Type a plain request in any chat: “pay ACME 120”, “delete the note about milk”, “find notes about the "
+    "plumber”, “list my notes”."
+)
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+#: The model name the scripted model answers to (what the requests it reads carry).
+SCRIPTED_MODEL = "scripted-playground-model"
 
 
 @dataclass(frozen=True)
 class AgentSetup:
-    """The agent (``None`` when off) and a sentence for the page saying what is on, or how to turn it on."""
+    """The agent (``None`` when off) and a sentence for the page saying what is on, or how to turn it on.
+    ``scripted``: the agent runs on the playground's scripted model (no provider key)."""
 
     agent: Any
     description: str
+    scripted: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -53,3 +66,21 @@ def agent_from_env(env: Mapping[str, str] | None = None) -> AgentSetup:
         "calls wait for the same buttons."
     )
     return AgentSetup(ChatAgent(llm), text)
+
+
+async def start_agent(env: Mapping[str, str] | None, stack: contextlib.AsyncExitStack) -> AgentSetup:
+    """:func:`agent_from_env`; without a provider configured, the scripted model on a local OpenAI server
+    (started on ``stack``, stopped with it) behind the same ``ChatAgent``."""
+    setup = agent_from_env(env)
+    if setup.enabled:
+        return setup
+    from milpa_chat.gateway import ChatAgent, LlmService
+    from milpa_chat.playground.scripted_model import ScriptedModel
+    from milpa_chat.testing.llm import FakeOpenAIServer
+
+    server = await stack.enter_async_context(FakeOpenAIServer(api_key="scripted", responder=ScriptedModel()))
+    llm = LlmService(
+        provider="openai", model=SCRIPTED_MODEL, api_key="scripted", base_url=server.base_url, max_retries=0
+    )
+    stack.push_async_callback(llm.aclose)
+    return AgentSetup(ChatAgent(llm), SCRIPTED, scripted=True)

@@ -3,7 +3,9 @@
 Every action is what a platform would deliver to the adapters: ``POST /api/telegram/send`` and
 ``/api/telegram/tap`` put an update on the local Bot API server (a message may reply to another, as the answer
 to a ForceReply prompt does), ``/api/slack/send``, ``/api/slack/click`` and ``/api/slack/submit`` send a signed
-slash command, DM event, ``block_actions`` or ``view_submission`` request to the Slack app. ``GET /api/feed`` (JSON,
+slash command, DM event, ``block_actions`` or ``view_submission`` request to the Slack app; ``/api/slack/pane``
+opens the app's assistant pane (``assistant_thread_started``) and ``/api/slack/send`` with ``thread_ts`` writes
+in it. ``GET /api/feed`` (JSON,
 long poll) and ``GET /api/stream`` (SSE) serve the feed of :mod:`milpa_chat.playground.feed`.
 """
 
@@ -58,7 +60,8 @@ class Playground:
             "slack": {"work": SLACK_WORK, "approvers": SLACK_APPROVERS,
                       "bot_user": world.slack_api.workspace.bot_user_id,
                       "channels": {SLACK_WORK: "general", SLACK_APPROVERS: "approvals"}},
-            "agent": {"enabled": world.agent_setup.enabled, "text": world.agent_setup.description},
+            "agent": {"enabled": world.agent_setup.enabled, "text": world.agent_setup.description,
+                      "scripted": world.agent_setup.scripted},
             "tools": sorted(t.name for t in world.assistant.registry if t.name != "resolve_verification"),
             "clock_offset": world.clock.offset,
             "tour_running": self.tour is not None and not self.tour.done(),
@@ -132,6 +135,7 @@ def create_app(make_world: Callable[[], World] | World, *, allowed_hosts: Iterab
         Route("/api/telegram/tap", _guarded(lambda r: _tg_tap(play(), r)), methods=["POST"]),
         Route("/api/telegram/file/{file_id}", _guarded(lambda r: _tg_file(play(), r))),
         Route("/api/slack/send", _guarded(lambda r: _slack_send(play(), r)), methods=["POST"]),
+        Route("/api/slack/pane", _guarded(lambda r: _slack_pane(play(), r)), methods=["POST"]),
         Route("/api/slack/click", _guarded(lambda r: _slack_click(play(), r)), methods=["POST"]),
         Route("/api/slack/submit", _guarded(lambda r: _slack_submit(play(), r)), methods=["POST"]),
         Route("/api/slack/close", _guarded(lambda r: _slack_close(play(), r)), methods=["POST"]),
@@ -231,6 +235,7 @@ async def _slack_send(play: Playground, request: Request) -> Response:
     world = play.world
     persona = world.persona(body.get("persona"))
     channel, text = _field(body, "channel", str), _field(body, "text", str).strip()
+    thread_ts = _field(body, "thread_ts", str) if body.get("thread_ts") is not None else None
     if not text:
         raise PlaygroundError("type something to send")
     if not channel.startswith("D"):
@@ -242,9 +247,16 @@ async def _slack_send(play: Playground, request: Request) -> Response:
                 "text": "/milpa " + (text[len("/milpa") :].strip() if text.startswith("/milpa") else text),
             }
         )
-    status = await world.slack_say(persona, channel, text)
+    status = await world.slack_say(persona, channel, text, thread_ts)
     await play.feed.flush()
     return JSONResponse({"ok": status == 200, "status": status})
+
+
+async def _slack_pane(play: Playground, request: Request) -> Response:
+    body = await _body(request)
+    thread_ts = await play.world.slack_open_pane(play.world.persona(body.get("persona")))
+    await play.feed.flush()
+    return JSONResponse({"ok": True, "thread_ts": thread_ts})
 
 
 async def _slack_click(play: Playground, request: Request) -> Response:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from milpa_chat.playground.world import Modal, Modals
     from milpa_chat.testing import BotApiServer, SlackApiServer, SlackMessage, TelegramMessage
-    from milpa_chat.testing.slack import SlackView
+    from milpa_chat.testing.slack import AssistantThread, SlackView
 
-__all__ = ["Feed", "slack_event", "telegram_event", "view_event"]
+__all__ = ["Feed", "slack_event", "telegram_event", "thread_event", "view_event"]
 
 POLL_SECONDS = 0.05
 
@@ -58,6 +58,16 @@ def slack_event(message: SlackMessage) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def thread_event(thread: AssistantThread) -> dict[str, Any]:
+    """A thread of Slack's assistant pane: whose it is, its title, the status shown now (with its loading
+    messages) and the suggested prompts, as the app set them (``assistant.threads.*``)."""
+    return {
+        "type": "slack.thread", "channel": thread.channel_id, "thread_ts": thread.thread_ts, "user": thread.user_id,
+        "title": thread.title, "status": thread.status, "loading": list(thread.loading_messages),
+        "prompts": [dict(p) for p in thread.prompts], "prompts_title": thread.prompts_title,
+    }  # fmt: skip
+
+
 def view_event(view: SlackView, modal: Modal) -> dict[str, Any]:
     """A modal as the app opened it (``views.open``), whose it is, and whether it is still open."""
     return {
@@ -82,8 +92,9 @@ class Feed:
         self._tg_seen: dict[tuple[int, int], tuple[int, bool, bool]] = {}
         self._tg_calls = 0
         self._force: dict[tuple[int, int], dict[str, Any]] = {}
-        self._slack_seen: dict[tuple[str, str, str | None], tuple[int, bool]] = {}
+        self._slack_seen: dict[tuple[str, str, str | None], tuple[int, bool, int, str | None]] = {}
         self._answered: set[str] = set()
+        self._threads_seen: dict[tuple[str, str], str] = {}
         self._actions = 0
         self._marks: tuple[int, int, int, int] = (-1, -1, -1, -1)
         self._noted = False
@@ -146,9 +157,16 @@ class Feed:
         workspace = self.slack.workspace
         with workspace.lock:
             messages = [m for channel in workspace.messages.values() for m in channel] + list(workspace.ephemeral)
+            threads = [thread_event(t) for t in self.slack.assistant_threads.threads.values() if t.user_id]
+        for event in threads:  # before the thread's messages: the page knows the thread when they come
+            where, shown = (event["channel"], event["thread_ts"]), json.dumps(event, sort_keys=True)
+            if self._threads_seen.get(where) != shown:
+                self._threads_seen[where] = shown
+                self._add(event)
         for message in messages:
             key = (message.channel, message.ts, message.ephemeral_to)
-            signature = (len(message.history), message.deleted)
+            # a streamed message grows without new versions: its chunks and state are part of what changed
+            signature = (len(message.history), message.deleted, len(message.chunks), message.stream_state)
             if self._slack_seen.get(key) != signature:
                 self._slack_seen[key] = signature
                 self._add(slack_event(message))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.playground.agent import AgentSetup, agent_from_env
+from milpa_chat.playground.agent import AgentSetup, start_agent
 
 if TYPE_CHECKING:
     from milpa_chat.bots.slack import SlackBot
@@ -202,6 +202,14 @@ class World:
         await self.telegram_bot.start(poll_timeout=1)
         self._stack.push_async_callback(self.telegram_bot.stop)
         self.slack_bot = SlackBot(self.assistant, SLACK_TOKEN, SLACK_SECRET, self.slack_api.base_url)
+        from milpa_chat.bots.slack_pane import SlackPane, suggested_prompts
+
+        if self.agent_setup.scripted:  # the pane suggests requests the scripted model understands
+            from milpa_chat.playground.scripted_model import suggested_requests
+
+            self.slack_bot.pane = SlackPane(self.slack_bot, prompts=suggested_requests)
+        else:
+            self.slack_bot.pane = SlackPane(self.slack_bot, prompts=suggested_prompts)
         self._stack.push_async_callback(self.slack_bot.close)
         url = await self._stack.enter_async_context(serve_bolt_app(self.slack_bot.web_app()))
         self.slack = await self._stack.enter_async_context(
@@ -233,7 +241,7 @@ class World:
             if self.identities_path is not None
             else Identities.from_dict(IDENTITIES)
         )
-        self.agent_setup = agent_from_env(self.env)
+        self.agent_setup = await start_agent(self.env, self._stack)
         assistant = Assistant(
             registry,
             identities,
@@ -298,12 +306,25 @@ class World:
             return channel
         raise PlaygroundError(f"{persona.name} is not in Slack channel {channel}")
 
-    async def slack_say(self, persona: Persona, channel: str, text: str) -> int:
-        """In a channel: the slash command ``/milpa <text>``; in the persona's DM with the app: a message event.
-        Returns the app's HTTP status."""
+    async def slack_open_pane(self, persona: Persona) -> str:
+        """``persona`` opens the app's assistant pane (from #general): Slack starts a thread in their DM with the
+        app and delivers ``assistant_thread_started``. Returns the thread's ts."""
+        resp = await self.slack.assistant_thread_started(user=persona.slack_id, context_channel=SLACK_WORK)
+        await self.slack_bot.drain()
+        if resp.status != 200:
+            raise PlaygroundError(f"the Slack app answered the pane's opening with HTTP {resp.status}")
+        return str(resp.request.payload["event"]["assistant_thread"]["thread_ts"])
+
+    async def slack_say(self, persona: Persona, channel: str, text: str, thread_ts: str | None = None) -> int:
+        """In a channel: the slash command ``/milpa <text>``; in the persona's DM with the app: a message event
+        (``thread_ts``: in that thread of the assistant pane). Returns the app's HTTP status."""
         channel = self.slack_channel(persona, channel)
+        if thread_ts is not None and (
+            not channel.startswith("D") or (channel, thread_ts) not in self.slack_api.assistant_threads.threads
+        ):
+            raise PlaygroundError(f"{thread_ts} is not a thread of {persona.name}'s assistant pane")
         if channel.startswith("D"):
-            resp = await self.slack.direct_message(text, user=persona.slack_id, channel=channel)
+            resp = await self.slack.direct_message(text, user=persona.slack_id, channel=channel, thread_ts=thread_ts)
         else:
             command = text.strip()
             if command.startswith("/milpa"):

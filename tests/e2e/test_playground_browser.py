@@ -194,14 +194,15 @@ def test_the_tour_played_in_the_page_as_the_personas(page: Any) -> None:
     forged_tap_and_expiry(page)
 
     page.click("#tour-button")  # the scripted tour, played by the playground itself, shown live at a person's pace
+    page.locator("#tour-button", has_text="Next step").wait_for()  # once the page's POST /api/tour is answered
     assert page.locator("#tour-button").inner_text() == "⏭ Next step"
-    page.locator("#alert[open]").wait_for(timeout=90_000)  # the tour's forged tap (step 8), shown to Alice
+    page.locator("#alert[open]").wait_for(timeout=90_000)  # the tour's forged tap (step 9), shown to Alice
     assert "no such button" in page.locator("#alert-text").inner_text()
-    page.locator("#tour-log li", has_text="8. A forged tap").wait_for(timeout=30_000)
+    page.locator("#tour-log li", has_text="9. A forged tap").wait_for(timeout=30_000)
     assert page.locator("#alert[open]").count() == 0  # the alert closed when its step ended
     page.locator("#tour-log li", has_text="steps passed").wait_for(timeout=90_000)
     log = page.locator("#tour-log li").all_inner_texts()
-    assert log[-1] == "11 of 11 steps passed", log
+    assert log[-1] == "12 of 12 steps passed", log
     assert page.locator("#tour-button").inner_text() == "▶ Play the tour"
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: one pane at a time, tabs to switch
@@ -413,3 +414,51 @@ def test_a_thousand_messages_in_a_chat_and_the_page_still_answers_a_click(page: 
         f"reason to edited card {decided * 1000:.0f} ms"
     )
     assert switch < 2.0 and asked < 5.0 and decided < 5.0
+
+
+@pytest.mark.slow
+def test_the_assistant_pane_in_slack_with_the_scripted_agent(page: Any) -> None:
+    """Alice opens Slack's assistant pane: the greeting and prompts for her own tools; her plain request runs the
+    scripted agent; the card goes to #approvals, Maria approves it there with a reason, and the agent's answer
+    comes back to Alice's pane thread. Gus's pane suggests no payment."""
+    started = time.monotonic()
+    assert "scripted model — no provider key" in page.locator("#agent").inner_text()
+    page.locator("#sk-chats button", has_text="Assistant").click()
+    pane = page.locator("#sk-scroll .room.sk-pane:not([hidden])")
+    pane.locator(".sk-prompt", has_text="Pay ACME").wait_for()
+    assert "Ask me in your own words" in pane.inner_text()
+    assert pane.locator(".sk-pane-title").inner_text() == "New chat"
+    pane.locator(".sk-prompt", has_text="Pay ACME").click()  # the suggested request, sent as Alice's message
+    expect_text(pane.locator(".sk-pane-title"), "pay ACME 120")  # the thread is titled after the request
+    mine = pane.locator(".sk-msg", has_text="ACME").last
+    mine.wait_for()
+    expect_text(mine, "Waiting")
+    assert pane.locator(".sk-status").is_hidden()  # the status was cleared when the card was posted
+    page.evaluate("() => document.getElementById('toasts').replaceChildren()")
+    page.evaluate("() => { const s = document.getElementById('sk-scroll'); s.scrollTop = s.scrollHeight; }")
+    shot(page, "7_slack_pane", docs="playground-slack-pane.png", of=page.locator("#slack"))
+
+    be(page, "maria")
+    page.locator("#sk-chats button", has_text="approvals").click()
+    card = sk_card(page, "C0APPROVALS", "ACME")
+    card.locator(".sk-btn", has_text="Approve").click()
+    page.locator("#sk-modal:not([hidden])").wait_for()
+    page.locator("#sk-modal-body textarea, #sk-modal-body input").first.fill("Invoice 4411")
+    page.click("#sk-modal-submit")
+    expect_text(card, "Approved by")
+
+    be(page, "alice")
+    page.locator("#sk-chats button", has_text="Assistant").click()
+    answer = pane.locator(".sk-msg", has_text="Done: Paid 120.00 EUR to ACME.").last
+    answer.wait_for()
+    print(f"the whole loop in the browser (pane opened, request, card, Maria's approval with a reason, result): "
+          f"{time.monotonic() - started:.1f} s")  # fmt: skip
+    page.evaluate("() => { const s = document.getElementById('sk-scroll'); s.scrollTop = s.scrollHeight; }")
+    shot(page, "8_slack_pane_done", docs="playground-slack-pane-done.png", of=page.locator("#slack"))
+
+    be(page, "gus")  # a read-only guest: his own pane suggests only what he may do
+    page.locator("#sk-chats button", has_text="Assistant").click()
+    guest = page.locator("#sk-scroll .room.sk-pane:not([hidden])")
+    guest.locator(".sk-prompt", has_text="List my notes").wait_for()
+    titles = guest.locator(".sk-prompt").all_inner_texts()
+    assert not any("Pay" in t or "Delete" in t for t in titles), titles

@@ -15,6 +15,7 @@ STEPS = (
     "A read",
     "A validation error",
     "A denial names who you are and the missing scope",
+    "The agent turns a plain request into tool calls (scripted model, no key)",
     "A confirm round trip",
     "A payment approved in Slack with a typed reason, the Telegram copies edited",
     "Edit before approve in a Telegram reply prompt; the editor may not approve",
@@ -46,13 +47,14 @@ def test_check_plays_every_step_of_the_tour_and_leaves_nothing_behind(tmp_path: 
     assert run.returncode == 0, run.stdout + run.stderr
     for number, title in enumerate(STEPS, 1):
         assert any(line.startswith(f"ok   {number}. {title}") for line in lines), (title, run.stdout)
-    assert "11 of 11 steps passed" in lines[-1]
+    assert "12 of 12 steps passed" in lines[-1]
     assert "notes:write" in run.stdout and "You are telegram:1003" in run.stdout  # the denial: scope and who
     assert "maria via slack" in run.stdout.lower() and "Nothing was done" in run.stdout
     assert "amount: 300.0 → 250.0" in run.stdout and "amount: 250.0 → 200.0" in run.stdout  # both edits, shown
     assert "four-eyes" in run.stdout and "Paid 200.00 EUR to ACME" in run.stdout  # the editor refused, then paid
     assert "escalation approvers" in run.stdout  # the requester is told where it went
     assert "Maria (telegram:2001): 1 decision, 100% approved" in run.stdout
+    assert "search_notes and delete_note" in run.stdout and "the agent: Done: Deleted note" in run.stdout  # no key
     assert list(tmp_path.iterdir()) == []  # the SQLite store's temporary directory is gone
 
 

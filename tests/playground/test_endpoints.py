@@ -41,7 +41,11 @@ async def test_page_state_and_static_files_are_served() -> None:
         state = await s.get("/api/state")
         assert [p["key"] for p in state["personas"]] == ["alice", "gus", "maria", "mateo"]
         assert [p["role"] for p in state["personas"]] == ["requester", "read-only guest", "approver", "approver"]
-        assert not state["agent"]["enabled"] and "OPENAI_API_KEY" in state["agent"]["text"]
+        # no provider key: the agent runs on the scripted model, and the page says so and how to get a real one
+        assert state["agent"]["enabled"] and state["agent"]["scripted"]
+        assert (
+            "scripted model — no provider key" in state["agent"]["text"] and "OPENAI_API_KEY" in state["agent"]["text"]
+        )
         assert {"list_notes", "send_payment", "delete_note"} <= set(state["tools"])
 
 
@@ -161,7 +165,7 @@ async def test_agent_mode_answers_free_text_and_its_risky_call_waits_for_a_butto
         env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "test-key", "MILPA_LLM_MODEL": "gpt-test"}
         async with served(env=env, store=tmp_path / "kept.db") as s:
             state = await s.get("/api/state")
-            assert state["agent"]["enabled"] and "gpt-test" in state["agent"]["text"]
+            assert state["agent"]["enabled"] and "gpt-test" in state["agent"]["text"] and not state["agent"]["scripted"]
             await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "please delete note 2"})
             card = await s.until(lambda: bot_text(s, ALICE, "Confirm", "delete_note"), "confirmation card")
             assert llm.bodies[0]["model"] == "gpt-test"

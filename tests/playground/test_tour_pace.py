@@ -40,7 +40,7 @@ async def test_played_on_the_page_each_step_is_readable_and_next_step_skips_ahea
             assert skipped.get("skipped"), "the tour ended between two presses"
             await asyncio.sleep(0.05)
             lines = await _tour_lines(s, 0)
-        assert lines[-1] == "11 of 11 steps passed", lines
+        assert lines[-1] == "12 of 12 steps passed", lines
         assert time.monotonic() - started < 9 * 2.0, "skipping ahead did not hold the steps"
 
 

@@ -8,7 +8,11 @@ const view = {
   state: null, persona: null, tgChat: null, skChannel: null,
   tg: new Map(), sk: new Map(), tgRooms: new Map(), skRooms: new Map(), queue: [], typingUntil: new Map(),
   tgText: new Map(), prompts: new Map(), answered: new Set(), dismissed: new Set(), modals: new Map(), modalShown: null,
+  threads: new Map(), paneOf: new Map(),
 };
+// Slack's assistant pane: a thread of the person's DM with the app, drawn in a room of its own ("D…/<thread ts>").
+const PANE = "pane";
+const paneKey = (ev) => `${ev.channel}/${ev.thread_ts}`;
 
 function element(e, message) {
   if (e.type === "button") {
@@ -82,13 +86,16 @@ function renderChatTabs() {
   tabs($("tg-chats"), tg, view.tgChat, (id) => { view.tgChat = id; renderChatTabs(); });
   const s = view.state.slack;
   const sk = [[s.work, "# " + s.channels[s.work], true], [s.approvers, "# " + s.channels[s.approvers], isApprover(p)],
-    [p.slack_dm, "💬 Playground app", true]];
+    [p.slack_dm, "💬 Playground app", true], [PANE, "✨ Assistant", true]];
   tabs($("sk-chats"), sk, view.skChannel, (id) => { view.skChannel = id; renderChatTabs(); });
+  const shown = skRoomKey();
   for (const [key, el] of view.tgRooms) el.hidden = String(key) !== String(view.tgChat);
-  for (const [key, el] of view.skRooms) el.hidden = key !== view.skChannel;
+  for (const [key, el] of view.skRooms) el.hidden = key !== shown;
   room(view.tgRooms, String(view.tgChat), $("tg-scroll")).hidden = false;
-  room(view.skRooms, view.skChannel, $("sk-scroll")).hidden = false;
-  $("sk-input").placeholder = view.skChannel.startsWith("D") ? "Message the app — list_notes" : "/milpa list_notes";
+  if (shown) room(view.skRooms, shown, $("sk-scroll")).hidden = false;
+  $("sk-input").placeholder = view.skChannel === PANE ? "Ask the assistant — try “pay ACME 120”"
+    : view.skChannel.startsWith("D") ? "Message the app — list_notes" : "/milpa list_notes";
+  if (view.skChannel === PANE && !shown) openPane();
   renderReplying();
   showTyping();
   stickToBottom($("tg-scroll"), true);
@@ -118,6 +125,7 @@ function onEvent(ev) {
   else if (ev.type === "slack.message") skMessage(ev);
   else if (ev.type === "slack.command") skCommand(ev);
   else if (ev.type === "slack.view") { view.modals.set(ev.id, ev); renderModal(); }
+  else if (ev.type === "slack.thread") skThread(ev);
   else if (ev.type === "tour.step") tourStep(ev);
 }
 
@@ -233,7 +241,8 @@ function showTyping() {
 
 function skMessage(ev) {
   const key = `${ev.channel}:${ev.ts}:${ev.ephemeral_to || ""}`;
-  const home = room(view.skRooms, ev.channel, $("sk-scroll"));
+  const inPane = ev.thread_ts && view.threads.has(paneKey(ev));
+  const home = room(view.skRooms, inPane ? paneKey(ev) : ev.channel, $("sk-scroll"));
   let el = view.sk.get(key);
   if (!el) { el = document.createElement("div"); view.sk.set(key, el); home.append(el); }
   el.className = `sk-msg${ev.ephemeral_to ? " ephemeral" : ""}`;
@@ -252,6 +261,66 @@ function skMessage(ev) {
   body.className = "sk-body";
   if (ev.blocks && ev.blocks.length) renderBlocks(ev.blocks, ev, body); else body.innerHTML = mrkdwn(ev.text);
   el.append(body);
+  if (inPane) paneFoot(paneKey(ev));
+}
+
+// ------------------------------------------------------------------ Slack's assistant pane
+function skRoomKey() {
+  if (view.skChannel !== PANE) return view.skChannel;
+  return view.paneOf.get(me().slack_id) || null;
+}
+
+async function openPane() {  // what Slack does when the person opens the app's pane: a new thread
+  if (view.opening) return;
+  view.opening = true;
+  try { await act("/api/slack/pane", {}); } finally { view.opening = false; }
+}
+
+function skThread(ev) {
+  const key = paneKey(ev);
+  const fresh = !view.threads.has(key);
+  view.threads.set(key, ev);
+  const home = room(view.skRooms, key, $("sk-scroll"));
+  home.classList.add("sk-pane");
+  home.dataset.thread = ev.thread_ts;
+  let head = home.querySelector(".sk-pane-title");
+  if (!head) { head = document.createElement("div"); head.className = "sk-pane-title"; home.prepend(head); }
+  head.textContent = ev.title || "New chat";
+  if (fresh) {
+    view.paneOf.set(ev.user, key);
+    if (view.skChannel === PANE && ev.user === me().slack_id) renderChatTabs();
+  }
+  paneFoot(key);
+}
+
+function paneFoot(key) {  // the status under the thread, then the suggested prompts: always last in the room
+  const ev = view.threads.get(key);
+  const home = view.skRooms.get(key);
+  if (!ev || !home) return;
+  let status = home.querySelector(".sk-status");
+  if (!status) { status = document.createElement("div"); status.className = "sk-status"; }
+  status.hidden = !ev.status;
+  status.textContent = ev.status ? `Playground app ${ev.status}${ev.loading.length ? " — " + ev.loading[0] : ""}` : "";
+  let prompts = home.querySelector(".sk-prompts");
+  if (!prompts) { prompts = document.createElement("div"); prompts.className = "sk-prompts"; }
+  prompts.replaceChildren();
+  prompts.hidden = !ev.prompts.length;
+  if (ev.prompts.length) {
+    const title = document.createElement("div");
+    title.className = "sk-prompts-title";
+    title.textContent = ev.prompts_title || "Suggested";
+    prompts.append(title);
+  }
+  for (const prompt of ev.prompts) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "sk-prompt";
+    b.textContent = prompt.title;
+    b.title = prompt.message;
+    b.addEventListener("click", () => act("/api/slack/send", { channel: ev.channel, thread_ts: ev.thread_ts, text: prompt.message }));
+    prompts.append(b);
+  }
+  home.append(status, prompts);
 }
 
 function skCommand(ev) {
@@ -398,6 +467,7 @@ async function start() {
   view.skChannel = view.state.slack.work;
   $("agent").textContent = view.state.agent.text;
   $("agent").classList.toggle("on", view.state.agent.enabled);
+  $("agent").classList.toggle("scripted", Boolean(view.state.agent.scripted));
   renderPersonas();
   renderChatTabs();
   refreshInbox();
@@ -427,7 +497,9 @@ async function start() {
     const text = $("sk-input").value.trim();
     if (!text) return;
     $("sk-input").value = "";
-    await act("/api/slack/send", { channel: view.skChannel, text });
+    const pane = view.skChannel === PANE ? view.threads.get(skRoomKey() || "") : null;
+    if (pane) await act("/api/slack/send", { channel: pane.channel, thread_ts: pane.thread_ts, text });
+    else if (view.skChannel !== PANE) await act("/api/slack/send", { channel: view.skChannel, text });
   });
   $("tour-button").addEventListener("click", async () => {
     const data = await act("/api/tour", {});  // while it plays: on to the next step

@@ -16,6 +16,9 @@ A request with ``"stream": true`` is answered with server-sent events in the pro
 (OpenAI ``chat.completion.chunk`` lines ending in ``data: [DONE]``; Anthropic ``message_start`` …
 ``message_stop`` events), the text a word at a time; :attr:`~_FakeLlmServer.first_tokens` records
 when each stream's first text went out (what a measurement of latency compares against).
+
+``responder``: a function ``body -> ScriptedReply`` that answers every request the script does not (a model
+that decides from the request it reads, such as the playground's scripted model).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Self
 
 from aiohttp import web
@@ -58,11 +61,18 @@ class _FakeLlmServer(LocalServer, ABC):
     _context_message = ""
 
     def __init__(
-        self, *, api_key: str | None = "test-key", validate: bool = True, host: str = "127.0.0.1", port: int = 0
+        self,
+        *,
+        api_key: str | None = "test-key",
+        validate: bool = True,
+        responder: Callable[[dict[str, Any]], ScriptedReply] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         super().__init__(host=host, port=port)
         self.api_key = api_key
         self.validate = validate
+        self.responder = responder
         self.requests: list[RecordedRequest] = []
         #: ``time.monotonic()`` when each streamed reply's first text was written, in order.
         self.first_tokens: list[float] = []
@@ -179,6 +189,8 @@ class _FakeLlmServer(LocalServer, ABC):
         if problem is not None:
             self._record(request, headers, body, status, problem, rejected=True)
             return self._error_response(ScriptedReply(status=status, error_message=problem))
+        if not self._script and self.responder is not None:
+            self._script.append(self.responder(body))
         if not self._script:
             message = f"{type(self).__name__}: no scripted reply left ({len(self.requests) + 1} requests received)"
             self._record(request, headers, body, 500, message, rejected=True)

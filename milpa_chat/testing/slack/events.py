@@ -178,6 +178,8 @@ class SlackEvents:
     event = _sends(SlackPayloads.event)
     app_mention = _sends(SlackPayloads.app_mention)
     direct_message = _sends(SlackPayloads.direct_message)
+    assistant_thread_started = _sends(SlackPayloads.assistant_thread_started)
+    assistant_thread_context_changed = _sends(SlackPayloads.assistant_thread_context_changed)
     url_verification = _sends(SlackPayloads.url_verification)
     click = _sends(SlackPayloads.click)
     block_action = _sends(SlackPayloads.block_action)

@@ -138,12 +138,19 @@ class SlackPayloads:
         return self.event(event, event_id=event_id)
 
     def direct_message(
-        self, text: str, *, user: str = "U1", channel: str | None = None, event_id: str | None = None
+        self,
+        text: str,
+        *,
+        user: str = "U1",
+        channel: str | None = None,
+        thread_ts: str | None = None,
+        event_id: str | None = None,
     ) -> SlackRequest:
-        """A ``message`` event in the app's DM with ``user`` (the ``message.im`` subscription)."""
+        """A ``message`` event in the app's DM with ``user`` (the ``message.im`` subscription); ``thread_ts``: a
+        reply in that thread (a message in a thread of the assistant pane)."""
         dm = channel or "D" + user[1:]
-        ts = self._user_message(dm, text, user=user, thread_ts=None)
-        event = {
+        ts = self._user_message(dm, text, user=user, thread_ts=thread_ts)
+        event: dict[str, Any] = {
             "type": "message",
             "channel": dm,
             "user": user,
@@ -153,7 +160,63 @@ class SlackPayloads:
             "team": self.team_id,
             "client_msg_id": secrets.token_hex(16),
         }
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+            event["parent_user_id"] = self.bot_user_id
         return self.event(event, event_id=event_id)
+
+    # --- the assistant pane ------------------------------------------------------------------------------------
+
+    def assistant_thread_started(
+        self,
+        *,
+        user: str = "U1",
+        channel: str | None = None,
+        thread_ts: str | None = None,
+        context_channel: str | None = None,
+        event_id: str | None = None,
+    ) -> SlackRequest:
+        """``assistant_thread_started``: ``user`` opened the app's pane (from ``context_channel``, if given). With a
+        :class:`SlackApiServer` attached, the thread is opened there (``thread_ts`` is then the server's); read it
+        back with ``api.assistant_thread(channel, thread_ts)``, or from the request's ``event``."""
+        return self.event(
+            {
+                "type": "assistant_thread_started",
+                "assistant_thread": self._assistant_thread(user, channel, thread_ts, context_channel),
+            },
+            event_id=event_id,
+        )
+
+    def assistant_thread_context_changed(
+        self,
+        *,
+        user: str = "U1",
+        channel: str | None = None,
+        thread_ts: str,
+        context_channel: str,
+        event_id: str | None = None,
+    ) -> SlackRequest:
+        """``assistant_thread_context_changed``: ``user`` moved to ``context_channel`` with the pane open."""
+        dm, context = channel or "D" + user[1:], self._context(context_channel)
+        thread = {"user_id": user, "context": context, "channel_id": dm, "thread_ts": thread_ts}
+        if self.api is not None:
+            self.api.assistant_thread(dm, thread_ts).context = dict(context)
+        return self.event({"type": "assistant_thread_context_changed", "assistant_thread": thread}, event_id=event_id)
+
+    def _assistant_thread(
+        self, user: str, channel: str | None, thread_ts: str | None, context_channel: str | None
+    ) -> dict[str, Any]:
+        context = self._context(context_channel) if context_channel else {}
+        dm = channel or "D" + user[1:]
+        if self.api is not None:
+            opened = self.api.open_assistant_thread(user, channel=dm, context=context)
+            if thread_ts is not None and thread_ts != opened.thread_ts:
+                raise ValueError("with a server attached, the server names the thread: leave thread_ts out")
+            thread_ts = opened.thread_ts
+        return {"user_id": user, "context": context, "channel_id": dm, "thread_ts": thread_ts or _now_ts()}
+
+    def _context(self, channel: str) -> dict[str, Any]:
+        return {"channel_id": channel, "team_id": self.team_id, "enterprise_id": None}
 
     def url_verification(self, challenge: str | None = None) -> SlackRequest:
         """The handshake Slack sends when the request URL is configured."""
@@ -183,6 +246,7 @@ class SlackPayloads:
             message_ts=message.ts,
             message=None if message.ephemeral else message.to_api(),
             ephemeral=message.ephemeral,
+            thread_ts=message.thread_ts,
         )
 
     def block_action(
@@ -197,6 +261,7 @@ class SlackPayloads:
         ephemeral: bool = False,
         response_url: str | None = None,
         trigger_id: str | None = None,
+        thread_ts: str | None = None,
     ) -> SlackRequest:
         """A ``block_actions`` payload for one action (``{"type": "button", "action_id": ..., "value": ...}``)."""
         full_action = {"block_id": block_id, "action_ts": _now_ts(), **action}
@@ -220,6 +285,8 @@ class SlackPayloads:
             "state": {"values": {}},
             "actions": [full_action],
         }
+        if thread_ts is not None:  # a message in a thread: Slack names the thread in the container
+            payload["container"]["thread_ts"] = thread_ts
         if message is not None:
             payload["message"] = dict(message)
         url = response_url or self._response_url(channel, user=user, message_ts=message_ts, ephemeral=ephemeral)

@@ -16,11 +16,20 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from milpa_chat.testing._server import LocalServer
+from milpa_chat.testing.slack.assistant_threads import AssistantThread, AssistantThreads, ThreadReplies, check_metadata
 from milpa_chat.testing.slack.models import JsonDict, SlackApiCall, SlackMessage, SlackMethodError, SlackView
 from milpa_chat.testing.slack.workspace import MAX_TEXT_LENGTH, SlackWorkspace, channel_map
 
 T = TypeVar("T")
-DEFAULT_SCOPES = ("app_mentions:read", "channels:read", "chat:write", "commands", "im:history", "im:write")
+DEFAULT_SCOPES = (
+    "app_mentions:read",
+    "assistant:write",
+    "channels:read",
+    "chat:write",
+    "commands",
+    "im:history",
+    "im:write",
+)
 
 
 @dataclass
@@ -86,9 +95,50 @@ class SlackApiServer(LocalServer):
             response_url_max_uses=response_url_max_uses,
             trigger_ttl=trigger_ttl,
         )
+        self.assistant_threads = AssistantThreads(self.scopes, lambda c: c in self.workspace.channels)
+        self.thread_replies = ThreadReplies(
+            lambda c: list(self.workspace.messages.get(c, [])), lambda c: c in self.workspace.channels
+        )
+        self._serve_assistant_threads()
         super().__init__(host=host, port=port)
         self._calls: list[SlackApiCall] = []
         self._armed: list[_ArmedFailure] = []
+
+    def _serve_assistant_threads(self) -> None:
+        """``assistant.threads.*``; a reply the app posts in a thread clears the thread's status, as on Slack.
+        Messages keep their ``metadata`` and ``conversations.replies`` reads a thread back (bolt's default thread
+        context store reads an assistant thread's context from there)."""
+        methods = self.workspace.methods
+        methods.update(self.assistant_threads.methods())
+        methods["conversations.replies"] = self.thread_replies.replies
+        post, update = methods["chat.postMessage"], methods["chat.update"]
+
+        def post_and_clear(args: JsonDict) -> JsonDict:
+            if args.get("metadata") is not None:
+                check_metadata(args["metadata"])  # refused before anything is posted
+            answer = post(args)
+            self.thread_replies.keep(str(answer["channel"]), str(answer["ts"]), args.get("metadata"))
+            self.assistant_threads.replied(str(answer["channel"]), args.get("thread_ts") or None)
+            return answer
+
+        def update_with_metadata(args: JsonDict) -> JsonDict:
+            if args.get("metadata") is not None:
+                check_metadata(args["metadata"])
+            answer = update(args)
+            self.thread_replies.keep(str(answer["channel"]), str(answer["ts"]), args.get("metadata"))
+            return answer
+
+        methods["chat.postMessage"] = post_and_clear
+        methods["chat.update"] = update_with_metadata
+        start = methods.get("chat.startStream")
+        if start is not None:
+
+            def start_and_clear(args: JsonDict) -> JsonDict:  # a streamed reply clears the status too
+                answer = start(args)
+                self.assistant_threads.replied(str(answer.get("channel") or args.get("channel")), args.get("thread_ts"))
+                return answer
+
+            methods["chat.startStream"] = start_and_clear
 
     # --- lifecycle (start/stop, ``async with``/``with``, host/port/url: LocalServer) ---------------------------
 
@@ -246,6 +296,26 @@ class SlackApiServer(LocalServer):
             via="user",
         )
         return self.workspace.add_message(message)
+
+    def open_assistant_thread(
+        self, user: str, *, channel: str | None = None, context: Mapping[str, Any] | None = None
+    ) -> AssistantThread:
+        """What Slack does when ``user`` opens the app's assistant pane: a new thread in their DM with the app
+        (``channel``, by default ``D`` + the user's id without its first letter). ``context``: where they were
+        (``{"channel_id": "C1", "team_id": ...}``)."""
+        dm = self.workspace.add_channel(channel or "D" + user[1:])
+        dm.is_im = True
+        dm.user = dm.user or user
+        with self.workspace.lock:
+            return self.assistant_threads.open(dm.id, self.workspace.next_ts(), user, context or {})
+
+    def assistant_thread(self, channel: str, thread_ts: str) -> AssistantThread:
+        """The assistant thread ``thread_ts`` of ``channel``: its status, every status shown, prompts and title."""
+        with self.workspace.lock:
+            found = self.assistant_threads.threads.get((channel, thread_ts))
+        if found is None:
+            raise LookupError(f"no assistant thread {thread_ts} in {channel}")
+        return found
 
     def new_response_url(
         self, channel: str, *, user: str | None = None, message_ts: str | None = None, ephemeral: bool = False
