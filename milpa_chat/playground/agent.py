@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HOW_TO_ENABLE", "SCRIPTED", "AgentSetup", "agent_from_env", "start_agent"]
+__all__ = [
+    "HOW_TO_ENABLE",
+    "SCRIPTED",
+    "STREAM_DELAY_ENV",
+    "AgentSetup",
+    "agent_from_env",
+    "start_agent",
+    "stream_delay",
+]
 
 HOW_TO_ENABLE = (
     "Agent mode is off: free text is answered with the command list. Turn it on by starting the playground with "
@@ -28,6 +36,9 @@ SCRIPTED = (
     "plumber”, “list my notes”."
 )
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+#: Seconds between the words of the scripted model's answers (default 0: each answer streams at once); e.g.
+#: ``0.2`` to watch a Telegram draft or a Slack stream grow word by word.
+STREAM_DELAY_ENV = "MILPA_PLAYGROUND_STREAM_DELAY"
 #: The model name the scripted model answers to (what the requests it reads carry).
 SCRIPTED_MODEL = "scripted-playground-model"
 
@@ -68,6 +79,18 @@ def agent_from_env(env: Mapping[str, str] | None = None) -> AgentSetup:
     return AgentSetup(ChatAgent(llm), text)
 
 
+def stream_delay(env: Mapping[str, str] | None = None) -> float:
+    """:data:`STREAM_DELAY_ENV` as seconds (0 when unset), or a clear error naming the variable."""
+    raw = ((os.environ if env is None else env).get(STREAM_DELAY_ENV) or "0").strip()
+    try:
+        delay = float(raw)
+    except ValueError:
+        delay = -1.0
+    if not 0 <= delay <= 10:
+        raise ValueError(f"{STREAM_DELAY_ENV}={raw!r}: give the seconds between words, from 0 to 10 (e.g. 0.2)")
+    return delay
+
+
 async def start_agent(env: Mapping[str, str] | None, stack: contextlib.AsyncExitStack) -> AgentSetup:
     """:func:`agent_from_env`; without a provider configured, the scripted model on a local OpenAI server
     (started on ``stack``, stopped with it) behind the same ``ChatAgent``."""
@@ -78,7 +101,8 @@ async def start_agent(env: Mapping[str, str] | None, stack: contextlib.AsyncExit
     from milpa_chat.playground.scripted_model import ScriptedModel
     from milpa_chat.testing.llm import FakeOpenAIServer
 
-    server = await stack.enter_async_context(FakeOpenAIServer(api_key="scripted", responder=ScriptedModel()))
+    model = ScriptedModel(word_delay=stream_delay(env))
+    server = await stack.enter_async_context(FakeOpenAIServer(api_key="scripted", responder=model))
     llm = LlmService(
         provider="openai", model=SCRIPTED_MODEL, api_key="scripted", base_url=server.base_url, max_retries=0
     )

@@ -2,7 +2,8 @@
 
 Nothing here renders a card. Every event is a record of :class:`~milpa_chat.testing.BotApiServer` (a message
 with its current version: the HTML exactly as the bot sent it, its inline keyboard, its document; an answered
-callback query; a chat action) or of :class:`~milpa_chat.testing.SlackApiServer` (a message with its blocks,
+callback query; a chat action; a ``sendMessageDraft`` update of a private chat) or of
+:class:`~milpa_chat.testing.SlackApiServer` (a message with its blocks,
 ephemeral or not, edited by ``chat.update`` or a ``response_url``; a modal as ``views.open`` received it),
 emitted when it first appears and again each time it changes. The page draws those records the way each
 platform would.
@@ -96,6 +97,7 @@ class Feed:
         self._answered: set[str] = set()
         self._threads_seen: dict[tuple[str, str], str] = {}
         self._actions = 0
+        self._drafts = 0
         self._marks: tuple[int, int, int, int] = (-1, -1, -1, -1)
         self._noted = False
         self._changed = asyncio.Condition()
@@ -128,6 +130,10 @@ class Feed:
                     if isinstance(markup, dict) and markup.get("force_reply"):
                         self._force[(int(call.result["chat"]["id"]), int(call.result["message_id"]))] = markup
         self._tg_calls = len(calls)
+        drafts = state.drafts  # before the messages: the final message replaces the draft it ends
+        for draft in drafts[self._drafts :]:
+            self._add({"type": "tg.draft", "chat": draft.chat_id, "draft": draft.draft_id, "text": draft.text})
+        self._drafts = len(drafts)
         for key, message in list(state.messages.items()):
             force = self._force.get(key)
             signature = (len(message.versions), message.deleted, force is not None)

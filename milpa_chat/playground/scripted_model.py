@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from milpa_chat.testing.llm import ScriptedReply, ScriptedToolCall
@@ -75,13 +75,22 @@ class _Turn:
 
 
 class ScriptedModel:
-    """A ``responder`` for :class:`~milpa_chat.testing.llm.FakeOpenAIServer`: request body in, reply out."""
+    """A ``responder`` for :class:`~milpa_chat.testing.llm.FakeOpenAIServer`: request body in, reply out.
+
+    ``word_delay``: seconds between the words of a streamed text answer (0: all at once), to watch an answer
+    grow (the playground's ``MILPA_PLAYGROUND_STREAM_DELAY``)."""
+
+    def __init__(self, word_delay: float = 0.0) -> None:
+        if word_delay < 0:
+            raise ValueError(f"word_delay must be 0 or more seconds, got {word_delay}")
+        self.word_delay = word_delay
 
     def __call__(self, body: dict[str, Any]) -> ScriptedReply:
         turn = _read(body)
-        if turn.results:
-            return self._after(turn)
-        return self._plan(turn)
+        reply = self._after(turn) if turn.results else self._plan(turn)
+        if self.word_delay and reply.text and not reply.tool_calls:
+            return replace(reply, chunk_delay=self.word_delay)
+        return reply
 
     # ------------------------------------------------------------------ the first step of a request
     def _plan(self, turn: _Turn) -> ScriptedReply:

@@ -6,7 +6,7 @@
 const $ = (id) => document.getElementById(id);
 const view = {
   state: null, persona: null, tgChat: null, skChannel: null,
-  tg: new Map(), sk: new Map(), tgRooms: new Map(), skRooms: new Map(), queue: [], typingUntil: new Map(),
+  tg: new Map(), tgDrafts: new Map(), sk: new Map(), tgRooms: new Map(), skRooms: new Map(), queue: [], typingUntil: new Map(),
   tgText: new Map(), prompts: new Map(), answered: new Set(), dismissed: new Set(), modals: new Map(), modalShown: null,
   threads: new Map(), paneOf: new Map(),
 };
@@ -120,6 +120,7 @@ function tabs(box, entries, current, pick) {
 // ------------------------------------------------------------------ feed events
 function onEvent(ev) {
   if (ev.type === "tg.message") tgMessage(ev);
+  else if (ev.type === "tg.draft") tgDraft(ev);
   else if (ev.type === "tg.answer") tgAnswer(ev);
   else if (ev.type === "tg.action") { view.typingUntil.set(String(ev.chat), Date.now() + 5000); showTyping(); }
   else if (ev.type === "slack.message") skMessage(ev);
@@ -134,7 +135,7 @@ function tgMessage(ev) {
   const home = room(view.tgRooms, String(ev.chat), $("tg-scroll"));
   let el = view.tg.get(key);
   if (!el) { el = document.createElement("div"); view.tg.set(key, el); home.append(el); }
-  if (ev.from.bot) view.typingUntil.delete(String(ev.chat));
+  if (ev.from.bot) { view.typingUntil.delete(String(ev.chat)); dropDrafts(ev.chat); }
   el.className = `tg-msg ${ev.from.bot ? "in" : "out"}`;
   el.dataset.id = ev.id;
   el.dataset.version = ev.version;
@@ -225,6 +226,36 @@ function keyboard(ev) {
     kb.append(r);
   }
   return kb;
+}
+
+// sendMessageDraft: the private chat shows the bot's answer growing in a bubble marked as a draft (empty: the
+// "Thinking…" placeholder), at the bottom of the chat, until the bot's next message replaces it.
+function tgDraft(ev) {
+  const key = `${ev.chat}:${ev.draft}`;
+  const home = room(view.tgRooms, String(ev.chat), $("tg-scroll"));
+  let el = view.tgDrafts.get(key);
+  if (!el) {
+    el = document.createElement("div");
+    el.className = "tg-msg in draft";
+    el.dataset.draft = ev.draft;
+    const body = document.createElement("div");
+    body.className = "body";
+    const meta = document.createElement("div");
+    meta.className = "meta";
+    meta.textContent = "draft · typing…";
+    el.append(body, meta);
+    view.tgDrafts.set(key, el);
+  }
+  el.querySelector(".body").textContent = ev.text || "Thinking…";
+  el.classList.toggle("thinking", !ev.text);
+  home.append(el);  // stays last: a draft is what the bot is writing now
+  stickToBottom($("tg-scroll"));
+}
+
+function dropDrafts(chat) {
+  for (const [key, el] of view.tgDrafts) {
+    if (key.startsWith(`${chat}:`)) { el.remove(); view.tgDrafts.delete(key); }
+  }
 }
 
 function tgAnswer(ev) {
