@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import itertools
 import os
 import re
 import shutil
@@ -60,10 +61,17 @@ def require_browser() -> None:
 
 
 @pytest.fixture
-def playground(tmp_path: Path) -> Iterator[str]:
+def playground_env() -> dict[str, str]:
+    """Settings of the playground process beyond the defaults (a test overrides this fixture)."""
+    return {}
+
+
+@pytest.fixture
+def playground(tmp_path: Path, playground_env: dict[str, str]) -> Iterator[str]:
     """The playground on a free port; stopped with Ctrl-C (SIGINT) afterwards, as a user stops it."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL")}
     env["TMPDIR"] = str(tmp_path)
+    env.update(playground_env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "milpa_chat.playground", "--port", "0"],
         cwd=ROOT,
@@ -462,3 +470,35 @@ def test_the_assistant_pane_in_slack_with_the_scripted_agent(page: Any) -> None:
     guest.locator(".sk-prompt", has_text="List my notes").wait_for()
     titles = guest.locator(".sk-prompt").all_inner_texts()
     assert not any("Pay" in t or "Delete" in t for t in titles), titles
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("playground_env", [{"MILPA_PLAYGROUND_STREAM_DELAY": "0.25"}])
+def test_a_telegram_draft_grows_in_the_private_chat_then_the_final_message_replaces_it(page: Any) -> None:
+    """Alice asks the scripted agent in her private chat: the answer streams through ``sendMessageDraft`` and the
+    page shows it as Telegram does, a bubble marked as a draft growing word by word, then the bot's message in its
+    place (the scripted model slowed by MILPA_PLAYGROUND_STREAM_DELAY so the growth is visible)."""
+    room = page.locator('#tg-scroll .room[data-room="1001"]')
+    say(page, "tg", "find notes about the plumber")
+    draft = room.locator(".tg-msg.draft")
+    draft.wait_for()
+    seen = [draft.locator(".body").inner_text()]
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while len(seen) < 4:  # four different texts of the same bubble, each longer than the one before
+        assert time.monotonic() < deadline, f"the draft never grew: {seen}"
+        now = draft.locator(".body").inner_text() if draft.count() else ""
+        if now and now != seen[-1]:
+            seen.append(now)
+        time.sleep(0.05)
+    assert all(len(a) < len(b) for a, b in itertools.pairwise(seen)), seen
+    assert "draft" in draft.locator(".meta").inner_text()
+    page.evaluate("() => document.getElementById('toasts').replaceChildren()")
+    shot(page, "11_telegram_draft", docs="playground-telegram-draft.png", of=page.locator("#telegram"))
+
+    final = room.locator(".tg-msg.in:not(.draft)", has_text="Call the plumber").last  # once the stream ends
+    final.wait_for()
+    assert room.locator(".tg-msg.draft").count() == 0  # the draft is gone: the message took its place
+    answer = final.locator(".body").inner_text()
+    assert answer.startswith(seen[-1].split("\n\n")[-1])  # the draft's answer (below its tool steps), grown in full
+    assert "✅ Find the notes" in seen[-1]  # the tool step the draft showed while the answer was written
+    print("draft texts seen:", [len(t) for t in seen], "final:", final.locator(".body").inner_text())
