@@ -152,3 +152,31 @@ async def test_the_assistant_pane_through_the_page_endpoints() -> None:
             "/api/slack/send", {"persona": "gus", "channel": "D1003", "thread_ts": ts, "text": "pay ACME 1"}
         )
         assert status == 400 and "is not a thread of Gus's assistant pane" in body["error"]
+
+
+async def test_the_agents_answer_in_a_private_chat_is_fed_to_the_page_as_drafts_then_the_message() -> None:
+    async with served(env={"MILPA_PLAYGROUND_STREAM_DELAY": "0.1"}) as s:
+        world = s.play.world
+        await s.ok("/api/telegram/send", {"persona": "alice", "chat": ALICE, "text": "find notes about the plumber"})
+        final = await s.until(lambda: bot_text(s, ALICE, "Call the plumber"), "the agent's answer")
+        await s.play.feed.flush()
+        events = [e for e in s.play.feed.since(0) if e.get("chat") == ALICE and e["type"] in ("tg.draft", "tg.message")]
+        drafts = [e["text"] for e in events if e["type"] == "tg.draft"]
+        print("drafts fed to the page:", len(drafts), [len(d) for d in drafts])
+        assert drafts == [d.text for d in world.telegram.drafts(ALICE)]  # every draft the server received, in order
+        answers = [d.split("\n\n")[-1] for d in drafts if "notes match" in d]
+        assert len(answers) >= 2 and answers == sorted(answers, key=len)  # the answer grew, word by word
+        assert all(final.text.startswith(a) for a in answers)
+        last = max(i for i, e in enumerate(events) if e["type"] == "tg.draft")
+        assert any(e["type"] == "tg.message" and e["id"] == final.message_id for e in events[last + 1 :])
+        elsewhere = [e for e in s.play.feed.since(0) if e["type"] == "tg.draft" and e["chat"] != ALICE]
+        assert elsewhere == [] and world.telegram.drafts(GROUP) == []  # drafts only in the chat that asked
+
+
+@pytest.mark.parametrize("value", ["fast", "-1", "60"])
+def test_a_bad_stream_delay_is_refused_naming_the_variable_and_the_fix(value: str) -> None:
+    from milpa_chat.playground.agent import stream_delay
+
+    with pytest.raises(ValueError, match=r"MILPA_PLAYGROUND_STREAM_DELAY=.*seconds between words, from 0 to 10"):
+        stream_delay({"MILPA_PLAYGROUND_STREAM_DELAY": value})
+    assert stream_delay({}) == 0.0 and stream_delay({"MILPA_PLAYGROUND_STREAM_DELAY": "0.25"}) == 0.25
