@@ -37,7 +37,7 @@ from milpa_chat.gateway.intent import NamedTargetCheck
 from milpa_chat.gateway.mcp_client import result_for_model
 from milpa_chat.gateway.orchestrator import AgentOrchestrator, Progress, step_title
 from milpa_chat.gateway.second_opinion import SecondOpinionGate
-from milpa_chat.gateway.state import AgentRun, AgentState, declined
+from milpa_chat.gateway.state import AgentRun, AgentState, StepStatus, declined
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 
 if TYPE_CHECKING:
@@ -213,9 +213,14 @@ class ChatAgent:
             decided = await self._decide(str(group), str(payload["call"]), result)
             if decided is None:  # others of the step are still waiting, or this was already handed back
                 return None
-            state_data, results = decided
+            record, results = decided
         orchestrator = self._orchestrator(ctx, where["task"], stream)
         step = payload.get("step")
+        for other in [] if group is None else record.get("steps", []):  # the step's other waiting calls
+            if other["id"] != payload.get("call") and other["id"] in results:
+                done = results[other["id"]]
+                status: StepStatus = "complete" if done.success else "error"
+                await orchestrator.show_step(str(other["id"]), str(other["title"]), status, done.error or None)
         if isinstance(step, Mapping):
             outcome = f"{approval.state} by {who}" if who else str(approval.state)
             if not ran and result.error and approval.state in ("executed", "failed"):
@@ -223,7 +228,7 @@ class ChatAgent:
             await orchestrator.show_step(str(step["id"]), str(step["title"]), "complete" if ran else "error", outcome)
         try:
             if group is not None:
-                run = await orchestrator.resume_step(AgentState.from_dict(state_data), results)
+                run = await orchestrator.resume_step(AgentState.from_dict(record["state"]), results)
             else:
                 run = await orchestrator.resume(AgentState.from_dict(payload["state"]), result)
         except (LlmError, MissingExtraError) as exc:
@@ -239,7 +244,8 @@ class ChatAgent:
         self, group: str, call_id: str, result: ToolResult
     ) -> tuple[dict[str, Any], dict[str, ToolResult]] | None:
         """Record one waiting call's outcome (once: a redelivery keeps the first). The caller whose outcome
-        was the last one missing continues the run: it gets the state and every outcome; others get ``None``."""
+        was the last one missing continues the run: it gets the step's record (``state``, ``steps``) and every
+        outcome; others get ``None``."""
         store = self.host.store
         while True:
             record = await store.get(STEPS, group)
@@ -259,7 +265,7 @@ class ChatAgent:
                 continue  # another decision of the step was recorded at the same time: read again
             if value.get("closer") != call_id:
                 return None
-            return dict(value["state"]), {cid: ToolResult.from_dict(o) for cid, o in outcomes.items()}
+            return value, {cid: ToolResult.from_dict(o) for cid, o in outcomes.items()}
 
     async def _settle(
         self, run: AgentRun, inbound: ChatTurn, where: dict[str, Any], orchestrator: AgentOrchestrator
@@ -296,24 +302,34 @@ class ChatAgent:
         as not run at once."""
         group = secrets.token_hex(12)
         waiting = state.waiting
+        titles = {
+            w.call.id: await self._plan_title(w.result) if w.result is not None else f"{w.call.name} did not run"
+            for w in waiting
+        }
         await self.host.store.put(
-            STEPS, group, {"state": state.to_dict(), "results": {w.call.id: None for w in waiting}, "closer": None}
+            STEPS,
+            group,
+            {
+                "state": state.to_dict(),
+                "results": {w.call.id: None for w in waiting},
+                "closer": None,
+                "steps": [{"id": cid, "title": title} for cid, title in titles.items()],
+            },
         )
         for pending in waiting:
             opened = False
             if pending.reason in ("confirmation", "verification") and pending.result is not None:
-                title = await self._plan_title(pending.result)
-                step = {"id": pending.call.id, "title": title}
+                step = {"id": pending.call.id, "title": titles[pending.call.id]}
                 payload = {"agent": AGENT_TAG, "group": group, "call": pending.call.id, **where, "step": step}
                 opened = await self.host.open_approval(inbound, pending.call.name, pending.result, resume=payload)
                 if opened:
-                    await orchestrator.show_step(pending.call.id, title, "pending")
+                    await orchestrator.show_step(pending.call.id, titles[pending.call.id], "pending")
             if not opened:
                 await orchestrator.show_step(pending.call.id, f"{pending.call.name} did not run", "error")
                 failed = ToolResult.error(pending.explanation, code=ErrorCode.FORBIDDEN)
                 decided = await self._decide(group, pending.call.id, failed)
                 if decided is not None:  # nothing else of the step waits: go on now
-                    run = await orchestrator.resume_step(AgentState.from_dict(decided[0]), decided[1])
+                    run = await orchestrator.resume_step(AgentState.from_dict(decided[0]["state"]), decided[1])
                     reply = await self._settle(run, inbound, where, orchestrator)
                     await self.host.store.delete(STEPS, group)
                     return reply
