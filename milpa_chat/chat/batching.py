@@ -110,7 +110,9 @@ class Batching:
         assistant.add_route(BatchTaps(self), before=ApprovalTaps)
         assistant.add_route(ApprovalActionCommands(self), before=BuiltinCommands)
         if self.modes is not None:
-            assistant.add_route(ModeCommands(self.modes, assistant.context_for), before=BuiltinCommands)
+            assistant.add_route(
+                ModeCommands(self.modes, assistant.context_for, assistant.outbox.deliver), before=BuiltinCommands
+            )
 
     def knows_command(self, name: str) -> bool:
         mode = name == "mode" and self.modes is not None

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.command.canonical import Canonical
+from milpa_chat.command.effects import EffectProfile
 from milpa_chat.grants.calls import NamedCall
 from milpa_chat.grants.document import StandingGrant
 from milpa_chat.grants.errors import InvalidGrant
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.store.base import Store
 
-__all__ = ["GUARD", "GrantChanges", "Watcher"]
+__all__ = ["GUARD", "GrantChanges", "Watcher", "conversation_of"]
 
 log = logging.getLogger("milpa_chat.grants")
 
@@ -106,10 +107,13 @@ class GrantChanges:
         via: str,
         note: str | None = None,
         four_eyes: bool | None = None,
+        lends_in: str | None = None,
     ) -> tuple[GrantRecord, Approval]:
         """Keep ``grant`` (a document, or its JSON text, read strictly) as a draft and open its signature.
 
         ``four_eyes``: whether the drafter is kept from signing it (default: the desk's rule).
+        ``lends_in``: one conversation (:func:`conversation_of`) outside which the grant lends nothing (kept
+        beside the text: it can only narrow what the signed text allows).
         Raises :class:`InvalidGrant` for a text that does not read, :class:`ApprovalRefused` when
         an id is taken or a superseded grant is suspended and the draft does not say ``lifts``.
         """
@@ -130,6 +134,7 @@ class GrantChanges:
             "drafted_by": _who(ctx, via),
             "drafted_at": now,
             "four_eyes": rule,
+            "lends_in": lends_in,
             "signed_by": None,
             "signed_digest": None,
             "stopped_because": None,
@@ -152,6 +157,51 @@ class GrantChanges:
             raise
         record = await self._link(grant.id, approval.id, "sign")
         return record, approval
+
+    async def draft_loosening(
+        self, ctx: ToolContext, seconds: float, *, via: str, note: str | None = None
+    ) -> list[tuple[GrantRecord, Approval]]:
+        """The standing grants a per-conversation loosening ("no confirmation for reads for 1 hour") drafts:
+        for ``ctx``'s seat, every read-only operation the desk knows with an offer (one grant per offer, with
+        its conditions, falsifier and undo), a read-only ceiling, expiring ``seconds`` from now. Each is a
+        draft whose signature is opened like any other (:meth:`draft`): nothing is lent until a person who
+        may sign signs it, and once it expires calls ask as before. Raises :class:`ApprovalRefused` when no
+        read-only operation offers a grant (nothing to draft)."""
+        conversation = conversation_of(ctx)
+        if conversation is None:
+            raise ApprovalRefused("A loosening is set by a person in a chat; this call came from none.")
+        groups: dict[int, tuple[GrantOffer, list[str]]] = {}
+        for key, operation in sorted(self.operations.items()):
+            offer = self.offers.get(key)
+            if offer is not None and not operation.may_mutate and operation.acts_on is not None:
+                groups.setdefault(id(offer), (offer, []))[1].append(operation.name)
+        if not groups:
+            raise ApprovalRefused(
+                "No read-only operation here offers a standing grant, so a loosening has nothing to lend: "
+                "declare one with GrantDesk.know(operation, offer=GrantOffer(...)). Nothing was changed.",
+                code="VALIDATION_ERROR",
+            )
+        expires = when(float(int(self.store.clock() + float(seconds))))
+        grants = []
+        for offer, names in groups.values():  # every text is built before any is drafted
+            try:
+                grant = StandingGrant(
+                    id=f"mode-{secrets.token_hex(4)}",
+                    to=(str(ctx.principal),),
+                    operations=tuple(NamedCall(name) for name in names),
+                    ceiling=EffectProfile.read_only(),  # reads only: a loosening never lends a call with effects
+                    conditions=offer.conditions,
+                    falsifier=offer.falsifier,
+                    undo=offer.undo,
+                    expires_at=expires,
+                )
+            except InvalidGrant as exc:
+                raise ApprovalRefused(
+                    f"The loosening cannot be drafted into a standing grant: {exc}. Nothing was changed.",
+                    code="VALIDATION_ERROR",
+                ) from None
+            grants.append(grant)
+        return [await self.draft(grant, ctx, via=via, note=note, lends_in=conversation) for grant in grants]
 
     async def _check_supersedes(self, grant: StandingGrant) -> None:
         for old_id in grant.supersedes or ():
@@ -425,6 +475,12 @@ def _lifts(replaces: Mapping[str, str]) -> str | None:
     if not suspended:
         return None
     return "the suspension of " + ", ".join(Canonical.shown(gid) for gid in suspended) + ", replaced by this grant"
+
+
+def conversation_of(ctx: ToolContext) -> str | None:
+    """``<channel>:<chat id>`` of the chat ``ctx`` speaks in (``None`` outside a chat)."""
+    chat = ctx.extra.get("chat_id")
+    return None if chat is None else f"{ctx.channel}:{chat}"
 
 
 def _who(ctx: ToolContext, via: str) -> dict[str, Any]:

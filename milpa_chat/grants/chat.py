@@ -66,6 +66,8 @@ def grant_card(record: GrantRecord, *, buttons: bool = True) -> Message:
         facts.append(("Signed by", record.signer))
     drafted = record.data.get("drafted_by") or {}
     facts.append(("Drafted by", str(drafted.get("name") or drafted.get("principal") or "-")))
+    if record.data.get("lends_in"):
+        facts.append(("Lends only in", str(record.data["lends_in"])))
     if record.data.get("stopped_because"):
         facts.append(("Stopped because", str(record.data["stopped_because"])))
     blocks: list[Any] = [

@@ -36,7 +36,7 @@ from milpa_chat.command.canonical import Canonical
 from milpa_chat.command.effects import EffectProfile
 from milpa_chat.command.ids import OperationId
 from milpa_chat.grants.calls import StandingCall
-from milpa_chat.grants.changes import GrantChanges
+from milpa_chat.grants.changes import GrantChanges, conversation_of
 from milpa_chat.grants.document import StandingGrant
 from milpa_chat.grants.errors import InvalidGrant
 from milpa_chat.grants.judge import StandingJudge, StandingVerdict
@@ -187,7 +187,7 @@ class GrantDesk(GrantChanges):
         what the judge would read from every measurement ever taken (see :mod:`milpa_chat.grants.records`)."""
         return kept_receipts([r.value for r in await self.store.scan(RECEIPTS)])
 
-    async def _facts(self, call: StandingCall) -> _Facts:
+    async def _facts(self, call: StandingCall, conversation: str | None = None) -> _Facts:
         """The grants that lend to the call's seat and cover its operation, with their facts; a kept text
         that does not read is a fault of the whole record (it may be the one that names the call)."""
         records = {r.id: r for r in await self.listing() if r.judged}
@@ -198,6 +198,9 @@ class GrantDesk(GrantChanges):
                 grant = record.document()
             except (InvalidGrant, TypeError, ValueError) as exc:
                 fault = f"the kept text of grant {Canonical.shown(record.id)} does not read: {exc}"
+                continue
+            lends_in = record.data.get("lends_in")
+            if lends_in is not None and lends_in != conversation:  # a grant kept to one chat (a mode's loosening)
                 continue
             if grant.lends_to(call.seat) and grant.covers(call.operation):
                 documents[record.id] = grant
@@ -243,7 +246,7 @@ class GrantDesk(GrantChanges):
         call = self.call_of(tool, wire, ctx)
         if call is None:
             return Judged(None, {})
-        facts = await self._facts(call)
+        facts = await self._facts(call, conversation_of(ctx))
         if not facts.pairs and facts.fault is None:
             return Judged(None, {})
         verdict = StandingJudge.among(facts.pairs, call, record_fault=facts.fault)

@@ -7,10 +7,18 @@
   asking, until the time is up.
 
 The first two only *tighten* (anyone may set them). The third *loosens*: it is refused — never silently
-downgraded — to someone without a waive scope, and for someone with one it is a time-boxed waiver that
-names who signed it, until when, and carries the signature of the audit trail's key (when one is
-configured); when it runs out the tighter mode stays. Every change is an entry in the audit trail
-(``mode_set``, ``mode_loosened``, ``mode_refused``). A model never sets a mode (``ToolContext.by_model``).
+downgraded — to someone without a waive scope. For someone with one:
+
+* with standing grants installed (``registry.grants``, a :class:`~milpa_chat.grants.GrantDesk`), it drafts
+  time-boxed standing grants for that person's seat over the read-only operations the desk offers grants
+  for (``GrantDesk.draft_loosening``); each is signed on its own card by a person who may sign grants (the
+  desk's signing rule, four-eyes included), then the pipeline's standing step lends matching calls until
+  it expires — and the tighter mode applies again;
+* without, it is a time-boxed waiver that names who set it, until when, and carries the signature of the
+  audit trail's key (when one is configured); when it runs out the tighter mode stays.
+
+Every change is an entry in the audit trail (``mode_set``, ``mode_loosened``, ``mode_grant_drafted``,
+``mode_refused``). A model never sets a mode nor signs its grant (``ToolContext.by_model``).
 
 :class:`ModeDesk` keeps the modes (collection ``approval_modes``, one record per channel, chat and person)
 and adds the pipeline step that applies them (:meth:`ModeDesk.install`), before the confirm gate.
@@ -34,7 +42,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.runtime.services import Call
 
-__all__ = ["MODES", "Mode", "ModeDesk", "parse_mode"]
+__all__ = ["MODES", "Mode", "ModeChange", "ModeDesk", "parse_mode"]
 
 MODES = "approval_modes"
 #: Longest a loosening may last (seconds).
@@ -81,6 +89,15 @@ def parse_mode(text: str) -> Mode:
     raise ApprovalRefused(f"{str(text)[:80]!r} is not an approval mode. {HOW}", code="VALIDATION_ERROR")
 
 
+@dataclass(frozen=True, slots=True)
+class ModeChange:
+    """What setting a mode did: ``told`` (for the person) and ``approvals`` to deliver (a loosening's
+    standing-grant signatures, each sent to the approvers like any card)."""
+
+    told: str
+    approvals: tuple[Any, ...] = ()
+
+
 def _numbers(value: Any) -> list[float]:
     if isinstance(value, bool):
         return []
@@ -125,10 +142,18 @@ class ModeDesk:
         loose = value.get("loose")
         if loose and float(loose["until"]) <= self.store.clock():
             value["loose"] = None
+        grants = value.get("grants")
+        if grants and float(grants["until"]) <= self.store.clock():
+            value["grants"] = None
         return value
 
     async def set(self, ctx: ToolContext, text: str, *, via: str | None = None) -> str:
         """Set the mode ``text`` names for ``ctx``'s conversation; returns what the person is told."""
+        return (await self.change(ctx, text, via=via)).told
+
+    async def change(self, ctx: ToolContext, text: str, *, via: str | None = None) -> ModeChange:
+        """Set the mode ``text`` names for ``ctx``'s conversation: what the person is told, and the signature
+        requests to deliver (a loosening drafted as standing grants)."""
         if ctx.by_model:
             await refuse_model(self.registry.approvals, "mode", "set the approval mode of", ctx)
         key = self.key(ctx)
@@ -137,7 +162,11 @@ class ModeDesk:
         mode = parse_mode(text)
         now = self.store.clock()
         current = await self.current(ctx)
-        value: dict[str, Any] = {"tight": current.get("tight"), "loose": current.get("loose")}
+        value: dict[str, Any] = {
+            "tight": current.get("tight"),
+            "loose": current.get("loose"),
+            "grants": current.get("grants"),
+        }
         if mode.loosens:
             if not ctx.has_any_scope(self.waive_scopes):
                 await self._trail("mode_refused", key, {"by": ctx.principal, "mode": mode.kind})
@@ -146,6 +175,9 @@ class ModeDesk:
                     f"{', '.join(self.waive_scopes)}. Nothing was changed.",
                     code="FORBIDDEN",
                 )
+            draft = getattr(self.registry.grants, "draft_loosening", None)
+            if draft is not None:
+                return await self._draft_grants(draft, ctx, key, mode, now, via, value)
             value["loose"] = self._waiver(ctx, key, mode, now, via)
             await self._write(key, value)
             await self._trail(
@@ -154,12 +186,12 @@ class ModeDesk:
                 {"by": ctx.principal, "until": value["loose"]["until"], "sig": value["loose"]["sig"]},
             )
             minutes = (mode.seconds or 0) / 60
-            return (
+            return ModeChange(
                 f"For the next {minutes:.0f} minutes, read-only tools run here without asking you to confirm; "
                 "then your stricter mode applies again."
             )
         if mode.kind == "off":
-            value = {"tight": None, "loose": value["loose"]}
+            value = {"tight": None, "loose": value["loose"], "grants": value["grants"]}
             told = "Back to the policy's default: it decides what asks for confirmation here."
         else:
             value["tight"] = {"kind": mode.kind, "limit": mode.limit, "by": ctx.principal, "at": now}
@@ -170,7 +202,29 @@ class ModeDesk:
             )
         await self._write(key, value)
         await self._trail("mode_set", key, {"by": ctx.principal, "mode": mode.kind, "limit": mode.limit})
-        return told
+        return ModeChange(told)
+
+    async def _draft_grants(
+        self, draft: Any, ctx: ToolContext, key: str, mode: Mode, now: float, via: str | None, value: dict[str, Any]
+    ) -> ModeChange:
+        """A loosening as standing grants: drafted for ``ctx``'s seat, lent only once a person signs them."""
+        seconds = float(mode.seconds or 0)
+        note = f"Approval mode of {ctx.principal} in {key}: no confirmation for reads for {seconds / 60:.0f} minutes."
+        try:
+            drafted = await draft(ctx, seconds, via=via or ctx.channel, note=note)
+        except ApprovalRefused as exc:
+            await self._trail("mode_refused", key, {"by": ctx.principal, "mode": mode.kind, "why": str(exc)[:200]})
+            raise
+        ids = [record.id for record, _ in drafted]
+        value["grants"] = {"ids": ids, "until": now + seconds, "by": ctx.principal}
+        await self._write(key, value)
+        await self._trail("mode_grant_drafted", key, {"by": ctx.principal, "until": now + seconds, "grants": ids})
+        return ModeChange(
+            f"Drafted standing grant{'s' if len(ids) != 1 else ''} {', '.join(ids)}: once a person who may sign "
+            f"grants signs it on its card, read-only tools run here without asking you to confirm for "
+            f"{seconds / 60:.0f} minutes from now; then your stricter mode applies again.",
+            tuple(approval for _, approval in drafted),
+        )
 
     def _waiver(self, ctx: ToolContext, key: str, mode: Mode, now: float, via: str | None) -> dict[str, Any]:
         """The time-boxed waiver: who, where, until when, signed with the trail's key when there is one."""

@@ -337,7 +337,11 @@ async def test_forged_batch_taps_and_a_model_made_context_decide_nothing() -> No
         # forged data on the card (another id), on the requester's message, by someone without the scope
         answers.append(await _tap_data(w, card, "batch_approve:" + "0" * 24, MARIA))
         answers.append(await _tap_data(w, card, "batch_approve:" + batch.key[:-1] + "x", MARIA))
-        alice_msg = next(m for m in w.tg.messages(ALICE.id) if "3 requests" in (m.text or ""))
+        alice_msg = await w.tg.wait_until(  # the requester's copy may be sent just after the approvers' card
+            lambda: next((m for m in w.tg.messages(ALICE.id) if "3 requests" in (m.text or "")), None),
+            WAIT,
+            what="the requester's copy of the batch card",
+        )
         answers.append(await _tap_data(w, alice_msg, f"batch_approve:{batch.key}", MARIA))
         w.clock.advance(30)
         answers.append(await _tap_data(w, card, f"batch_approve:{batch.key}", EVE))

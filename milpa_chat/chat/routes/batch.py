@@ -121,9 +121,11 @@ class ModeCommands:
     """``/mode <mode>``: this person's approval mode in this chat (:class:`~milpa_chat.runtime.modes.ModeDesk`);
     ``/mode`` alone says what is in force."""
 
-    def __init__(self, modes: ModeDesk, context_for: Any) -> None:
+    def __init__(self, modes: ModeDesk, context_for: Any, deliver: Any = None) -> None:
         self.modes = modes
         self.context_for = context_for
+        #: Sends a loosening's standing-grant signature to the approvers (the assistant's outbox).
+        self.deliver = deliver
 
     def check(self, inbound: Inbound, surface: Surface) -> bool:
         command = command_of(inbound, surface)
@@ -137,11 +139,14 @@ class ModeCommands:
             await privately(surface, inbound, cards.text(describe(await self.modes.current(ctx))))
             return True
         try:
-            told = await self.modes.set(ctx, command.rest, via=inbound.surface)
+            change = await self.modes.change(ctx, command.rest, via=inbound.surface)
         except ApprovalRefused as exc:
             await privately(surface, inbound, cards.text(str(exc), tone="error"))
             return True
-        await privately(surface, inbound, cards.text(told))
+        for approval in change.approvals:
+            if self.deliver is not None:
+                await self.deliver(approval)
+        await privately(surface, inbound, cards.text(change.told))
         return True
 
 
@@ -154,4 +159,7 @@ def describe(mode: dict[str, Any]) -> str:
         parts.append(f"a call with effects asks you to confirm when a number in it exceeds {tight['limit']:g}")
     if loose:
         parts.append("read-only tools run without asking for confirmation until a waiver runs out")
+    if mode.get("grants"):
+        ids = ", ".join(mode["grants"]["ids"])
+        parts.append(f"read-only tools run without asking for confirmation while standing grant {ids} is signed")
     return ("Here " + "; ".join(parts) + ".") if parts else "No mode of your own here: the policy decides."
