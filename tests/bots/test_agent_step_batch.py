@@ -126,6 +126,8 @@ async def test_twelve_deletions_in_one_step_one_batch_card_each_runs_once_and_th
         assert final is not None and tg.callback_query(tap).answer_text == "Approved 12 of 12."
         assert sorted(notes.runs) == list(range(1, 13))  # each ran once
         assert len(oa.requests) == 2  # the model was asked again once, after the last decision
+        # Alice's chat: her copy of the batch card and the one answer (the eleven earlier decisions post nothing)
+        assert len(tg.messages(ALICE.id)) == 2
         sent = tool_messages(oa.bodies[1])
         assert [cid for cid, _ in sent] == [f"d{i}" for i in range(1, 13)]  # one result per call, in its order
         results = dict(sent)
