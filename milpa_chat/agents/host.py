@@ -15,9 +15,11 @@ One small API over the runtime's one durable :class:`~milpa_chat.runtime.Approva
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import secrets
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -174,13 +176,19 @@ class ApprovalHost:
         expires_in: float | None = None,
         reason: str | None = None,
         schema: Mapping[str, Any] | None = None,
+        editable: bool = True,
     ) -> Approval:
         """Open an approval for ``tool(**args)`` proposed by a model for the person of ``ctx`` and deliver
         its cards. ``verify``: approvers decide (scopes, four-eyes, quorum, expiry); else the person confirms.
-        ``schema``: the tool's JSON schema (edited arguments are checked against it)."""
+        ``schema``: the tool's JSON schema (edited arguments are checked against it). ``editable=False``: the
+        framework takes no edited arguments for this call, so people approve or reject it as it is."""
         if not isinstance(args, Mapping):
             raise TypeError(f"the arguments of {tool!r} must be an object, got {type(args).__name__}")
         wire = json.loads(json.dumps(dict(args), default=str))
+        if schema and "jsonschema" not in sys.modules:
+            # edits are checked with jsonschema, whose first import may take seconds (its format checkers build
+            # grammars): import it now, off the event loop, not inside an edit that Slack wants answered in 3 s
+            await asyncio.to_thread(importlib.import_module, "jsonschema")
         ttl = verify.expires_in if verify is not None else (expires_in or self.registry.confirmations.ttl)
         approval = await self.desk.open(
             "verification" if verify is not None else "confirm",
@@ -191,7 +199,7 @@ class ApprovalHost:
             expires_in=ttl,
             policy=verify,
             reason=reason,
-            payload={"schema": dict(schema)} if schema else None,
+            payload={"schema": dict(schema) if schema else None, "editable": editable},
             external=True,
         )
         if self.desk.hooks.follower is not None:  # the chat layer sends the cards

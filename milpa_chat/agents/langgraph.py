@@ -17,12 +17,19 @@ is the idempotency key. The paused run is kept in the kit store; a new process r
 
     approvals = LangGraphApprovals(ApprovalHost(assistant), graph)
     state = await approvals.run({"request": "pay ACME 120"}, ctx, config={"configurable": {"thread_id": "t1"}})
+
+An agent made with LangChain's ``create_agent(..., middleware=[HumanInTheLoopMiddleware(...)])`` is such a graph:
+each of the middleware's action requests (``interrupt_mode="batched"``, one approval per gated call of a model
+turn, or ``"per_call"``) becomes a kit approval, and the middleware gets its own decisions back:
+``{"type": "approve"}``, ``{"type": "edit", "edited_action": {"name": ..., "args": <edited>}}`` after an edit,
+``{"type": "reject", "message": <the reason>}`` on a rejection, a withdrawal or an expiry.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._extras import require
@@ -32,12 +39,13 @@ require("langgraph", extra="langgraph", feature="Kit approvals for LangGraph gra
 from langgraph.types import Command  # noqa: E402
 
 from milpa_chat.agents.host import ApprovalHost, Decision, context_from, context_record  # noqa: E402
+from milpa_chat.runtime.approval import ApprovalRefused  # noqa: E402
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
 
-__all__ = ["LangGraphApprovals", "resume_value"]
+__all__ = ["LangGraphApprovals", "hitl_decision", "resume_value"]
 
 
 def resume_value(decision: Decision) -> dict[str, Any]:
@@ -103,7 +111,7 @@ class LangGraphApprovals:
         record = await self.host.load_run(run_id)
         if record is None:
             raise LookupError(f"no paused LangGraph run {run_id!r} in the store")
-        result = await self._resume(record["approvals"], record["config"])
+        result = await self._resume(record["approvals"], record["config"], record.get("shapes"))
         ctx = context_from(record["ctx"])
         result = await self._settle(result, ctx, record["config"], run_id)
         if tell:
@@ -119,31 +127,67 @@ class LangGraphApprovals:
     async def _settle(self, result: Any, ctx: ToolContext, config: dict[str, Any], run_id: str | None) -> Any:
         while isinstance(result, Mapping) and result.get("__interrupt__"):
             approvals: dict[str, str] = {}
+            shapes: dict[str, dict[str, Any]] = {}
             for interrupt in result["__interrupt__"]:
-                tool, args = _proposal(interrupt.value)
-                opened = await self.host.request(
-                    tool, args, ctx, verify=self._policy(tool), schema=self.schemas.get(tool)
-                )
-                approvals[interrupt.id] = opened.id
+                shape = _shape(interrupt.value)
+                keys = []
+                for i, (tool, args, allowed) in enumerate(shape["calls"]):
+                    opened = await self.host.request(
+                        tool,
+                        args,
+                        ctx,
+                        verify=self._policy(tool),
+                        schema=self.schemas.get(tool),
+                        editable=allowed is None or "edit" in allowed,
+                    )
+                    key = interrupt.id if shape["kind"] != "batched" else f"{interrupt.id}#{i}"
+                    approvals[key] = opened.id
+                    keys.append(key)
+                shapes[interrupt.id] = {
+                    "kind": shape["kind"],
+                    "keys": keys,
+                    "allowed": [allowed for _, _, allowed in shape["calls"]],
+                }
             run_id = await self.host.save_run(
                 run_id,
                 {
                     "framework": self.framework,
                     "config": _jsonable(config),
                     "approvals": approvals,
+                    "shapes": shapes,
                     "ctx": context_record(ctx),
                 },
             )
-            result = await self._resume(approvals, config)
+            result = await self._resume(approvals, config, shapes)
         if run_id is not None:
             await self.host.end_run(run_id)
         return result
 
-    async def _resume(self, approvals: Mapping[str, str], config: dict[str, Any]) -> Any:
-        """Wait for the decisions, then resume the graph once: the resume is claimed through every approved
-        approval (nested), so only one caller ever resumes an approved call."""
-        decided = await asyncio.gather(*(self.host.wait(aid) for aid in approvals.values()))
-        values = {iid: resume_value(d) for iid, d in zip(approvals, decided, strict=True)}
+    async def _resume(
+        self, approvals: Mapping[str, str], config: dict[str, Any], shapes: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Wait for the decisions, then resume the graph once: the resume is claimed through every approval
+        whose call now runs (nested), so only one caller ever resumes an approved call."""
+        decided = dict(
+            zip(approvals, await asyncio.gather(*(self.host.wait(a) for a in approvals.values())), strict=True)
+        )
+        shapes = shapes or {key: {"kind": "tool", "keys": [key], "allowed": [None]} for key in approvals}
+        values: dict[str, Any] = {}
+        runs: list[Decision] = []
+        refused: list[tuple[Decision, str]] = []
+        for iid, shape in shapes.items():
+            answers = []
+            for key, allowed in zip(shape["keys"], shape["allowed"], strict=True):
+                decision = decided[key]
+                answer = resume_value(decision) if shape["kind"] == "tool" else hitl_decision(decision, allowed)
+                answers.append(answer)
+                if answer["type"] in ("approve", "edit"):
+                    runs.append(decision)
+                elif decision.approved:  # approved with an edit this tool does not take: it does not run
+                    refused.append((decision, answer["message"]))
+            values[iid] = {"decisions": answers} if shape["kind"] == "batched" else answers[0]
+        for decision, message in refused:
+            await _not_run(self.host, decision.id, message)
         command: Command[Any] = Command(resume=values)
         outcome: dict[str, Any] = {}
 
@@ -152,9 +196,8 @@ class LangGraphApprovals:
             return _summary(outcome["state"])
 
         step = resume
-        for decision in decided:
-            if decision.approved:
-                step = _claimed(self.host, decision.id, step)
+        for decision in runs:
+            step = _claimed(self.host, decision.id, step)
         await step({})
         if "state" in outcome:
             return outcome["state"]
@@ -166,6 +209,33 @@ class LangGraphApprovals:
         return self.verify.get(tool)
 
 
+def hitl_decision(decision: Decision, allowed: list[str] | None) -> dict[str, Any]:
+    """LangChain's ``HumanInTheLoopMiddleware`` decision for ``decision`` (``allowed``: the decisions the
+    middleware takes for that tool, ``None`` for all)."""
+    tool = decision.approval.tool
+    if not decision.approved:
+        return {"type": "reject", "message": decision.reason}
+    if decision.edited:
+        if allowed is not None and "edit" not in allowed:
+            return {
+                "type": "reject",
+                "message": f"The call was edited before it was approved, but {tool} takes no edits here: nothing "
+                "was done. Ask again with the right arguments.",
+            }
+        return {"type": "edit", "edited_action": {"name": tool, "args": decision.args}}
+    return {"type": "approve"}
+
+
+async def _not_run(host: ApprovalHost, approval: str, message: str) -> None:
+    """Settle an approved call that will not run (the record says why), once."""
+
+    async def refuse(_args: dict[str, Any]) -> None:
+        raise RuntimeError(message)
+
+    with suppress(RuntimeError, ApprovalRefused):
+        await host.run(approval, refuse)
+
+
 def _claimed(host: ApprovalHost, approval: str, inner: Any) -> Any:
     async def step(_args: dict[str, Any]) -> Any:
         return await host.run(approval, inner)
@@ -173,11 +243,41 @@ def _claimed(host: ApprovalHost, approval: str, inner: Any) -> Any:
     return step
 
 
+def _shape(value: Any) -> dict[str, Any]:
+    """The calls an interrupt asks about: ``{"kind": "tool" | "tool_approval" | "batched", "calls": [(tool,
+    args, allowed decisions or None), ...]}``."""
+    if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):  # HITL middleware, batched
+        configs = {c.get("action_name"): c.get("allowed_decisions") for c in value.get("review_configs") or []}
+        calls = []
+        for request in value["action_requests"]:
+            tool, args = _proposal({"tool": request.get("name"), "args": request.get("args")})
+            calls.append((tool, args, _allowed(tool, configs.get(tool))))
+        return {"kind": "batched", "calls": calls}
+    if isinstance(value, Mapping) and value.get("type") == "tool_approval":  # HITL middleware, per call
+        tool, args = _proposal({"tool": value.get("name"), "args": value.get("args")})
+        return {"kind": "tool_approval", "calls": [(tool, args, None)]}
+    tool, args = _proposal(value)
+    return {"kind": "tool", "calls": [(tool, args, None)]}
+
+
+def _allowed(tool: str, allowed: Any) -> list[str] | None:
+    if allowed is None:
+        return None
+    decisions = [str(d) for d in allowed]
+    if "reject" not in decisions:
+        raise ValueError(
+            f"HumanInTheLoopMiddleware allows {decisions} for {tool!r}: kit approvals need 'reject' among them "
+            f"(a person may say no); use interrupt_on={{{tool!r}: True}} or add 'reject' to allowed_decisions"
+        )
+    return decisions
+
+
 def _proposal(value: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(value, Mapping) and isinstance(value.get("tool"), str) and isinstance(value.get("args", {}), Mapping):
         return value["tool"], dict(value.get("args") or {})
     raise ValueError(
-        f"a kit approval needs interrupt({{'tool': <name>, 'args': {{...}}}}); the graph interrupted with {value!r}"
+        f"a kit approval needs interrupt({{'tool': <name>, 'args': {{...}}}}) or LangChain's "
+        f"HumanInTheLoopMiddleware; the graph interrupted with {value!r}"
     )
 
 

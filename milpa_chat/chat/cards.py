@@ -142,6 +142,8 @@ def may_edit(approval: Approval, role: str) -> bool:
     """Whether this copy of a pending card offers Edit: the requester's confirm, an approver's verification."""
     if approval.state != "pending" or approval.tool is None or role == "viewer":
         return False
+    if (approval.data.get("payload") or {}).get("editable") is False:  # an agent that takes no edited call
+        return False
     return approval.kind == "confirm" or role == "approver"
 
 

@@ -24,6 +24,7 @@ from milpa_chat.chat.surface import Transport
 from milpa_chat.renderers.model import Actions, Button, Message
 from milpa_chat.runtime.approval import active_failure, card_key, report_key
 from milpa_chat.runtime.approvals import Delivery
+from milpa_chat.runtime.leases import holder_dead
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
@@ -71,6 +72,8 @@ class ApprovalOutbox:
         #: Called for each copy of a card with ``(approval, role)``; a button returned is added to that copy
         #: (e.g. "Always allow…" on an approver's copy, from :class:`milpa_chat.grants.GrantChat`).
         self.extras: list[Callable[[Approval, str], Button | None]] = []
+        #: ``(approval id, card effect)`` of the cards whose first send is in flight in this process.
+        self._sending: set[tuple[str, str]] = set()
 
     def card(self, approval: Approval, role: str, *, failing: Mapping[str, str] | None = None) -> Message:
         """This copy of the card (:func:`cards.approval_message`), with the buttons :attr:`extras` add."""
@@ -127,32 +130,56 @@ class ApprovalOutbox:
         now = self.desk.store.clock()
         outcomes: dict[str, Delivery] = {}
         failing: dict[str, str] = {}  # this pass's errors, for the requester's card sent after them
-        for effect in approval.effects():
-            failure = active_failure(approval.data, effect)
-            if failure and float(failure["next_at"]) > now:
-                continue  # waiting out a retry time
-            try:
-                done = await self._one(approval, effect, failing)
-            except Exception as exc:
-                attempts = int(failure["attempts"]) + 1 if failure else 1
-                log.warning("approval %s: %s failed (attempt %d): %s", approval.id, effect, attempts, exc)
-                done = Delivery(error=f"{type(exc).__name__}: {exc}", retry_in=retry_delay(exc, attempts))
-                failing[effect] = done.error or ""
-            if done is not None:
-                outcomes[effect] = done
-        if not outcomes:
-            return approval
-        before = bool(cards.unreached(approval))
-        delivered = await self.desk.delivered(approval.id, outcomes, current=approval)
+        sending: set[tuple[str, str]] = set()  # the first sends of cards this pass makes (until their ids are kept)
+        try:
+            for effect in approval.effects():
+                failure = active_failure(approval.data, effect)
+                if failure and float(failure["next_at"]) > now:
+                    continue  # waiting out a retry time
+                if self._sent_elsewhere(approval, effect, now):
+                    continue  # its first send is in flight: the sender edits it once its id is kept
+                if effect.startswith("card:") and not approval.data["cards"][int(effect[5:])].get("message_id"):
+                    sending.add((approval.id, effect))
+                    self._sending.add((approval.id, effect))
+                try:
+                    done = await self._one(approval, effect, failing)
+                except Exception as exc:
+                    attempts = int(failure["attempts"]) + 1 if failure else 1
+                    log.warning("approval %s: %s failed (attempt %d): %s", approval.id, effect, attempts, exc)
+                    done = Delivery(error=f"{type(exc).__name__}: {exc}", retry_in=retry_delay(exc, attempts))
+                    failing[effect] = done.error or ""
+                if done is not None:
+                    outcomes[effect] = done
+            if not outcomes:
+                return approval
+            before = bool(cards.unreached(approval))
+            delivered = await self.desk.delivered(approval.id, outcomes, current=approval)
+        finally:
+            self._sending.difference_update(sending)
         delivered = await self._retell(delivered, before, sent={e for e, d in outcomes.items() if d.message_id})
-        raced = [
-            e
-            for e, d in outcomes.items()
-            if e.startswith("card:") and d.ok and not d.message_id and e in delivered.effects()
-        ]
-        if again and raced and delivered.state == approval.state:
+        still = delivered.effects()
+        raced = [e for e, d in outcomes.items() if e.startswith("card:") and d.ok and not d.message_id and e in still]
+        # a card sent showing a state the record has since left (a decision landed during its send): nobody
+        # else could edit it before its id was kept, so it is edited now
+        overtaken = [e for e, d in outcomes.items() if d.message_id and e in still]
+        if again and (overtaken or (raced and delivered.state == approval.state)):
             return await self.deliver(delivered, again=False)
         return delivered
+
+    def _sent_elsewhere(self, approval: Approval, effect: str, now: float) -> bool:
+        """Whether the first send of this card is someone else's: in flight in this process, or held by another
+        live worker that opened it and has not yet kept its message id (until its hold ends)."""
+        if not effect.startswith("card:"):
+            return False
+        card = approval.data["cards"][int(effect[5:])]
+        if card.get("message_id"):
+            return False
+        if (approval.id, effect) in self._sending:
+            return True
+        hold = card.get("sending")
+        if not hold or hold.get("by") == self.desk.worker or float(hold.get("until", 0)) <= now:
+            return False
+        return not holder_dead(hold.get("by"))
 
     async def _retell(self, approval: Approval, before: bool, sent: set[str]) -> Approval:
         """When whether an approver has the card changed, the requester's copy says so: "No approver

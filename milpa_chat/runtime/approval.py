@@ -298,6 +298,15 @@ def card_edits(v: Mapping[str, Any], effect: str) -> int:
     return int(cards[i].get("edits", 0)) if i < len(cards) else 0
 
 
+def hold_new_cards(v: dict[str, Any], holder: str, until: float) -> None:
+    """Stamp each card not sent yet (no message id, no sender) with who sends it and until when: another
+    worker sends it only once that time has passed or that process is dead (a decision landing while it
+    is in flight must not send a second copy)."""
+    for card in v.get("cards", []):
+        if not card.get("message_id") and "sending" not in card:
+            card["sending"] = {"by": holder, "until": until}
+
+
 def mark_delivered(
     v: dict[str, Any], effect: str, key: str | None, message_id: str | None = None, *, raced: bool = False
 ) -> None:
@@ -310,6 +319,7 @@ def mark_delivered(
         card = v["cards"][int(effect.partition(":")[2])]
         if message_id:
             card["message_id"] = message_id
+            card.pop("sending", None)
         card["edits"] = int(card.get("edits", 0)) + 1
         card["shown"] = None if raced else key
     elif effect == "report":

@@ -338,6 +338,10 @@ def schema_check(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, A
 def _check_editor(a: Approval, actor: Actor) -> None:
     if a.tool is None:
         raise ApprovalRefused("This request runs no tool, so it has no arguments to edit.", code="WRONG_KIND")
+    if a.data.get("external") and (a.data.get("payload") or {}).get("editable") is False:
+        raise ApprovalRefused(
+            f"The agent that asked takes no edits of {a.label}: approve or reject it as it is.", code="WRONG_KIND"
+        )
     if a.kind == "confirm":
         if actor.principal != a.requester_principal:
             raise ApprovalRefused(f"Only {a.requester_name} can edit this request before confirming it.")

@@ -15,6 +15,7 @@ from milpa_chat.runtime.approval import (
     Approval,
     ApprovalRefused,
     due_of,
+    hold_new_cards,
 )
 from milpa_chat.runtime.approval_hooks import (
     ApprovalHooks,
@@ -221,6 +222,7 @@ class DeskCore:
                 return Change(current, "unchanged")
             if handoff:
                 value.update(deliver_at=now + self._handoff(), writer=self.worker)
+                hold_new_cards(value, self.worker, now + self._handoff())  # cards a reminder or escalation added
             settled = value["state"] in FINAL and current.state not in FINAL
             rec = await self.store.update(
                 COLLECTION,

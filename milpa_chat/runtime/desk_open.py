@@ -16,6 +16,7 @@ from milpa_chat.runtime.approval import (
     ApprovalRefused,
     digest,
     due_of,
+    hold_new_cards,
 )
 from milpa_chat.runtime.approval_hooks import (
     Change,
@@ -129,6 +130,7 @@ class Opening(DeskCore):
             opener(value, ctx)
         if external:
             value.update(external=True, auto_run=False)
+        hold_new_cards(value, self.worker, now + self._handoff())
         who = ctx.principal or "anonymous"
         while True:
             aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes

@@ -17,11 +17,22 @@ from milpa_chat.agents import ApprovalHost, approval_id
 from milpa_chat.runtime.definition import VerifyPolicy
 
 APPROVERS = -500
-#: Alice asks for payments; Maria and Mateo approve them in the approvers' group.
+SLACK_APPROVERS = "C0APPROVE"
+TEAM = "T1"
+#: Slack user ids of the same people.
+SLACK_PEOPLE = {"alice": "U1001", "maria": "U2001", "mateo": "U2002"}
+#: Alice asks for payments; Maria and Mateo approve them in the approvers' group (Telegram) or channel (Slack).
 IDENTITIES: dict[str, Any] = {
     "roles": {"writer": ["payments:send"], "manager": ["payments:approve", "verification:approve"]},
-    "users": {"telegram:1001": ["writer"], "telegram:2001": ["manager"], "telegram:2002": ["manager"]},
-    "approvers": {"telegram": [str(APPROVERS)]},
+    "users": {
+        "telegram:1001": ["writer"],
+        "telegram:2001": ["manager"],
+        "telegram:2002": ["manager"],
+        f"slack:{TEAM}:{SLACK_PEOPLE['alice']}": ["writer"],
+        f"slack:{TEAM}:{SLACK_PEOPLE['maria']}": ["manager"],
+        f"slack:{TEAM}:{SLACK_PEOPLE['mateo']}": ["manager"],
+    },
+    "approvers": {"telegram": [str(APPROVERS)], "slack": [SLACK_APPROVERS]},
 }
 MANAGERS = VerifyPolicy(approver_scopes=("payments:approve",), expires_in=600)
 PAYMENT = {"to": "ACME", "amount": 120}
@@ -52,6 +63,7 @@ class Ledger:
 
 class PydanticAI:
     name = "pydantic-ai"
+    framework = "pydantic-ai:agent"
 
     def __init__(self) -> None:
         self.seen: list[str] = []
@@ -85,6 +97,7 @@ class PydanticAI:
 
 class OpenAIAgents:
     name = "openai-agents"
+    framework = "openai-agents:agent"
 
     def __init__(self, base_url: str | None = None, api_key: str = "sk-test") -> None:
         self.base_url, self.api_key = base_url, api_key
@@ -129,6 +142,7 @@ class OpenAIAgents:
 
 class LangGraph:
     name = "langgraph"
+    framework = "langgraph:graph"
 
     def __init__(self) -> None:
         self.seen: list[str] = []
@@ -168,4 +182,80 @@ class LangGraph:
         return approvals, agent
 
 
-FRAMEWORKS = {"pydantic-ai": PydanticAI, "openai-agents": OpenAIAgents, "langgraph": LangGraph}
+class LangChain:
+    """An agent from LangChain's ``create_agent`` gated by its ``HumanInTheLoopMiddleware``, on a scripted chat
+    model (tool call first, then an answer with what the tool returned)."""
+
+    name = "langchain"
+    framework = "langgraph:agent"
+
+    def __init__(self, mode: str = "batched") -> None:
+        self.mode = mode
+        self.seen: list[str] = []
+
+    async def build(
+        self, host: ApprovalHost, ledger: Ledger, verify: VerifyPolicy | None, stack: AsyncExitStack, workdir: Path
+    ) -> tuple[Any, Any]:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+        from langchain_core.tools import tool
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        from milpa_chat.agents.langgraph import LangGraphApprovals
+
+        @tool
+        def send_payment(to: str, amount: float) -> str:
+            """Send a payment."""
+            return ledger.pay(to, amount)
+
+        saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(workdir / "agent.db")))
+        agent = create_agent(
+            scripted_chat_model(self.seen),
+            tools=[send_payment],
+            middleware=[HumanInTheLoopMiddleware({"send_payment": True}, interrupt_mode=self.mode)],  # type: ignore[arg-type]
+            checkpointer=saver,
+        )
+        approvals = LangGraphApprovals(host, agent, verify=verify, name="agent", schemas={"send_payment": SCHEMA})
+        chat = approvals.chat_agent(
+            lambda text: (
+                {"messages": [{"role": "user", "content": text}]},
+                {"configurable": {"thread_id": secrets.token_hex(8)}},
+            )
+        )
+        return approvals, chat
+
+
+def scripted_chat_model(seen: list[str]) -> Any:
+    """A LangChain chat model that calls ``send_payment`` once, then answers with what the tool returned (kept in
+    ``seen``, as the model was sent it)."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class ScriptedPayer(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "scripted-payer"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+            last = messages[-1]
+            if isinstance(last, ToolMessage):
+                seen.append(str(last.content))
+                reply = AIMessage(content=f"Done: {last.content}")
+            else:
+                call = {"name": "send_payment", "args": dict(PAYMENT), "id": f"call_{secrets.token_hex(4)}"}
+                reply = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    return ScriptedPayer()
+
+
+FRAMEWORKS: dict[str, Any] = {
+    "pydantic-ai": PydanticAI,
+    "openai-agents": OpenAIAgents,
+    "langgraph": LangGraph,
+    "langchain": LangChain,
+}

@@ -79,3 +79,47 @@ async def test_an_edit_that_lands_after_a_newer_one_is_done_again(again: bool) -
     mine = platform.find(ALICE.id, record.data["cards"][1]["message_id"])
     for card in (group, mine):
         assert "Done" in card.text and "Running" not in card.text and card.buttons == (), card.text
+
+
+class FirstSendHeld(Platform):
+    """The platform shows the first new message at once but answers its send (the message id) only when the test
+    lets it (``release``); every other call goes through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.first = True
+
+    async def send(self, chat_id: str, message: Message) -> MessageRef:
+        ref = await RecordingTransport.send(self, chat_id, message)
+        if self.first:
+            self.first = False
+            self.held.set()
+            await self.release.wait()
+        return ref
+
+
+async def test_a_decision_on_another_worker_while_a_card_is_sent_sends_no_second_copy() -> None:
+    clock, tools = Clock(), Tools()
+    store, platform = MemoryStore(clock=clock), FirstSendHeld()
+    a, b = worker(tools, store, platform), worker(tools, store, platform)
+    b.approvals.worker = "elsewhere:1:1"  # another process (on another host: never presumed dead)
+    asking = asyncio.ensure_future(platform.say(a, ALICE, "/pay ACME 12"))
+    await asyncio.wait_for(platform.held.wait(), 5)  # worker a's first card is on the platform, its id not back
+    (pending,) = await b.approvals.listing()
+    assert not any(c.get("message_id") for c in pending.data["cards"])
+    manager = b.identities.context_for("telegram", MANAGER, APPROVERS_CHAT)
+    decided = await b.approvals.decide(pending.id, "approve", manager)  # worker b decides, runs and delivers
+    assert decided.claimed and tools.paid == [("ACME", 12.0)]
+    shown = {chat: len(platform.in_chat(chat)) for chat in (APPROVERS_CHAT, ALICE.id)}
+    platform.release.set()
+    await asyncio.wait_for(asking, 5)
+    record = await a.approvals.get(pending.id)
+    assert record is not None and record.state == "executed"
+    cards = [platform.find(c["chat_id"], c["message_id"]) for c in record.data["cards"]]
+    print(f"\ncopies of the card each chat got, a decision on another worker during the send: {shown}")
+    assert shown[APPROVERS_CHAT] == 1  # worker b sent no second copy of the card worker a was sending
+    assert len([m for m in platform.in_chat(APPROVERS_CHAT) if "send_payment" in m.text or "pay" in m.text]) == 1
+    for card in cards:  # worker a edited what it sent, once its ids were kept: every copy shows the outcome
+        assert "Done" in card.text and card.buttons == (), card.text
+    assert record.effects() == [] and tools.paid == [("ACME", 12.0)]

@@ -73,7 +73,11 @@ async def test_requested_on_telegram_approved_on_slack_through_the_balancer(tmp_
         await fleet.tg.wait_until(lambda: not fleet.tg.message(TG_APPROVERS, tg_card.message_id).buttons, timeout=15)
         store = open_spec(fleet.store_spec(), max_size=1)
         try:
-            await fleet.tg.wait_for_message(TG_WRITERS[0].id, timeout=15)  # the result, where it was asked
+            await fleet.tg.wait_until(  # the result, where it was asked (not the requester's copy of the card)
+                lambda: any("Paid 12.00 EUR" in (m.text or "") for m in fleet.tg.messages(TG_WRITERS[0].id)),
+                timeout=15,
+                what="the result in the requester's chat",
+            )
             approvals = await approvals_in(store)
             assert [a.state for a in approvals.values()] == ["executed"]
             assert [e.value["key"] for e in await store.read("executions")] == list(approvals)

@@ -12,7 +12,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
-NAMES = ["01_explore_tools.ipynb", "02_approvals.ipynb", "04_operations.ipynb"]
+NAMES = ["01_explore_tools.ipynb", "02_approvals.ipynb", "04_operations.ipynb", "05_agents.ipynb"]
 
 
 def execute(name: str) -> Any:
@@ -100,3 +100,15 @@ def test_operations_notebook() -> None:
     assert "usage: milpa-chat run notes_archive" in out and "--reason {done,stale}" in out
     html = "".join(v for v in widget_values(nb, "HTMLModel") if isinstance(v, str))
     assert "Tool explorer" in html and "notes_archive" in html
+
+
+@pytest.mark.slow
+def test_agents_notebook() -> None:
+    nb = execute("05_agents.ipynb")
+    out = printed(nb)
+    assert "waiting: send_payment {'to': 'ACME', 'amount': 120.0}" in out
+    assert "agent: Done: Paid 120.00 EUR to ACME." in out
+    assert "paid: [('ACME', 120.0)] | key is the approval: True" in out
+    assert "agent: Done: Rejected by Maria: already paid." in out and "paid: 1 time(s)" in out
+    html = "".join(v for v in widget_values(nb, "HTMLModel") if isinstance(v, str))
+    assert "send_payment" in html and "Rejected by Maria" in html
