@@ -7,13 +7,20 @@ decision the assistant hands the approval back (:meth:`ChatAgent.resume`), the a
 the tool's result — or with the refusal, for a cancelled, rejected or expired request — and its
 answer is posted in the chat. Nothing lives only in memory, so this works across restarts.
 
+When one model step asks for several calls that need a decision (twelve deletions at once), every one
+opens its request in the same turn (so the approvers see them on one batch card), the paused run is kept
+once in the store (collection ``agent_steps``), and the run continues when the last of them is decided,
+with each outcome — ran, failed, rejected, expired — as its own tool result.
+
 The assistant is reached through :class:`ChatHost` (``milpa_chat.chat.Assistant`` is one): this
 module does not import the chat core.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import secrets
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,7 +37,7 @@ from milpa_chat.gateway.intent import NamedTargetCheck
 from milpa_chat.gateway.mcp_client import result_for_model
 from milpa_chat.gateway.orchestrator import AgentOrchestrator, Progress, step_title
 from milpa_chat.gateway.second_opinion import SecondOpinionGate
-from milpa_chat.gateway.state import AgentRun, AgentState, declined
+from milpa_chat.gateway.state import AgentRun, AgentState, StepStatus, declined
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 
 if TYPE_CHECKING:
@@ -45,6 +52,10 @@ log = logging.getLogger("milpa_chat.gateway.chat")
 
 #: Marks an ``Approval.resume`` payload written by :class:`ChatAgent`.
 AGENT_TAG = "milpa_chat.gateway.ChatAgent/1"
+
+#: Store collection of the runs paused on several requests of one step: the paused state and each call's
+#: outcome as it is decided (the last decision continues the run, once).
+STEPS = "agent_steps"
 
 DEFAULT_SYSTEM = (
     "You are an assistant in a chat. Answer briefly, in the language of the user. Use the tools when they "
@@ -196,23 +207,72 @@ class ChatAgent:
             "task": str(payload["task"]),
             "thread": payload.get("thread"),
         }
+        group = payload.get("group")
+        results: dict[str, ToolResult] = {}
+        if group is not None:
+            decided = await self._decide(str(group), str(payload["call"]), result)
+            if decided is None:  # others of the step are still waiting, or this was already handed back
+                return None
+            record, results = decided
         orchestrator = self._orchestrator(ctx, where["task"], stream)
         step = payload.get("step")
+        for other in [] if group is None else record.get("steps", []):  # the step's other waiting calls
+            if other["id"] != payload.get("call") and other["id"] in results:
+                done = results[other["id"]]
+                status: StepStatus = "complete" if done.success else "error"
+                await orchestrator.show_step(str(other["id"]), str(other["title"]), status, done.error or None)
         if isinstance(step, Mapping):
             outcome = f"{approval.state} by {who}" if who else str(approval.state)
             if not ran and result.error and approval.state in ("executed", "failed"):
                 outcome = f"{outcome}: {result.error}"
             await orchestrator.show_step(str(step["id"]), str(step["title"]), "complete" if ran else "error", outcome)
         try:
-            run = await orchestrator.resume(AgentState.from_dict(payload["state"]), result)
+            if group is not None:
+                run = await orchestrator.resume_step(AgentState.from_dict(record["state"]), results)
+            else:
+                run = await orchestrator.resume(AgentState.from_dict(payload["state"]), result)
         except (LlmError, MissingExtraError) as exc:
+            if group is not None:
+                await self.host.store.delete(STEPS, str(group))
             return await self._trouble(exc, where["stream"])
-        return await self._settle(run, inbound, where, orchestrator)
+        reply = await self._settle(run, inbound, where, orchestrator)
+        if group is not None:
+            await self.host.store.delete(STEPS, str(group))  # a late redelivery finds nothing to continue
+        return reply
+
+    async def _decide(
+        self, group: str, call_id: str, result: ToolResult
+    ) -> tuple[dict[str, Any], dict[str, ToolResult]] | None:
+        """Record one waiting call's outcome (once: a redelivery keeps the first). The caller whose outcome
+        was the last one missing continues the run: it gets the step's record (``state``, ``steps``) and every
+        outcome; others get ``None``."""
+        store = self.host.store
+        while True:
+            record = await store.get(STEPS, group)
+            if record is None or call_id not in record.value["results"]:
+                return None
+            value = dict(record.value)
+            outcomes = dict(value["results"])
+            if outcomes[call_id] is None:
+                outcomes[call_id] = json.loads(result.to_json(indent=None))
+            value["results"] = outcomes
+            if all(o is not None for o in outcomes.values()) and value.get("closer") is None:
+                value["closer"] = call_id
+            if (
+                value != record.value
+                and await store.update(STEPS, group, value, expected_version=record.version) is None
+            ):
+                continue  # another decision of the step was recorded at the same time: read again
+            if value.get("closer") != call_id:
+                return None
+            return value, {cid: ToolResult.from_dict(o) for cid, o in outcomes.items()}
 
     async def _settle(
         self, run: AgentRun, inbound: ChatTurn, where: dict[str, Any], orchestrator: AgentOrchestrator
     ) -> str | None:
         base: int = where["base"]
+        if run.paused and run.state is not None and len(run.state.waiting) > 1:
+            return await self._open_step(run.state, inbound, where, orchestrator)
         if run.paused:
             assert run.state is not None
             pending = run.state.pending
@@ -233,6 +293,47 @@ class ChatAgent:
                 "something smaller."
             )
         return run.answer or ("Done." if run.tool_results else "I have no answer to that.")
+
+    async def _open_step(
+        self, state: AgentState, inbound: ChatTurn, where: dict[str, Any], orchestrator: AgentOrchestrator
+    ) -> str | None:
+        """A step waiting on several calls: keep the paused run once, then open every call's request (each
+        carries the step's id and its call's id); a call whose request could not be opened is answered
+        as not run at once."""
+        group = secrets.token_hex(12)
+        waiting = state.waiting
+        titles = {
+            w.call.id: await self._plan_title(w.result) if w.result is not None else f"{w.call.name} did not run"
+            for w in waiting
+        }
+        await self.host.store.put(
+            STEPS,
+            group,
+            {
+                "state": state.to_dict(),
+                "results": {w.call.id: None for w in waiting},
+                "closer": None,
+                "steps": [{"id": cid, "title": title} for cid, title in titles.items()],
+            },
+        )
+        for pending in waiting:
+            opened = False
+            if pending.reason in ("confirmation", "verification") and pending.result is not None:
+                step = {"id": pending.call.id, "title": titles[pending.call.id]}
+                payload = {"agent": AGENT_TAG, "group": group, "call": pending.call.id, **where, "step": step}
+                opened = await self.host.open_approval(inbound, pending.call.name, pending.result, resume=payload)
+                if opened:
+                    await orchestrator.show_step(pending.call.id, titles[pending.call.id], "pending")
+            if not opened:
+                await orchestrator.show_step(pending.call.id, f"{pending.call.name} did not run", "error")
+                failed = ToolResult.error(pending.explanation, code=ErrorCode.FORBIDDEN)
+                decided = await self._decide(group, pending.call.id, failed)
+                if decided is not None:  # nothing else of the step waits: go on now
+                    run = await orchestrator.resume_step(AgentState.from_dict(decided[0]["state"]), decided[1])
+                    reply = await self._settle(run, inbound, where, orchestrator)
+                    await self.host.store.delete(STEPS, group)
+                    return reply
+        return None
 
     async def _plan_title(self, result: ToolResult) -> str:
         titled = getattr(self.host, "plan_title", None)
@@ -265,6 +366,7 @@ class ChatAgent:
             max_tokens=self.max_tokens,
             progress=progress,
             describe=self._describe,
+            gather=True,
         )
 
     def _system(self) -> list[dict[str, Any]]:
@@ -307,6 +409,14 @@ def _closed(state: AgentState) -> list[dict[str, Any]]:
         if pending.reason == "blocked" and pending.result is not None
         else ToolResult.error(pending.explanation, code=ErrorCode.FORBIDDEN)
     )
+    if state.held:  # the step's calls in order, the one waiting answered as not run
+        return [
+            *state.messages,
+            *(
+                {"role": "tool", "tool_call_id": c.id, "content": result_for_model(r if r is not None else result)}
+                for c, r in state.held
+            ),
+        ]
     messages = [*state.messages, {"role": "tool", "tool_call_id": pending.call.id, "content": result_for_model(result)}]
     for call in state.queued:
         skipped = ToolResult.error(

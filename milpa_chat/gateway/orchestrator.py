@@ -78,6 +78,7 @@ class _Progress:
     steps: int = 0
     queue: list[ToolCall] = field(default_factory=list)
     outcomes: list[ToolOutcome] = field(default_factory=list)
+    held: list[tuple[ToolCall, ToolResult | None]] = field(default_factory=list)
 
 
 class AgentOrchestrator:
@@ -91,6 +92,12 @@ class AgentOrchestrator:
     history has no system message. ``progress`` (a :class:`Progress`) is shown the answer's text as it
     streams (when the model streams: ``llm.streams``) and each call as a step (``describe(name)``: its
     title, by default ``Running <name>…``).
+
+    ``gather``: how a step with several calls needing a decision pauses. ``False`` (the default) pauses at
+    the first one, the step's later calls queued behind it. ``True`` handles every call of the step first:
+    those that need nothing run, each gated one opens its own request, and the run pauses once with all
+    of them in ``AgentState.waiting``; :meth:`resume_step` continues when every one is decided, each
+    result going back to the model as its own tool message, in the step's order.
     """
 
     def __init__(
@@ -106,6 +113,7 @@ class AgentOrchestrator:
         max_tokens: int = 4096,
         progress: Progress | None = None,
         describe: Callable[[str], str] | None = None,
+        gather: bool = False,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"AgentOrchestrator(max_steps=...) must be at least 1, got {max_steps}")
@@ -120,6 +128,7 @@ class AgentOrchestrator:
         self.max_tokens = max_tokens
         self.progress = progress
         self.describe = describe or (lambda name: step_title(name))
+        self.gather = gather
 
     # ------------------------------------------------------------------ API
     async def run(self, prompt: str | Sequence[Mapping[str, Any]]) -> AgentRun:
@@ -143,24 +152,55 @@ class AgentOrchestrator:
         """
         if not isinstance(state, AgentState):
             state = AgentState.from_dict(state)
-        if self.options is None and state.removed:
-            self.options = OptionTable()  # the removals of the paused run still hold
-        if self.options is not None:
-            for removal in state.removed:
-                self.options.remove(str(removal["option"]), str(removal["code"]), removal.get("message"))
-        progress = _Progress(copy.deepcopy(state.messages), state.steps, list(state.queued))
+        if state.held:
+            return await self.resume_step(state, {state.pending.call.id: result})
+        progress = self._restore(state)
         await self._record(state.pending.call, result)
         self._answer(progress, state.pending.call, result)
         if not result.success:
             self._skip_queue(progress, state.pending.call.name)
         return await self._drive(progress)
 
+    async def resume_step(self, state: AgentState | Mapping[str, Any], results: Mapping[str, ToolResult]) -> AgentRun:
+        """Continue a run paused on several calls of one step (``gather=True``) once every one is decided.
+
+        ``results`` maps each waiting call's id (``state.waiting``) to its outcome, as for :meth:`resume`.
+        Each goes back to the model as its own tool message, in the order the model asked for the calls.
+        """
+        if not isinstance(state, AgentState):
+            state = AgentState.from_dict(state)
+        waiting = [w.call.id for w in state.waiting] or [state.pending.call.id]
+        missing = [cid for cid in waiting if cid not in results]
+        unknown = [cid for cid in results if cid not in waiting]
+        if missing or unknown:
+            raise ValueError(
+                "AgentOrchestrator.resume_step(): results must name exactly the waiting calls "
+                f"{waiting}; missing {missing}, unknown {unknown}"
+            )
+        if not state.held:
+            return await self.resume(state, results[waiting[0]])
+        progress = self._restore(state)
+        calls = {w.call.id: w.call for w in state.waiting}
+        for cid in waiting:
+            await self._record(calls[cid], results[cid])
+        for call, held in state.held:
+            self._answer(progress, call, held if held is not None else results[call.id])
+        return await self._drive(progress)
+
+    def _restore(self, state: AgentState) -> _Progress:
+        if self.options is None and state.removed:
+            self.options = OptionTable()  # the removals of the paused run still hold
+        if self.options is not None:
+            for removal in state.removed:
+                self.options.remove(str(removal["option"]), str(removal["code"]), removal.get("message"))
+        return _Progress(copy.deepcopy(state.messages), state.steps, list(state.queued))
+
     # ----------------------------------------------------------------- loop
     async def _drive(self, p: _Progress) -> AgentRun:
         while True:
-            pending = await self._act_all(p)
-            if pending is not None:
-                return self._pause(p, pending)
+            pending = await (self._gather(p) if self.gather else self._act_all(p))
+            if pending:
+                return self._pause(p, pending if isinstance(pending, list) else [pending])
             if p.steps >= self.max_steps:
                 log.info("agent stopped after %d steps without a final answer", p.steps)
                 return AgentRun("exhausted", p.messages, p.steps, p.outcomes)
@@ -192,10 +232,19 @@ class AgentOrchestrator:
             return AgentRun("tool_call_as_text", p.messages, p.steps, p.outcomes, answer=notice)
         return AgentRun("answered", p.messages, p.steps, p.outcomes, answer=text)
 
-    def _pause(self, p: _Progress, pending: PendingCall) -> AgentRun:
+    def _pause(self, p: _Progress, waiting: list[PendingCall]) -> AgentRun:
         removed = self.options.to_list() if self.options is not None else []
-        state = AgentState(copy.deepcopy(p.messages), pending, list(p.queue), p.steps, removed)
-        log.info("agent paused at %s (%s)", pending.call.name, pending.reason)
+        pending = waiting[0]
+        state = AgentState(
+            copy.deepcopy(p.messages),
+            pending,
+            list(p.queue),
+            p.steps,
+            removed,
+            waiting=list(waiting) if p.held else [],
+            held=list(p.held),
+        )
+        log.info("agent paused at %s (%s), %d call(s) waiting", pending.call.name, pending.reason, len(waiting))
         return AgentRun("paused", p.messages, p.steps, p.outcomes, state=state)
 
     # ------------------------------------------------------------------ act
@@ -207,26 +256,60 @@ class AgentOrchestrator:
                 return pending
         return None
 
+    async def _gather(self, p: _Progress) -> list[PendingCall]:
+        """Every call of the step: those needing nothing run, each gated one is opened, the results wait so
+        they go back in the step's order. A refused or blocked call before any gated one pauses the run as
+        without ``gather``; after one, its explanation is its result (the requests already opened stand)."""
+        slots: list[tuple[ToolCall, ToolResult | None]] = []
+        waiting: list[PendingCall] = []
+        while p.queue:
+            call = p.queue[0]
+            outcome = await self._try(call)
+            if isinstance(outcome, PendingCall) and outcome.reason in ("blocked", "refused"):
+                if not waiting:
+                    p.queue.pop(0)
+                    for done, result in slots:
+                        assert result is not None
+                        self._answer(p, done, result)
+                    return [outcome]
+                outcome = (
+                    outcome.result
+                    if outcome.reason == "blocked" and outcome.result is not None
+                    else ToolResult.error(outcome.explanation, code=ErrorCode.FORBIDDEN)
+                )
+            p.queue.pop(0)
+            if isinstance(outcome, PendingCall):
+                waiting.append(outcome)
+                slots.append((call, None))
+            else:
+                slots.append((call, outcome))
+        if not waiting:
+            for done, result in slots:
+                assert result is not None
+                self._answer(p, done, result)
+            return []
+        p.held = slots
+        return waiting
+
     async def _act(self, p: _Progress, call: ToolCall) -> PendingCall | None:
+        outcome = await self._try(call)
+        if isinstance(outcome, PendingCall):
+            return outcome
+        self._answer(p, call, outcome)
+        return None
+
+    async def _try(self, call: ToolCall) -> PendingCall | ToolResult:
+        """One call: its result, or why it waits (the call is not answered here)."""
         if call.problem is not None:
-            self._answer(
-                p,
-                call,
-                ToolResult.error(
-                    f"{call.name or 'The call'} was not run: {call.problem}.", code=ErrorCode.VALIDATION_ERROR
-                ),
+            return ToolResult.error(
+                f"{call.name or 'The call'} was not run: {call.problem}.", code=ErrorCode.VALIDATION_ERROR
             )
-            return None
         if self.options is not None and self.options.was_removed(call.name):
-            self._answer(p, call, self._removed_result(call.name))
-            return None
+            return self._removed_result(call.name)
         refusal = await self._refusal(call)
         if refusal is not None:
             if self.options is not None and self.options.was_removed(call.name):
-                self._answer(
-                    p, call, ToolResult.error(str(refusal), code=ErrorCode.FORBIDDEN, meta={"option_removed": True})
-                )
-                return None
+                return ToolResult.error(str(refusal), code=ErrorCode.FORBIDDEN, meta={"option_removed": True})
             return PendingCall(call, "refused", refusal=str(refusal), refusal_code=getattr(refusal, "code", None))
         await self.show_step(call.id, self.describe(call.name), "in_progress")
         result = await self._call(call)
@@ -239,8 +322,7 @@ class AgentOrchestrator:
             )
         if result.is_blocked():
             return PendingCall(call, "blocked", result)
-        self._answer(p, call, result)
-        return None
+        return result
 
     async def show_step(self, id: str, title: str, status: StepStatus, details: str | None = None) -> None:
         """Show a step on :attr:`progress` (nothing without one; a failing display never stops the run)."""

@@ -102,13 +102,19 @@ class PendingCall:
 @dataclass(slots=True)
 class AgentState:
     """A run stopped at ``pending``: the messages so far, the call waiting for a decision, and the calls
-    of the same step still queued behind it. ``removed`` are the option table's removals."""
+    of the same step still queued behind it. ``removed`` are the option table's removals.
+
+    A run paused with ``gather`` waits on several calls of one step: ``waiting`` lists them all (``pending``
+    is the first), and ``held`` is the step's calls in the model's order, each with its result when it
+    needed no decision (``None`` for a waiting one)."""
 
     messages: list[dict[str, Any]]
     pending: PendingCall
     queued: list[ToolCall] = field(default_factory=list)
     steps: int = 0
     removed: list[dict[str, Any]] = field(default_factory=list)
+    waiting: list[PendingCall] = field(default_factory=list)
+    held: list[tuple[ToolCall, ToolResult | None]] = field(default_factory=list)
 
     @property
     def approval(self) -> dict[str, Any]:
@@ -122,7 +128,7 @@ class AgentState:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (lists, dicts, strings, numbers), ready to store."""
-        state = {
+        state: dict[str, Any] = {
             "version": STATE_VERSION,
             "messages": self.messages,
             "pending": self.pending.to_dict(),
@@ -130,6 +136,9 @@ class AgentState:
             "steps": self.steps,
             "removed": self.removed,
         }
+        if self.held:
+            state["waiting"] = [w.to_dict() for w in self.waiting]
+            state["held"] = [{"call": c.to_dict(), "result": None if r is None else _jsonable(r)} for c, r in self.held]
         decoded: dict[str, Any] = json.loads(json.dumps(state, ensure_ascii=False, default=str))
         return decoded
 
@@ -146,6 +155,11 @@ class AgentState:
             queued=[ToolCall.from_dict(c) for c in data.get("queued", [])],
             steps=int(data.get("steps", 0)),
             removed=[dict(r) for r in data.get("removed", [])],
+            waiting=[PendingCall.from_dict(w) for w in data.get("waiting", [])],
+            held=[
+                (ToolCall.from_dict(h["call"]), None if h.get("result") is None else ToolResult.from_dict(h["result"]))
+                for h in data.get("held", [])
+            ],
         )
 
 

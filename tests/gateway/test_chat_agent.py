@@ -138,18 +138,16 @@ async def test_expiry_goes_back_to_the_model(bot: Bot, oa: FakeOpenAIServer, not
     assert notes.deleted == [] and len(oa.requests) == 2 and "expired" in tg.answers_to(ALICE)[-1]
 
 
-async def test_two_confirmations_in_one_step_are_asked_one_after_the_other(
-    bot: Bot, oa: FakeOpenAIServer, notes: Notes
-) -> None:
+async def test_two_confirmations_in_one_step_are_asked_at_once(bot: Bot, oa: FakeOpenAIServer, notes: Notes) -> None:
     assistant, _, tg = bot
     oa.reply_tool_calls(
         [ScriptedToolCall("delete_note", {"note_id": 1}, "a"), ScriptedToolCall("delete_note", {"note_id": 3}, "b")]
     )
     oa.reply_text("Deleted notes 1 and 3.")
     await tg.say(assistant, ALICE, "delete notes 1 and 3")
-    await tg.tap(assistant, ALICE, tg.last(ALICE.id), "Confirm")
-    assert notes.deleted == [1]
-    second = [m for m in tg.in_chat(ALICE.id) if m.buttons][-1]
+    first, second = [m for m in tg.in_chat(ALICE.id) if m.buttons]  # both asked now, not one after the other
+    await tg.tap(assistant, ALICE, first, "Confirm")
+    assert notes.deleted == [1] and len(oa.requests) == 1  # the model waits for the whole step
     await tg.tap(assistant, ALICE, second, "Confirm")
     assert notes.deleted == [1, 3] and tg.last(ALICE.id).text == "Deleted notes 1 and 3."
     assert list(dict(tool_messages(oa.bodies[1]))) == ["a", "b"] and len(oa.requests) == 2

@@ -221,3 +221,39 @@ async def test_provider_errors_propagate_as_llm_errors(
 def test_max_steps_must_be_positive(tools: McpClientService) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         AgentOrchestrator(LlmService(model="gpt-test", api_key="k"), tools, max_steps=0)
+
+
+async def test_gather_runs_the_free_calls_opens_every_gated_one_and_resumes_once_all_are_decided(
+    server: FakeServer, make_llm: MakeLlm, notes: Notes
+) -> None:
+    registry = registry_with(notes)
+    ctx = ToolContext.cli()
+    server.reply_tool_calls(
+        [
+            ScriptedToolCall("delete_note", {"note_id": 1}, "d1"),
+            ScriptedToolCall("get_note", {"note_id": 3}, "r3"),
+            ScriptedToolCall("delete_note", {"note_id": 2}, "d2"),
+        ]
+    )
+    server.reply_text("Deleted note 1; you kept note 2.")
+    run = await AgentOrchestrator(make_llm(), McpClientService(registry, ctx), gather=True).run("tidy up")
+    assert run.status == "paused" and run.state is not None and notes.deleted == []
+    assert [w.call.id for w in run.state.waiting] == ["d1", "d2"] and run.state.queued == []
+    assert [c.id for c, r in run.state.held if r is not None] == ["r3"]  # the free call already ran
+    assert len(server.requests) == 1  # the model waits for the whole step
+    stored = json.loads(json.dumps(run.state.to_dict()))
+
+    later = AgentOrchestrator(make_llm(), McpClientService(registry, ctx), gather=True)
+    with pytest.raises(ValueError, match=r"missing \['d2'\]"):
+        await later.resume_step(stored, {"d1": declined("rejected")})
+    with pytest.raises(ValueError, match=r"unknown \['r3'\]"):
+        await later.resume_step(stored, {"d1": declined("rejected"), "d2": declined("rejected"), "r3": declined("x")})
+    token = run.state.waiting[0].confirm_token
+    ran = await registry.call("delete_note", {"confirm_token": token}, ctx)
+    resumed = await later.resume_step(stored, {"d1": ran, "d2": declined("cancelled", by="Alice")})
+    assert resumed.status == "answered" and notes.deleted == [1] and 2 in notes.notes
+    sent = tool_messages(server.bodies[1])
+    assert [cid for cid, _ in sent] == ["d1", "r3", "d2"]  # one result per call, in the model's order
+    results = dict(sent)
+    assert results["d1"]["data"] == {"deleted": 1} and results["r3"]["data"]["title"] == "bread"
+    assert results["d2"]["decision"] == "cancelled"
