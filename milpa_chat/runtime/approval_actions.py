@@ -93,23 +93,9 @@ def may_see(a: Approval, ctx: ToolContext, *, on_a_card: bool = False) -> bool:
 
 
 async def refuse_model(desk: ApprovalDesk, subject: object, attempt: str, ctx: ToolContext) -> None:
-    """A model-made ``ctx`` never acts on an approval or a batch: refused, logged and, with a trail, audited."""
-    shown = subject if isinstance(subject, str) and len(subject) <= 200 else repr(subject)[:80]
-    log.warning("approval %s: %s by a model for %s refused", shown, attempt, ctx.principal)
-    if desk.trail is not None:
-        try:
-            await desk.trail.append(
-                "refused",
-                str(shown),
-                {"attempt": attempt, "principal": ctx.principal, "channel": ctx.channel, "by_model": True},
-            )
-        except Exception:
-            log.exception("approval %s: the audit trail could not record a refused attempt", shown)
-    raise ApprovalRefused(
-        f"A model cannot {attempt.replace('_', ' ')} an approval: only a person does, on its card, in the notebook "
-        "inbox or with the milpa-chat command. Nothing was changed.",
-        code="FORBIDDEN",
-    )
+    """A model-made ``ctx`` never acts on an approval or a batch: refused, logged and, with a trail, audited
+    (the desk's one refusal of a model, so every attempt leaves the same lines)."""
+    await desk._refuse_model(subject, attempt, ctx)
 
 
 def _text(text: object, what: str) -> str:

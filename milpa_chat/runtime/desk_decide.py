@@ -180,8 +180,9 @@ class Deciding(DeskCore):
                 )
             except Exception:
                 log.exception("approval %s: the audit trail could not record a refused attempt", shown)
+        verb = MODEL_VERBS.get(attempt, attempt.replace("_", " "))
         raise ApprovalRefused(
-            f"A model cannot {MODEL_VERBS.get(attempt, attempt)} an approval: only a person decides it, on its "
+            f"A model cannot {verb} an approval: only a person decides it, on its "
             "card, in the notebook inbox or with the milpa-chat command. Nothing was changed.",
             code="FORBIDDEN",
         )
