@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from milpa_chat.runtime.approval import (
     COLLECTION,
@@ -22,12 +22,8 @@ from milpa_chat.runtime.approval_hooks import (
     Delivery,
 )
 from milpa_chat.runtime.approval_rules import Outcome, expire, nudge
-from milpa_chat.runtime.leases import holder_dead, left_by_dead
-
-if TYPE_CHECKING:
-    pass
-
 from milpa_chat.runtime.desk_core import DeskCore
+from milpa_chat.runtime.leases import holder_dead, left_by_dead
 
 log = logging.getLogger("milpa_chat.approvals")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ async def until(condition: Callable[[], Any], what: str, timeout: float = WAIT) 
     return value
 
 
-class _Chat:
+class _Chat(ABC):
     """What both surfaces share: the kit, the framework's driver, the ledger and the trail."""
 
     surface = ""
@@ -72,12 +73,13 @@ class _Chat:
     async def alice_told(self, words: str) -> None:
         await until(lambda: any(words in t for t in self.alice_says()), f"{words!r} to Alice")
 
+    @abstractmethod
     def alice_says(self) -> list[str]:
-        raise NotImplementedError
+        """What the bot said to the requester, oldest first."""
 
+    @abstractmethod
     def context_of(self, who: str) -> Any:
         """The context the assistant gives ``who`` in the approvers' chat."""
-        raise NotImplementedError
 
 
 @dataclass
