@@ -159,6 +159,8 @@ async def test_an_upstream_killed_mid_call_is_a_clear_error_and_a_retry_does_not
 PATIENCE = 120.0
 #: Each call waits inside tools/call for its decision longer than the test is patient: the outcome (the result, not
 #: a "still pending" answer) never depends on how fast a loaded machine shows twenty cards and answers the taps.
+#: (With the file's 30 s, a machine that took over 30 s from a card to its tap, well within the test's 60 s for the
+#: cards, turned a correct "still pending" answer into a failure.)
 PATIENT_DELETE = {"delete_note": {**GATED, "wait_seconds": 4 * PATIENCE}, "slow_delete": GATED}
 
 

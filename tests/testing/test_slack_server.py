@@ -225,7 +225,8 @@ async def test_retry_is_delivered_with_its_headers(bolt: tuple[SlackEvents, Seen
 async def test_invalid_blocks_and_rate_limit_reach_the_sdk(bolt: tuple[SlackEvents, Seen], api: SlackApiServer) -> None:
     slack, seen = bolt
     resp = await slack.command("/post", "h" * 151)
-    assert resp.text == "posting"
+    assert resp.text == "posting"  # acknowledged first: the handler posts after the ack
+    await api.wait_for(lambda: len(seen.errors) == 1)  # that post answered before the limit is armed for the next
     api.rate_limit("chat.postMessage", retry_after=7)
     await slack.command("/post", "fine")
     await api.wait_for(lambda: len(seen.errors) == 2)
