@@ -2,7 +2,7 @@
 """Button taps per second through a fleet of Telegram webhook workers on PostgreSQL: 1, 2 and 4 workers.
 
     python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16] [--audit-trail all]
-                          [--chaos 20]
+                          [--chaos 10]
 
 PostgreSQL: ``MILPA_BENCH_POSTGRES_DSN`` (``postgresql://postgres@127.0.0.1:5432/test``); HAProxy: /usr/sbin/haproxy.
 
@@ -31,7 +31,8 @@ machine's core count. The harness (the Bot API server and the users), HAProxy, P
 share the machine's cores: a fleet scales only as far as cores are left for its workers.
 
 Then, unless ``--chaos 0``: the decision latency under chaos, the run ``tests/fleet/test_chaos.py`` makes (its
-harness, seed 16) for ``--chaos`` seconds (20 by default; the test runs 30): two Telegram and two Slack workers
+harness, seed 16) for ``--chaos`` seconds (10 by default, about 45 s with the fleet's start-up and settling;
+the test runs 30): two Telegram and two Slack workers
 SIGKILLed and restarted and their database connections terminated while people ask and tap on both platforms.
 The latency is from a person's first tap on a card to that card showing the decision (p50 and p99, with the
 number of decisions seen); the test asserts what must hold whatever the machine (each approved run executed
@@ -389,13 +390,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--chaos",
         type=float,
-        default=20.0,
+        default=10.0,
         help="seconds of the fleet chaos run whose decision latency is printed after the table; 0 skips it "
-        "(default 20)",
+        "(default 10)",
     )
     args = parser.parse_args()
     if args.chaos < 0:
-        raise SystemExit(f"--chaos takes seconds (0 to skip the chaos run), e.g. --chaos 20; got {args.chaos}")
+        raise SystemExit(f"--chaos takes seconds (0 to skip the chaos run), e.g. --chaos 10; got {args.chaos}")
     try:
         chosen = [int(n) for n in args.workers.split(",") if n.strip()]
     except ValueError:
