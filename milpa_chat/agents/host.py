@@ -51,6 +51,12 @@ def approval_id() -> str | None:
     return _current.get()
 
 
+def bind_approval_id(approval: str) -> None:
+    """For an adapter that learns, inside the framework's own run of one approved call, which approval it is:
+    :func:`approval_id` answers ``approval`` in the current context (that call's own task)."""
+    _current.set(approval)
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What people decided about one approval (read from its record)."""

@@ -44,8 +44,8 @@ require("langgraph", extra="langgraph", feature="Kit approvals for LangGraph gra
 from langgraph.types import Command  # noqa: E402
 
 from milpa_chat.agents.host import ApprovalHost, Decision, context_from, context_record  # noqa: E402
+from milpa_chat.agents.langchain_calls import call_ids, keyed_by_call, message_result, tool_message  # noqa: E402
 from milpa_chat.runtime.approval import ApprovalRefused  # noqa: E402
-from milpa_chat.runtime.result import ToolResult  # noqa: E402
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
@@ -56,8 +56,6 @@ __all__ = ["LangGraphApprovals", "hitl_decision", "record_result", "resume_value
 T = TypeVar("T")
 #: What the nodes of the resume under way said their tools returned, by approval id.
 _results: ContextVar[dict[str, Any] | None] = ContextVar("milpa_chat_langgraph_results", default=None)
-#: What LangChain's middleware puts before the result of an edited call (``HumanInTheLoopMiddleware._notice``).
-_EDIT_NOTICE_END = "\n\nTool response:\n"
 
 
 def record_result(answer: Mapping[str, Any], value: T) -> T:
@@ -153,7 +151,7 @@ class LangGraphApprovals:
             for interrupt in result["__interrupt__"]:
                 shape = _shape(interrupt.value)
                 if shape["kind"] == "batched":  # the middleware's request names no call ids: the model's turn does
-                    shape["call_ids"] = _call_ids(await self.graph.aget_state(config), shape["calls"])
+                    shape["call_ids"] = call_ids(await self.graph.aget_state(config), shape["calls"])
                 keys = []
                 for i, (tool, args, allowed) in enumerate(shape["calls"]):
                     opened = await self.host.request(
@@ -218,10 +216,12 @@ class LangGraphApprovals:
         command: Command[Any] = Command(resume=values)
         outcome: dict[str, Any] = {}
 
+        keys = {call_id: decision.id for decision, call_id in runs if call_id is not None}
+
         async def resume() -> None:
             token = _results.set({})
-            try:
-                outcome["state"] = await self.graph.ainvoke(command, config)
+            try:  # each of LangChain's tool calls runs with its own approval id as approval_id()
+                outcome["state"] = await self.graph.ainvoke(command, keyed_by_call(config, keys))
                 outcome["results"] = _results.get()
             finally:
                 _results.reset(token)
@@ -249,8 +249,8 @@ class LangGraphApprovals:
         async def run(_args: dict[str, Any]) -> Any:
             await inner()
             state = outcome["state"] if "state" in outcome else (await self.graph.aget_state(config)).values
-            if call_id is not None and (message := _tool_message(state, call_id)) is not None:
-                return _message_result(message, edited=decision.edited)
+            if call_id is not None and (message := tool_message(state, call_id)) is not None:
+                return message_result(message, edited=decision.edited)
             recorded = outcome.get("results") or {}
             return recorded[decision.id] if decision.id in recorded else _summary(state)
 
@@ -308,38 +308,6 @@ def _shape(value: Any) -> dict[str, Any]:
         return {"kind": "tool_approval", "calls": [(tool, args, None)], "call_ids": [call_id]}
     tool, args = _proposal(value)
     return {"kind": "tool", "calls": [(tool, args, None)], "call_ids": [None]}
-
-
-def _call_ids(snapshot: Any, calls: list[tuple[str, dict[str, Any], Any]]) -> list[str | None]:
-    """The ids of the model's tool calls a batched request asks about: the middleware asks about the last
-    model turn's gated calls, in order, so each request is the next call of that turn with its name and args."""
-    messages = (getattr(snapshot, "values", None) or {}).get("messages") or []
-    turn = next((m for m in reversed(messages) if getattr(m, "tool_calls", None)), None)
-    pending = list(getattr(turn, "tool_calls", None) or [])
-    ids: list[str | None] = []
-    for tool, args, _ in calls:
-        at = next((i for i, c in enumerate(pending) if c.get("name") == tool and c.get("args") == args), None)
-        ids.append(None if at is None else pending[at].get("id"))
-        pending = pending if at is None else pending[at + 1 :]
-    return ids
-
-
-def _tool_message(state: Any, call_id: str) -> Any:
-    """The ``ToolMessage`` that answered the model's call ``call_id`` in a messages state, or ``None``."""
-    messages = state.get("messages") if isinstance(state, Mapping) else None
-    found = [m for m in messages or [] if getattr(m, "tool_call_id", None) == call_id]
-    return found[-1] if found else None
-
-
-def _message_result(message: Any, *, edited: bool) -> Any:
-    """What the tool returned, from its ``ToolMessage``: the content (an edited call's without the middleware's
-    notice to the model); a message with ``status="error"`` records a failure."""
-    content = message.content if isinstance(message.content, str) else message.text
-    if edited and _EDIT_NOTICE_END in content:
-        content = content.split(_EDIT_NOTICE_END, 1)[1]
-    if getattr(message, "status", "success") == "error":
-        return ToolResult.error(content[:500])
-    return content
 
 
 def _allowed(tool: str, allowed: Any) -> list[str] | None:

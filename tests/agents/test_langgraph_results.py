@@ -1,7 +1,8 @@
 """What an approval of a LangGraph or LangChain agent records as its result (the trail, the card's "Done" line,
 ``milpa-chat approvals show``): the approved tool's own value, never a summary of the graph's state. For LangChain's
 ``HumanInTheLoopMiddleware``: each approved call's own ``ToolMessage`` (two calls of one model turn, each its own
-value; an edited call's without the middleware's notice; a tool that failed is a failed record). For a plain
+value and its own approval id as idempotency key; an edited call's without the middleware's notice; a tool that
+failed is a failed record). For a plain
 ``interrupt()`` node: what the node passed to ``record_result``."""
 
 from __future__ import annotations
@@ -54,20 +55,27 @@ def two_payments_model() -> Any:
     return TwoPayments()
 
 
-def payments_agent(ledger: Ledger, mode: str, *, fail_for: str | None = None) -> Any:
+def payments_agent(ledger: Ledger, mode: str, *, fail_for: str | None = None, coroutine: bool = False) -> Any:
     from langchain.agents import create_agent
     from langchain.agents.middleware import HumanInTheLoopMiddleware
-    from langchain_core.tools import ToolException, tool
+    from langchain_core.tools import StructuredTool, ToolException
     from langgraph.checkpoint.memory import InMemorySaver
 
-    @tool
-    def send_payment(to: str, amount: float) -> str:
-        """Send a payment."""
+    def pay(to: str, amount: float) -> str:
         if to == fail_for:
             raise ToolException(f"the bank refused the payment to {to}")
         return ledger.pay(to, amount)
 
-    send_payment.handle_tool_error = True  # the model is told of the failure (a ToolMessage with status "error")
+    async def pay_async(to: str, amount: float) -> str:
+        return pay(to, amount)
+
+    send_payment = StructuredTool.from_function(
+        func=pay,
+        coroutine=pay_async if coroutine else None,  # an async tool runs on the event loop, a plain one in a thread
+        name="send_payment",
+        description="Send a payment.",
+        handle_tool_error=True,  # the model is told of the failure (a ToolMessage with status "error")
+    )
 
     return create_agent(
         two_payments_model(),
@@ -92,14 +100,15 @@ async def recorded(host: ApprovalHost, approval: Approval) -> Approval:
     return done
 
 
+@pytest.mark.parametrize("coroutine", [False, True], ids=["def", "async-def"])
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
-async def test_each_approved_call_of_a_model_turn_records_its_own_tool_value(mode: str) -> None:
+async def test_each_approved_call_of_a_model_turn_records_its_own_tool_value(mode: str, coroutine: bool) -> None:
     from milpa_chat.agents.langgraph import LangGraphApprovals
 
     ledger = Ledger()
     host = ApprovalHost(ToolRegistry(store=MemoryStore()), poll=0.01)
     approvals = LangGraphApprovals(
-        host, payments_agent(ledger, mode), verify=MANAGERS, schemas={"send_payment": SCHEMA}
+        host, payments_agent(ledger, mode, coroutine=coroutine), verify=MANAGERS, schemas={"send_payment": SCHEMA}
     )
     run = asyncio.create_task(
         approvals.run({"messages": [{"role": "user", "content": "pay both"}]}, ALICE, config=CONFIG)
@@ -111,6 +120,8 @@ async def test_each_approved_call_of_a_model_turn_records_its_own_tool_value(mod
     state = await run
     assert state["messages"][-1].content == "All settled."  # the model's answer names neither payment
     assert sorted(p[:2] for p in ledger.paid) == [("ACME", 120.0), ("Globex", 40.0)]
+    # each payment ran with its own approval id as idempotency key (both ran in one resume of the graph)
+    assert {to: key for to, _, key in ledger.paid} == {"ACME": acme.id, "Globex": globex.id}
     acme, globex = await recorded(host, acme), await recorded(host, globex)
     assert (acme.state, acme.data["outcome"]) == ("executed", "Paid 120.00 EUR to ACME.")
     assert (globex.state, globex.data["outcome"]) == ("executed", "Paid 40.00 EUR to Globex.")  # no edit notice
