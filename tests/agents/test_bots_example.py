@@ -15,6 +15,7 @@ import pytest
 
 from bots.agent_payments import FRAMEWORKS, build
 from milpa_chat.bots.telegram import TelegramBot
+from milpa_chat.cli.approvals import show_lines
 from milpa_chat.testing import BotApiServer, TelegramUser
 from milpa_chat.testing.llm import FakeOpenAIServer
 
@@ -72,6 +73,8 @@ async def test_the_example_bot_pays_once_after_a_managers_tap(framework: str, tm
         assert paid[0] is not None and f"payment key {approval.id}" in paid[0]
         done = await assistant.approvals.get(approval.id)
         assert done is not None and done.state == "executed"
+        # the record's result is the tool's own value, on every framework
+        assert done.data["outcome"] == f"Paid 120.00 EUR to ACME (payment key {approval.id}).", done.data["outcome"]
 
 
 async def start_example(framework: str, tmp_path: Path, stack: AsyncExitStack) -> tuple[Any, BotApiServer, Any]:
@@ -116,6 +119,8 @@ async def test_the_langchain_agent_pays_once_and_answers_with_the_tool_value_on_
         assert tool_messages(llm) == [paid] and len(llm.bodies) == 2
         done = await assistant.approvals.get(approval.id)
         assert done is not None and done.state == "executed" and done.data["outcome"] == paid
+        shown = show_lines(done)  # what `milpa-chat approvals show` prints
+        assert f"  outcome:    {paid}" in shown and "  runs:       1 time(s)" in shown, shown
         final: str = await tg.wait_until(
             lambda: next((t for t in [tg.message(card.chat.id, card.message_id).text or ""] if paid in t), None),
             20,
