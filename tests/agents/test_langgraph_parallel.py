@@ -226,3 +226,45 @@ async def test_parallel_interrupt_nodes_inside_a_subgraph_each_run_with_their_ow
     for approval in asked:
         done = await recorded(host, approval)
         assert (done.state, done.data["outcome"], done.attempt) == ("executed", f"Paid {approval.args['to']}.", 1)
+
+
+class Payee(TypedDict):
+    to: str
+    amount: int
+
+
+async def test_one_node_sent_to_each_payee_runs_each_with_its_own_approval_id(tmp_path: Path) -> None:
+    """LangGraph's map step: ``Send`` runs the same paying node once per payee, each asking for its own payment."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Send, interrupt
+
+    from milpa_chat.agents.langgraph import LangGraphApprovals, record_result
+
+    seen = Seen()
+
+    async def pay(payee: Payee) -> State:
+        answer = interrupt({"tool": "send_payment", "args": dict(payee)})
+        seen.paid.append((payee["to"], float(answer["args"]["amount"]), answer["approval_id"], approval_id()))
+        return {"done": [record_result(answer, f"Paid {payee['to']}.")]}
+
+    def each_payee(state: State) -> list[Any]:  # LangGraph reads this hint: a module-level type
+        return [Send("pay", Payee(to=to, amount=amount)) for to, amount in (("ACME", 120), ("Globex", 50))]
+
+    builder = StateGraph(State)
+    builder.add_node("pay", pay)
+    builder.add_conditional_edges(START, each_payee)
+    builder.add_edge("pay", END)
+    host = ApprovalHost(ToolRegistry(store=MemoryStore()), poll=0.01)
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "graph.db")) as saver:
+        approvals = LangGraphApprovals(host, builder.compile(checkpointer=saver), verify=MANAGERS)
+        run = asyncio.create_task(approvals.run({"request": "pay both"}, ALICE, config=CONFIG))
+        asked = await pending(host, 2)
+        for approval in asked:
+            await host.desk.decide(approval.id, "approve", MARIA)
+        state = await run
+    assert sorted(state["done"]) == ["Paid ACME.", "Paid Globex."]
+    assert sorted(seen.paid) == [(str(a.args["to"]), float(a.args["amount"]), a.id, a.id) for a in asked]
+    for approval in asked:
+        done = await recorded(host, approval)
+        assert (done.state, done.data["outcome"], done.attempt) == ("executed", f"Paid {approval.args['to']}.", 1)
