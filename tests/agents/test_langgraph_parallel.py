@@ -243,16 +243,16 @@ async def test_one_node_sent_to_each_payee_runs_each_with_its_own_approval_id(tm
 
     seen = Seen()
 
-    async def pay(payee: Payee) -> State:
-        answer = interrupt({"tool": "send_payment", "args": dict(payee)})
-        seen.paid.append((payee["to"], float(answer["args"]["amount"]), answer["approval_id"], approval_id()))
-        return {"done": [record_result(answer, f"Paid {payee['to']}.")]}
+    async def pay(state: Payee) -> State:  # what Send carries to this node
+        answer = interrupt({"tool": "send_payment", "args": dict(state)})
+        seen.paid.append((state["to"], float(answer["args"]["amount"]), answer["approval_id"], approval_id()))
+        return {"done": [record_result(answer, f"Paid {state['to']}.")]}
 
     def each_payee(state: State) -> list[Any]:  # LangGraph reads this hint: a module-level type
         return [Send("pay", Payee(to=to, amount=amount)) for to, amount in (("ACME", 120), ("Globex", 50))]
 
     builder = StateGraph(State)
-    builder.add_node("pay", pay)
+    builder.add_node("pay", pay, input_schema=Payee)
     builder.add_conditional_edges(START, each_payee)
     builder.add_edge("pay", END)
     host = ApprovalHost(ToolRegistry(store=MemoryStore()), poll=0.01)
