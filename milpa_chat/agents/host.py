@@ -53,6 +53,12 @@ def approval_id() -> str | None:
     return _current.get()
 
 
+def bind_approval_id(approval: str) -> None:
+    """For an adapter that learns, inside the framework's own run of one approved call, which approval it is:
+    :func:`approval_id` answers ``approval`` in the current context (that call's own task)."""
+    _current.set(approval)
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What people decided about one approval (read from its record)."""
@@ -190,14 +196,14 @@ class ApprovalHost:
     ) -> Approval:
         """Open an approval for ``tool(**args)`` proposed by a model for the person of ``ctx`` and deliver
         its cards. ``verify``: approvers decide (scopes, four-eyes, quorum, expiry); else the person confirms.
+        ``schema``: the tool's JSON schema (edited arguments are checked against it). ``editable=False``: the
+        framework takes no edited arguments for this call, so people approve or reject it as it is.
 
         With standing grants installed (``registry.grants``, a :class:`~milpa_chat.grants.GrantDesk` that
         knows the operation named ``tool``), they are asked first: a grant that lends the call gives a record
         already ``approved`` by it (no card; the grant's use counted; the audit log and trail cite it), which
         :meth:`run` runs once as usual; a stop gives a ``rejected`` record whose :attr:`Decision.reason` is the
-        judge's sentence; anything else opens the approval as above.
-        ``schema``: the tool's JSON schema (edited arguments are checked against it). ``editable=False``: the
-        framework takes no edited arguments for this call, so people approve or reject it as it is."""
+        judge's sentence; anything else opens the approval as above."""
         if not isinstance(args, Mapping):
             raise TypeError(f"the arguments of {tool!r} must be an object, got {type(args).__name__}")
         wire = json.loads(json.dumps(dict(args), default=str))
@@ -250,7 +256,8 @@ class ApprovalHost:
     async def run(self, approval_id: str, fn: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
         """Run the approved call once: ``fn(approved_args)``, by the one caller that claims the record; its
         value (or exception) is recorded and reported. A caller that does not win the claim (the call ran
-        or runs elsewhere) gets the recorded value, or :class:`ApprovalRefused` when there is none."""
+        or runs elsewhere) gets the recorded value, or :class:`ApprovalRefused` when there is none. ``fn`` may
+        return a :class:`~milpa_chat.runtime.result.ToolResult`, recorded as it is (an error one as a failure)."""
         a = await self.desk.get(approval_id)
         if a is None or a.tool is None:
             raise ApprovalRefused(f"Unknown approval {approval_id!r}.", code="NOT_FOUND")
@@ -325,6 +332,8 @@ def context_from(record: Mapping[str, Any]) -> ToolContext:
 
 
 def _result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):  # the adapter read the outcome itself (a tool that failed in the framework)
+        return value
     text = value if isinstance(value, str) else None
     try:
         json.dumps(value)
