@@ -99,6 +99,8 @@ async def test_always_allow_on_the_approvers_card_drafts_a_grant_another_signs_a
         await measured(c.host.registry, "ACME")
         card = await c.ask()
         assert any("Always allow" in b for b in c.buttons(card))
+        mine = await c.requester_card()  # Alice does not decide this request: her copy offers no grant
+        assert c.buttons(mine) == ["↩ Withdraw"]
         answer = await c.tap(card, "Always allow", "maria")
         assert surface == "slack" or "lends nothing until a person signs it" in answer, answer
         grant_id = await sign(c, "mateo", not_by="maria")
