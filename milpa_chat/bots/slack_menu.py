@@ -3,6 +3,10 @@
 The listing comes from :class:`~milpa_chat.command.SlackSubcommandProjector` — the same reading of
 the catalogue as the Telegram menu, the CLI and the notebook explorer: the tools the person's scopes
 may call, each with its usage from the input schema (``/milpa delete_note <note_id: integer>``).
+
+:class:`MenuCommands` answers them as the first of the assistant's routes, so a command is de-duplicated like
+every other delivery (``Assistant.handle``): Slack's retries of a slow ``/milpa tools`` (the same
+``trigger_id``, with ``X-Slack-Retry-Num``) are answered once, by whichever worker saw it first.
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ from typing import TYPE_CHECKING
 from milpa_chat.renderers.model import Block, Heading, ItemList, Message, Note, Paragraph, Span
 
 if TYPE_CHECKING:
+    from milpa_chat.bots.slack import SlackBot
+    from milpa_chat.chat.inbound import Inbound
+    from milpa_chat.chat.surface import Surface
     from milpa_chat.command.projectors import SlackSubcommand, SlackSubcommandProjector
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["MENU_COMMANDS", "menu_message", "subcommands"]
+__all__ = ["MENU_COMMANDS", "MenuCommands", "menu_message", "subcommands"]
 
 #: The chat commands this module answers on Slack (``/milpa`` alone is ``help``).
 MENU_COMMANDS = frozenset({"/help", "/tools", "/start"})
@@ -73,3 +80,35 @@ def menu_message(
         ),
     ]
     return Message(tuple(blocks), f"{name}: {len(found)} subcommands; send {p}tools to list them")
+
+
+class MenuCommands:
+    """The route of ``/milpa help`` (and ``/milpa`` alone), ``/milpa start`` and ``/milpa tools`` on ``bot``'s
+    surface: the person's subcommands, shown to them alone."""
+
+    def __init__(self, bot: SlackBot) -> None:
+        self.bot = bot
+
+    def check(self, inbound: Inbound, surface: Surface) -> bool:
+        head = (inbound.text or "").split(maxsplit=1)
+        return inbound.kind == "command" and surface is self.bot.transport and bool(head) and head[0] in MENU_COMMANDS
+
+    async def handle(self, inbound: Inbound, surface: Surface) -> bool:
+        from milpa_chat.chat.replies import examples, identity_line
+
+        bot, assistant = self.bot, self.bot.assistant
+        head = (inbound.text or "").split(maxsplit=1)[0]
+        ctx = assistant.context_for(inbound)
+        found = subcommands(bot.subcommands, assistant.registry, ctx)
+        names = {s.name for s in found}
+        own = [s for s in assistant.registry.get_tool_summaries(ctx) if s["name"] in names]
+        message = menu_message(
+            assistant.name,
+            bot.command,
+            found,
+            tools_only=head == "/tools",
+            examples=examples(own, f"{bot.command} "),
+            who=identity_line(ctx) if head == "/start" else None,
+        )
+        await bot.transport.whisper(inbound, message)
+        return True

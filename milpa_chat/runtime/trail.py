@@ -5,8 +5,11 @@ Each entry holds its position (``seq``), the time, a kind (``call``, ``requested
 the hash of the entry before it and its own hash (SHA-256 over all of that, canonical JSON). So any
 edit of an entry, any deletion and any reordering breaks the chain, and :meth:`AuditTrail.verify`
 says where. Entries never hold argument values: arguments are kept as their digest (what ran is
-checked against what was shown by comparing digests), and every text is masked by the kit's
-redaction.
+checked against what was shown by comparing digests), and every field is masked by the kit's
+redaction at every depth (:func:`~milpa_chat.runtime.redaction.redact`, the audit log's rule, with the
+attached registry's ``sensitive_fields``): a secret-named key's value is ``***REDACTED***`` in nested
+objects and lists as at the top, and secrets inside every string are masked. Masking is a pure function of
+the fields, so the entry's hash is computed over what is stored and the chain verifies as before.
 
 Appending is safe from any number of workers on one database: an entry is written with
 ``insert`` at the next position, which exactly one writer gets; a writer that loses reads the
@@ -40,12 +43,12 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.runtime.redaction import mask_text
+from milpa_chat.runtime.redaction import STANDARD, Redaction
 from milpa_chat.runtime.trail_chain import (
     COLLECTION,
     GENESIS,
@@ -161,10 +164,12 @@ class AuditTrail:
         self._writer: asyncio.Task[None] | None = None  # the task writing batches, while there are any
         self._last: tuple[int, str] = (0, GENESIS)  # the last position this process wrote or read
         self._checkpointed_at = 0.0  # when this process last signed a checkpoint
+        self._redaction: Callable[[], Redaction] = lambda: STANDARD  # the attached registry's audit rule
 
     def attach(self, registry: ToolRegistry) -> AuditTrail:
         """Record the calls of ``registry`` and the changes of its approvals from now on."""
         registry.approvals.install(trail=self)
+        self._redaction = lambda: registry.audit.redaction  # its sensitive_fields, as they are at each append
 
         async def on_call(_name: str, payload: Mapping[str, Any]) -> None:
             event = payload["event"]
@@ -199,14 +204,9 @@ class AuditTrail:
         """Add several entries, in this order and in one batch when none is being written (see
         :meth:`append`)."""
         loop = asyncio.get_running_loop()
+        redaction = self._redaction()
         wanted = [
-            _Wanted(
-                kind,
-                subject,
-                {k: mask_text(v) if isinstance(v, str) else v for k, v in fields.items()},
-                loop.create_future(),
-            )
-            for kind, subject, fields in items
+            _Wanted(kind, subject, redaction.redact(fields), loop.create_future()) for kind, subject, fields in items
         ]
         self._waiting.extend(wanted)
         writer = self._writer
