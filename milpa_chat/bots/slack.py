@@ -113,7 +113,7 @@ class SlackBot(SlackServing):
         self._menu: SlackSubcommandProjector | None = None
         assistant.attach(self.transport)
         # the menu is a route of the assistant's, asked first: de-duplicated (Slack's retries) like any delivery
-        assistant.routes.insert(0, MenuCommands(self))
+        assistant.routes.insert(0, MenuCommands(assistant, self.transport, command, lambda: self.subcommands))
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._fallbacks: list[object] = []

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING
 from milpa_chat.renderers.model import Block, Heading, ItemList, Message, Note, Paragraph, Span
 
 if TYPE_CHECKING:
-    from milpa_chat.bots.slack import SlackBot
+    from collections.abc import Callable
+
+    from milpa_chat.bots.slack_transport import SlackTransport
+    from milpa_chat.chat.assistant import Assistant
     from milpa_chat.chat.inbound import Inbound
     from milpa_chat.chat.surface import Surface
     from milpa_chat.command.projectors import SlackSubcommand, SlackSubcommandProjector
@@ -83,32 +86,38 @@ def menu_message(
 
 
 class MenuCommands:
-    """The route of ``/milpa help`` (and ``/milpa`` alone), ``/milpa start`` and ``/milpa tools`` on ``bot``'s
-    surface: the person's subcommands, shown to them alone."""
+    """The route of ``/milpa help`` (and ``/milpa`` alone), ``/milpa start`` and ``/milpa tools`` on
+    ``transport``'s surface: the person's subcommands (from ``projector()``), shown to them alone."""
 
-    def __init__(self, bot: SlackBot) -> None:
-        self.bot = bot
+    def __init__(
+        self,
+        assistant: Assistant,
+        transport: SlackTransport,
+        command: str,
+        projector: Callable[[], SlackSubcommandProjector],
+    ) -> None:
+        self.assistant, self.transport, self.command, self.projector = assistant, transport, command, projector
 
     def check(self, inbound: Inbound, surface: Surface) -> bool:
         head = (inbound.text or "").split(maxsplit=1)
-        return inbound.kind == "command" and surface is self.bot.transport and bool(head) and head[0] in MENU_COMMANDS
+        return inbound.kind == "command" and surface is self.transport and bool(head) and head[0] in MENU_COMMANDS
 
     async def handle(self, inbound: Inbound, surface: Surface) -> bool:
         from milpa_chat.chat.replies import examples, identity_line
 
-        bot, assistant = self.bot, self.bot.assistant
+        assistant = self.assistant
         head = (inbound.text or "").split(maxsplit=1)[0]
         ctx = assistant.context_for(inbound)
-        found = subcommands(bot.subcommands, assistant.registry, ctx)
+        found = subcommands(self.projector(), assistant.registry, ctx)
         names = {s.name for s in found}
         own = [s for s in assistant.registry.get_tool_summaries(ctx) if s["name"] in names]
         message = menu_message(
             assistant.name,
-            bot.command,
+            self.command,
             found,
             tools_only=head == "/tools",
-            examples=examples(own, f"{bot.command} "),
+            examples=examples(own, f"{self.command} "),
             who=identity_line(ctx) if head == "/start" else None,
         )
-        await bot.transport.whisper(inbound, message)
+        await self.transport.whisper(inbound, message)
         return True
