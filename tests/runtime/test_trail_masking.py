@@ -32,6 +32,7 @@ async def test_nested_secrets_are_masked_and_the_chain_verifies() -> None:
         "tool": "call_api",
         "args": {"auth": {"user": "ana", "password": SECRET}, "url": f"https://ana:{SECRET}@api.example/v1"},
         "headers": [["Accept", "json"], {"name": "Authorization", "Authorization": f"Bearer {SECRET}"}],
+        "pairs": [("X-Api-Key", SECRET), {"name": "Cookie", "value": f"sid={SECRET}"}],
         "steps": [{"note": f"used token {TOKEN}"}, [{"api_key": SECRET, "page": 2}]],
         "password": SECRET,
     }
@@ -41,6 +42,7 @@ async def test_nested_secrets_are_masked_and_the_chain_verifies() -> None:
     assert entry.fields["headers"][0] == ["Accept", "json"]  # data stays
     assert entry.fields["headers"][1] == {"name": "Authorization", "Authorization": REDACTED}
     assert entry.fields["steps"][1] == [{"api_key": REDACTED, "page": 2}]
+    assert entry.fields["pairs"] == [["X-Api-Key", REDACTED], {"name": "Cookie", "value": REDACTED}]
     assert TOKEN not in entry.fields["steps"][0]["note"] and entry.fields["password"] == REDACTED
     text = await stored_text(store) + "".join(trail.export_lines(await trail.entries()))
     assert SECRET not in text and TOKEN not in text
@@ -87,7 +89,8 @@ def planted(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     objects = st.dictionaries(PLAIN_KEYS, children, max_size=4)
     with_secret = st.builds(lambda d, k: {**d, k: SECRET}, objects, SECRET_KEYS)
     with_text = st.builds(lambda d: {**d, "note": f"header Authorization: Bearer {SECRET}"}, objects)
-    return st.one_of(st.lists(children, max_size=4), objects, with_secret, with_text)
+    header = st.builds(lambda k: [k, SECRET], SECRET_KEYS)
+    return st.one_of(st.lists(children, max_size=4), objects, with_secret, with_text, header)
 
 
 NESTED = st.recursive(SCALARS, planted, max_leaves=20)
