@@ -82,8 +82,8 @@ class _Grants(_Service[StandingGate | None]):
             missing = [m for m in ("gate", "consult", "draft_loosening") if not callable(getattr(value, m, None))]
             raise TypeError(
                 f"registry.grants must be a StandingGate (async gate(call), async consult(tool, args, ctx) and async "
-                f"draft_loosening(ctx, seconds, via=..., note=...)), such as milpa_chat.grants.GrantDesk; {type(value).__name__} has no "
-                f"{' and no '.join(missing)}"
+                f"draft_loosening(ctx, seconds, via=..., note=...)), such as milpa_chat.grants.GrantDesk; "
+                f"{type(value).__name__} has no {' and no '.join(missing)}"
             )
         super().__set__(registry, value)
 
