@@ -241,7 +241,7 @@ class PostgresStore(ThreadedStore):
     # ------------------------------------------------------- connections
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         """The pool's check before it hands ``conn`` out: a connection the server dropped (a restart,
-        ``pg_terminate_backend``, a reset) raises and is replaced. One that was in use within the last
+        ``pg_terminate_backend``, a reset) raises and is replaced. One that was in use (or opened) within the last
         ``RECHECK_AFTER`` seconds and that the server has not written to since is handed out as it is; any other
         is asked for an empty query first (a round trip), which is what a busy worker would otherwise pay on every
         call. Either way a connection can still be dropped between the check and its use: the call then fails
@@ -250,6 +250,9 @@ class PostgresStore(ThreadedStore):
         if used is not None and time.monotonic() - used < RECHECK_AFTER and not _server_wrote(conn):
             return
         ConnectionPool.check_connection(conn)
+
+    def _opened(self, conn: psycopg.Connection[Any]) -> None:
+        self._used[conn] = time.monotonic()  # just connected: as good as just used
 
     def _put_back(self, pool: ConnectionPool[psycopg.Connection[Any]], conn: psycopg.Connection[Any]) -> None:
         self._used[conn] = time.monotonic()
@@ -267,6 +270,7 @@ class PostgresStore(ThreadedStore):
             open=False,
             name=f"milpa-{self.schema}{'-lazy' if lazy else ''}",
             check=self._check,
+            configure=self._opened,
             timeout=self._wait,
             reconnect_timeout=max(self._wait, 60.0),
         )
