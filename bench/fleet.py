@@ -230,6 +230,33 @@ async def card_for(server: BotApiServer, note: int) -> tuple[int, str]:
     return card.message_id, data
 
 
+async def open_cards(server: BotApiServer, notes: Sequence[int], window: int) -> list[tuple[int, str]]:
+    """A pending ``delete_note`` card for each of ``notes`` (its message and its Confirm button's data), asked
+    for ``window`` at a time."""
+    cards: list[tuple[int, str]] = []
+    index = server.mark()
+
+    def new_cards() -> int:
+        nonlocal index
+        calls = server.calls
+        while index < len(calls) and calls[index].status:
+            call = calls[index]
+            index += 1
+            if call.method == "sendMessage" and call.ok and call.result["chat"]["id"] == ALICE.id:
+                card = server.message(ALICE.id, call.result["message_id"])
+                data = [b["callback_data"] for row in card.buttons for b in row if "callback_data" in b]
+                cards.extend((card.message_id, d) for d in data if d.startswith("confirm:"))
+        return len(cards)
+
+    for start in range(0, len(notes), window):
+        chunk = notes[start : start + window]
+        for note in chunk:
+            await pushed(server, lambda n=note: server.send_message(ALICE.id, ALICE, f"/delete_note {n}"))  # type: ignore[misc]
+        wanted = start + len(chunk)
+        await server.wait_until(lambda w=wanted: new_cards() >= w, timeout=60, what="the cards")  # type: ignore[misc]
+    return cards
+
+
 class Results:
     """The notes whose result ("Deleted note N") the server has sent since ``mark``, without rescanning."""
 
@@ -247,26 +274,24 @@ class Results:
         return self.notes
 
 
-async def confirm_all(server: BotApiServer, cards: dict[int, tuple[int, str]], window: int) -> float:
+async def confirm_all(server: BotApiServer, cards: Sequence[tuple[int, str]], window: int) -> float:
     """Seconds until every card was confirmed and its result sent, with at most ``window`` confirmations whose
     result has not arrived yet (that many users, each waiting for their result before the next tap)."""
-    waiting = deque(sorted(cards))
-    outstanding: set[int] = set()
+    waiting = deque(cards)
     results = Results(server)
-
-    def progressed() -> bool:
-        done = outstanding & results()
-        outstanding.difference_update(done)
-        return bool(done) or not outstanding
-
+    tapped = 0
     start = time.perf_counter()
-    while waiting or outstanding:
-        while waiting and len(outstanding) < window:
-            note = waiting.popleft()
-            message_id, data = cards[note]
+    while waiting or len(results()) < tapped:
+        while waiting and tapped - len(results()) < window:
+            message_id, data = waiting.popleft()
             await pushed(server, lambda m=message_id, d=data: server.tap(ALICE.id, m, ALICE, d))  # type: ignore[misc]
-            outstanding.add(note)
-        await server.wait_until(progressed, timeout=300, what="the results")
+            tapped += 1
+        done = len(results())
+        await server.wait_until(
+            lambda d=done, t=tapped: len(results()) > d or len(results()) == t,  # type: ignore[misc]
+            timeout=300,
+            what="the results",
+        )
     return time.perf_counter() - start
 
 
@@ -327,7 +352,8 @@ async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trai
         refused = [lambda: server.tap(ALICE.id, card, BOB, data) for _ in range(taps)]
         refused_seconds = await tap_all(server, refused, window)
         assert server.callback_queries[-1].answer_text == "Only Alice can confirm this."
-        cards = {number: await card_for(server, number) for number in range(100, 100 + runs)}
+        cards = await open_cards(server, range(100, 100 + runs), window)
+        assert len(cards) == runs, f"{len(cards)} cards for {runs} notes"
         cpu = cpu_window(fleet)
         async with PgWaits(DSN, f"milpa-{fleet.schema}"[:63]) as waits:
             cpu.start()
