@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import select
 import threading
 import time
-import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -71,9 +69,6 @@ _UPGRADE_1_TO_2 = [
 FIRST_WAIT = 0.5
 #: While the server is away, at most one connection attempt per this many seconds (the other calls fail at once).
 PROBE_EVERY = 0.1
-#: A pooled connection put back less than this many seconds ago is handed out again without a round trip to the
-#: server, unless the server has written to it since (a terminated backend's goodbye, the end of the stream).
-RECHECK_AFTER = 1.0
 _TABLES = {
     "meta": "milpa_meta",
     "records": "milpa_records",
@@ -86,21 +81,6 @@ _TABLES = {
 def _lock_id(*parts: str) -> int:
     digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
-
-
-def _server_wrote(conn: psycopg.Connection[Any]) -> bool:
-    """Whether an idle connection has something to read (or is closed): an idle session's server says nothing
-    unless it ends the session (``pg_terminate_backend``, a shutdown, a restart: a message, then the end of the
-    stream) or the connection was reset."""
-    if conn.closed or conn.broken:
-        return True
-    try:
-        fd = conn.fileno()
-    except psycopg.Error:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
 
 
 def describe_dsn(dsn: str) -> str:
@@ -148,8 +128,6 @@ class PostgresStore(ThreadedStore):
         self._away: tuple[float, str] | None = None
         self._probing = threading.Lock()
         self._probed_at = 0.0
-        #: When each pooled connection was last put back (monotonic), for :meth:`_check`.
-        self._used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
         self._pool = self._new_pool()
         #: Connections whose commits do not wait for the WAL flush (``synchronous_commit = off``), for the writes
         #: made with ``durable=False``; opened on the first such write.
@@ -239,25 +217,6 @@ class PostgresStore(ThreadedStore):
         return 0, schema_exists is not None
 
     # ------------------------------------------------------- connections
-    def _check(self, conn: psycopg.Connection[Any]) -> None:
-        """The pool's check before it hands ``conn`` out: a connection the server dropped (a restart,
-        ``pg_terminate_backend``, a reset) raises and is replaced. One that was in use (or opened) within the last
-        ``RECHECK_AFTER`` seconds and that the server has not written to since is handed out as it is; any other
-        is asked for an empty query first (a round trip), which is what a busy worker would otherwise pay on every
-        call. Either way a connection can still be dropped between the check and its use: the call then fails
-        with a :class:`StoreError`, as a call the database drops does."""
-        used = self._used.get(conn)
-        if used is not None and time.monotonic() - used < RECHECK_AFTER and not _server_wrote(conn):
-            return
-        ConnectionPool.check_connection(conn)
-
-    def _opened(self, conn: psycopg.Connection[Any]) -> None:
-        self._used[conn] = time.monotonic()  # just connected: as good as just used
-
-    def _put_back(self, pool: ConnectionPool[psycopg.Connection[Any]], conn: psycopg.Connection[Any]) -> None:
-        self._used[conn] = time.monotonic()
-        pool.putconn(conn)
-
     def _new_pool(self, *, lazy: bool = False) -> ConnectionPool[psycopg.Connection[Any]]:
         # check=: a connection the server dropped (a restart, pg_terminate_backend) is replaced before use.
         # lazy: commits that return before the WAL is flushed (see _lazy_connection)
@@ -269,8 +228,7 @@ class PostgresStore(ThreadedStore):
             kwargs=kwargs,
             open=False,
             name=f"milpa-{self.schema}{'-lazy' if lazy else ''}",
-            check=self._check,
-            configure=self._opened,
+            check=ConnectionPool.check_connection,
             timeout=self._wait,
             reconnect_timeout=max(self._wait, 60.0),
         )
@@ -293,7 +251,7 @@ class PostgresStore(ThreadedStore):
         try:
             yield conn
         finally:
-            self._put_back(pool, conn)
+            pool.putconn(conn)
 
     @contextlib.contextmanager
     def _lazy_connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -322,7 +280,7 @@ class PostgresStore(ThreadedStore):
         try:
             yield conn
         finally:
-            self._put_back(pool, conn)
+            pool.putconn(conn)
 
     def _probe(self) -> None:
         """Connect once, directly: back -> a fresh pool; still away -> :class:`StoreError` now."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import struct
 import time
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
@@ -23,52 +22,15 @@ from ._fleet import admin, free_port, require_postgres
 pytestmark = pytest.mark.postgres
 
 
-class ClientMessages:
-    """Reads what a client sends to PostgreSQL (the frontend protocol) and counts the statements: ``sync`` the
-    round trips of the extended protocol (one a statement), ``empty`` the empty queries (a pool's connection
-    check)."""
-
-    def __init__(self) -> None:
-        self.buffer, self.started, self.sync, self.empty = b"", False, 0, 0
-
-    def feed(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            if not self.started:  # untyped: SSLRequest, GSSENCRequest, then the startup message
-                if len(self.buffer) < 8:
-                    return
-                length, code = struct.unpack("!ii", self.buffer[:8])
-                if len(self.buffer) < length:
-                    return
-                self.started = code == 196608  # protocol 3.0
-                self.buffer = self.buffer[length:]
-                continue
-            if len(self.buffer) < 5:
-                return
-            kind, length = self.buffer[:1], struct.unpack("!i", self.buffer[1:5])[0]
-            if len(self.buffer) < 1 + length:
-                return
-            body, self.buffer = self.buffer[5 : 1 + length], self.buffer[1 + length :]
-            if kind == b"S":
-                self.sync += 1
-            elif (kind == b"P" and body.split(b"\0")[1] == b"") or (kind == b"Q" and body.rstrip(b"\0") == b""):
-                self.empty += 1  # Parse (a name, the query text, ...) or Query of nothing
-
-
 class CuttableProxy:
     """Forwards 127.0.0.1:``port`` to the PostgreSQL server; ``cut()`` resets every connection and refuses new
-    ones until ``restore()``. ``sent``: what the clients sent, every connection added up."""
+    ones until ``restore()``."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = free_port()
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.StreamWriter] = set()
-        self.clients: list[ClientMessages] = []
-
-    def sent(self) -> tuple[int, int]:
-        """(statements, empty queries) the clients have sent so far."""
-        return sum(c.sync for c in self.clients), sum(c.empty for c in self.clients)
 
     async def restore(self) -> None:
         self._server = await asyncio.start_server(self._connected, "127.0.0.1", self.port, reuse_address=True)
@@ -89,17 +51,11 @@ class CuttableProxy:
             writer.transport.abort()
             return
         self._pipes.update((writer, up_writer))
-        client = ClientMessages()
-        self.clients.append(client)
-        await asyncio.gather(self._pump(reader, up_writer, client), self._pump(up_reader, writer))
+        await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer))
 
-    async def _pump(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: ClientMessages | None = None
-    ) -> None:
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
-                if client is not None:
-                    client.feed(data)
                 writer.write(data)
                 await writer.drain()
         writer.transport.abort()
@@ -166,32 +122,6 @@ async def test_the_store_fails_fast_while_the_database_is_away_and_is_back_withi
         assert recovered < 1.0
         record = await store.get("notes", "n")
         assert record is not None and record.value == {"text": "after"}
-
-
-async def test_a_busy_store_sends_one_statement_a_call_and_checks_a_connection_left_unused() -> None:
-    """A connection in use is handed out again without an empty query first (a round trip to the server on
-    every call); one left unused for a second is checked, and one the server dropped is replaced (the dropped
-    connections: tests/store/test_due.py)."""
-    async with store_behind_proxy() as (store, proxy):
-        await store.put("notes", "n", {"text": "busy"})
-        await asyncio.sleep(0.2)  # the pool's second connection, opened in the background, is there too
-        statements, empty = proxy.sent()
-        for _ in range(40):
-            record = await store.get("notes", "n")
-            assert record is not None and record.value == {"text": "busy"}
-        busy_statements, busy_empty = (a - b for a, b in zip(proxy.sent(), (statements, empty), strict=True))
-        assert busy_empty == 0
-        # 40 reads; preparing a statement on a connection the first time costs one more round trip each
-        assert 40 <= busy_statements <= 44, busy_statements
-        await asyncio.sleep(1.5)  # RECHECK_AFTER: one second unused
-        statements, empty = proxy.sent()
-        assert await store.get("notes", "n") is not None
-        idle_statements, idle_empty = (a - b for a, b in zip(proxy.sent(), (statements, empty), strict=True))
-        assert idle_empty == 1
-        print(
-            f"\n40 reads on a busy store: {busy_statements} statements, {busy_empty} empty queries; one read after "
-            f"a second unused: {idle_statements} statement(s), {idle_empty} empty query"
-        )
 
 
 @pytest.mark.slow
