@@ -51,6 +51,12 @@ def approval_id() -> str | None:
     return _current.get()
 
 
+def bind_approval_id(approval: str) -> None:
+    """For an adapter that learns, inside the framework's own run of one approved call, which approval it is:
+    :func:`approval_id` answers ``approval`` in the current context (that call's own task)."""
+    _current.set(approval)
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What people decided about one approval (read from its record)."""
@@ -228,7 +234,8 @@ class ApprovalHost:
     async def run(self, approval_id: str, fn: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
         """Run the approved call once: ``fn(approved_args)``, by the one caller that claims the record; its
         value (or exception) is recorded and reported. A caller that does not win the claim (the call ran
-        or runs elsewhere) gets the recorded value, or :class:`ApprovalRefused` when there is none."""
+        or runs elsewhere) gets the recorded value, or :class:`ApprovalRefused` when there is none. ``fn`` may
+        return a :class:`~milpa_chat.runtime.result.ToolResult`, recorded as it is (an error one as a failure)."""
         a = await self.desk.get(approval_id)
         if a is None or a.tool is None:
             raise ApprovalRefused(f"Unknown approval {approval_id!r}.", code="NOT_FOUND")
@@ -303,6 +310,8 @@ def context_from(record: Mapping[str, Any]) -> ToolContext:
 
 
 def _result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):  # the adapter read the outcome itself (a tool that failed in the framework)
+        return value
     text = value if isinstance(value, str) else None
     try:
         json.dumps(value)
