@@ -65,6 +65,7 @@ sys.path.insert(0, str(ROOT))
 from bench._cpu import CpuWindow, PgWaits, merged, table  # noqa: E402
 from milpa_chat.fleet import haproxy_config  # noqa: E402
 from milpa_chat.runtime.trail import AuditTrail  # noqa: E402
+from milpa_chat.runtime.trail_chain import HEAD, LANE_HEADS  # noqa: E402
 from milpa_chat.store.postgres import PostgresStore  # noqa: E402
 from milpa_chat.testing import BotApiServer, TelegramCallbackQuery, TelegramUpdate, TelegramUser  # noqa: E402
 
@@ -363,13 +364,17 @@ async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trai
             store = PostgresStore(DSN, schema=fleet.schema, max_size=2)
             try:
                 verdict = await AuditTrail(store).verify()
+                # every batch of appends moves its chain's head once: the head's version counts the batches
+                heads = [await store.get(*HEAD)] + [await store.get(LANE_HEADS, name) for name, _, _ in verdict.lanes]
+                batches = sum(h.version for h in heads if h is not None)
             finally:
                 await store.close()
             assert verdict.ok, verdict
-            in_lanes = sum(n for _, n, _ in verdict.lanes)
+            entries = verdict.checked + sum(n for _, n, _ in verdict.lanes)
             print(
                 f"{size} worker(s), trail {trail}: the trail holds ({verdict.checked} entries in the main chain, "
-                f"{in_lanes} in {len(verdict.lanes)} lane(s))"
+                f"{entries - verdict.checked} in {len(verdict.lanes)} lane(s)); {batches} head writes, "
+                f"{entries / max(batches, 1):.1f} entries a batch"
             )
         return Measured(taps / refused_seconds, runs / run_seconds, cpu, waits)
 
