@@ -169,18 +169,19 @@ async def fleet_of(size: int, tmp: Path, *, trail: str = "on", pending: int = 10
                 [HAPROXY, "-db", "-f", str(config)], stdout=log.open("wb"), stderr=subprocess.STDOUT
             )
             await wait_port(balancer_port, balancer, log)
-            for i, port in enumerate(ports):  # one at a time: the first creates the tables
-                log = tmp / f"worker-{size}-{i}.log"
-                procs.append(
-                    subprocess.Popen(
-                        worker_command(),
-                        cwd=ROOT,
-                        env={**env, "MILPA_PORT": str(port)},
-                        stdout=log.open("wb"),
-                        stderr=subprocess.STDOUT,
+            logs = [tmp / f"worker-{size}-{i}.log" for i in range(size)]
+            for group in (range(1), range(1, size)):  # the first alone (it creates the tables), then the others at once
+                for i in group:
+                    procs.append(
+                        subprocess.Popen(
+                            worker_command(),
+                            cwd=ROOT,
+                            env={**env, "MILPA_PORT": str(ports[i])},
+                            stdout=logs[i].open("wb"),
+                            stderr=subprocess.STDOUT,
+                        )
                     )
-                )
-                await wait_port(port, procs[-1], log)
+                await asyncio.gather(*(wait_port(ports[i], procs[i], logs[i]) for i in group))
             await server.wait_until(lambda: server.webhook is not None, timeout=20, what="the webhook")
             await asyncio.sleep(1.0)  # the balancer's health checks (every 500 ms) see every worker
             yield Fleet(server, schema, procs, balancer)
