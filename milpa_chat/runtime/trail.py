@@ -141,6 +141,9 @@ class AuditTrail:
         self._waiting: list[_Wanted] = []  # appends waiting for the batch under way to finish
         self._writer: asyncio.Task[None] | None = None  # the task writing batches, while there are any
         self._last: tuple[int, str] = (0, GENESIS)  # the last position this process wrote or read
+        #: In a lane: its head as this process last wrote it, so the next batch needs no read of it (a lane has
+        #: one writer; were there another, its entry at our next position or a newer head makes us read it).
+        self._head: Record | None = None
         self._checkpointed_at = 0.0  # when this process last signed a checkpoint
         self._redaction: Callable[[], Redaction] = lambda: STANDARD  # the attached registry's audit rule
 
@@ -193,6 +196,7 @@ class AuditTrail:
                             w.done.cancel()
                         else:
                             w.done.set_exception(exc)
+                self._head = None  # read it again: the failed batch may have moved it
                 if not isinstance(exc, Exception):
                     for w in self._waiting:
                         w.done.cancel()
@@ -224,7 +228,7 @@ class AuditTrail:
         if self.lane and self._registered is None:
             await self._register()
         collection, where = self._where
-        head = await self.store.get(*where)
+        head = self._head if self.lane and self._head is not None else await self.store.get(*where)
         seq, prev = self._last
         if head is not None and int(head.value["seq"]) > seq:
             seq, prev = int(head.value["seq"]), str(head.value["hash"])
@@ -259,18 +263,20 @@ class AuditTrail:
             self._last = (seq, prev)
             written.append(entry)
             signed = await self._checkpoint_if_due(head, entry) or signed
-        await self._advance_head(head, written[-1], signed)
+        moved = await self._advance_head(head, written[-1], signed)
+        self._head = moved if self.lane else None
         return written
 
-    async def _advance_head(self, head: Record | None, entry: TrailEntry, signed: float | None) -> None:
-        """Move the head to ``entry`` unless another writer already moved it at or past it.
+    async def _advance_head(self, head: Record | None, entry: TrailEntry, signed: float | None) -> Record | None:
+        """Move the head to ``entry`` unless another writer already moved it at or past it; the head written
+        (``None`` when another writer's was kept).
 
         The head names the entry's position, hash and link, and carries when the last checkpoint was
         signed (``checkpoint_at``), so every worker knows when the next one is due."""
         while True:
             known = dict(head.value) if head is not None else {}
             if head is not None and int(known["seq"]) >= entry.seq:  # another writer is already at or past it
-                return
+                return None
             at = max(float(known.get("checkpoint_at") or 0), signed or 0)
             position = {
                 **known,
@@ -281,10 +287,11 @@ class AuditTrail:
             }
             where = self._where[1]
             if head is None:
-                if await self.store.insert(*where, position) is not None:
-                    return
-            elif await self.store.update(*where, position, expected_version=head.version) is not None:
-                return
+                written = await self.store.insert(*where, position)
+            else:
+                written = await self.store.update(*where, position, expected_version=head.version)
+            if written is not None:
+                return written
             head = await self.store.get(*where)
 
     async def _checkpoint_if_due(self, head: Record | None, entry: TrailEntry) -> float | None:
