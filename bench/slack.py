@@ -1,43 +1,46 @@
 """Slack block actions per second: the full SlackBot (slack-bolt + Assistant + store + Web API calls) against bare
 slack-bolt handlers — one that only acks, and a fair peer that acks and then does the same work and makes the same
-Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios.
+Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios
+by CPU per tap.
 
-    PYTHONPATH=. python bench/slack.py [--n 2000] [--concurrency 16] [--rounds 5] [--stores memory,sqlite]
+    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 7] [--slices 4] [--stores memory,sqlite]
 
-The harness: each app runs in a process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
-signature verification on), and calls a local Slack Web API (``SlackApiServer``) that lives, with the client,
-in this process — as Slack lives on other machines. ``n`` correctly signed ``block_actions`` requests, signed
-beforehand, are POSTed with ``concurrency`` in flight over one keep-alive session, after a warm-up of 50.
-Every bare handler gets byte-for-byte the same kind of request as the full app (a tap on a copy of the same card).
-Besides its fair peer, every case has a bare handler that only acks.
+The harness: each app runs in an OS process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
+signature verification on), and calls a local Slack Web API (``SlackApiServer``, one per app) that lives, with the
+client sending the taps, in the bench's process — as Slack lives on other machines. The bench's process is pinned
+to one CPU and every app, once started, to the other (``bench/_apps.py``); an app's CPU is its own process's
+(``time.process_time()``, read over a pipe), so neither the Web API's work nor the load's counts on either side.
+Correctly signed ``block_actions`` requests are POSTed with ``concurrency`` in flight over one keep-alive session.
+Every bare app gets byte-for-byte the same kind of request as the full app (a tap on a copy of the same card).
 
 The fair peer of each case does the work a bolt app without the kit would do for that tap, and makes the
 same Web API calls, in a task of its own after the ack, through the app's ``AsyncWebClient`` with one shared
 keep-alive session, as ``SlackBot`` does:
 
 * one tap redelivered: the same tap delivered again and again; the store de-duplicates it, nothing is called
-  after the first — the peer acks (and calls nothing);
+  after the first — the peer is the bare app that acks (and calls nothing);
 * a tap on a decided card: the approval is read and the refusal is posted with ``chat.postEphemeral`` — the
-  peer posts the same refusal (replayed from the full app's last tap, aimed at the tapped message and user);
+  peer posts the same refusal (replayed from the full app's last warm-up tap, aimed at the tapped message and
+  user);
 * a page tap: the stored view is read, the tool runs and the card is ``chat.update``-d; once with a ``def``
   tool (it runs on a worker thread) and once with the same tool as ``async def`` (on the loop) — the peer reads
   the page from the button's value, runs the same tool function (``Notes.list_notes``, called, or
   ``list_notes_async``, awaited), builds the page with slack_sdk's Block Kit models (header, items, page line,
   Previous/Next buttons) and ``chat.update``-s the tapped message.
 
-Rounds alternate within every case (full app, peers; then peers, full app; ...), and each round gives the full
-app's ratio to its fair peer from the CPU seconds per tap of each app's own process (the Slack API server and
-the harness run in this one, and are not counted), over the same wall-clock seconds as its rates: the second
-table prints every round's ratio, the median and the spread (a row is decided when the spread is under 5
-points; the target is ≥ 90 %).
+Every case starts its apps together — the bare app acking only, the fair peer, the full app on each store of
+``--stores`` (default both: in memory, and SQLite on a temporary file with ``synchronous=FULL``) — warms each up
+with 50 taps and freezes what start-up allocated (``gc.freeze()``, in every app alike). Then come ``--rounds``
+rounds: a round gives every app ``--n`` taps in ``--slices`` slices, the apps taking turns slice by slice, a full
+app next to its peer (the order reversed every slice: A B B A ...), so both meet the same moments of the machine.
+The first round warms up and is left out. Each other round gives the full app's ratio to its fair peer, peer CPU
+per tap / full CPU per tap: the second table prints every round's ratio, the median and the spread (a row is
+decided when the spread is under 5 points; the target is ≥ 90 %).
 
-Every case runs with each store of ``--stores`` (default both: in memory, and SQLite on a temporary file with
-``synchronous=FULL``), the full app on that store; the bare apps use none.
-
-Columns (medians of the rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts HTTP
-answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web API;
-*app CPU* is the app process's CPU time per tap; *kit CPU* is the full app's minus its fair peer's.
-Ratios: acks/s against the bare handler's acks/s, done/s against its done/s (for the ack-only bare, done is ack).
+Columns (medians of the counted rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts
+HTTP answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web
+API; *app CPU* is the app process's CPU time per tap; ratios are rates (acks, done) and CPU per tap against the
+bare app acking only and against the fair peer; *kit CPU* is the full app's CPU per tap minus its fair peer's.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 the same Bot API calls the assistant makes for that kind of tap, and a fair peer that also does the same work
 (described below) — with per-round ratios of each assistant row to its fair peer, by CPU per tap.
 
-    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 150] [--rounds 7] [--window 8]
+    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 150] [--rounds 7] [--slices 4] [--window 8]
 
 Every app (the assistant, each bare handler) runs in an OS process of its own and polls its own local
 ``BotApiServer``; the servers and the taps live in the bench's process, pinned to one CPU, and every app is
@@ -34,12 +34,13 @@ run: the peer claims the call (a compare-and-set of its state, committed before 
 function (``ExampleTools.delete_note`` on a store of the same kind), writes the result (committed), and makes
 the same calls.
 
-A round taps every app of a group once (``--taps`` taps, or ``--runs`` for confirm and run), the assistant
-next to its fair peer, in the listed order in even rounds and reversed in odd ones (ABBA...). The first round
-warms up and is left out. Each counted round gives the ratio peer CPU per tap / assistant CPU per tap, and the
-second table prints every round's ratio, the median and the spread (decided under 5 points; the target is
-≥ 90 %). A tap is *done* once every Bot API call it caused has been answered by the server; a round's CPU
-runs until then too. The first table prints medians of the counted rounds.
+A round taps every app of a group (``--taps`` taps, or ``--runs`` for confirm and run) in ``--slices`` slices,
+the apps taking turns slice by slice, an assistant row next to its fair peer (in the listed order, reversed every
+slice: A B B A ...), so both meet the same moments of the machine. The first round warms up and is left out.
+Each counted round gives the ratio peer CPU per tap / assistant CPU per tap, and the second table prints every
+round's ratio, the median and the spread (decided under 5 points; the target is ≥ 90 %). A tap is *done* once
+every Bot API call it caused has been answered by the server; a slice's CPU runs until then too. The first
+table prints medians of the counted rounds.
 """
 
 from __future__ import annotations
