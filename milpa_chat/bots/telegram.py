@@ -68,6 +68,7 @@ Hook: TypeAlias = "Callable[[App], Awaitable[None]] | None"
 #: Where webhook modes listen unless told (``start_webhook`` and ``run_webhook`` alike).
 DEFAULT_LISTEN = "0.0.0.0"
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+_EVERY_GAME = re.compile(r"")  # matches every game's short name (a match object, so PTB counts it as taken)
 
 
 def __getattr__(name: str) -> Any:
@@ -165,7 +166,10 @@ class TelegramBot(TelegramHandlers):
             CallbackQueryHandler(self._on_callback, pattern=self._claims_data),
             MessageHandler(text & known_commands(self), self._on_message),
         ]
-        fallbacks = [MessageHandler(text, self._on_fallback_message), CallbackQueryHandler(self._on_stray_tap)]
+        # Every other tap, game queries too; a kit button's tap was the kit's handler's, so the fallback does not
+        # even start for it (one handler call a tap, not two).
+        strays = CallbackQueryHandler(self._on_stray_tap, pattern=self._not_claimed, game_pattern=_EVERY_GAME)
+        fallbacks = [MessageHandler(text, self._on_fallback_message), strays]
         self.application.add_handlers(kit, group=self.group)
         self.application.add_handlers(fallbacks, group=self.fallback_group)
         self._handlers = [*kit, *fallbacks]

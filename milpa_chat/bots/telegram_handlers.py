@@ -58,6 +58,10 @@ class TelegramHandlers:
             return False
         return self.assistant.knows_action(action)
 
+    def _not_claimed(self, data: object) -> bool:
+        """Callback data of no kit button (the pattern of the stray-tap fallback)."""
+        return not self._claims_data(data)
+
     def claims_command(self, text: str) -> bool:
         """Whether ``text`` is a command the assistant knows, addressed to this bot."""
         if not text.startswith("/"):

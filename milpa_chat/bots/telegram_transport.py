@@ -226,16 +226,45 @@ def _kwargs(part: dict[str, Any]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"text": part["text"], "parse_mode": part.get("parse_mode")}
     preview = part.get("link_preview_options")
     if preview is not None:
-        kwargs["link_preview_options"] = LinkPreviewOptions(**preview)
+        kwargs["link_preview_options"] = _preview(preview)
     markup = part.get("reply_markup")
     if markup and markup.get("inline_keyboard"):
-        kwargs["reply_markup"] = InlineKeyboardMarkup(
-            [
-                [InlineKeyboardButton(b["text"], callback_data=b["callback_data"], style=b.get("style")) for b in row]
-                for row in markup["inline_keyboard"]
-            ]
-        )
+        kwargs["reply_markup"] = _markup(markup["inline_keyboard"])
     return kwargs
+
+
+#: PTB's objects are immutable (the bot copies one before filling in defaults), so one object serves every
+#: message that shows the same options or keyboard; at most this many of each are kept.
+_KEYBOARDS_KEPT = 256
+_PREVIEWS: dict[tuple[tuple[str, Any], ...], LinkPreviewOptions] = {}
+_KEYBOARDS: OrderedDict[tuple[tuple[tuple[str, str, str | None], ...], ...], InlineKeyboardMarkup] = OrderedDict()
+
+
+def _preview(options: dict[str, Any]) -> LinkPreviewOptions:
+    key = tuple(options.items())
+    try:
+        found = _PREVIEWS.get(key)
+    except TypeError:  # an unhashable option value: built every time
+        return LinkPreviewOptions(**options)
+    if found is None:
+        found = LinkPreviewOptions(**options)
+        if len(_PREVIEWS) < _KEYBOARDS_KEPT:
+            _PREVIEWS[key] = found
+    return found
+
+
+def _markup(keyboard: list[list[dict[str, str]]]) -> InlineKeyboardMarkup:
+    key = tuple(tuple((b["text"], b["callback_data"], b.get("style")) for b in row) for row in keyboard)
+    found = _KEYBOARDS.get(key)
+    if found is not None:
+        _KEYBOARDS.move_to_end(key)
+        return found
+    found = _KEYBOARDS[key] = InlineKeyboardMarkup(
+        [[InlineKeyboardButton(text, callback_data=data, style=style) for text, data, style in row] for row in key]
+    )
+    while len(_KEYBOARDS) > _KEYBOARDS_KEPT:
+        _KEYBOARDS.popitem(last=False)
+    return found
 
 
 def _plain(text: str) -> Message:

@@ -13,7 +13,7 @@ from milpa_chat.chat import cards
 from milpa_chat.store.sqlite import SqliteStore
 from milpa_chat.testing import ManualClock
 
-from .telegram_support import ALICE, APPROVERS, BOB, EVE, MARIA, label, running_bot
+from .telegram_support import ALICE, APPROVERS, BOB, EVE, MARIA, WAIT, label, running_bot
 
 
 async def test_commands_with_bad_arguments_get_a_clear_error() -> None:
@@ -176,6 +176,20 @@ async def test_forged_and_malformed_button_data_is_refused() -> None:
         for data, expected in forged.items():
             assert await h.tap_data(card, data, ALICE) == expected, data
         assert h.runs == [] and h.current(card).button_labels == card.button_labels
+        h.assert_every_tap_answered_once()
+
+
+async def test_taps_no_kit_button_made_are_answered_and_kit_taps_once() -> None:
+    async with running_bot() as h:
+        card = await h.say(ALICE, "/delete_note 5")
+        game = await h.server.tap(card.chat.id, card.message_id, ALICE, "", game_short_name="tetris")
+        empty = await h.server.tap(card.chat.id, card.message_id, ALICE, "")
+        queries = [h.server.callback_query(update) for update in (game, empty)]
+        await h.server.wait_until(lambda: all(q.answered for q in queries), WAIT, what="the stray taps' answers")
+        assert [q.answer_text for q in queries] == ["This button is not valid."] * 2
+        await h.tap(card, "Confirm", ALICE)  # the kit's own button: the kit's handler alone answers it
+        await h.server.wait_until(lambda: h.runs == ["delete_note"], WAIT, what="the confirmed run")
+        assert [c.method for c in h.server.calls].count("answerCallbackQuery") == 3
         h.assert_every_tap_answered_once()
 
 

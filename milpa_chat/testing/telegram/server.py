@@ -341,13 +341,21 @@ class BotApiServer(WaitingMixin, LocalServer):
         return await self._push({"message": payload})
 
     async def tap(
-        self, chat_id: int, message_id: int, user: TelegramUser, callback_data: str, *, inaccessible: bool = False
+        self,
+        chat_id: int,
+        message_id: int,
+        user: TelegramUser,
+        callback_data: str,
+        *,
+        inaccessible: bool = False,
+        game_short_name: str | None = None,
     ) -> TelegramUpdate:
         """``user`` taps a button on the message; the bot receives a ``callback_query`` whose
         ``from`` is ``user`` and whose ``data`` is ``callback_data`` exactly as given (a modified
         client can send any data; use :meth:`tap_button` for what the button carries). The query's
         ``message`` is the message as it is now, or, with ``inaccessible=True``, what Telegram sends for a
-        message too old to report (an ``InaccessibleMessage``: its chat, its id and ``date`` 0)."""
+        message too old to report (an ``InaccessibleMessage``: its chat, its id and ``date`` 0). With
+        ``game_short_name`` the query is a game button's: it carries that name and no ``data``."""
         message = self.state.messages.get((chat_id, message_id))
         if message is None or message.deleted:
             raise LookupError(f"no message {message_id} in chat {chat_id} to tap on")
@@ -364,7 +372,7 @@ class BotApiServer(WaitingMixin, LocalServer):
                 else message.to_dict()
             ),
             "chat_instance": str(-(abs(chat_id) * 7919 + 1) % 10**19),
-            "data": callback_data,
+            **({"game_short_name": game_short_name} if game_short_name is not None else {"data": callback_data}),
         }
         record = TelegramCallbackQuery(query_id, update_id, user, chat_id, message_id, callback_data,
                                      time.monotonic())  # fmt: skip
