@@ -285,9 +285,7 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
             path = Path(tmp) / f"bench-{secrets.token_hex(3)}.db"
             return SqliteStore(path), {"backend": "sqlite", "path": str(path)}
 
-        print_table(
-            "sqlite (synchronous=FULL, the default)", [await measure(sqlite, n, taps) for n in sizes], floor
-        )
+        print_table("sqlite (synchronous=FULL, the default)", [await measure(sqlite, n, taps) for n in sizes], floor)
 
         def sqlite_normal() -> tuple[Store, dict[str, Any]]:
             from milpa_chat.store.sqlite import SqliteStore

@@ -34,8 +34,8 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import EllipsisType
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from types import EllipsisType
 from typing import Any, Protocol, runtime_checkable
 
 from milpa_chat.errors import StoreError
@@ -310,7 +310,7 @@ def copy_value(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _copied_dict(value: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in value.items():
         kind = type(v)
         if kind is dict:
@@ -323,7 +323,7 @@ def _copied_dict(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _copied_list(value: list[Any] | tuple[Any, ...]) -> list[Any]:
-    out = []
+    out: list[Any] = []
     for v in value:
         kind = type(v)
         if kind is dict:
