@@ -216,13 +216,17 @@ def postgres_floor(dsn: str, n: int = 200) -> float:
     """p50 ms of a one-row durable ``INSERT`` (autocommit: a round trip and a WAL flush)."""
     import psycopg
 
+    table = f"milpa_floor_{secrets.token_hex(4)}"  # a logged table: a temporary one writes no WAL
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE TEMP TABLE milpa_floor (n int)")
+        conn.execute(f"CREATE TABLE {table} (n int)")
         times = []
-        for i in range(n):
-            start = time.perf_counter()
-            conn.execute("INSERT INTO milpa_floor VALUES (%s)", (i,))
-            times.append((time.perf_counter() - start) * 1000)
+        try:
+            for i in range(n):
+                start = time.perf_counter()
+                conn.execute(f"INSERT INTO {table} VALUES (%s)", (i,))
+                times.append((time.perf_counter() - start) * 1000)
+        finally:
+            conn.execute(f"DROP TABLE {table}")
     return statistics.median(times)
 
 
