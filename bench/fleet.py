@@ -2,6 +2,7 @@
 """Button taps per second through a fleet of Telegram webhook workers on PostgreSQL: 1, 2 and 4 workers.
 
     python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16] [--audit-trail all]
+                          [--chaos 10]
 
 PostgreSQL: ``MILPA_BENCH_POSTGRES_DSN`` (``postgresql://postgres@127.0.0.1:5432/test``); HAProxy: /usr/sbin/haproxy.
 
@@ -28,6 +29,14 @@ pending requests a requester may have open is raised to ``--runs`` (``MILPA_MAX_
 Prints one Markdown table (medians of the rounds): taps per second and the ratio against 1 worker, with the
 machine's core count. The harness (the Bot API server and the users), HAProxy, PostgreSQL and every worker
 share the machine's cores: a fleet scales only as far as cores are left for its workers.
+
+Then, unless ``--chaos 0``: the decision latency under chaos, the run ``tests/fleet/test_chaos.py`` makes (its
+harness, seed 16) for ``--chaos`` seconds (10 by default, about 45 s with the fleet's start-up and settling;
+the test runs 30): two Telegram and two Slack workers
+SIGKILLed and restarted and their database connections terminated while people ask and tap on both platforms.
+The latency is from a person's first tap on a card to that card showing the decision (p50 and p99, with the
+number of decisions seen); the test asserts what must hold whatever the machine (each approved run executed
+exactly once, every card converged, the audit trail holds) and prints the latency without a bound.
 """
 
 from __future__ import annotations
@@ -290,7 +299,34 @@ async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trai
         return taps / refused_seconds, runs / run_seconds
 
 
-async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int, trails: list[str]) -> None:
+async def chaos_latency(seconds: float, seed: int = 16) -> None:
+    """Print the decision latency of one chaos run (``tests/fleet``'s harness) of ``seconds``."""
+    os.environ.setdefault("MILPA_TEST_POSTGRES_DSN", DSN)  # the harness's database: the bench's
+    from tests.fleet._chaos_run import chaos_figures
+
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        figures, _ = await chaos_figures(Path(tmp), seed, seconds)
+    held = all(
+        figures[k] == 0
+        for k in (
+            "approved runs not executed exactly once",
+            "executions of requests not approved",
+            "cards not converged to their record",
+        )
+    ) and str(figures["audit trail"]).startswith("The audit trail holds")
+    print(
+        f"\nchaos ({seconds:.0f} s, seed {seed}, 2 Telegram + 2 Slack workers; {figures['worker kills']} kills, "
+        f"{figures['backends terminated']} database connections terminated; {time.perf_counter() - started:.0f} s "
+        f"with start-up and settling): decision latency p50 {figures['decision latency p50 (s)']} s, "
+        f"p99 {figures['decision latency p99 (s)']} s over {figures['decisions seen on a card after a tap']} "
+        f"decisions; {figures['approvals']} approvals, exactly once and converged: {'yes' if held else 'NO'}"
+    )
+
+
+async def main(
+    sizes: list[int], taps: int, runs: int, rounds: int, window: int, trails: list[str], chaos: float = 0.0
+) -> None:
     if not os.access(HAPROXY, os.X_OK):
         raise SystemExit(f"{HAPROXY} is missing: apt-get install -y haproxy")
     try:
@@ -333,6 +369,8 @@ async def main(sizes: list[int], taps: int, runs: int, rounds: int, window: int,
                 f"| {name} | {size} | {refused[k]:,.0f} | {refused[k] / refused[b]:.0%} | {confirmed[k]:,.0f} | "
                 f"{confirmed[k] / confirmed[b]:.0%} |"
             )
+    if chaos > 0:
+        await chaos_latency(chaos)
 
 
 if __name__ == "__main__":
@@ -349,7 +387,16 @@ if __name__ == "__main__":
         help="the workers keep the hash-chained audit trail, each in a lane (on, the default of a deployment) "
         "or all in one chain (chain), do not (off); both: on and off; all: the three (default both)",
     )
+    parser.add_argument(
+        "--chaos",
+        type=float,
+        default=10.0,
+        help="seconds of the fleet chaos run whose decision latency is printed after the table; 0 skips it "
+        "(default 10)",
+    )
     args = parser.parse_args()
+    if args.chaos < 0:
+        raise SystemExit(f"--chaos takes seconds (0 to skip the chaos run), e.g. --chaos 10; got {args.chaos}")
     try:
         chosen = [int(n) for n in args.workers.split(",") if n.strip()]
     except ValueError:
@@ -357,4 +404,4 @@ if __name__ == "__main__":
     if not chosen or min(chosen) < 1:
         raise SystemExit(f"--workers takes sizes of at least 1, e.g. 1,2,4; got {args.workers!r}")
     trails = {"both": ["on", "off"], "all": ["on", "chain", "off"]}.get(args.audit_trail, [args.audit_trail])
-    asyncio.run(main(chosen, args.taps, args.runs, args.rounds, args.window, trails))
+    asyncio.run(main(chosen, args.taps, args.runs, args.rounds, args.window, trails, args.chaos))

@@ -1,5 +1,6 @@
-"""A Telegram assistant whose payments agent is built on pydantic-ai, the OpenAI Agents SDK or LangGraph; every
-payment it proposes waits for a manager's tap (kit approvals), then runs once.
+"""A Telegram assistant whose payments agent is built on pydantic-ai, the OpenAI Agents SDK, LangGraph or LangChain
+(``create_agent`` with its ``HumanInTheLoopMiddleware``); every payment it proposes waits for a manager's tap (kit
+approvals), then runs once.
 
 ::
 
@@ -11,11 +12,13 @@ agent why. A process killed while people decide is resumed by the next one.
 Configuration, all from the environment:
 
 ``TELEGRAM_TOKEN``     the bot token from @BotFather (required)
-``AGENT_FRAMEWORK``    ``pydantic-ai`` (default), ``openai-agents`` or ``langgraph`` (this one needs no model: its
-                       graph reads "pay <to> <amount>" itself)
-``OPENAI_API_KEY``     the model's key (pydantic-ai and the OpenAI Agents SDK; ``OPENAI_BASE_URL`` for another
-                       OpenAI-compatible server, ``OPENAI_MODEL`` for the model, default ``gpt-4o-mini``)
-``MILPA_STORE``        the SQLite file for approvals and paused runs (default ``agent_payments.db``)
+``AGENT_FRAMEWORK``    ``pydantic-ai`` (default), ``openai-agents``, ``langchain`` (LangChain's ``create_agent`` on
+                       ``ChatOpenAI``, gated by ``HumanInTheLoopMiddleware``) or ``langgraph`` (this one needs no
+                       model: its graph reads "pay <to> <amount>" itself)
+``OPENAI_API_KEY``     the model's key (pydantic-ai, the OpenAI Agents SDK and LangChain; ``OPENAI_BASE_URL`` for
+                       another OpenAI-compatible server, ``OPENAI_MODEL`` for the model, default ``gpt-4o-mini``)
+``MILPA_STORE``        the SQLite file for approvals and paused runs (default ``agent_payments.db``; LangGraph and
+                       LangChain keep their threads beside it, in ``<MILPA_STORE>.graph``)
 ``MILPA_IDENTITIES``   who may pay and who approves (default ``bots/identities.example.toml``)
 ``TELEGRAM_BASE_URL``  another Bot API server (optional)
 """
@@ -28,7 +31,7 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,11 @@ __all__ = ["FRAMEWORKS", "build", "main"]
 EXAMPLE_IDENTITIES = Path(__file__).with_name("identities.example.toml")
 MANAGERS = VerifyPolicy(approver_scopes=("payments:approve",), expires_in=3600)
 INSTRUCTIONS = "You make payments for the user with send_payment. Answer in one short sentence."
+PAYMENT_SCHEMA = {
+    "type": "object",
+    "properties": {"to": {"type": "string"}, "amount": {"type": "number"}},
+    "required": ["to", "amount"],
+}
 log = logging.getLogger("bots.agent_payments")
 
 
@@ -91,14 +99,42 @@ async def openai_agents_agent(host: ApprovalHost, env: Mapping[str, str], stack:
     return OpenAIAgentsApprovals(host, agent, verify=MANAGERS)
 
 
+async def _checkpointer(env: Mapping[str, str], stack: AsyncExitStack) -> Any:
+    """LangGraph's SQLite checkpointer beside ``MILPA_STORE``: a paused thread outlives the process."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    checkpoints = f"{env.get('MILPA_STORE') or 'agent_payments.db'}.graph"
+    return await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(checkpoints))
+
+
+async def langchain_agent(host: ApprovalHost, env: Mapping[str, str], stack: AsyncExitStack) -> Any:
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    from milpa_chat.agents.langgraph import LangGraphApprovals
+
+    key, base_url, model = _openai(env)
+    agent = create_agent(
+        # chat completions, which every OpenAI-compatible server speaks (not the Responses API)
+        ChatOpenAI(model=model, api_key=SecretStr(key), base_url=base_url, use_responses_api=False),
+        tools=[tool(send_payment)],
+        system_prompt=INSTRUCTIONS,
+        middleware=[HumanInTheLoopMiddleware({"send_payment": True})],
+        checkpointer=await _checkpointer(env, stack),
+    )
+    return LangGraphApprovals(host, agent, verify=MANAGERS, name="agent", schemas={"send_payment": PAYMENT_SCHEMA})
+
+
 async def langgraph_agent(host: ApprovalHost, env: Mapping[str, str], stack: AsyncExitStack) -> Any:
     from typing import TypedDict
 
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
 
-    from milpa_chat.agents.langgraph import LangGraphApprovals
+    from milpa_chat.agents.langgraph import LangGraphApprovals, record_result
 
     class State(TypedDict, total=False):
         request: str
@@ -109,25 +145,29 @@ async def langgraph_agent(host: ApprovalHost, env: Mapping[str, str], stack: Asy
         if found is None:
             return {"result": 'Write "pay <to> <amount>", e.g. "pay ACME 120".'}
         answer = interrupt({"tool": "send_payment", "args": {"to": found[1], "amount": float(found[2])}})
-        return {"result": answer["message"] if answer["type"] == "reject" else send_payment(**answer["args"])}
+        if answer["type"] == "reject":
+            return {"result": answer["message"]}
+        return {"result": record_result(answer, send_payment(**answer["args"]))}  # the approval's result
 
     builder = StateGraph(State)
     builder.add_node("pay", pay)
     builder.add_edge(START, "pay")
     builder.add_edge("pay", END)
-    checkpoints = f"{env.get('MILPA_STORE') or 'agent_payments.db'}.graph"
-    saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(checkpoints))
-    schema = {
-        "type": "object",
-        "properties": {"to": {"type": "string"}, "amount": {"type": "number"}},
-        "required": ["to", "amount"],
-    }
-    return LangGraphApprovals(
-        host, builder.compile(checkpointer=saver), verify=MANAGERS, schemas={"send_payment": schema}
-    )
+    graph = builder.compile(checkpointer=await _checkpointer(env, stack))
+    return LangGraphApprovals(host, graph, verify=MANAGERS, schemas={"send_payment": PAYMENT_SCHEMA})
 
 
-FRAMEWORKS = {"pydantic-ai": pydantic_ai_agent, "openai-agents": openai_agents_agent, "langgraph": langgraph_agent}
+FRAMEWORKS = {
+    "pydantic-ai": pydantic_ai_agent,
+    "openai-agents": openai_agents_agent,
+    "langgraph": langgraph_agent,
+    "langchain": langchain_agent,
+}
+#: How a person's text becomes the graph's input (LangGraph and LangChain runs; each run its own thread).
+GRAPH_INPUTS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "langgraph": lambda text: {"request": text},
+    "langchain": lambda text: {"messages": [{"role": "user", "content": text}]},
+}
 
 
 async def build(env: Mapping[str, str], stack: AsyncExitStack) -> tuple[Assistant, Any]:
@@ -142,9 +182,10 @@ async def build(env: Mapping[str, str], stack: AsyncExitStack) -> tuple[Assistan
     identities = Identities.from_toml(env.get("MILPA_IDENTITIES") or EXAMPLE_IDENTITIES)
     assistant = Assistant(ToolRegistry(store=store), identities, name="Payments agent", edits=True)
     approvals = await FRAMEWORKS[framework](ApprovalHost(assistant), env, stack)
-    if framework == "langgraph":
+    if framework in GRAPH_INPUTS:
+        graph_input = GRAPH_INPUTS[framework]
         assistant.agent = approvals.chat_agent(
-            lambda text: ({"request": text}, {"configurable": {"thread_id": secrets.token_hex(8)}})
+            lambda text: (graph_input(text), {"configurable": {"thread_id": secrets.token_hex(8)}})
         )
     else:
         assistant.agent = approvals.chat_agent()

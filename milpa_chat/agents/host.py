@@ -3,7 +3,9 @@
 One small API over the runtime's one durable :class:`~milpa_chat.runtime.Approval`:
 
 * :meth:`ApprovalHost.request` opens the approval for a proposed call (the requester is the person the
-  agent acts for; the call is marked model-made) and delivers its cards on every configured surface;
+  agent acts for; the call is marked model-made) and delivers its cards on every configured surface — unless
+  a standing grant answers it first (lent: the record is approved by the grant, no card; stopped: refused
+  with the judge's sentence);
 * :meth:`ApprovalHost.wait` awaits the decision durably: it reads the record in the store, so a new process
   re-attaches by approval id after a restart; the decision is always a person's (a tap, the inbox, the CLI);
 * :meth:`ApprovalHost.run` runs the approved call exactly once (the caller that moves the record
@@ -51,6 +53,12 @@ def approval_id() -> str | None:
     return _current.get()
 
 
+def bind_approval_id(approval: str) -> None:
+    """For an adapter that learns, inside the framework's own run of one approved call, which approval it is:
+    :func:`approval_id` answers ``approval`` in the current context (that call's own task)."""
+    _current.set(approval)
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What people decided about one approval (read from its record)."""
@@ -94,6 +102,12 @@ class Decision:
         return votes or ([self.decided_by] if self.decided_by else [])
 
     @property
+    def grant(self) -> str | None:
+        """The standing grant that lent (or stopped) the call, when one answered it instead of people."""
+        standing = self.approval.data.get("standing")
+        return None if not standing else standing.get("grant")
+
+    @property
     def note(self) -> str | None:
         note = self.approval.data.get("decision_note")
         return None if note is None else str(note)
@@ -104,6 +118,8 @@ class Decision:
         if self.approved:
             return ""
         d = self.approval.data
+        if d.get("standing"):  # a standing grant stopped it: the judge's sentence names the way out
+            return str(d["standing"]["sentence"])
         who = d.get("decided_by_name") or d.get("decided_by") or "someone"
         note = f": {d['decision_note']}" if d.get("decision_note") else ""
         if self.state == "rejected":
@@ -181,7 +197,13 @@ class ApprovalHost:
         """Open an approval for ``tool(**args)`` proposed by a model for the person of ``ctx`` and deliver
         its cards. ``verify``: approvers decide (scopes, four-eyes, quorum, expiry); else the person confirms.
         ``schema``: the tool's JSON schema (edited arguments are checked against it). ``editable=False``: the
-        framework takes no edited arguments for this call, so people approve or reject it as it is."""
+        framework takes no edited arguments for this call, so people approve or reject it as it is.
+
+        With standing grants installed (``registry.grants``, a :class:`~milpa_chat.grants.GrantDesk` that
+        knows the operation named ``tool``), they are asked first: a grant that lends the call gives a record
+        already ``approved`` by it (no card; the grant's use counted; the audit log and trail cite it), which
+        :meth:`run` runs once as usual; a stop gives a ``rejected`` record whose :attr:`Decision.reason` is the
+        judge's sentence; anything else opens the approval as above."""
         if not isinstance(args, Mapping):
             raise TypeError(f"the arguments of {tool!r} must be an object, got {type(args).__name__}")
         wire = json.loads(json.dumps(dict(args), default=str))
@@ -190,9 +212,14 @@ class ApprovalHost:
             # grammars): import it now, off the event loop, not inside an edit that Slack wants answered in 3 s
             await asyncio.to_thread(importlib.import_module, "jsonschema")
         ttl = verify.expires_in if verify is not None else (expires_in or self.registry.confirmations.ttl)
+        requester = ctx.as_model()
+        grants = self.registry.grants
+        # standing grants first, as the pipeline's ``standing`` step: a grant in force for this seat that
+        # covers the call lends it (no card; its use is counted), a stop refuses it, anything else asks people
+        standing = await grants.consult(tool, wire, requester) if grants is not None and ctx.principal else None
         approval = await self.desk.open(
             "verification" if verify is not None else "confirm",
-            ctx.as_model(),
+            requester,
             tool=tool,
             args=wire,
             summary=action_summary(tool, wire, self.registry.audit.redact),
@@ -201,8 +228,9 @@ class ApprovalHost:
             reason=reason,
             payload={"schema": dict(schema) if schema else None, "editable": editable},
             external=True,
+            standing=None if standing is None else standing.to_dict(),
         )
-        if self.desk.hooks.follower is not None:  # the chat layer sends the cards
+        if standing is None and self.desk.hooks.follower is not None:  # the chat layer sends the cards
             await self.desk.hooks.follower(Change(approval, "requested"))
         return approval
 
@@ -228,7 +256,8 @@ class ApprovalHost:
     async def run(self, approval_id: str, fn: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
         """Run the approved call once: ``fn(approved_args)``, by the one caller that claims the record; its
         value (or exception) is recorded and reported. A caller that does not win the claim (the call ran
-        or runs elsewhere) gets the recorded value, or :class:`ApprovalRefused` when there is none."""
+        or runs elsewhere) gets the recorded value, or :class:`ApprovalRefused` when there is none. ``fn`` may
+        return a :class:`~milpa_chat.runtime.result.ToolResult`, recorded as it is (an error one as a failure)."""
         a = await self.desk.get(approval_id)
         if a is None or a.tool is None:
             raise ApprovalRefused(f"Unknown approval {approval_id!r}.", code="NOT_FOUND")
@@ -303,6 +332,8 @@ def context_from(record: Mapping[str, Any]) -> ToolContext:
 
 
 def _result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):  # the adapter read the outcome itself (a tool that failed in the framework)
+        return value
     text = value if isinstance(value, str) else None
     try:
         json.dumps(value)

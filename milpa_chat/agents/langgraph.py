@@ -12,7 +12,10 @@ human-in-the-loop decisions, plus the approved arguments and who decided::
 
 The resume that runs an approved call is claimed through its approval first, so it happens once (two workers,
 a retried delivery, a restarted process: one resume); :func:`milpa_chat.agents.approval_id` inside the node
-is the idempotency key. The paused run is kept in the kit store; a new process resumes it
+is the idempotency key. The node tells the kit what the tool returned with :func:`record_result` (``value =
+record_result(answer, send_payment(**answer["args"]))``): that value is the approval's result (the trail, the
+card's "Done" line, ``milpa-chat approvals show``); a node that does not call it leaves the final state's answer
+there. The paused run is kept in the kit store; a new process resumes it
 (:meth:`LangGraphApprovals.resume_pending`)::
 
     approvals = LangGraphApprovals(ApprovalHost(assistant), graph)
@@ -22,15 +25,17 @@ An agent made with LangChain's ``create_agent(..., middleware=[HumanInTheLoopMid
 each of the middleware's action requests (``interrupt_mode="batched"``, one approval per gated call of a model
 turn, or ``"per_call"``) becomes a kit approval, and the middleware gets its own decisions back:
 ``{"type": "approve"}``, ``{"type": "edit", "edited_action": {"name": ..., "args": <edited>}}`` after an edit,
-``{"type": "reject", "message": <the reason>}`` on a rejection, a withdrawal or an expiry.
+``{"type": "reject", "message": <the reason>}`` on a rejection, a withdrawal or an expiry. The approval's result
+is the approved call's own ``ToolMessage`` content (without the middleware's edit notice).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from milpa_chat._extras import require
 
@@ -39,13 +44,28 @@ require("langgraph", extra="langgraph", feature="Kit approvals for LangGraph gra
 from langgraph.types import Command  # noqa: E402
 
 from milpa_chat.agents.host import ApprovalHost, Decision, context_from, context_record  # noqa: E402
+from milpa_chat.agents.langchain_calls import call_ids, keyed_by_call, message_result, tool_message  # noqa: E402
 from milpa_chat.runtime.approval import ApprovalRefused  # noqa: E402
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.definition import VerifyPolicy
 
-__all__ = ["LangGraphApprovals", "hitl_decision", "resume_value"]
+__all__ = ["LangGraphApprovals", "hitl_decision", "record_result", "resume_value"]
+
+T = TypeVar("T")
+#: What the nodes of the resume under way said their tools returned, by approval id.
+_results: ContextVar[dict[str, Any] | None] = ContextVar("milpa_chat_langgraph_results", default=None)
+
+
+def record_result(answer: Mapping[str, Any], value: T) -> T:
+    """In a node resumed by :class:`LangGraphApprovals`: ``value`` (what the approved tool returned) is the
+    result of the approval ``answer`` (the node's ``interrupt(...)`` value) decided; returns ``value``.
+    Elsewhere (the graph run without the kit) it only returns ``value``."""
+    results = _results.get()
+    if results is not None and answer.get("approval_id"):
+        results[str(answer["approval_id"])] = value
+    return value
 
 
 def resume_value(decision: Decision) -> dict[str, Any]:
@@ -130,6 +150,8 @@ class LangGraphApprovals:
             shapes: dict[str, dict[str, Any]] = {}
             for interrupt in result["__interrupt__"]:
                 shape = _shape(interrupt.value)
+                if shape["kind"] == "batched":  # the middleware's request names no call ids: the model's turn does
+                    shape["call_ids"] = call_ids(await self.graph.aget_state(config), shape["calls"])
                 keys = []
                 for i, (tool, args, allowed) in enumerate(shape["calls"]):
                     opened = await self.host.request(
@@ -147,6 +169,7 @@ class LangGraphApprovals:
                     "kind": shape["kind"],
                     "keys": keys,
                     "allowed": [allowed for _, _, allowed in shape["calls"]],
+                    "call_ids": shape["call_ids"],
                 }
             run_id = await self.host.save_run(
                 run_id,
@@ -167,22 +190,24 @@ class LangGraphApprovals:
         self, approvals: Mapping[str, str], config: dict[str, Any], shapes: Mapping[str, Any] | None = None
     ) -> Any:
         """Wait for the decisions, then resume the graph once: the resume is claimed through every approval
-        whose call now runs (nested), so only one caller ever resumes an approved call."""
+        whose call now runs (nested), so only one caller ever resumes an approved call; each approval records
+        its own call's value."""
         decided = dict(
             zip(approvals, await asyncio.gather(*(self.host.wait(a) for a in approvals.values())), strict=True)
         )
         shapes = shapes or {key: {"kind": "tool", "keys": [key], "allowed": [None]} for key in approvals}
         values: dict[str, Any] = {}
-        runs: list[Decision] = []
+        runs: list[tuple[Decision, str | None]] = []
         refused: list[tuple[Decision, str]] = []
         for iid, shape in shapes.items():
             answers = []
-            for key, allowed in zip(shape["keys"], shape["allowed"], strict=True):
+            call_ids = shape.get("call_ids") or [None] * len(shape["keys"])
+            for key, allowed, call_id in zip(shape["keys"], shape["allowed"], call_ids, strict=True):
                 decision = decided[key]
                 answer = resume_value(decision) if shape["kind"] == "tool" else hitl_decision(decision, allowed)
                 answers.append(answer)
                 if answer["type"] in ("approve", "edit"):
-                    runs.append(decision)
+                    runs.append((decision, None if shape["kind"] == "tool" else call_id))
                 elif decision.approved:  # approved with an edit this tool does not take: it does not run
                     refused.append((decision, answer["message"]))
             values[iid] = {"decisions": answers} if shape["kind"] == "batched" else answers[0]
@@ -191,17 +216,48 @@ class LangGraphApprovals:
         command: Command[Any] = Command(resume=values)
         outcome: dict[str, Any] = {}
 
-        async def resume(_args: dict[str, Any]) -> str:
-            outcome["state"] = await self.graph.ainvoke(command, config)
-            return _summary(outcome["state"])
+        keys = {call_id: decision.id for decision, call_id in runs if call_id is not None}
 
-        step = resume
-        for decision in runs:
-            step = _claimed(self.host, decision.id, step)
-        await step({})
+        async def resume() -> None:
+            token = _results.set({})
+            try:  # each of LangChain's tool calls runs with its own approval id as approval_id()
+                outcome["state"] = await self.graph.ainvoke(command, keyed_by_call(config, keys))
+                outcome["results"] = _results.get()
+            finally:
+                _results.reset(token)
+
+        step: Callable[[], Awaitable[None]] = resume
+        for decision, call_id in runs:
+            step = self._claimed(decision, call_id, step, outcome, config)
+        await step()
         if "state" in outcome:
             return outcome["state"]
         return (await self.graph.aget_state(config)).values  # another caller resumed it: its state
+
+    def _claimed(
+        self,
+        decision: Decision,
+        call_id: str | None,
+        inner: Callable[[], Awaitable[None]],
+        outcome: dict[str, Any],
+        config: dict[str, Any],
+    ) -> Callable[[], Awaitable[None]]:
+        """``inner`` run once under ``decision``'s claim; the approval records its own call's value: the
+        ``ToolMessage`` of ``call_id`` (LangChain's middleware), else what the node passed to
+        :func:`record_result`, else the final state's answer."""
+
+        async def run(_args: dict[str, Any]) -> Any:
+            await inner()
+            state = outcome["state"] if "state" in outcome else (await self.graph.aget_state(config)).values
+            if call_id is not None and (message := tool_message(state, call_id)) is not None:
+                return message_result(message, edited=decision.edited)
+            recorded = outcome.get("results") or {}
+            return recorded[decision.id] if decision.id in recorded else _summary(state)
+
+        async def step() -> None:
+            await self.host.run(decision.id, run)
+
+        return step
 
     def _policy(self, tool: str) -> VerifyPolicy | None:
         if self.verify is None or not isinstance(self.verify, Mapping):
@@ -236,13 +292,6 @@ async def _not_run(host: ApprovalHost, approval: str, message: str) -> None:
         await host.run(approval, refuse)
 
 
-def _claimed(host: ApprovalHost, approval: str, inner: Any) -> Any:
-    async def step(_args: dict[str, Any]) -> Any:
-        return await host.run(approval, inner)
-
-    return step
-
-
 def _shape(value: Any) -> dict[str, Any]:
     """The calls an interrupt asks about: ``{"kind": "tool" | "tool_approval" | "batched", "calls": [(tool,
     args, allowed decisions or None), ...]}``."""
@@ -252,12 +301,13 @@ def _shape(value: Any) -> dict[str, Any]:
         for request in value["action_requests"]:
             tool, args = _proposal({"tool": request.get("name"), "args": request.get("args")})
             calls.append((tool, args, _allowed(tool, configs.get(tool))))
-        return {"kind": "batched", "calls": calls}
+        return {"kind": "batched", "calls": calls, "call_ids": [None] * len(calls)}
     if isinstance(value, Mapping) and value.get("type") == "tool_approval":  # HITL middleware, per call
         tool, args = _proposal({"tool": value.get("name"), "args": value.get("args")})
-        return {"kind": "tool_approval", "calls": [(tool, args, None)]}
+        call_id = value.get("tool_call_id")
+        return {"kind": "tool_approval", "calls": [(tool, args, None)], "call_ids": [call_id]}
     tool, args = _proposal(value)
-    return {"kind": "tool", "calls": [(tool, args, None)]}
+    return {"kind": "tool", "calls": [(tool, args, None)], "call_ids": [None]}
 
 
 def _allowed(tool: str, allowed: Any) -> list[str] | None:

@@ -91,6 +91,7 @@ class GrantChanges:
         return bool(ctx.principal) and ctx.has_any_scope(self.signer_scopes)
 
     def _refuse_unless_signer(self, ctx: ToolContext, verb: str) -> None:
+        _refuse_model(ctx, verb)
         if not ctx.principal:
             raise ApprovalRefused(f"Only an identified person can {verb} a standing grant.")
         if not self.may_sign(ctx):
@@ -121,6 +122,7 @@ class GrantChanges:
             grant = StandingGrant.from_json(grant)
         if not isinstance(grant, StandingGrant):
             raise TypeError(f"draft takes a StandingGrant or its JSON text, got {type(grant).__name__}")
+        _refuse_model(ctx, "draft")
         if not ctx.principal:
             raise ApprovalRefused("Only an identified person can draft a standing grant.")
         await self._check_supersedes(grant)
@@ -271,6 +273,7 @@ class GrantChanges:
     ) -> tuple[GrantRecord, Approval]:
         """ "Always allow…" on the card of ``approval_id``: a person who may decide that request drafts
         the grant (:meth:`draft_of`) and its signature is opened — nothing is lent until it is signed."""
+        _refuse_model(ctx, "draft")
         approval = await self.approvals.get(approval_id)
         if approval is None:
             raise ApprovalRefused(f"Unknown request {approval_id!r}.", code="NOT_FOUND")
@@ -481,6 +484,16 @@ def conversation_of(ctx: ToolContext) -> str | None:
     """``<channel>:<chat id>`` of the chat ``ctx`` speaks in (``None`` outside a chat)."""
     chat = ctx.extra.get("chat_id")
     return None if chat is None else f"{ctx.channel}:{chat}"
+
+
+def _refuse_model(ctx: ToolContext, verb: str) -> None:
+    """A model never drafts, signs, lifts, suspends or revokes a grant, whoever it speaks for."""
+    if ctx.by_model:
+        raise ApprovalRefused(
+            f"A model cannot {verb} a standing grant: only a person does, on a card, in the notebook or with "
+            "milpa-chat grants. Nothing was changed.",
+            code="FORBIDDEN",
+        )
 
 
 def _who(ctx: ToolContext, via: str) -> dict[str, Any]:

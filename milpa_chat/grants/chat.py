@@ -1,11 +1,12 @@
 """Standing grants in chat: "Always allow…" on an approver's card, ``/grants``, and the grant's own cards.
 
 * **Always allow…** (action ``always``, ref: the approval id) on the approver's copy of a card whose
-  operation offers a grant (:meth:`GrantDesk.offer_for`): the person who taps it must be one who may
-  decide that request; it drafts the grant and opens its signature, an approval of its own whose card
-  (sent to the approver chats like every card, edited on every copy) shows the whole text in canonical
-  spelling. Signing is the Approve on *that* card — a second, separate tap, by another person unless
-  the grant's rule lets the drafter sign.
+  operation offers a grant (:meth:`GrantDesk.offer_for`), and on the requester's copy of an agent's call
+  that the requester confirms (the kit never "always approves" on its own: the tap drafts a grant). The
+  person who taps it must be one who may decide that request; it drafts the grant and opens its signature,
+  an approval of its own whose card (sent to the approver chats like every card, edited on every copy)
+  shows the whole text in canonical spelling. Signing is the Approve on *that* card — a second, separate
+  tap, by another person unless the grant's rule lets the drafter sign.
 * ``/grants`` lists the grants with their state and use count, one card each, with Suspend / Lift /
   Revoke for a person who may sign (actions ``grant_suspend``, ``grant_lift``, ``grant_revoke``; ref:
   the grant id). Each change is a decision through the one decision path, with the tapper's platform
@@ -105,8 +106,13 @@ class GrantChat:
         return action in GRANT_ACTIONS
 
     def always_button(self, approval: Approval, role: str) -> Button | None:
-        """ "Always allow…" for the approver's copy of a pending card whose operation offers a grant."""
-        if role != "approver" or approval.state != "pending" or self.desk.offer_for(approval) is None:
+        """ "Always allow…" on a pending card whose operation offers a grant: on the approver's copy, and on the
+        requester's copy of an agent's call the requester confirms (a ``confirm`` opened by
+        :class:`~milpa_chat.agents.ApprovalHost`) — the copy of whoever may decide the request."""
+        if approval.state != "pending" or self.desk.offer_for(approval) is None:
+            return None
+        confirms = role == "requester" and approval.kind == "confirm" and bool(approval.data.get("external"))
+        if role != "approver" and not confirms:
             return None
         return Button("Always allow…", ALWAYS, approval.id)
 

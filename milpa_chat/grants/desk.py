@@ -56,6 +56,7 @@ from milpa_chat.grants.records import (
 from milpa_chat.grants.rules import is_operation_name
 from milpa_chat.grants.standing import GrantStanding
 from milpa_chat.runtime.caps import Cap
+from milpa_chat.runtime.services import StandingAnswer
 
 if TYPE_CHECKING:
     from milpa_chat.command.atom import Operation
@@ -68,6 +69,11 @@ if TYPE_CHECKING:
 __all__ = ["GrantDesk", "GrantOffer", "Judged"]
 
 log = logging.getLogger("milpa_chat.grants")
+
+
+#: How many times a loan is judged again when its grant changed meanwhile (each lost race is another
+#: call's use counted, so concurrent calls of one grant all get through within as many tries as there are calls).
+LEND_ATTEMPTS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,21 +233,22 @@ class GrantDesk(GrantChanges):
                 out[condition.by.operation] = digest
         return out
 
-    def call_of(self, tool: ToolDefinition, wire: Mapping[str, Any], ctx: ToolContext) -> StandingCall | None:
+    def call_of(self, tool: ToolDefinition | str, wire: Mapping[str, Any], ctx: ToolContext) -> StandingCall | None:
         """The call as facts (``None`` for a caller with no principal — no seat — or a tool whose name no
-        grant can cover, such as ``notes__delete``: nothing to lend, nothing to stop)."""
+        grant can cover, such as ``notes__delete``: nothing to lend, nothing to stop). ``tool``: a
+        definition, or the name of a tool the kit does not run itself (an agent framework's)."""
         if not ctx.principal:
             return None
         now = when(self.store.clock())
         operation = self.operation_of(tool)
         if operation is not None:
             return StandingCall.of(operation, wire, ctx.principal, now=now)
-        name = str(tool.extra.get("operation_name") or tool.name)
+        name = tool if isinstance(tool, str) else str(tool.extra.get("operation_name") or tool.name)
         if not is_operation_name(name):  # e.g. notes__delete: no grant covers it, nor may be naming it
             return None
         return StandingCall(name, wire, ctx.principal, content=None, effect=EffectProfile.unclassified(), now=now)
 
-    async def judge(self, tool: ToolDefinition, wire: Mapping[str, Any], ctx: ToolContext) -> Judged:
+    async def judge(self, tool: ToolDefinition | str, wire: Mapping[str, Any], ctx: ToolContext) -> Judged:
         """What the grants kept say of calling ``tool`` with ``wire`` as ``ctx`` (nothing is written)."""
         call = self.call_of(tool, wire, ctx)
         if call is None:
@@ -258,31 +265,77 @@ class GrantDesk(GrantChanges):
         from milpa_chat.runtime import gates
         from milpa_chat.runtime.result import ErrorCode
 
-        for _ in range(8):  # a grant that changed between judging and lending is judged again
-            judged = await self.judge(call.tool, call.validated.wire, call.ctx)
+        verdict = await self._verdict(call.tool, call.validated.wire, call.ctx)
+        if verdict is None:
+            return None
+        if verdict.passes():
+            return await self._lend(call, verdict)
+        grant = None if verdict.grant is None else verdict.grant.id
+        call.services.audit.denied(call.ctx, call.tool.name, verdict.sentence)
+        return gates.fail(
+            call.tool.name,
+            call.ctx,
+            call.t0,
+            ErrorCode.FORBIDDEN,
+            verdict.sentence,
+            None,
+            standing_grant=grant,
+            standing_check=verdict.failed.label if verdict.failed else None,
+        )
+
+    # ------------------------------------------------------------------ calls the kit does not run
+    async def consult(self, tool: str, args: Mapping[str, Any], ctx: ToolContext) -> StandingAnswer | None:
+        """What the grants say of ``tool(**args)`` that the kit does not run itself — an agent framework's
+        tool, proposed by its model for the person of ``ctx`` (:class:`~milpa_chat.agents.ApprovalHost`):
+
+        * lent: the grant's use is counted (in the compare-and-set that checks it did not change since it was
+          judged) and the audit log cites it; the caller records the call as allowed and runs it once;
+        * stopped (a suspended grant, a record that does not read): refused with the judge's sentence;
+        * ``None``: the call goes to its approval, as if no grant existed.
+
+        ``tool`` is the operation's name in any spelling (``send_payment`` is ``send:payment``); only an
+        operation :meth:`know` was told of can say what a call acts on, so only such a call is ever lent."""
+        if not isinstance(tool, str) or not isinstance(args, Mapping):
+            raise TypeError(
+                f"GrantDesk.consult takes a tool name and its arguments (an object), got {type(tool).__name__} "
+                f"and {type(args).__name__}"
+            )
+        verdict = await self._verdict(tool, args, ctx)
+        if verdict is None:
+            return None
+        grant = None if verdict.grant is None else verdict.grant.id
+        if verdict.passes():
+            cited = _cited(verdict)
+            self._audit_lent(ctx, tool, str(grant), cited)
+            return StandingAnswer(True, grant, verdict.sentence, tuple(cited))
+        self.registry.audit.denied(ctx, tool, verdict.sentence)
+        return StandingAnswer(False, grant, verdict.sentence, check=verdict.failed.label if verdict.failed else None)
+
+    async def _verdict(
+        self, tool: ToolDefinition | str, wire: Mapping[str, Any], ctx: ToolContext
+    ) -> StandingVerdict | None:
+        """The verdict to act on: a pass whose use was counted, a stop, or ``None`` (the approval)."""
+        name = tool if isinstance(tool, str) else tool.name
+        for _ in range(LEND_ATTEMPTS):  # a grant that changed between judging and lending is judged again
+            judged = await self.judge(tool, wire, ctx)
             verdict = judged.verdict
             if verdict is None:
                 return None
             if verdict.passes():
                 assert verdict.grant is not None
                 if await self._count_use(verdict.grant.id, judged.versions.get(verdict.grant.id)):
-                    return await self._lend(call, verdict)
+                    return verdict
                 continue
             if verdict.stopped:
-                grant = None if verdict.grant is None else verdict.grant.id
-                call.services.audit.denied(call.ctx, call.tool.name, verdict.sentence)
-                return gates.fail(
-                    call.tool.name,
-                    call.ctx,
-                    call.t0,
-                    ErrorCode.FORBIDDEN,
-                    verdict.sentence,
-                    None,
-                    standing_grant=grant,
-                    standing_check=verdict.failed.label if verdict.failed else None,
-                )
-            log.info("standing grants do not lend %s to %s: %s", call.tool.name, call.ctx.principal, verdict.sentence)
+                return verdict
+            log.info("standing grants do not lend %s to %s: %s", name, ctx.principal, verdict.sentence)
             return None
+        log.info(
+            "standing grants: %s for %s changed on every one of %d tries; it goes to its approval",
+            name,
+            ctx.principal,
+            LEND_ATTEMPTS,
+        )
         return None
 
     async def _count_use(self, grant_id: str, version: int | None) -> bool:
@@ -297,26 +350,8 @@ class GrantDesk(GrantChanges):
 
         assert verdict.grant is not None
         grant_id = verdict.grant.id
-        cited = [
-            {
-                "operation": r.operation,
-                "content": r.content,
-                "instrument": r.instrument,
-                "holds": r.holds,
-                "at": None if r.at is None else r.at.isoformat(),
-            }
-            for r in verdict.cited
-        ]
-        audit = call.services.audit
-        if audit.writes(logging.INFO):
-            audit.logger.info(
-                "[GrantAudit] %s | lent | %s | %s | grant=%s | receipts=%s",
-                call.ctx.request_id,
-                call.tool.name,
-                call.ctx.principal,
-                grant_id,
-                ",".join(f"{r['operation']}@{r['content']}" for r in cited),
-            )
+        cited = _cited(verdict)
+        self._audit_lent(call.ctx, call.tool.name, grant_id, cited)
         trail = call.services.trail
         if trail is not None:
             try:
@@ -335,6 +370,18 @@ class GrantDesk(GrantChanges):
         result = await execute(call)
         log.debug("grant %s lent %s (%.1f ms)", grant_id, call.tool.name, (perf_counter() - t_lent) * 1000)
         return result.with_meta(standing_grant=grant_id, standing_receipts=cited, standing_sentence=verdict.sentence)
+
+    def _audit_lent(self, ctx: ToolContext, tool: str, grant_id: str, cited: list[dict[str, Any]]) -> None:
+        audit = self.registry.audit
+        if audit.writes(logging.INFO):
+            audit.logger.info(
+                "[GrantAudit] %s | lent | %s | %s | grant=%s | receipts=%s",
+                ctx.request_id,
+                tool,
+                ctx.principal,
+                grant_id,
+                ",".join(f"{r['operation']}@{r['content']}" for r in cited),
+            )
 
     # ------------------------------------------------------------------ measurements
     async def _measured(self, _name: str, payload: Mapping[str, Any]) -> None:
@@ -369,3 +416,17 @@ class GrantDesk(GrantChanges):
             ttl=self.watch_retention,
             durable=False,
         )
+
+
+def _cited(verdict: StandingVerdict) -> list[dict[str, Any]]:
+    """The receipts a loan ran on, as a result's meta, the audit and an approval record cite them."""
+    return [
+        {
+            "operation": r.operation,
+            "content": r.content,
+            "instrument": r.instrument,
+            "holds": r.holds,
+            "at": None if r.at is None else r.at.isoformat(),
+        }
+        for r in verdict.cited
+    ]

@@ -54,6 +54,7 @@ class Opening(DeskCore):
         idempotent: bool = False,
         guard: str | None = None,
         external: bool = False,
+        standing: Mapping[str, Any] | None = None,
     ) -> Approval:
         """Store a new pending approval for ``ctx`` (the requester) and return it.
 
@@ -61,7 +62,12 @@ class Opening(DeskCore):
         ``via``: a card, the notebook inbox, the CLI), never by a tool — standing-grant changes.
         ``external``: the call is run by the caller that opened the record (an agent of another framework,
         through :meth:`claim` then :meth:`finish`), never by a follower: a confirm or an approval leaves it
-        ``approved`` for that caller to claim."""
+        ``approved`` for that caller to claim.
+        ``standing``: a standing grant already answered the call (a
+        :meth:`StandingAnswer.to_dict <milpa_chat.runtime.services.StandingAnswer.to_dict>`): the record is
+        written decided, with no card and no pending slot — ``approved`` by the grant that lent it (an
+        ``external`` caller then claims and runs it), or ``rejected`` with the judge's sentence on a stop;
+        its event is ``lent`` or ``stopped``, and the audit log and trail cite the grant."""
         from milpa_chat.runtime.definition import VerifyPolicy
 
         if guard is None and isinstance(subject, str) and _RESERVED.match(subject):
@@ -126,14 +132,23 @@ class Opening(DeskCore):
         }
         if guard is not None:
             value["guard"] = guard
-        for opener in self.hooks.openers:
-            opener(value, ctx)
+        if standing is None:
+            for opener in self.hooks.openers:
+                opener(value, ctx)
+        else:
+            _answered(value, standing, now)
         if external:
             value.update(external=True, auto_run=False)
         hold_new_cards(value, self.worker, now + self._handoff())
         who = ctx.principal or "anonymous"
         while True:
             aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
+            if standing is not None:  # decided already: it holds no pending slot
+                ttl = self.retention if value["state"] == "rejected" else None
+                rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now), ttl=ttl)
+                if rec is not None:
+                    break
+                continue
             await self.pending_cap.take(who, aid, value["expires_at"])
             rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now))
             if rec is not None:
@@ -141,5 +156,27 @@ class Opening(DeskCore):
             await self.pending_cap.free(who, aid)
         failpoint("approval.opened")
         approval = Approval(aid, value, rec.version, rec.due)
-        await self._event(Change(approval, "requested"))
+        event = "requested" if standing is None else ("lent" if value["state"] == "approved" else "stopped")
+        await self._event(Change(approval, event))
         return approval
+
+
+def _answered(value: dict[str, Any], standing: Mapping[str, Any], now: float) -> None:
+    """Write a standing grant's answer into a new record: decided by the grant, with no card."""
+    lent, grant, sentence = standing.get("lent"), standing.get("grant"), standing.get("sentence")
+    if not isinstance(lent, bool) or not isinstance(sentence, str) or not (grant is None or isinstance(grant, str)):
+        raise TypeError(
+            "ApprovalDesk.open(standing=...) takes StandingAnswer.to_dict(): lent (true/false), grant (an id or "
+            f"null) and sentence (text), got {dict(standing)!r}"
+        )
+    value.update(
+        state="approved" if lent else "rejected",
+        standing={**standing, "receipts": list(standing.get("receipts") or ())},
+        decided_by=f"grant:{grant}" if grant else "standing grants",
+        decided_by_name=f"standing grant {grant}" if grant else "the standing grants",
+        decided_at=now,
+        decided_via="standing",
+        decision_note=sentence,
+        cards=[],
+        route=None,
+    )

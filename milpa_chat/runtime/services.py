@@ -34,7 +34,33 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.verification import HumanVerifier
     from milpa_chat.runtime.verifier import Verifier
 
-__all__ = ["Call", "Replay", "Services", "StandingGate"]
+__all__ = ["Call", "Replay", "Services", "StandingAnswer", "StandingGate"]
+
+
+@dataclass(frozen=True, slots=True)
+class StandingAnswer:
+    """What the standing grants said of a call that runs outside the pipeline (an agent framework's tool).
+
+    ``lent``: a grant lends it (its use is counted already) and it runs without a card; else a stop refuses it
+    with ``sentence``. ``grant``: the grant that lent or stopped it (``None`` for a record that does not read);
+    ``receipts``: on a loan, the measurements it ran on (operation, content, instrument, holds, at);
+    ``check``: on a stop, the check that refused."""
+
+    lent: bool
+    grant: str | None
+    sentence: str
+    receipts: tuple[Mapping[str, Any], ...] = ()
+    check: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the approval record keeps of it (``Approval.data["standing"]``)."""
+        return {
+            "lent": self.lent,
+            "grant": self.grant,
+            "sentence": self.sentence,
+            "receipts": [dict(r) for r in self.receipts],
+            "check": self.check,
+        }
 
 
 @runtime_checkable
@@ -43,6 +69,11 @@ class StandingGate(Protocol):
 
     async def gate(self, call: Call) -> ToolResult | None:
         """A result (lent, or refused by a stop), or ``None`` to go on to the approval."""
+        ...
+
+    async def consult(self, tool: str, args: Mapping[str, Any], ctx: ToolContext) -> StandingAnswer | None:
+        """For a call the kit does not run itself (``tool`` proposed by an agent framework's model, for the
+        person of ``ctx``): lent (its use counted), stopped, or ``None`` to go on to the approval."""
         ...
 
 

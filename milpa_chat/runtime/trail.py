@@ -112,6 +112,8 @@ _EVENTS = {
     "run_again": "decided",
     "marked_done": "decided",
     "expired": "expired",
+    "lent": "decided",  # a standing grant answered the call: requested and decided in one write
+    "stopped": "decided",
     "claimed": "started",
     "retrying": "retrying",
     "uncertain": "uncertain",
@@ -387,6 +389,8 @@ class AuditTrail:
             return
         v = change.approval.data
         items: list[tuple[str, str, Mapping[str, Any]]] = []
+        if change.event in ("lent", "stopped"):
+            items.append(("requested", change.approval.id, _change_fields("requested", change)))
         if kind != "started":
             items.append((kind, change.approval.id, _change_fields(kind, change)))
         if change.claimed:  # the same write claimed the run: who holds it, with which idempotency key
@@ -608,6 +612,12 @@ def _change_fields(kind: str, change: Change) -> dict[str, Any]:
             note=voter.get("note") if voter else v.get("decision_note"),
             decision=change.event,
         )
+        standing = v.get("standing")
+        if change.event in ("lent", "stopped") and isinstance(standing, Mapping):
+            fields.update(
+                grant=standing.get("grant"),
+                receipts=[f"{r.get('operation')}@{r.get('content')}" for r in standing.get("receipts") or ()],
+            )
     elif kind == "result":
         result = v.get("result") or {}
         fields.update(

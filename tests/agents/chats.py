@@ -56,6 +56,8 @@ class _Chat(ABC):
     clock: ManualClock
     driver: Any
     trail: AuditTrail
+    #: The standing grants' desk, when the chat was made with ``grants=True``.
+    grants: Any = None
 
     async def cards_recorded(self) -> None:
         """People decide once the cards are out (the record knows every copy)."""
@@ -81,6 +83,14 @@ class _Chat(ABC):
     def context_of(self, who: str) -> Any:
         """The context the assistant gives ``who`` in the approvers' chat."""
 
+    @abstractmethod
+    async def approvers_card(self, words: str) -> Any:
+        """The newest card with buttons in the approvers' chat that says ``words`` (waited for)."""
+
+    @abstractmethod
+    def cards_shown(self) -> int:
+        """How many messages with buttons the approvers and the requester were sent so far."""
+
 
 @dataclass
 class TelegramChat(_Chat):
@@ -100,6 +110,11 @@ class TelegramChat(_Chat):
         card = await self.tg.wait_for_message(APPROVERS if approvers else alice.id, since=sent, timeout=WAIT)
         await self.cards_recorded()
         return card
+
+    async def say(self, text: str = "please pay ACME 120 EUR") -> None:
+        """Alice writes to the agent (no card is waited for)."""
+        alice = TELEGRAM_PEOPLE["alice"]
+        await self.tg.send_message(alice.id, alice, text)
 
     async def tap(self, card: TelegramMessage, word: str, who: str) -> str:
         now = self.tg.message(card.chat.id, card.message_id)
@@ -161,6 +176,22 @@ class TelegramChat(_Chat):
             "telegram", ChatUser(str(user.id), user.first_name, user.username), str(APPROVERS)
         )
 
+    async def approvers_card(self, words: str) -> TelegramMessage:
+        def newest() -> TelegramMessage | None:
+            found = [m for m in self.tg.messages(APPROVERS) if m.button_labels and words in (m.text or "")]
+            return found[-1] if found else None
+
+        return await self.tg.wait_until(newest, WAIT, what=f"a card saying {words!r}")
+
+    def cards_shown(self) -> int:
+        chats = (APPROVERS, TELEGRAM_PEOPLE["alice"].id)
+        return sum(
+            1
+            for chat in chats
+            for m in self.tg.messages(chat)
+            if (m.versions[0].reply_markup or {}).get("inline_keyboard")
+        )
+
 
 @dataclass
 class SlackChat(_Chat):
@@ -186,6 +217,10 @@ class SlackChat(_Chat):
         card = await self.api.wait_for_message(channel, lambda m: bool(m.buttons()), timeout=WAIT)
         await self.cards_recorded()
         return card
+
+    async def say(self, text: str = "please pay ACME 120 EUR") -> None:
+        """Alice writes to the app in its DM (no card is waited for)."""
+        await self.slack.direct_message(text, user=SLACK_PEOPLE["alice"])
 
     def _answers(self, who: str) -> list[str]:
         return [m.text for m in self.api.ephemeral_messages(SLACK_PEOPLE[who])]
@@ -257,29 +292,58 @@ class SlackChat(_Chat):
             "slack", ChatUser(user, who.title(), who, team=TEAM), SLACK_APPROVERS
         )
 
+    async def approvers_card(self, words: str) -> Any:
+        def says(m: Any) -> bool:
+            return bool(m.buttons()) and words in m.all_text()
 
-def new_kit(clock: ManualClock) -> tuple[Assistant, ApprovalHost, AuditTrail]:
+        await self.api.wait_for_message(SLACK_APPROVERS, says, timeout=WAIT)
+        return [m for m in self.api.messages(SLACK_APPROVERS) if says(m)][-1]
+
+    def cards_shown(self) -> int:
+        return sum(1 for chat in (SLACK_APPROVERS, self.dm) for m in self.api.messages(chat) if _had_buttons(m))
+
+
+def _had_buttons(m: Any) -> bool:
+    first = m.history[0] if m.history else m
+    return any(b.get("type") == "actions" for b in first.blocks or ())
+
+
+def new_kit(clock: ManualClock, identities: dict[str, Any] = IDENTITIES) -> tuple[Assistant, ApprovalHost, AuditTrail]:
     registry = ToolRegistry(store=MemoryStore(clock=clock))
     trail = AuditTrail(registry.store).attach(registry)
-    assistant = Assistant(registry, Identities.from_dict(IDENTITIES), edits=True)
+    assistant = Assistant(registry, Identities.from_dict(identities), edits=True)
     return assistant, ApprovalHost(assistant, poll=0.02), trail
+
+
+#: The same people; Maria and Mateo may also sign standing grants.
+SIGNING = {**IDENTITIES, "roles": {**IDENTITIES["roles"], "manager": [*IDENTITIES["roles"]["manager"], "grants:sign"]}}
 
 
 @asynccontextmanager
 async def chat(
-    surface: str, framework: str, tmp_path: Path, verify: VerifyPolicy | None = MANAGERS
+    surface: str, framework: str, tmp_path: Path, verify: VerifyPolicy | None = MANAGERS, *, grants: bool = False
 ) -> AsyncIterator[Any]:
-    """The framework's agent behind the assistant on ``surface``, with Alice, Maria and Mateo."""
+    """The framework's agent behind the assistant on ``surface``, with Alice, Maria and Mateo. ``grants``:
+    with standing grants over the payment (:mod:`tests.agents.payees`; Maria and Mateo may sign them)."""
     clock = ManualClock()
-    assistant, host, trail = new_kit(clock)
+    assistant, host, trail = new_kit(clock, SIGNING if grants else IDENTITIES)
+    desk = None
+    if grants:
+        from milpa_chat.grants import GrantChat
+
+        from .payees import install
+
+        desk = install(assistant.registry)
+        GrantChat(assistant, desk)
     ledger, driver = Ledger(), FRAMEWORKS[framework]()
     async with AsyncExitStack() as stack:
         _, assistant.agent = await driver.build(host, ledger, verify, stack, tmp_path)
         try:
-            if surface == "telegram":
-                yield await stack.enter_async_context(_telegram(assistant, host, ledger, clock, driver, trail))
-            else:
-                yield await stack.enter_async_context(_slack(assistant, host, ledger, clock, driver, trail))
+            kit = (host, ledger, clock, driver, trail)
+            surfaced = _telegram(assistant, *kit) if surface == "telegram" else _slack(assistant, *kit)
+            c = await stack.enter_async_context(surfaced)
+            c.grants = desk
+            yield c
         finally:
             for task in list(host._tasks):
                 task.cancel()

