@@ -1,7 +1,7 @@
 # ruff: noqa: ASYNC109, ASYNC220, ASYNC240  (a bench harness: short blocking process and file calls, own timeouts)
 """Button taps per second through a fleet of Telegram webhook workers on PostgreSQL: 1, 2 and 4 workers.
 
-    python bench/fleet.py [--workers 1,2,4] [--taps 600] [--runs 300] [--rounds 2] [--window 16] [--audit-trail all]
+    python bench/fleet.py [--workers 1,2,4] [--taps 200] [--runs 150] [--rounds 2] [--window 16] [--audit-trail all]
                           [--chaos 10]
 
 PostgreSQL: ``MILPA_BENCH_POSTGRES_DSN`` (``postgresql://postgres@127.0.0.1:5432/test``); HAProxy: /usr/sbin/haproxy.
@@ -26,9 +26,16 @@ the default of a deployment), each worker in a lane of its own (the default) or 
 (``MILPA_AUDIT_LANE=""``), and without it (``--audit-trail on|chain|off|both|all``). The workers' cap on
 pending requests a requester may have open is raised to ``--runs`` (``MILPA_MAX_PENDING``).
 
-Prints one Markdown table (medians of the rounds): taps per second and the ratio against 1 worker, with the
-machine's core count. The harness (the Bot API server and the users), HAProxy, PostgreSQL and every worker
-share the machine's cores: a fleet scales only as far as cores are left for its workers.
+Prints three Markdown tables. The first (medians of the rounds): taps per second and the ratio against 1
+worker, and confirmations per CPU-second of the workers (every round added up), which does not depend on how
+many cores were left for them: flat from 1 to 4 workers means nothing the workers share (a row, the trail's
+head, a lock) costs them more as they are more; falling means it does. The second: where the CPU went while
+confirming, per role, from ``/proc/PID/stat`` (``bench/_cpu.py``): the workers, HAProxy, the harness (this
+process: the Bot API server and the users), the fleet's PostgreSQL backends and PostgreSQL's own processes,
+each as cores kept busy and CPU milliseconds a confirmation, with the whole machine's busy cores (what else
+ran). The third: what the fleet's PostgreSQL backends waited for (``pg_stat_activity``, every 20 ms). The
+harness, HAProxy, PostgreSQL and every worker share the machine's cores: a fleet scales only as far as cores
+are left for its workers, and one worker (one Python process) uses one core at most.
 
 Then, unless ``--chaos 0``: the decision latency under chaos, the run ``tests/fleet/test_chaos.py`` makes (its
 harness, seed 16) for ``--chaos`` seconds (10 by default, about 45 s with the fleet's start-up and settling;
@@ -64,8 +71,10 @@ if sys.path[0] == str(Path(__file__).resolve().parent):
     sys.path.pop(0)  # this directory's telegram.py would shadow the telegram package
 sys.path.insert(0, str(ROOT))
 
+from bench._cpu import CpuWindow, PgWaits, merged, table  # noqa: E402
 from milpa_chat.fleet import haproxy_config  # noqa: E402
 from milpa_chat.runtime.trail import AuditTrail  # noqa: E402
+from milpa_chat.runtime.trail_chain import HEAD, LANE_HEADS  # noqa: E402
 from milpa_chat.store.postgres import PostgresStore  # noqa: E402
 from milpa_chat.testing import BotApiServer, TelegramCallbackQuery, TelegramUpdate, TelegramUser  # noqa: E402
 
@@ -121,6 +130,7 @@ class Fleet:
     server: BotApiServer
     schema: str
     workers: list[subprocess.Popen[bytes]]
+    balancer: subprocess.Popen[bytes]
 
 
 @asynccontextmanager
@@ -159,21 +169,22 @@ async def fleet_of(size: int, tmp: Path, *, trail: str = "on", pending: int = 10
                 [HAPROXY, "-db", "-f", str(config)], stdout=log.open("wb"), stderr=subprocess.STDOUT
             )
             await wait_port(balancer_port, balancer, log)
-            for i, port in enumerate(ports):  # one at a time: the first creates the tables
-                log = tmp / f"worker-{size}-{i}.log"
-                procs.append(
-                    subprocess.Popen(
-                        worker_command(),
-                        cwd=ROOT,
-                        env={**env, "MILPA_PORT": str(port)},
-                        stdout=log.open("wb"),
-                        stderr=subprocess.STDOUT,
+            logs = [tmp / f"worker-{size}-{i}.log" for i in range(size)]
+            for group in (range(1), range(1, size)):  # the first alone (it creates the tables), then the others at once
+                for i in group:
+                    procs.append(
+                        subprocess.Popen(
+                            worker_command(),
+                            cwd=ROOT,
+                            env={**env, "MILPA_PORT": str(ports[i])},
+                            stdout=logs[i].open("wb"),
+                            stderr=subprocess.STDOUT,
+                        )
                     )
-                )
-                await wait_port(port, procs[-1], log)
+                await asyncio.gather(*(wait_port(ports[i], procs[i], logs[i]) for i in group))
             await server.wait_until(lambda: server.webhook is not None, timeout=20, what="the webhook")
             await asyncio.sleep(1.0)  # the balancer's health checks (every 500 ms) see every worker
-            yield Fleet(server, schema, procs)
+            yield Fleet(server, schema, procs, balancer)
         finally:
             for proc in procs:
                 if proc.poll() is None:
@@ -230,6 +241,33 @@ async def card_for(server: BotApiServer, note: int) -> tuple[int, str]:
     return card.message_id, data
 
 
+async def open_cards(server: BotApiServer, notes: Sequence[int], window: int) -> list[tuple[int, str]]:
+    """A pending ``delete_note`` card for each of ``notes`` (its message and its Confirm button's data), asked
+    for ``window`` at a time."""
+    cards: list[tuple[int, str]] = []
+    index = server.mark()
+
+    def new_cards() -> int:
+        nonlocal index
+        calls = server.calls
+        while index < len(calls) and calls[index].status:
+            call = calls[index]
+            index += 1
+            if call.method == "sendMessage" and call.ok and call.result["chat"]["id"] == ALICE.id:
+                card = server.message(ALICE.id, call.result["message_id"])
+                data = [b["callback_data"] for row in card.buttons for b in row if "callback_data" in b]
+                cards.extend((card.message_id, d) for d in data if d.startswith("confirm:"))
+        return len(cards)
+
+    for start in range(0, len(notes), window):
+        chunk = notes[start : start + window]
+        for note in chunk:
+            await pushed(server, lambda n=note: server.send_message(ALICE.id, ALICE, f"/delete_note {n}"))  # type: ignore[misc]
+        wanted = start + len(chunk)
+        await server.wait_until(lambda w=wanted: new_cards() >= w, timeout=60, what="the cards")  # type: ignore[misc]
+    return cards
+
+
 class Results:
     """The notes whose result ("Deleted note N") the server has sent since ``mark``, without rescanning."""
 
@@ -247,31 +285,70 @@ class Results:
         return self.notes
 
 
-async def confirm_all(server: BotApiServer, cards: dict[int, tuple[int, str]], window: int) -> float:
+async def confirm_all(server: BotApiServer, cards: Sequence[tuple[int, str]], window: int) -> float:
     """Seconds until every card was confirmed and its result sent, with at most ``window`` confirmations whose
     result has not arrived yet (that many users, each waiting for their result before the next tap)."""
-    waiting = deque(sorted(cards))
-    outstanding: set[int] = set()
+    waiting = deque(cards)
     results = Results(server)
-
-    def progressed() -> bool:
-        done = outstanding & results()
-        outstanding.difference_update(done)
-        return bool(done) or not outstanding
-
+    tapped = 0
     start = time.perf_counter()
-    while waiting or outstanding:
-        while waiting and len(outstanding) < window:
-            note = waiting.popleft()
-            message_id, data = cards[note]
+    while waiting or len(results()) < tapped:
+        while waiting and tapped - len(results()) < window:
+            message_id, data = waiting.popleft()
             await pushed(server, lambda m=message_id, d=data: server.tap(ALICE.id, m, ALICE, d))  # type: ignore[misc]
-            outstanding.add(note)
-        await server.wait_until(progressed, timeout=300, what="the results")
+            tapped += 1
+        done = len(results())
+        await server.wait_until(
+            lambda d=done, t=tapped: len(results()) > d or len(results()) == t,  # type: ignore[misc]
+            timeout=300,
+            what="the results",
+        )
     return time.perf_counter() - start
 
 
-async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trail: str) -> tuple[float, float]:
-    """(refused taps a second, confirm-and-run taps a second) through a fleet of ``size`` workers."""
+def postgres_pids(query: str, *params: str) -> list[int]:
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True, connect_timeout=3) as conn:
+        return [int(row[0]) for row in conn.execute(query, params)]
+
+
+ROLES = ["workers", "HAProxy", "harness", "PostgreSQL backends", "PostgreSQL others"]
+
+
+def cpu_window(fleet: Fleet) -> CpuWindow:
+    """The processes of each role: the workers, the balancer, this process (the Bot API server and the users),
+    the fleet's PostgreSQL backends (its connections are named after its schema) and PostgreSQL's own
+    processes (WAL writer, checkpointer, ...)."""
+    workers = [p.pid for p in fleet.workers]
+    return CpuWindow(
+        {
+            "workers": lambda: workers,
+            "HAProxy": lambda: [fleet.balancer.pid],
+            "harness": lambda: [os.getpid()],
+            "PostgreSQL backends": lambda: postgres_pids(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s", f"milpa-{fleet.schema}"[:63]
+            ),
+            "PostgreSQL others": lambda: postgres_pids(
+                "SELECT pid FROM pg_stat_activity WHERE backend_type <> 'client backend'"
+            ),
+        }
+    )
+
+
+@dataclass
+class Measured:
+    """One round of one fleet: refused taps a second, confirm-and-run taps a second, and, while confirming,
+    where the CPU went and what the fleet's PostgreSQL backends waited for."""
+
+    refused: float
+    confirmed: float
+    cpu: CpuWindow
+    waits: PgWaits
+
+
+async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trail: str) -> Measured:
+    """One round through a fleet of ``size`` workers."""
     async with fleet_of(size, tmp, trail=trail, pending=runs + 1) as fleet:
         server = fleet.server
         store = PostgresStore(DSN, schema=fleet.schema, max_size=2)
@@ -286,17 +363,30 @@ async def one_size(size: int, tmp: Path, taps: int, runs: int, window: int, trai
         refused = [lambda: server.tap(ALICE.id, card, BOB, data) for _ in range(taps)]
         refused_seconds = await tap_all(server, refused, window)
         assert server.callback_queries[-1].answer_text == "Only Alice can confirm this."
-        cards = {number: await card_for(server, number) for number in range(100, 100 + runs)}
-        run_seconds = await confirm_all(server, cards, window)
+        cards = await open_cards(server, range(100, 100 + runs), window)
+        assert len(cards) == runs, f"{len(cards)} cards for {runs} notes"
+        cpu = cpu_window(fleet)
+        async with PgWaits(DSN, f"milpa-{fleet.schema}"[:63]) as waits:
+            cpu.start()
+            run_seconds = await confirm_all(server, cards, window)
+            cpu.stop()
         if trail != "off":  # the trail the fleet wrote holds, every lane of it
             store = PostgresStore(DSN, schema=fleet.schema, max_size=2)
             try:
                 verdict = await AuditTrail(store).verify()
+                # every batch of appends moves its chain's head once: the head's version counts the batches
+                heads = [await store.get(*HEAD)] + [await store.get(LANE_HEADS, name) for name, _, _ in verdict.lanes]
+                batches = sum(h.version for h in heads if h is not None)
             finally:
                 await store.close()
             assert verdict.ok, verdict
-            print(f"{size} worker(s), trail {trail}: {str(verdict).splitlines()[0]} {len(verdict.lanes)} lane(s)")
-        return taps / refused_seconds, runs / run_seconds
+            entries = verdict.checked + sum(n for _, n, _ in verdict.lanes)
+            print(
+                f"{size} worker(s), trail {trail}: the trail holds ({verdict.checked} entries in the main chain, "
+                f"{entries - verdict.checked} in {len(verdict.lanes)} lane(s)); {batches} head writes, "
+                f"{entries / max(batches, 1):.1f} entries a batch"
+            )
+        return Measured(taps / refused_seconds, runs / run_seconds, cpu, waits)
 
 
 async def chaos_latency(seconds: float, seed: int = 16) -> None:
@@ -339,24 +429,27 @@ async def main(
             "set MILPA_BENCH_POSTGRES_DSN to a database the bench may create schemas in"
         ) from None
     started = time.perf_counter()
-    measured: dict[tuple[str, int], list[tuple[float, float]]] = {(t, n): [] for t in trails for n in sizes}
+    measured: dict[tuple[str, int], list[Measured]] = {(t, n): [] for t in trails for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
             for trail in trails:
                 for size in sizes:
                     measured[trail, size].append(await one_size(size, Path(tmp), taps, runs, window, trail))
-    refused = {k: statistics.median(r for r, _ in rows) for k, rows in measured.items()}
-    confirmed = {k: statistics.median(c for _, c in rows) for k, rows in measured.items()}
+    refused = {k: statistics.median(m.refused for m in rows) for k, rows in measured.items()}
+    confirmed = {k: statistics.median(m.confirmed for m in rows) for k, rows in measured.items()}
     base = sizes[0]
     print(
         f"{rounds} rounds, {window} taps in flight at most, {os.cpu_count()} cores shared by the harness, HAProxy, "
         f"PostgreSQL and the workers; Python {sys.version.split()[0]}; {time.perf_counter() - started:.0f} s\n"
     )
+    cpu = {k: merged(m.cpu for m in rows) for k, rows in measured.items()}
+    per_cpu = {k: runs * rounds / max(w.seconds["workers"], 1e-9) for k, w in cpu.items()}
     print(
         f"| audit trail | Telegram webhook workers | refused taps/s ({taps} a round) | vs {base} worker | "
-        f"confirm and run taps/s ({runs} a round) | vs {base} worker |"
+        f"confirm and run taps/s ({runs} a round) | vs {base} worker | confirmations per worker CPU-second | "
+        f"vs {base} worker |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for trail in trails:
         name = {
             "on": "on, a lane per worker (the default)",
@@ -367,8 +460,25 @@ async def main(
             k, b = (trail, size), (trail, base)
             print(
                 f"| {name} | {size} | {refused[k]:,.0f} | {refused[k] / refused[b]:.0%} | {confirmed[k]:,.0f} | "
-                f"{confirmed[k] / confirmed[b]:.0%} |"
+                f"{confirmed[k] / confirmed[b]:.0%} | {per_cpu[k]:,.0f} | {per_cpu[k] / per_cpu[b]:.0%} |"
             )
+    print(
+        "\nWhere the CPU went while confirming (every round added up): cores a role kept busy on average and its "
+        "CPU milliseconds per confirmation\n"
+    )
+    cpu_rows = {f"{trail}, {size}": (cpu[trail, size], runs * rounds) for trail in trails for size in sizes}
+    print("\n".join(table(cpu_rows, ROLES)))
+    print(
+        "\nThe fleet's PostgreSQL backends while confirming (sampled every 20 ms): backends busy on average, by "
+        "what they waited for (CPU: waiting for nothing)\n"
+    )
+    print("| fleet | samples | busy backends by wait event |\n|---|---:|---|")
+    for trail in trails:
+        for size in sizes:
+            waits = PgWaits(DSN, "")
+            for m in measured[trail, size]:
+                waits.add(m.waits)
+            print(f"| {trail}, {size} | {waits.samples} | {waits.summary()} |")
     if chaos > 0:
         await chaos_latency(chaos)
 
@@ -376,16 +486,16 @@ async def main(
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", default="1,2,4", help="fleet sizes, comma-separated (default 1,2,4)")
-    parser.add_argument("--taps", type=int, default=600, help="refused taps a round (default 600)")
-    parser.add_argument("--runs", type=int, default=300, help="confirm-and-run taps a round (default 300)")
+    parser.add_argument("--taps", type=int, default=200, help="refused taps a round (default 200)")
+    parser.add_argument("--runs", type=int, default=150, help="confirm-and-run taps a round (default 150)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of every size, interleaved (default 2)")
     parser.add_argument("--window", type=int, default=16, help="taps in flight at most (default 16)")
     parser.add_argument(
         "--audit-trail",
         choices=["on", "chain", "off", "both", "all"],
-        default="both",
+        default="all",
         help="the workers keep the hash-chained audit trail, each in a lane (on, the default of a deployment) "
-        "or all in one chain (chain), do not (off); both: on and off; all: the three (default both)",
+        "or all in one chain (chain), do not (off); both: on and off; all: the three (default all)",
     )
     parser.add_argument(
         "--chaos",

@@ -1,64 +1,70 @@
 """Slack block actions per second: the full SlackBot (slack-bolt + Assistant + store + Web API calls) against bare
 slack-bolt handlers — one that only acks, and a fair peer that acks and then does the same work and makes the same
-Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios.
+Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios
+by CPU per tap.
 
-    PYTHONPATH=. python bench/slack.py [--n 2000] [--concurrency 16] [--rounds 5] [--stores memory,sqlite]
+    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 7] [--slices 4] [--stores memory,sqlite]
 
-The harness: each app runs in a process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
-signature verification on), and calls a local Slack Web API (``SlackApiServer``) that lives, with the client,
-in this process — as Slack lives on other machines. ``n`` correctly signed ``block_actions`` requests, signed
-beforehand, are POSTed with ``concurrency`` in flight over one keep-alive session, after a warm-up of 50.
-Every bare handler gets byte-for-byte the same kind of request as the full app (a tap on a copy of the same card).
-Besides its fair peer, every case has a bare handler that only acks.
+The harness: each app runs in an OS process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
+signature verification on), and calls a local Slack Web API (``SlackApiServer``, one per app) that lives, with the
+client sending the taps, in the bench's process — as Slack lives on other machines. The bench's process is pinned
+to one CPU and every app, once started, to the other (``bench/_apps.py``); an app's CPU is its own process's
+(``time.process_time()``, read over a pipe), so neither the Web API's work nor the load's counts on either side.
+Correctly signed ``block_actions`` requests are POSTed with ``concurrency`` in flight over one keep-alive session.
+Every bare app gets byte-for-byte the same kind of request as the full app (a tap on a copy of the same card).
 
 The fair peer of each case does the work a bolt app without the kit would do for that tap, and makes the
 same Web API calls, in a task of its own after the ack, through the app's ``AsyncWebClient`` with one shared
 keep-alive session, as ``SlackBot`` does:
 
 * one tap redelivered: the same tap delivered again and again; the store de-duplicates it, nothing is called
-  after the first — the peer acks (and calls nothing);
+  after the first — the peer is the bare app that acks (and calls nothing);
 * a tap on a decided card: the approval is read and the refusal is posted with ``chat.postEphemeral`` — the
-  peer posts the same refusal (replayed from the full app's last tap, aimed at the tapped message and user);
+  peer posts the same refusal (replayed from the full app's last warm-up tap, aimed at the tapped message and
+  user);
 * a page tap: the stored view is read, the tool runs and the card is ``chat.update``-d; once with a ``def``
   tool (it runs on a worker thread) and once with the same tool as ``async def`` (on the loop) — the peer reads
   the page from the button's value, runs the same tool function (``Notes.list_notes``, called, or
   ``list_notes_async``, awaited), builds the page with slack_sdk's Block Kit models (header, items, page line,
   Previous/Next buttons) and ``chat.update``-s the tapped message.
 
-Rounds alternate within every case (full app, peers; then peers, full app; ...), and each round gives the full
-app's ratio to its fair peer from the CPU seconds per tap of each app's own process (the Slack API server and
-the harness run in this one, and are not counted), over the same wall-clock seconds as its rates: the second
-table prints every round's ratio, the median and the spread (a row is decided when the spread is under 5
-points; the target is ≥ 90 %).
+Every case starts its apps together — the bare app acking only, the fair peer, the full app on each store of
+``--stores`` (default both: in memory, and SQLite on a temporary file with ``synchronous=FULL``) — warms each up
+with 50 taps and freezes what start-up allocated (``gc.freeze()``, in every app alike). Then come ``--rounds``
+rounds: a round gives every app ``--n`` taps in ``--slices`` slices, the apps taking turns slice by slice, a full
+app next to its peer (the order reversed every slice: A B B A ...), so both meet the same moments of the machine.
+The first round warms up and is left out. Each other round gives the full app's ratio to its fair peer, peer CPU
+per tap / full CPU per tap: the second table prints every round's ratio, the median and the spread (a row is
+decided when the spread is under 5 points; the target is ≥ 90 %).
 
-Every case runs with each store of ``--stores`` (default both: in memory, and SQLite on a temporary file with
-``synchronous=FULL``), the full app on that store; the bare apps use none.
-
-Columns (medians of the rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts HTTP
-answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web API;
-*app CPU* is the app process's CPU time per tap; *kit CPU* is the full app's minus its fair peer's.
-Ratios: acks/s against the bare handler's acks/s, done/s against its done/s (for the ack-only bare, done is ack).
+Columns (medians of the counted rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts
+HTTP answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web
+API; *app CPU* is the app process's CPU time per tap; ratios are rates (acks, done) and CPU per tap against the
+bare app acking only and against the fair peer; *kit CPU* is the full app's CPU per tap minus its fair peer's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import json
+import operator
 import re
 import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from milpa_chat import Param, ToolRegistry, ToolResult, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _apps import AppProcess, app_process, in_turn, pin_harness, serve_control
 from _ratios import header, line
 
 from milpa_chat.testing.slack import SlackApiServer, SlackEvents, SlackMessage, SlackRequest
@@ -71,7 +77,6 @@ if TYPE_CHECKING:
 TOKEN, SECRET, CHANNEL, USER = "xoxb-bench", "bench-signing-secret", "C0BENCH", "U1001"
 WARMUP = 50
 _RETRIES = itertools.count(1)
-CLOCK_TICKS = 100  # os.sysconf("SC_CLK_TCK") on Linux
 SETUP_METHODS = frozenset({"auth.test"})  # calls that are not a tap's work
 
 
@@ -207,7 +212,7 @@ async def serve_bare(base_url: str, replay: list[dict[str, Any]] | None, page_to
     runner = web.AppRunner(application, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
-    print(f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events", flush=True)
+    serve_control(f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events")
     await asyncio.Event().wait()
 
 
@@ -218,54 +223,11 @@ async def serve_full(base_url: str, store_url: str) -> None:
     runner = web.AppRunner(bot.web_app(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
-    print(f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events", flush=True)
+    serve_control(f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events")
     await asyncio.Event().wait()
 
 
 # --------------------------------------------------------------------------------------------- the harness
-@dataclass
-class AppProcess:
-    proc: asyncio.subprocess.Process
-    url: str
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
-
-
-@asynccontextmanager
-async def app_process(
-    kind: str,
-    api: SlackApiServer,
-    store_url: str,
-    replay: Path | None = None,
-    page_tool: str | None = None,
-) -> AsyncIterator[AppProcess]:
-    extra = ["--replay", str(replay)] if replay is not None else []
-    extra += ["--page-tool", page_tool] if page_tool else []
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        __file__,
-        "--serve",
-        kind,
-        "--api",
-        api.base_url,
-        "--store",
-        store_url,
-        *extra,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None
-    url = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
-    if not url.startswith("http"):
-        raise RuntimeError(f"the {kind} app did not start (exit code {await proc.wait()})")
-    try:
-        yield AppProcess(proc, url)
-    finally:
-        proc.terminate()
-        await proc.wait()
-
-
 async def fire(
     slack: SlackEvents, requests: list[SlackRequest], concurrency: int, *, redelivered: bool = False
 ) -> None:
@@ -293,74 +255,102 @@ async def wait_work(api: SlackApiServer, count: int) -> None:
 
 @dataclass
 class Measured:
-    acks_per_s: float
-    done_per_s: float
-    cpu_us: float
-    calls_per_tap: float
+    taps: int
+    acked: float  # seconds until the last ack
+    done: float  # seconds until the last call the taps caused reached the Web API
+    cpu: float  # CPU seconds of the app's process
+    calls: int
+
+    @property
+    def acks_per_s(self) -> float:
+        return self.taps / self.acked
+
+    @property
+    def done_per_s(self) -> float:
+        return self.taps / self.done
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu / self.taps * 1e6
+
+    @property
+    def calls_per_tap(self) -> float:
+        return self.calls / self.taps
+
+    def __add__(self, other: Measured) -> Measured:
+        return Measured(
+            self.taps + other.taps,
+            self.acked + other.acked,
+            self.done + other.done,
+            self.cpu + other.cpu,
+            self.calls + other.calls,
+        )
 
 
-async def measure(
-    app: AppProcess,
-    api: SlackApiServer,
-    card: SlackMessage,
-    action_id: str,
-    *,
-    per_tap: int,
-    n: int,
-    concurrency: int,
-    redelivered: bool = False,
-    first: int = 0,
-) -> tuple[Measured, SlackMessage]:
-    """``per_tap`` calls expected a tap, and ``first`` more for the first delivery (warm-up). Also returns the
-    card as the measured taps carried it (a bare app is tapped on a copy of that)."""
-    async with SlackEvents(app.url, SECRET, api=api, ack_timeout=30) as slack:
-        once = slack.payloads.click(card, action_id, user=USER)
-        shown = snapshot(card)
+@dataclass
+class Member:
+    """One app of a case: the bare app acking only, the fair peer, or the full app on a store."""
 
-        def taps(k: int) -> list[SlackRequest]:
-            if redelivered:  # one tap delivered k times: the same action_ts, so the same delivery id
-                return [once] * k
-            return [slack.payloads.click(card, action_id, user=USER) for _ in range(k)]
+    name: str
+    store: str  # the full app's store, "—" for bare apps
+    api: SlackApiServer
+    app: AppProcess
+    per_tap: int  # Web API calls a tap causes (after a redelivered tap's first delivery)
+    redelivered: bool
+    card: SlackMessage | None = None
+    action: str = ""
+    once: SlackRequest | None = None  # the redelivered tap
+    rounds: list[Measured] = field(default_factory=list)
 
-        base = len(work(api))
-        await fire(slack, taps(WARMUP), concurrency, redelivered=redelivered)
-        await wait_work(api, base + first + per_tap * WARMUP)
-        requests, base, cpu = taps(n), len(work(api)), app.cpu_seconds()
-        shown = shown if redelivered else snapshot(card)
+
+async def tap(member: Member, n: int, concurrency: int) -> Measured:
+    """``n`` taps on the member's card, ``concurrency`` in flight, until every call they cause has been made."""
+    assert member.card is not None
+    async with SlackEvents(member.app.ready, SECRET, api=member.api, ack_timeout=30) as slack:
+        if member.redelivered:  # one tap delivered n times: the same action_ts, so the same delivery id
+            if member.once is None:
+                member.once = slack.payloads.click(member.card, member.action, user=USER)
+            requests = [member.once] * n
+        else:
+            requests = [slack.payloads.click(member.card, member.action, user=USER) for _ in range(n)]
+        api, base = member.api, len(work(member.api))
+        cpu = await member.app.cpu()
         start = time.perf_counter()
-        await fire(slack, requests, concurrency, redelivered=redelivered)
+        await fire(slack, requests, concurrency, redelivered=member.redelivered)
         acked = time.perf_counter() - start
-        await wait_work(api, base + per_tap * n)
+        await wait_work(api, base + member.per_tap * n)
         done = time.perf_counter() - start
-        made = work(api)[base:]
-        failed = [c for c in made if not c.ok]
-        if failed:
-            raise RuntimeError(f"{len(failed)} of the taps' Web API calls failed, e.g. {failed[0]}")
-        calls = len(made)
-        return Measured(n / acked, n / done, (app.cpu_seconds() - cpu) / n * 1e6, calls / n), shown
+        cpu = await member.app.cpu() - cpu
+    made = work(api)[base:]
+    failed = [c for c in made if not c.ok]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of the taps' Web API calls failed, e.g. {failed[0]}")
+    return Measured(n, acked, done, cpu, len(made))
 
 
 def snapshot(card: SlackMessage) -> SlackMessage:
     return SlackMessage(card.channel, card.ts, card.text, card.user, list(card.blocks))
 
 
-async def full_setup(kind: str, app: AppProcess, api: SlackApiServer) -> tuple[SlackMessage, str]:
-    """The card the taps go to: a decided confirm card (as first shown) or a paginated result."""
+async def full_setup(kind: str, member: Member) -> None:
+    """The card the full app's taps go to: a decided confirm card (as first shown) or a paginated result."""
     kind = "page" if kind == "redelivered" else kind
     paging = kind.startswith("page")
-    async with SlackEvents(app.url, SECRET, api=api) as slack:
+    api = member.api
+    async with SlackEvents(member.app.ready, SECRET, api=api) as slack:
         command = {"page": "list_notes", "page_async": "list_notes_async"}.get(kind, "delete_note 1")
         await slack.command("/milpa", command, user=USER, channel=CHANNEL)
         card = await api.wait_for_message(CHANNEL, lambda m: bool(m.buttons()))
         word = "Next" if paging else "Confirm"
-        action = next(b["action_id"] for b in card.buttons() if word in b["text"]["text"])
+        member.card = card
+        member.action = next(b["action_id"] for b in card.buttons() if word in b["text"]["text"])
         if paging:
-            return card, action
+            return
         shown = snapshot(card)
-        await slack.click(card, action, user=USER)
+        await slack.click(card, member.action, user=USER)
         # until the tool has run: the card edited twice and the result posted (nothing left to overlap the taps)
         await api.wait_for(lambda: len(api.calls("chat.update")) >= 1 and len(api.calls("chat.postMessage")) >= 2)
-        return shown, action
+        member.card = shown
 
 
 async def bare_card(api: SlackApiServer, like: SlackMessage) -> SlackMessage:
@@ -380,87 +370,70 @@ class Case:
     first: int = 0  # more calls the full app makes for the first delivery (a redelivered tap's page)
 
 
-@dataclass
-class Trio:
-    """One round of a case: the bare app acking only, the fair peer (the bare app doing the same work: the
-    same calls, or for a page tap the same tool run and page drawn), the full app."""
-
-    ack_only: Measured
-    same_calls: Measured | None  # None: the taps cause no calls, so the ack-only bare does the same work
-    full: Measured
-    calls: list[dict[str, Any]]  # what the full app called for its last tap, replayed by the same-calls bare
-    tapped: SlackMessage | None = None  # the card the full app's taps carried (the bare apps get a copy)
-    action: str = ""
-
-    def ratio(self) -> float:
-        """The full app's rate relative to its fair peer's this round: peer CPU per tap / full CPU per tap."""
-        peer = self.same_calls or self.ack_only
-        return peer.cpu_us / self.full.cpu_us
-
-
 PAGE_TOOLS = {"page": "list_notes", "page_async": "list_notes_async"}
+ACK_ONLY, PEER = "bare, ack only", "fair peer"
 
 
-async def run_full(
-    case: Case, store_url: str, n: int, concurrency: int
-) -> tuple[Measured, list[Any], SlackMessage, str]:
-    async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api, app_process("full", api, store_url) as app:
-        card, action = await full_setup(case.kind, app, api)
-        full, tapped = await measure(
-            app,
-            api,
-            card,
-            action,
-            per_tap=case.per_tap,
-            n=n,
-            concurrency=concurrency,
-            redelivered=case.kind == "redelivered",
-            first=case.first,
+@asynccontextmanager
+async def started(
+    name: str, kind: str, store_url: str, per_tap: int, redelivered: bool, extra: list[str]
+) -> AsyncIterator[Member]:
+    async with SlackApiServer(TOKEN, channels=[CHANNEL]) as api:
+        args = [__file__, "--serve", kind, "--api", api.base_url, "--store", store_url, *extra]
+        async with app_process(args, f"{name} app") as app:
+            yield Member(name, store_url, api, app, per_tap, redelivered)
+
+
+async def run_case(
+    case: Case, stores: list[str], n: int, concurrency: int, rounds: int, slices: int, tmp: Path
+) -> tuple[list[Member], list[dict[str, Any]]]:
+    """Start the case's apps, set them up, then tap each in turn, slice by slice, round after round."""
+    redelivered = case.kind == "redelivered"
+    async with AsyncExitStack() as stack:
+
+        async def start(name: str, kind: str, store_url: str, per_tap: int, extra: list[str]) -> Member:
+            return await stack.enter_async_context(started(name, kind, store_url, per_tap, redelivered, extra))
+
+        urls = {st: "memory://" if st == "memory" else str(tmp / f"{case.kind}.db") for st in stores}
+        fulls = await asyncio.gather(
+            *(start(f"full SlackBot ({st})", "full", urls[st], case.per_tap, []) for st in stores)
         )
-        made = [{"method": c.method, "args": c.args} for c in work(api)[len(work(api)) - case.per_tap :]]
-    return full, made, tapped, action
-
-
-async def run_bare(
-    case: Case, store_url: str, n: int, concurrency: int, tmp: Path, made: list[Any], tapped: SlackMessage, action: str
-) -> list[Measured]:
-    """The ack-only bare app, then (when the taps cause calls) the fair peer."""
-    results: list[Measured] = []
-    page_tool = PAGE_TOOLS.get(case.kind)
-    for replay in ([], made) if made else ([],):
-        replay_file = tmp / f"{case.kind}.calls.json"
-        replay_file.write_text(json.dumps(replay))
-        async with (
-            SlackApiServer(TOKEN, channels=[CHANNEL]) as api,
-            app_process(
-                "bare", api, store_url, replay_file if replay and not page_tool else None, page_tool if replay else None
-            ) as app,
-        ):
-            bare_on = await bare_card(api, tapped)
-            measured, _ = await measure(
-                app,
-                api,
-                bare_on,
-                action,
-                per_tap=len(replay),
-                n=n,
-                concurrency=concurrency,
-                redelivered=case.kind == "redelivered",
-            )
-            results.append(measured)
-    return results
-
-
-async def one_case(case: Case, store_url: str, n: int, concurrency: int, tmp: Path, before: Trio | None = None) -> Trio:
-    """One round: the full app and its peers, in turn. With ``before`` (the case's previous round), the peers
-    run first (on the card and calls recorded then), so a row alternates full, peer, peer, full, full, ..."""
-    if before is not None and before.tapped is not None:
-        bare = await run_bare(case, store_url, n, concurrency, tmp, before.calls, before.tapped, before.action)
-        full, made, tapped, action = await run_full(case, store_url, n, concurrency)
-    else:
-        full, made, tapped, action = await run_full(case, store_url, n, concurrency)
-        bare = await run_bare(case, store_url, n, concurrency, tmp, made, tapped, action)
-    return Trio(bare[0], bare[1] if made else None, full, made, tapped, action)
+        only = await start(ACK_ONLY, "bare", "memory://", 0, [])
+        for full in fulls:
+            await full_setup(case.kind, full)
+            if redelivered:  # the first delivery makes the page's call; the redeliveries, none
+                base = len(work(full.api))
+                await tap(full, 1, 1)
+                await wait_work(full.api, base + case.first)
+        made: list[dict[str, Any]] = []
+        for full in fulls:  # warm-up taps, and the calls of the last one (what a same-calls peer replays)
+            await tap(full, WARMUP, concurrency)
+            made = [{"method": c.method, "args": c.args} for c in work(full.api)[len(work(full.api)) - case.per_tap :]]
+        tapped = snapshot(fulls[0].card) if fulls[0].card is not None else None
+        assert tapped is not None
+        members = [only]
+        if made:
+            replay = tmp / f"{case.kind}.calls.json"
+            replay.write_text(json.dumps(made))
+            page_tool = PAGE_TOOLS.get(case.kind)
+            extra = ["--page-tool", page_tool] if page_tool else ["--replay", str(replay)]
+            members.append(await start(PEER, "bare", "memory://", case.per_tap, extra))
+        for bare in members:
+            bare.card, bare.action = await bare_card(bare.api, tapped), fulls[0].action
+            await tap(bare, WARMUP, concurrency)
+        # a full app next to its fair peer (or, without calls, to the bare app acking only): in turn, ABBA...
+        order = [only, fulls[0], members[-1], *fulls[1:]] if made else [fulls[0], only, *fulls[1:]]
+        for member in order:
+            await member.app.freeze()
+        for number in range(rounds):
+            parts: dict[str, list[Measured]] = {m.name: [] for m in order}
+            for part in range(slices):
+                for member in in_turn(order, number * slices + part):
+                    size = n // slices + (1 if part < n % slices else 0)
+                    parts[member.name].append(await tap(member, size, concurrency))
+            for member in order:
+                member.rounds.append(functools.reduce(operator.add, parts[member.name]))
+        return [only, *members[1:], *fulls], made
 
 
 # -------------------------------------------------------------------------- in-process dispatch (no HTTP)
@@ -521,77 +494,82 @@ CASES = [
 ]
 
 
-def table(results: dict[tuple[str, str], list[Trio]], stores: list[str]) -> str:
-    def med(values: list[Measured], name: str) -> float:
-        return statistics.median(getattr(m, name) for m in values)
+def table(results: dict[str, list[Member]], stores: list[str]) -> str:
+    def med(member: Member, value: Callable[[Measured], float]) -> float:
+        return statistics.median(value(m) for m in member.rounds[1:])  # the first round warms up
 
-    def ratio(row: list[Measured], base: list[Measured]) -> str:
+    def ratio(row: Member, base: Member) -> str:
         return (
-            f"{med(row, 'acks_per_s') / med(base, 'acks_per_s'):.0%} / "
-            f"{med(row, 'done_per_s') / med(base, 'done_per_s'):.0%}"
+            f"{med(row, lambda m: m.acks_per_s) / med(base, lambda m: m.acks_per_s):.0%} / "
+            f"{med(row, lambda m: m.done_per_s) / med(base, lambda m: m.done_per_s):.0%} / "
+            f"{med(base, lambda m: m.cpu_us) / med(row, lambda m: m.cpu_us):.0%}"
         )
 
     lines = [
-        "| case | store | app | calls/tap | acks/s | done/s | app CPU µs/tap | vs bare acking only (acks / done) "
-        "| vs fair peer (acks / done) | kit CPU µs/tap |",
+        "| case | store | app | calls/tap | acks/s | done/s | app CPU µs/tap | vs bare acking only (acks / done / CPU) "
+        "| vs fair peer (acks / done / CPU) | kit CPU µs/tap |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for case, store in ((c, st) for c in CASES for st in stores):
-        trios = results[(store, case.kind)]
-        only = [t.ack_only for t in trios]
-        same = [t.same_calls or t.ack_only for t in trios]
-        rows: list[tuple[str, list[Measured], str, str, str]] = [("bare, ack only", only, "baseline", "—", "—")]
-        if trios[0].same_calls is not None:
-            peer = "bare, ack + same work" if case.kind in PAGE_TOOLS else "bare, ack + same calls"
-            rows.append((peer, same, ratio(same, only), "baseline", "—"))
-        full = [t.full for t in trios]
-        kit = f"{med(full, 'cpu_us') - med(same, 'cpu_us'):,.0f}"
-        same_ratio = ratio(full, same) + ("" if trios[0].same_calls is not None else " (no calls: = ack only)")
-        rows.append(("full SlackBot", full, ratio(full, only), same_ratio, kit))
-        for app, measured, vs_only, vs_same, kit_us in rows:
+    for case in CASES:
+        members = results[case.kind]
+        only, peer = members[0], members[1] if members[1].name == PEER else members[0]
+        for member in members:
+            full = member.name.startswith("full")
+            name = member.name if member.name != PEER else PEER_DOES[case.kind]
+            vs_only = "baseline" if member is only else ratio(member, only)
+            vs_peer = ratio(member, peer) if full else "baseline" if member is peer else "—"
+            kit = f"{med(member, lambda m: m.cpu_us) - med(peer, lambda m: m.cpu_us):,.0f}" if full else "—"
             lines.append(
-                f"| {case.title} | {store if app.startswith('full') else '—'} | {app} | "
-                f"{med(measured, 'calls_per_tap'):.2g} | "
-                f"{med(measured, 'acks_per_s'):,.0f} | {med(measured, 'done_per_s'):,.0f} | "
-                f"{med(measured, 'cpu_us'):,.0f} | {vs_only} | {vs_same} | {kit_us} |"
+                f"| {case.title} | {next((st for st in stores if st in member.name), '—')} | {name} | "
+                f"{med(member, lambda m: m.calls_per_tap):.2g} | {med(member, lambda m: m.acks_per_s):,.0f} | "
+                f"{med(member, lambda m: m.done_per_s):,.0f} | {med(member, lambda m: m.cpu_us):,.0f} | "
+                f"{vs_only} | {vs_peer} | {kit} |"
             )
-    lines += ["", "Interleaved rounds, the full app against its fair peer (CPU per tap of each app's own process):", ""]
+    lines += [
+        "",
+        "Every full app against its fair peer, round by round (CPU per tap of each app's own process; the first "
+        "round warms up and is left out):",
+        "",
+    ]
     lines += header()
-    for case, store in ((c, st) for c in CASES for st in stores):
-        trios = results[(store, case.kind)]
-        peer = (
-            "bare, ack + same work (tool run, Block Kit page, chat.update)"
-            if case.kind in PAGE_TOOLS
-            else "bare, ack + same calls"
-            if trios[0].same_calls is not None
-            else "bare, ack only (no calls)"
-        )
-        lines.append(line(f"{case.title} ({store})", peer, [t.ratio() for t in trios]))
+    for case in CASES:
+        members = results[case.kind]
+        peer = members[1] if members[1].name == PEER else members[0]
+        for full in (m for m in members if m.name.startswith("full")):
+            each = [p.cpu_us / f.cpu_us for f, p in zip(full.rounds[1:], peer.rounds[1:], strict=True)]
+            store = next(st for st in stores if st in full.name)
+            lines.append(line(f"{case.title} ({store})", PEER_DOES[case.kind], each))
     return "\n".join(lines)
 
 
-async def main(n: int, concurrency: int, rounds: int, stores: list[str], tmp: Path) -> None:
-    started = time.perf_counter()
-    results: dict[tuple[str, str], list[Trio]] = {(st, case.kind): [] for case in CASES for st in stores}
-    for number in range(rounds):
-        for case, store in ((c, st) for c in CASES for st in stores):
-            store_url = "memory://" if store == "memory" else str(tmp / f"{case.kind}{number}.db")
-            done = results[(store, case.kind)]
-            before = done[-1] if number % 2 else None  # odd rounds: the peers first (ABAB within the row)
-            done.append(await one_case(case, store_url, n, concurrency, tmp, before))
+PEER_DOES = {
+    "redelivered": "bare, ack only (no calls)",
+    "decided": "bare, ack + same calls",
+    "page": "bare, ack + same work (tool run, Block Kit page, chat.update)",
+    "page_async": "bare, ack + same work (async tool run, Block Kit page, chat.update)",
+}
+
+
+async def main(n: int, concurrency: int, rounds: int, slices: int, stores: list[str], tmp: Path) -> None:
+    cpus = pin_harness()
+    started_at = time.perf_counter()
+    results: dict[str, list[Member]] = {}
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for case in CASES:
+        results[case.kind], calls[case.kind] = await run_case(case, stores, n, concurrency, rounds, slices, tmp)
     bare_us, full_us = await dispatch_us(n)
     print(
-        f"Python {sys.version.split()[0]}, n={n} taps per row, {concurrency} in flight, stores: {', '.join(stores)}, "
-        f"medians of {rounds} rounds; {time.perf_counter() - started:.0f} s\n"
+        f"Python {sys.version.split()[0]}, {n} taps a round in {slices} slices, {concurrency} in flight, stores: "
+        f"{', '.join(stores)}; {rounds} rounds, the first a warm-up, medians of the others; every app in a process "
+        f"of its own, {cpus}; {time.perf_counter() - started_at:.0f} s\n"
     )
     print(table(results, stores))
     print(
-        "\nWeb API calls the full app made for one tap (recorded, and replayed by the same-calls bare app; "
-        "argument bytes as JSON):"
+        "\nWeb API calls the full app made for one tap (recorded; replayed by the same-calls peer; argument bytes "
+        "as JSON):"
     )
     for case in CASES:
-        made = results[(stores[0], case.kind)][0].calls
-        listed = ", ".join(f"{c['method']} ({len(json.dumps(c['args']).encode())} B)" for c in made)
+        listed = ", ".join(f"{c['method']} ({len(json.dumps(c['args']).encode())} B)" for c in calls[case.kind])
         print(f"* {case.title}: {listed or 'none'}")
     print(
         f"\nIn-process app.async_dispatch of one redelivered tap (no HTTP, one at a time, n={n}): "
@@ -601,9 +579,10 @@ async def main(n: int, concurrency: int, rounds: int, stores: list[str], tmp: Pa
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=2000, help="taps per row (default 2000)")
+    parser.add_argument("--n", type=int, default=1200, help="taps a round of every app (default 1200)")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight (default 16)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of every case, interleaved (default 5)")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of every case, the first a warm-up (default 7)")
+    parser.add_argument("--slices", type=int, default=4, help="slices of a round, apps taking turns (default 4)")
     parser.add_argument(
         "--stores",
         default="memory,sqlite",
@@ -628,4 +607,6 @@ if __name__ == "__main__":
             unknown = [st for st in stores if st not in ("memory", "sqlite")]
             if unknown or not stores:
                 parser.error(f"--stores takes memory and/or sqlite, comma-separated; got {args.stores!r}")
-            asyncio.run(main(args.n, args.concurrency, args.rounds, stores, Path(tmp)))
+            if args.rounds < 3 or not 1 <= args.slices <= args.n:
+                parser.error("--rounds must be at least 3 (a warm-up and two more) and --slices from 1 to --n")
+            asyncio.run(main(args.n, args.concurrency, args.rounds, args.slices, stores, Path(tmp)))

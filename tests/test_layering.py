@@ -357,3 +357,24 @@ def test_the_package_cycle_finder_finds_a_circle_across_subpackages(
     ]
     (tmp_path / "milpa_chat" / "two" / "b.py").write_text("def f():\n    import milpa_chat.top\n")
     assert package_cycles() == [["milpa_chat.one.a", "milpa_chat.two.b", "milpa_chat.top", "milpa_chat.one.a"]]
+
+
+#: The audit trail's parts, each below :mod:`milpa_chat.runtime.trail`, which assembles them and names their
+#: public objects: none imports the trail (even for types), so each is read and tested on its own.
+TRAIL_PARTS = ("trail_chain", "trail_checkpoints", "trail_fields", "trail_keys", "trail_lanes")
+
+
+@pytest.mark.parametrize("part", TRAIL_PARTS)
+def test_the_trails_parts_sit_below_the_trail(part: str) -> None:
+    imported = {m for m, _, _ in _imports(ROOT / "runtime" / f"{part}.py")}
+    assert "milpa_chat.runtime.trail" not in imported, f"runtime/{part}.py imports runtime/trail.py"
+    trail = {m for m, _, _ in _imports(ROOT / "runtime" / "trail.py")}
+    assert f"milpa_chat.runtime.{part}" in trail, f"runtime/trail.py does not assemble runtime/{part}.py"
+
+
+def test_the_trails_public_names_are_importable_from_the_trail() -> None:
+    from milpa_chat.runtime import trail, trail_lanes
+
+    assert trail.LANE_ENV is trail_lanes.LANE_ENV
+    for name in trail.__all__:
+        assert getattr(trail, name) is not None, name

@@ -22,7 +22,8 @@ import json
 import logging
 import secrets
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -53,10 +54,21 @@ def approval_id() -> str | None:
     return _current.get()
 
 
-def bind_approval_id(approval: str) -> None:
+def bind_approval_id(approval: str | None) -> None:
     """For an adapter that learns, inside the framework's own run of one approved call, which approval it is:
-    :func:`approval_id` answers ``approval`` in the current context (that call's own task)."""
+    :func:`approval_id` answers ``approval`` in the current context (that call's own task); ``None``: code that
+    runs no approved call (a rejected one's) has no approval id."""
     _current.set(approval)
+
+
+@contextmanager
+def approval_id_as(approval: str | None) -> Iterator[None]:
+    """:func:`approval_id` answers ``approval`` inside the block (and in the tasks it starts), as before after."""
+    token = _current.set(approval)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,11 @@ human-in-the-loop decisions, plus the approved arguments and who decided::
 
 The resume that runs an approved call is claimed through its approval first, so it happens once (two workers,
 a retried delivery, a restarted process: one resume); :func:`milpa_chat.agents.approval_id` inside the node
-is the idempotency key. The node tells the kit what the tool returned with :func:`record_result` (``value =
-record_result(answer, send_payment(**answer["args"]))``): that value is the approval's result (the trail, the
-card's "Done" line, ``milpa-chat approvals show``); a node that does not call it leaves the final state's answer
-there. The paused run is kept in the kit store; a new process resumes it
-(:meth:`LangGraphApprovals.resume_pending`)::
+is the idempotency key (parallel nodes resumed together: each node its own approval's id). The node tells
+the kit what the tool returned with :func:`record_result` (``value = record_result(answer,
+send_payment(**answer["args"]))``): that value is the approval's result (the trail, the card's "Done" line,
+``milpa-chat approvals show``); a node that does not call it leaves the final state's answer there. The
+paused run is kept in the kit store; a new process resumes it (:meth:`LangGraphApprovals.resume_pending`)::
 
     approvals = LangGraphApprovals(ApprovalHost(assistant), graph)
     state = await approvals.run({"request": "pay ACME 120"}, ctx, config={"configurable": {"thread_id": "t1"}})
@@ -43,8 +43,20 @@ require("langgraph", extra="langgraph", feature="Kit approvals for LangGraph gra
 
 from langgraph.types import Command  # noqa: E402
 
-from milpa_chat.agents.host import ApprovalHost, Decision, context_from, context_record  # noqa: E402
-from milpa_chat.agents.langchain_calls import call_ids, keyed_by_call, message_result, tool_message  # noqa: E402
+from milpa_chat.agents.host import (  # noqa: E402
+    ApprovalHost,
+    Decision,
+    approval_id_as,
+    context_from,
+    context_record,
+)
+from milpa_chat.agents.langchain_calls import (  # noqa: E402
+    call_ids,
+    interrupt_tasks,
+    keyed_by_call,
+    message_result,
+    tool_message,
+)
 from milpa_chat.runtime.approval import ApprovalRefused  # noqa: E402
 
 if TYPE_CHECKING:
@@ -199,6 +211,7 @@ class LangGraphApprovals:
         values: dict[str, Any] = {}
         runs: list[tuple[Decision, str | None]] = []
         refused: list[tuple[Decision, str]] = []
+        nodes: dict[str, str | None] = {}  # a plain interrupt: the approval its node runs (None: it runs none)
         for iid, shape in shapes.items():
             answers = []
             call_ids = shape.get("call_ids") or [None] * len(shape["keys"])
@@ -206,7 +219,10 @@ class LangGraphApprovals:
                 decision = decided[key]
                 answer = resume_value(decision) if shape["kind"] == "tool" else hitl_decision(decision, allowed)
                 answers.append(answer)
-                if answer["type"] in ("approve", "edit"):
+                runs_here = answer["type"] in ("approve", "edit")
+                if shape["kind"] == "tool":
+                    nodes[key] = decision.id if runs_here else None
+                if runs_here:
                     runs.append((decision, None if shape["kind"] == "tool" else call_id))
                 elif decision.approved:  # approved with an edit this tool does not take: it does not run
                     refused.append((decision, answer["message"]))
@@ -219,9 +235,13 @@ class LangGraphApprovals:
         keys = {call_id: decision.id for decision, call_id in runs if call_id is not None}
 
         async def resume() -> None:
+            # each of LangChain's tool calls and each resumed interrupt node runs with its own approval id as
+            # approval_id(); other code, in a resume that runs several approved calls, has none (no one call)
+            tasks = interrupt_tasks(await self.graph.aget_state(config, subgraphs=True), nodes) if nodes else {}
             token = _results.set({})
-            try:  # each of LangChain's tool calls runs with its own approval id as approval_id()
-                outcome["state"] = await self.graph.ainvoke(command, keyed_by_call(config, keys))
+            try:
+                with approval_id_as(runs[0][0].id if len(runs) == 1 else None):
+                    outcome["state"] = await self.graph.ainvoke(command, keyed_by_call(config, keys, tasks))
                 outcome["results"] = _results.get()
             finally:
                 _results.reset(token)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat._extras import require
 from milpa_chat.bots.slack_edit import CALLBACK_ID, REASON_ID, field_errors, submitted
 from milpa_chat.bots.slack_inbound import SURFACE, _team, action_inbound, command_inbound, event_inbound
-from milpa_chat.bots.slack_menu import MENU_COMMANDS, menu_message, subcommands
+from milpa_chat.bots.slack_menu import MenuCommands
 from milpa_chat.bots.slack_people import SlackPeople
 from milpa_chat.bots.slack_serving import SlackServing
 from milpa_chat.bots.slack_transport import SlackTransport
@@ -112,6 +112,8 @@ class SlackBot(SlackServing):
         self.people = SlackPeople(self.client)
         self._menu: SlackSubcommandProjector | None = None
         assistant.attach(self.transport)
+        # the menu is a route of the assistant's, asked first: de-duplicated (Slack's retries) like any delivery
+        assistant.routes.insert(0, MenuCommands(assistant, self.transport, command, lambda: self.subcommands))
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._fallbacks: list[object] = []
@@ -225,29 +227,6 @@ class SlackBot(SlackServing):
             self._menu = SlackSubcommandProjector(self.command)
         return self._menu
 
-    async def _answer_menu(self, inbound: Inbound) -> bool:
-        """``/milpa help`` (and ``/milpa`` alone), ``/milpa start`` or ``/milpa tools``: the person's subcommands,
-        shown to them alone; False for anything else."""
-        head = (inbound.text or "").split(maxsplit=1)
-        if inbound.kind != "command" or not head or head[0] not in MENU_COMMANDS:
-            return False
-        from milpa_chat.chat.replies import examples, identity_line
-
-        ctx = self.assistant.context_for(inbound)
-        found = subcommands(self.subcommands, self.assistant.registry, ctx)
-        names = {s.name for s in found}
-        own = [s for s in self.assistant.registry.get_tool_summaries(ctx) if s["name"] in names]
-        message = menu_message(
-            self.assistant.name,
-            self.command,
-            found,
-            tools_only=head[0] == "/tools",
-            examples=examples(own, f"{self.command} "),
-            who=identity_line(ctx) if head[0] == "/start" else None,
-        )
-        await self.transport.whisper(inbound, message)
-        return True
-
     async def _named(self, inbound: Inbound) -> Inbound:
         """The actor with the name Slack knows them by (cached ``users.info``), else as the request named them."""
         try:
@@ -264,9 +243,8 @@ class SlackBot(SlackServing):
             if self.pane is not None and inbound.kind == "action":  # a tap in a thread of the assistant pane
                 inbound = await self.pane.thread_of(inbound)
             inbound = await self._named(inbound)
-            if not await self._answer_menu(inbound):
-                await self.assistant.handle(inbound, self.transport)
-        except Exception as exc:  # naming the actor or the menu failed (the assistant itself never raises)
+            await self.assistant.handle(inbound, self.transport)
+        except Exception as exc:  # naming the actor failed (the assistant itself never raises)
             log.exception("handling Slack %s %s failed", inbound.kind, inbound.delivery_id)
             await self.transport.report_failure(inbound, exc)
 

@@ -3,6 +3,10 @@
 The listing comes from :class:`~milpa_chat.command.SlackSubcommandProjector` — the same reading of
 the catalogue as the Telegram menu, the CLI and the notebook explorer: the tools the person's scopes
 may call, each with its usage from the input schema (``/milpa delete_note <note_id: integer>``).
+
+:class:`MenuCommands` answers them as the first of the assistant's routes, so a command is de-duplicated like
+every other delivery (``Assistant.handle``): Slack's retries of a slow ``/milpa tools`` (the same
+``trigger_id``, with ``X-Slack-Retry-Num``) are answered once, by whichever worker saw it first.
 """
 
 from __future__ import annotations
@@ -12,11 +16,17 @@ from typing import TYPE_CHECKING
 from milpa_chat.renderers.model import Block, Heading, ItemList, Message, Note, Paragraph, Span
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from milpa_chat.bots.slack_transport import SlackTransport
+    from milpa_chat.chat.assistant import Assistant
+    from milpa_chat.chat.inbound import Inbound
+    from milpa_chat.chat.surface import Surface
     from milpa_chat.command.projectors import SlackSubcommand, SlackSubcommandProjector
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["MENU_COMMANDS", "menu_message", "subcommands"]
+__all__ = ["MENU_COMMANDS", "MenuCommands", "menu_message", "subcommands"]
 
 #: The chat commands this module answers on Slack (``/milpa`` alone is ``help``).
 MENU_COMMANDS = frozenset({"/help", "/tools", "/start"})
@@ -73,3 +83,41 @@ def menu_message(
         ),
     ]
     return Message(tuple(blocks), f"{name}: {len(found)} subcommands; send {p}tools to list them")
+
+
+class MenuCommands:
+    """The route of ``/milpa help`` (and ``/milpa`` alone), ``/milpa start`` and ``/milpa tools`` on
+    ``transport``'s surface: the person's subcommands (from ``projector()``), shown to them alone."""
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        transport: SlackTransport,
+        command: str,
+        projector: Callable[[], SlackSubcommandProjector],
+    ) -> None:
+        self.assistant, self.transport, self.command, self.projector = assistant, transport, command, projector
+
+    def check(self, inbound: Inbound, surface: Surface) -> bool:
+        head = (inbound.text or "").split(maxsplit=1)
+        return inbound.kind == "command" and surface is self.transport and bool(head) and head[0] in MENU_COMMANDS
+
+    async def handle(self, inbound: Inbound, surface: Surface) -> bool:
+        from milpa_chat.chat.replies import examples, identity_line
+
+        assistant = self.assistant
+        head = (inbound.text or "").split(maxsplit=1)[0]
+        ctx = assistant.context_for(inbound)
+        found = subcommands(self.projector(), assistant.registry, ctx)
+        names = {s.name for s in found}
+        own = [s for s in assistant.registry.get_tool_summaries(ctx) if s["name"] in names]
+        message = menu_message(
+            assistant.name,
+            self.command,
+            found,
+            tools_only=head == "/tools",
+            examples=examples(own, f"{self.command} "),
+            who=identity_line(ctx) if head == "/start" else None,
+        )
+        await self.transport.whisper(inbound, message)
+        return True

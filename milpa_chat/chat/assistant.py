@@ -8,7 +8,6 @@ It is channel-neutral: adapters in ``milpa_chat.bots`` turn platform updates int
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import secrets
 from collections import OrderedDict
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from milpa_chat.chat import cards
 from milpa_chat.chat.approvals import requester_user
 from milpa_chat.chat.editing import EDIT_ACTIONS, ApprovalEditor
-from milpa_chat.chat.feedback import AnswerFeedback, FeedbackTaps
+from milpa_chat.chat.feedback import AnswerFeedback
 from milpa_chat.chat.flows import ApprovalFlows
 from milpa_chat.chat.identity import Identities
 from milpa_chat.chat.inbound import Inbound, MessageRef
@@ -27,11 +26,13 @@ from milpa_chat.chat.replies import privately, refusal
 from milpa_chat.chat.routes import (
     APPROVAL_ACTIONS,
     BUILTIN,
+    AgentAnswers,
     AgentText,
     ApprovalStats,
     ApprovalTaps,
     BuiltinCommands,
     EditTaps,
+    FeedbackTaps,
     ForgedTaps,
     GrantRoutes,
     OtherBots,
@@ -44,10 +45,10 @@ from milpa_chat.chat.routes import (
     ToolCommands,
 )
 from milpa_chat.chat.routing import approver_targets, nudge_cards, route
-from milpa_chat.chat.streaming import FEEDBACK, Stream, feedback_buttons, waiting_title
+from milpa_chat.chat.streaming import FEEDBACK, waiting_title
 from milpa_chat.chat.surface import Transport
 from milpa_chat.chat.typing_indicator import typing_while
-from milpa_chat.renderers.model import Actions, Message
+from milpa_chat.renderers.model import Message
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
 
@@ -141,6 +142,8 @@ class Assistant:
         self.feedback = feedback
         #: The answers with 👍 / 👎 and the taps recorded on them (``await assistant.answer_feedback.read()``).
         self.answer_feedback = AnswerFeedback(registry)
+        #: How the agent's answers are shown (streamed, with 👍 / 👎 when ``feedback``): :mod:`.routes.answers`.
+        self.answers = AgentAnswers(lambda: self.agent, self.context_for, self.answer_feedback, lambda: self.feedback)
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
         #: What handles an inbound event, asked in order (:mod:`milpa_chat.chat.routes`); see :meth:`add_route`.
@@ -229,7 +232,7 @@ class Assistant:
             ApprovalStats(self.registry, self.context_for),
             BuiltinCommands(self.registry, self.context_for, lambda: self.name),
             ToolCommands(self.registry, self.run_tool, self.context_for),
-            AgentText(lambda: self.agent, self.context_for, self._answer_text),
+            AgentText(lambda: self.agent, self.context_for, self.answers.text),
         ]
         return [*taps, *replies, *messages]
 
@@ -359,92 +362,7 @@ class Assistant:
 
         ``result`` is the tool's result when it ran, ``None`` when it was cancelled, rejected or expired.
         """
-        resume = getattr(self.agent, "resume", None)
-        route = approval.route
-        if not approval.data.get("resume") or not callable(resume) or route is None:
-            return
-        thread = approval.data["resume"].get("thread")
-        inbound = Inbound(
-            route["surface"], route["chat_id"], requester_user(approval), thread=str(thread) if thread else None
-        )
-        transport = self.transports.get(inbound.surface)
-        if transport is None:
-            raise LookupError(f"no transport attached for {inbound.surface} to resume the agent")
-        ctx = self.context_for(inbound)
-
-        async def run(stream: Stream | None) -> str | Message | None:
-            try:
-                if stream is not None:
-                    reply: str | Message | None = await resume(inbound, ctx, approval, result, stream=stream)
-                    return reply
-                return await resume(inbound, ctx, approval, result)  # type: ignore[no-any-return]
-            except Exception:
-                log.exception("the agent could not resume after approval %s", approval.id)
-                return "Something went wrong while I continued your request; the error was logged."
-
-        await self._answer(inbound, transport, run)
-
-    async def _answer_text(self, inbound: Inbound, transport: Transport) -> None:
-        """Free text to the agent: its answer streamed where the surface can, else sent when it is done."""
-        agent = self.agent
-        assert agent is not None
-        ctx = self.context_for(inbound)
-
-        async def run(stream: Stream | None) -> str | Message | None:
-            if stream is not None:
-                reply: str | Message | None = await agent(inbound, ctx, stream=stream)  # type: ignore[call-arg]
-                return reply
-            return await agent(inbound, ctx)
-
-        await self._answer(inbound, transport, run)
-
-    async def _answer(
-        self,
-        inbound: Inbound,
-        transport: Transport,
-        run: Callable[[Stream | None], Awaitable[str | Message | None]],
-    ) -> None:
-        """Run the agent (``run(stream)``) and show its answer: into a stream the surface opens where it can
-        and the agent takes one (``agent.streams``), else sent when done; with 👍 / 👎 when ``feedback``."""
-        stream: Stream | None = None
-        if getattr(self.agent, "streams", False) and transport.traits.streams:
-            try:
-                stream = await transport.open_stream(inbound)
-            except Exception:
-                log.warning("could not open a stream on %s; the answer is sent when done", inbound.surface)
-        if stream is None:
-            try:
-                await transport.typing(inbound.chat_id)
-            except Exception:  # typing is cosmetic
-                log.debug("typing indicator failed", exc_info=True)
-        try:
-            reply = await run(stream)
-        except BaseException:
-            if stream is not None and not stream.finished:
-                await _finish_quietly(stream, "Sorry, this answer could not be finished.")
-            raise
-        text = reply if isinstance(reply, str) else None
-        answer_id = None
-        if self.feedback and text:
-            answer_id = await self.answer_feedback.new_answer(
-                inbound.surface, inbound.chat_id, self.context_for(inbound).principal or "", text
-            )
-        if stream is not None:
-            try:
-                await stream.finish(text, feedback=answer_id)
-            except Exception as exc:  # the stream broke at its end: the answer still reaches the person
-                log.warning("a stream on %s could not finish (%s); the answer is sent", inbound.surface, exc)
-                if text:
-                    await transport.send(inbound.chat_id, cards.text(text))
-            if isinstance(reply, Message):
-                await transport.send(inbound.chat_id, reply)
-            return
-        if reply is None:
-            return
-        message = cards.text(reply) if isinstance(reply, str) else reply
-        if answer_id is not None:
-            message = dataclasses.replace(message, blocks=(*message.blocks, Actions.row(*feedback_buttons(answer_id))))
-        await transport.send(inbound.chat_id, message)
+        await self.answers.resume(approval, result, self.transports)
 
     async def plan_title(self, result: ToolResult) -> str:
         """How the plan step of a call waiting on the approval ``result`` opened reads (who decides, where)."""
@@ -512,13 +430,6 @@ class Assistant:
             except Exception:
                 log.exception("approval sweep failed")
             await asyncio.sleep(interval)
-
-
-async def _finish_quietly(stream: Stream, text: str) -> None:
-    try:
-        await stream.finish(text)
-    except Exception:
-        log.debug("could not finish a stream after a failure", exc_info=True)
 
 
 async def _last_resort(transport: Transport, inbound: Inbound, exc: BaseException) -> bool:

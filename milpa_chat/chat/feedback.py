@@ -1,4 +1,5 @@
-"""👍 / 👎 on the agent's answers: the buttons' route, and the events a person can read back.
+"""👍 / 👎 on the agent's answers: the events a person can read back (the buttons' route is
+:class:`~milpa_chat.chat.routes.FeedbackTaps`).
 
 Each answer that carries the buttons is kept (collection ``answers``: where it was posted, for whom,
 and its first characters). A tap is recorded once per person and answer (a second tap of either
@@ -11,19 +12,15 @@ records nothing. :meth:`AnswerFeedback.read` gives the recorded events back, old
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from milpa_chat.chat.streaming import FEEDBACK
-
 if TYPE_CHECKING:
     from milpa_chat.chat.inbound import Inbound
-    from milpa_chat.chat.surface import Surface
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.registry import ToolRegistry
 
-__all__ = ["FEEDBACK_EVENT", "AnswerFeedback", "FeedbackEvent", "FeedbackTaps"]
+__all__ = ["FEEDBACK_EVENT", "AnswerFeedback", "FeedbackEvent"]
 
 #: The event dispatched on the registry's dispatcher for each recorded tap.
 FEEDBACK_EVENT = "chat.feedback"
@@ -91,19 +88,3 @@ class AnswerFeedback:
         """The recorded taps, oldest first (``after``: a sequence number already read)."""
         entries = await self.store.read(_STREAM, after=after, limit=limit)
         return [FeedbackEvent.from_dict(e.value, e.at) for e in entries]
-
-
-class FeedbackTaps:
-    """A tap of 👍 or 👎 under an agent's answer."""
-
-    def __init__(self, feedback: AnswerFeedback, context_for: Callable[[Inbound], ToolContext]) -> None:
-        self.feedback = feedback
-        self.context_for = context_for
-
-    def check(self, inbound: Inbound, surface: Surface) -> bool:
-        return inbound.kind == "action" and inbound.action == FEEDBACK
-
-    async def handle(self, inbound: Inbound, surface: Surface) -> bool:
-        told = await self.feedback.record(inbound, self.context_for(inbound))
-        await surface.answer(inbound, told, alert=told != "Thanks for the feedback.")
-        return True

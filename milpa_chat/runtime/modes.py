@@ -22,6 +22,13 @@ Every change is an entry in the audit trail (``mode_set``, ``mode_loosened``, ``
 
 :class:`ModeDesk` keeps the modes (collection ``approval_modes``, one record per channel, chat and person)
 and adds the pipeline step that applies them (:meth:`ModeDesk.install`), before the confirm gate.
+
+The step runs on every tool call of a conversation, so the desk keeps each conversation's record in memory
+for ``cache_seconds`` (store clock, 2 by default): an agent's turn of twenty tool calls reads the store
+once. A change made through this desk drops the conversation's copy at once (the next call reads the
+store); a change made by another process (or another desk over the same store) applies to this process's
+calls at the latest ``cache_seconds`` later. A loosening's end is checked on every call, never cached.
+``cache_seconds=0`` reads the store on every call.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +48,15 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.pipeline import Outcome
     from milpa_chat.runtime.registry import ToolRegistry
-    from milpa_chat.runtime.services import Call
+    from milpa_chat.runtime.services import Call, StandingGate
 
 __all__ = ["MODES", "Mode", "ModeChange", "ModeDesk", "parse_mode"]
 
 MODES = "approval_modes"
+#: Seconds (store clock) a conversation's mode is kept in memory between reads of the store.
+CACHE_SECONDS = 2.0
+#: The most conversations whose mode one desk keeps in memory (the least recently used are dropped).
+CACHED = 4096
 #: Longest a loosening may last (seconds).
 MAX_LOOSEN = 86400.0
 _UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600, "d": 86400}
@@ -111,12 +123,29 @@ def _numbers(value: Any) -> list[float]:
 
 
 class ModeDesk:
-    """Modes of ``registry``'s callers, per channel, chat and person. ``waive_scopes``: who may loosen."""
+    """Modes of ``registry``'s callers, per channel, chat and person. ``waive_scopes``: who may loosen.
+    ``cache_seconds``: how long a conversation's mode is kept in memory (see the module's docstring)."""
 
-    def __init__(self, registry: ToolRegistry, *, waive_scopes: tuple[str, ...] = ("approvals:waive",)) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        waive_scopes: tuple[str, ...] = ("approvals:waive",),
+        cache_seconds: float = CACHE_SECONDS,
+    ) -> None:
+        if isinstance(cache_seconds, bool) or not isinstance(cache_seconds, int | float) or not cache_seconds >= 0:
+            raise ValueError(
+                f"ModeDesk(cache_seconds=...) must be a number of seconds, 0 or more (0: read the store on every "
+                f"call), got {cache_seconds!r}"
+            )
         self.registry = registry
         self.store = registry.store
         self.waive_scopes = tuple(waive_scopes)
+        self.cache_seconds = float(cache_seconds)
+        #: conversation -> (when it was read, its record's value or None); see :meth:`_read`
+        self._cache: OrderedDict[str, tuple[float, dict[str, Any] | None]] = OrderedDict()
+        #: conversation -> how often this desk changed it (a read that started before a change is not kept)
+        self._changes: dict[str, int] = {}
 
     @staticmethod
     def key(ctx: ToolContext) -> str | None:
@@ -134,11 +163,12 @@ class ModeDesk:
             steps.insert(steps.index(confirm_gate) if confirm_gate in steps else len(steps) - 1, self.gate)
         return self
 
-    async def current(self, ctx: ToolContext) -> dict[str, Any]:
-        """The mode in force for ``ctx``'s conversation: ``tight`` and ``loose`` (an expired loosening is gone)."""
+    async def current(self, ctx: ToolContext, *, fresh: bool = False) -> dict[str, Any]:
+        """The mode in force for ``ctx``'s conversation: ``tight`` and ``loose`` (an expired loosening is gone).
+        Kept in memory for ``cache_seconds``; ``fresh``: read the store."""
         key = self.key(ctx)
-        rec = await self.store.get(MODES, key) if key else None
-        value = dict(rec.value) if rec is not None else {}
+        stored = await self._read(key, fresh=fresh) if key else None
+        value = dict(stored) if stored is not None else {}
         loose = value.get("loose")
         if loose and float(loose["until"]) <= self.store.clock():
             value["loose"] = None
@@ -161,7 +191,7 @@ class ModeDesk:
             raise ApprovalRefused("A mode is set by an identified person in a chat.", code="FORBIDDEN")
         mode = parse_mode(text)
         now = self.store.clock()
-        current = await self.current(ctx)
+        current = await self.current(ctx, fresh=True)
         value: dict[str, Any] = {
             "tight": current.get("tight"),
             "loose": current.get("loose"),
@@ -175,9 +205,9 @@ class ModeDesk:
                     f"{', '.join(self.waive_scopes)}. Nothing was changed.",
                     code="FORBIDDEN",
                 )
-            draft = getattr(self.registry.grants, "draft_loosening", None)
-            if draft is not None:
-                return await self._draft_grants(draft, ctx, key, mode, now, via, value)
+            grants = self.registry.grants
+            if grants is not None:
+                return await self._draft_grants(grants, ctx, key, mode, now, via, value)
             value["loose"] = self._waiver(ctx, key, mode, now, via)
             await self._write(key, value)
             await self._trail(
@@ -205,13 +235,20 @@ class ModeDesk:
         return ModeChange(told)
 
     async def _draft_grants(
-        self, draft: Any, ctx: ToolContext, key: str, mode: Mode, now: float, via: str | None, value: dict[str, Any]
+        self,
+        grants: StandingGate,
+        ctx: ToolContext,
+        key: str,
+        mode: Mode,
+        now: float,
+        via: str | None,
+        value: dict[str, Any],
     ) -> ModeChange:
         """A loosening as standing grants: drafted for ``ctx``'s seat, lent only once a person signs them."""
         seconds = float(mode.seconds or 0)
         note = f"Approval mode of {ctx.principal} in {key}: no confirmation for reads for {seconds / 60:.0f} minutes."
         try:
-            drafted = await draft(ctx, seconds, via=via or ctx.channel, note=note)
+            drafted = await grants.draft_loosening(ctx, seconds, via=via or ctx.channel, note=note)
         except ApprovalRefused as exc:
             await self._trail("mode_refused", key, {"by": ctx.principal, "mode": mode.kind, "why": str(exc)[:200]})
             raise
@@ -242,8 +279,31 @@ class ModeDesk:
         sig = signing.sign(text).hex() if signing is not None else None
         return {**body, "digest": hashlib.sha256(text).hexdigest(), "sig": sig}
 
+    async def _read(self, key: str, *, fresh: bool) -> dict[str, Any] | None:
+        """The stored value of ``key``'s mode, from memory while younger than ``cache_seconds``."""
+        now = self.store.clock()
+        kept = self._cache.get(key)
+        if not fresh and kept is not None and 0 <= now - kept[0] < self.cache_seconds:
+            self._cache.move_to_end(key)
+            return kept[1]
+        changes = self._changes.get(key, 0)
+        record = await self.store.get(MODES, key)
+        value = record.value if record is not None else None
+        if self.cache_seconds > 0 and self._changes.get(key, 0) == changes:  # no change of ours since the read
+            self._cache[key] = (now, value)
+            self._cache.move_to_end(key)
+            while len(self._cache) > CACHED:
+                self._cache.popitem(last=False)
+        return value
+
     async def _write(self, key: str, value: dict[str, Any]) -> None:
-        await self.store.put(MODES, key, value)
+        self._changes[key] = self._changes.get(key, 0) + 1
+        self._cache.pop(key, None)
+        try:
+            await self.store.put(MODES, key, value)
+        finally:
+            self._changes[key] += 1  # a read that overlapped the write is not kept either
+            self._cache.pop(key, None)
 
     async def _trail(self, kind: str, key: str, fields: dict[str, Any]) -> None:
         trail = self.registry.approvals.trail

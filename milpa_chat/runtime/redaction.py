@@ -29,7 +29,10 @@ holds one and hiding usage figures would make every agent card useless. ``tokens
 ``refresh_token``, ``bot_token``, ``csrf_token``, ``next_page_token`` are hidden.
 
 The value of a secret key is replaced by ``***REDACTED***`` whatever its type (a dict under
-``auth`` is hidden whole); ``_ctx`` keys are dropped.
+``auth`` is hidden whole); ``_ctx`` keys are dropped. Headers written as pairs count as keys too: in a
+``[name, value]`` pair (a list of headers as ``requests`` and ``httpx`` take them) and in a
+``{"name": …, "value": …}`` object (HAR, form fields; also ``key``/``header`` for ``name``), a secret
+name hides its value: ``["Authorization", "Bearer …"]``, ``{"name": "X-Api-Key", "value": …}``.
 
 **Secrets inside text.** Every string is masked (:func:`mask_text`) — values under ordinary keys,
 messages, errors, notes:
@@ -67,6 +70,8 @@ from milpa_chat.runtime import redaction_phrases as phrases
 __all__ = ["REDACTED", "Redaction", "is_secret_key", "mask_text", "redact"]
 
 REDACTED: Final = "***REDACTED***"
+#: The fields that name a pair's key in ``{"name": ..., "value": ...}`` objects (headers, form fields).
+_NAMES: Final = ("name", "key", "header")
 
 _SECRET_WORDS: Final = frozenset({
     "password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token", "authorization",
@@ -371,12 +376,24 @@ def redact(value: Any, extra: Iterable[str] = (), *, _depth: int = 0) -> Any:
             if k == "_ctx":
                 continue
             out[k] = REDACTED if is_secret_key(k, extra) else redact(v, extra, _depth=_depth + 1)
+        if "value" in out and any(_secret_name(value.get(n), extra) for n in _NAMES):
+            out["value"] = REDACTED  # {"name": "Authorization", "value": ...}
         return out
     if isinstance(value, list | tuple):
+        if len(value) == 2 and _secret_name(value[0], extra):
+            return [mask_text(value[0]), REDACTED]  # ["Authorization", "Bearer ..."]
         return [redact(v, extra, _depth=_depth + 1) for v in value]
     if isinstance(value, str):
         return mask_text(value)
     return value
+
+
+def _secret_name(name: object, extra: tuple[str, ...]) -> bool:
+    """Whether ``name`` names a secret as a header or a field does: one word-like token (no spaces, at most 64
+    characters; a sentence that mentions a PIN is text, masked as text) that is a secret key."""
+    return (
+        type(name) is str and 0 < len(name) <= 64 and not any(c.isspace() for c in name) and is_secret_key(name, extra)
+    )
 
 
 #: Texts :meth:`Redaction.mask` remembers (masking is a pure function of the text), and the longest it keeps.

@@ -32,14 +32,13 @@ from milpa_chat.runtime.pipeline import STEPS, Call, Step, resolve, run_steps, s
 from milpa_chat.runtime.pipeline import authorize as authorize_step
 from milpa_chat.runtime.policy import PolicyGate
 from milpa_chat.runtime.result import ErrorCode, ToolResult
-from milpa_chat.runtime.services import Services
+from milpa_chat.runtime.services import Services, StandingGate
 from milpa_chat.runtime.sync import run_sync
 from milpa_chat.runtime.verification import HumanVerifier
 from milpa_chat.store.memory import MemoryStore
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
-    from milpa_chat.runtime.grants import StandingGate
     from milpa_chat.runtime.ratelimit import RateLimiter
     from milpa_chat.runtime.verifier import ToolProvider, Verifier
     from milpa_chat.store.base import Store
@@ -71,6 +70,22 @@ class _Service(Generic[T]):
     def __set__(self, registry: ToolRegistry, value: T) -> None:
         changed: dict[str, Any] = {self.field: value}
         registry.services = replace(registry.services, **changed)
+
+
+class _Grants(_Service[StandingGate | None]):
+    """``registry.grants``: refused at once, naming what is missing, unless it is a whole
+    :class:`~milpa_chat.runtime.grants.StandingGate` (a desk without ``draft_loosening`` would leave a
+    per-conversation loosening nothing to draft)."""
+
+    def __set__(self, registry: ToolRegistry, value: StandingGate | None) -> None:
+        if value is not None and not isinstance(value, StandingGate):
+            missing = [m for m in ("gate", "consult", "draft_loosening") if not callable(getattr(value, m, None))]
+            raise TypeError(
+                f"registry.grants must be a StandingGate (async gate(call), async consult(tool, args, ctx) and async "
+                f"draft_loosening(ctx, seconds, via=..., note=...)), such as milpa_chat.grants.GrantDesk; "
+                f"{type(value).__name__} has no {' and no '.join(missing)}"
+            )
+        super().__set__(registry, value)
 
 
 #: An approved call is run again through these steps of the pipeline (authorize with today's scopes).
@@ -158,7 +173,7 @@ class ToolRegistry:
     limits: _Service[PayloadLimits] = _Service("limits")
     rate_limiter: _Service[RateLimiter | None] = _Service("rate_limiter")
     #: The standing grants judged before an approval is opened (``standing.GrantDesk(registry)`` sets it).
-    grants: _Service[StandingGate | None] = _Service("grants")
+    grants: _Service[StandingGate | None] = _Grants("grants")
     approvals: _Service[ApprovalDesk] = _Service("approvals")
     confirmations: _Service[ConfirmationTokenStore] = _Service("confirmations")
 

@@ -12,7 +12,7 @@ pipeline's own (steps, gates, execute): the registry points down at it, the step
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -34,7 +34,15 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.verification import HumanVerifier
     from milpa_chat.runtime.verifier import Verifier
 
-__all__ = ["Call", "Replay", "Services", "StandingAnswer", "StandingGate"]
+__all__ = ["Call", "Drafted", "Replay", "Services", "StandingAnswer", "StandingGate"]
+
+
+class Drafted(Protocol):
+    """A standing grant a loosening drafted, as the runtime sees it: its id (the card signing it is the
+    :class:`~milpa_chat.runtime.approval.Approval` beside it)."""
+
+    @property
+    def id(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +73,8 @@ class StandingAnswer:
 
 @runtime_checkable
 class StandingGate(Protocol):
-    """``registry.grants``: judged before an approval is opened."""
+    """``registry.grants``: judged before an approval is opened, and what a loosening of an approval mode
+    (:mod:`milpa_chat.runtime.modes`) is drafted as."""
 
     async def gate(self, call: Call) -> ToolResult | None:
         """A result (lent, or refused by a stop), or ``None`` to go on to the approval."""
@@ -74,6 +83,13 @@ class StandingGate(Protocol):
     async def consult(self, tool: str, args: Mapping[str, Any], ctx: ToolContext) -> StandingAnswer | None:
         """For a call the kit does not run itself (``tool`` proposed by an agent framework's model, for the
         person of ``ctx``): lent (its use counted), stopped, or ``None`` to go on to the approval."""
+        ...
+
+    async def draft_loosening(
+        self, ctx: ToolContext, seconds: float, *, via: str, note: str | None = None
+    ) -> Sequence[tuple[Drafted, Approval]]:
+        """Time-boxed standing grants for ``ctx``'s seat over the read-only operations offered grants, each a
+        draft with the approval that signs it; raises ``ApprovalRefused`` when there is nothing to draft."""
         ...
 
 

@@ -5,8 +5,11 @@ Each entry holds its position (``seq``), the time, a kind (``call``, ``requested
 the hash of the entry before it and its own hash (SHA-256 over all of that, canonical JSON). So any
 edit of an entry, any deletion and any reordering breaks the chain, and :meth:`AuditTrail.verify`
 says where. Entries never hold argument values: arguments are kept as their digest (what ran is
-checked against what was shown by comparing digests), and every text is masked by the kit's
-redaction.
+checked against what was shown by comparing digests), and every field is masked by the kit's
+redaction at every depth (:func:`~milpa_chat.runtime.redaction.redact`, the audit log's rule, with the
+attached registry's ``sensitive_fields``): a secret-named key's value is ``***REDACTED***`` in nested
+objects and lists as at the top, and secrets inside every string are masked. Masking is a pure function of
+the fields, so the entry's hash is computed over what is stored and the chain verifies as before.
 
 Appending is safe from any number of workers on one database: an entry is written with
 ``insert`` at the next position, which exactly one writer gets; a writer that loses reads the
@@ -36,37 +39,36 @@ the public key proves that nothing before each was rewritten (see :mod:`milpa_ch
 from __future__ import annotations
 
 import asyncio
-import functools
-import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from milpa_chat.runtime.redaction import mask_text
+from milpa_chat.runtime import trail_lanes
+from milpa_chat.runtime.redaction import STANDARD, Redaction
 from milpa_chat.runtime.trail_chain import (
     COLLECTION,
     GENESIS,
     HEAD,
     LANE_HEADS,
     LANES,
-    Break,
     Pin,
     TrailEntry,
     TrailVerdict,
-    check_chain,
-    check_head,
     check_pins,
     earliest,
     entry_hash,
     entry_key,
     lane_key,
     lane_name,
+    read_stable,
 )
-from milpa_chat.runtime.trail_checkpoints import CHECKPOINTS, Checkpoint, CheckpointError
+from milpa_chat.runtime.trail_checkpoints import CHECKPOINTS, Checkpoint, CheckpointError, stored_pins
+from milpa_chat.runtime.trail_fields import call_fields, change_entries
 from milpa_chat.runtime.trail_keys import EVERY_ENV, MINUTES_ENV, PublicKey, SigningKey, TrailKeyError, setting
+from milpa_chat.runtime.trail_lanes import LANE_ENV
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval_hooks import Change
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COLLECTION",
+    "LANE_ENV",
     "AuditTrail",
     "Checkpoint",
     "CheckpointError",
@@ -84,9 +87,6 @@ __all__ = [
     "TrailKeyError",
     "TrailVerdict",
 ]
-
-#: Names the lane this process writes to (``worker``: this process, as its lease holder ``host:pid:start``).
-LANE_ENV = "MILPA_AUDIT_LANE"
 
 #: The most entries one batch writes (one head read and one head write for all of them).
 MAX_BATCH = 64
@@ -100,27 +100,6 @@ class _Wanted:
     subject: str
     fields: dict[str, Any]
     done: asyncio.Future[TrailEntry]
-
-
-_EVENTS = {
-    "requested": "requested",
-    "confirmed": "decided",
-    "voted": "decided",
-    "approved": "decided",
-    "rejected": "decided",
-    "cancelled": "decided",
-    "run_again": "decided",
-    "marked_done": "decided",
-    "expired": "expired",
-    "lent": "decided",  # a standing grant answered the call: requested and decided in one write
-    "stopped": "decided",
-    "claimed": "started",
-    "retrying": "retrying",
-    "uncertain": "uncertain",
-    "finished": "result",
-    "reminded": "reminded",
-    "escalated": "escalated",
-}
 
 
 class AuditTrail:
@@ -162,29 +141,22 @@ class AuditTrail:
         self._waiting: list[_Wanted] = []  # appends waiting for the batch under way to finish
         self._writer: asyncio.Task[None] | None = None  # the task writing batches, while there are any
         self._last: tuple[int, str] = (0, GENESIS)  # the last position this process wrote or read
+        #: In a lane: its head as this process last wrote it, so the next batch needs no read of it (a lane has
+        #: one writer; were there another, its entry at our next position or a newer head makes us read it).
+        self._head: Record | None = None
         self._checkpointed_at = 0.0  # when this process last signed a checkpoint
+        self._redaction: Callable[[], Redaction] = lambda: STANDARD  # the attached registry's audit rule
 
     def attach(self, registry: ToolRegistry) -> AuditTrail:
         """Record the calls of ``registry`` and the changes of its approvals from now on."""
         registry.approvals.install(trail=self)
+        self._redaction = lambda: registry.audit.redaction  # its sensitive_fields, as they are at each append
 
         async def on_call(_name: str, payload: Mapping[str, Any]) -> None:
             event = payload["event"]
-            result = getattr(event, "result", None)
             if event.name in ("resolve_verification",):
                 return  # a decision: its approval's own entry tells it
-            await self.append(
-                "call",
-                event.name,
-                {
-                    "principal": event.ctx.principal,
-                    "channel": event.ctx.channel,
-                    "args_digest": _digest(getattr(event, "args", {}) or {}),
-                    "ok": bool(result.success) if result is not None else False,
-                    "code": None if result is None or result.success else result.code,
-                    "key": event.ctx.idempotency_key,
-                },
-            )
+            await self.append("call", event.name, call_fields(event))
 
         registry.dispatcher.subscribe("tool.executed", on_call)
         registry.dispatcher.subscribe("tool.failed", on_call)
@@ -201,14 +173,9 @@ class AuditTrail:
         """Add several entries, in this order and in one batch when none is being written (see
         :meth:`append`)."""
         loop = asyncio.get_running_loop()
+        redaction = self._redaction()
         wanted = [
-            _Wanted(
-                kind,
-                subject,
-                {k: mask_text(v) if isinstance(v, str) else v for k, v in fields.items()},
-                loop.create_future(),
-            )
-            for kind, subject, fields in items
+            _Wanted(kind, subject, redaction.redact(fields), loop.create_future()) for kind, subject, fields in items
         ]
         self._waiting.extend(wanted)
         writer = self._writer
@@ -229,6 +196,7 @@ class AuditTrail:
                             w.done.cancel()
                         else:
                             w.done.set_exception(exc)
+                self._head = None  # read it again: the failed batch may have moved it
                 if not isinstance(exc, Exception):
                     for w in self._waiting:
                         w.done.cancel()
@@ -248,34 +216,19 @@ class AuditTrail:
         return (LANES, (LANE_HEADS, self.lane)) if self.lane else (COLLECTION, HEAD)
 
     async def _register(self) -> None:
-        """Start this process's lane, once: its head first (no entries yet), then an entry of the main chain
-        naming the lane, whose hash the lane's first entry links to, then the head names that entry. So a
-        lane is never unregistered and a whole lane deleted leaves its registration without a head. A
-        writer stopped between these writes leaves a lane without entries, which verifies."""
-        head = await self.store.get(LANE_HEADS, self.lane)
-        if head is None:
-            await self.store.insert(LANE_HEADS, self.lane, {"seq": 0, "hash": "", "prev": ""})
-            head = await self.store.get(LANE_HEADS, self.lane)
-        assert head is not None
-        if not head.value.get("hash"):
-            main = AuditTrail(self.store, key=self.key, public_key=self.public_key, lane="")
-            registered = await main.append("lane", self.lane, {})
-            while head is not None and not head.value.get("hash"):
-                value = {**head.value, "hash": registered.hash, "registered": registered.seq}
-                if await self.store.update(LANE_HEADS, self.lane, value, expected_version=head.version):
-                    break
-                head = await self.store.get(LANE_HEADS, self.lane)
-            head = await self.store.get(LANE_HEADS, self.lane)
-            assert head is not None
-        self._registered = TrailEntry(int(head.value["registered"]), 0, "lane", self.lane, {}, "", head.value["hash"])
-        if int(head.value["seq"]) == 0:
-            self._last = (0, str(head.value["hash"]))
+        """Start this process's lane, once (see :func:`~milpa_chat.runtime.trail_lanes.register`)."""
+        main = AuditTrail(self.store, key=self.key, public_key=self.public_key, lane="")
+        self._registered, last = await trail_lanes.register(
+            self.store, self.lane, lambda: main.append("lane", self.lane, {})
+        )
+        if last is not None:
+            self._last = last
 
     async def _write(self, batch: list[_Wanted]) -> list[TrailEntry]:
         if self.lane and self._registered is None:
             await self._register()
         collection, where = self._where
-        head = await self.store.get(*where)
+        head = self._head if self.lane and self._head is not None else await self.store.get(*where)
         seq, prev = self._last
         if head is not None and int(head.value["seq"]) > seq:
             seq, prev = int(head.value["seq"]), str(head.value["hash"])
@@ -310,18 +263,20 @@ class AuditTrail:
             self._last = (seq, prev)
             written.append(entry)
             signed = await self._checkpoint_if_due(head, entry) or signed
-        await self._advance_head(head, written[-1], signed)
+        moved = await self._advance_head(head, written[-1], signed)
+        self._head = moved if self.lane else None
         return written
 
-    async def _advance_head(self, head: Record | None, entry: TrailEntry, signed: float | None) -> None:
-        """Move the head to ``entry`` unless another writer already moved it at or past it.
+    async def _advance_head(self, head: Record | None, entry: TrailEntry, signed: float | None) -> Record | None:
+        """Move the head to ``entry`` unless another writer already moved it at or past it; the head written
+        (``None`` when another writer's was kept).
 
         The head names the entry's position, hash and link, and carries when the last checkpoint was
         signed (``checkpoint_at``), so every worker knows when the next one is due."""
         while True:
             known = dict(head.value) if head is not None else {}
             if head is not None and int(known["seq"]) >= entry.seq:  # another writer is already at or past it
-                return
+                return None
             at = max(float(known.get("checkpoint_at") or 0), signed or 0)
             position = {
                 **known,
@@ -332,10 +287,11 @@ class AuditTrail:
             }
             where = self._where[1]
             if head is None:
-                if await self.store.insert(*where, position) is not None:
-                    return
-            elif await self.store.update(*where, position, expected_version=head.version) is not None:
-                return
+                written = await self.store.insert(*where, position)
+            else:
+                written = await self.store.update(*where, position, expected_version=head.version)
+            if written is not None:
+                return written
             head = await self.store.get(*where)
 
     async def _checkpoint_if_due(self, head: Record | None, entry: TrailEntry) -> float | None:
@@ -383,30 +339,8 @@ class AuditTrail:
         return [Checkpoint.from_dict(r.value) for r in await self.store.scan(CHECKPOINTS)]
 
     async def record(self, change: Change) -> None:
-        """The trail entry for one change of an approval (called by the desk)."""
-        kind = _EVENTS.get(change.event)
-        if kind is None:
-            return
-        v = change.approval.data
-        items: list[tuple[str, str, Mapping[str, Any]]] = []
-        if change.event in ("lent", "stopped"):
-            items.append(("requested", change.approval.id, _change_fields("requested", change)))
-        if kind != "started":
-            items.append((kind, change.approval.id, _change_fields(kind, change)))
-        if change.claimed:  # the same write claimed the run: who holds it, with which idempotency key
-            items.append(
-                (
-                    "started",
-                    change.approval.id,
-                    {
-                        "tool": change.approval.label,
-                        "args_digest": v.get("digest"),
-                        "attempt": change.approval.attempt,
-                        "worker": (v.get("lease") or {}).get("holder"),
-                        "key": change.approval.id,
-                    },
-                )
-            )
+        """The trail entries for one change of an approval (called by the desk)."""
+        items = change_entries(change)
         if items:
             await self.append_all(items)
 
@@ -430,7 +364,7 @@ class AuditTrail:
 
     async def lane_entries(self) -> list[tuple[str, TrailEntry]]:
         """The entries of every lane, with their lane's name, lane by lane."""
-        return [(r.key.rpartition("/")[0], TrailEntry.from_dict(r.value)) for r in await self.store.scan(LANES)]
+        return await trail_lanes.lane_entries(self.store)
 
     async def story(self, approval_id: str) -> list[TrailEntry]:
         """Every entry about one approval, in order (of time, when writers keep lanes)."""
@@ -444,10 +378,12 @@ class AuditTrail:
         by :func:`~milpa_chat.runtime.trail_checkpoints.parse_checkpoints`), the checkpoints stored
         (when a public key is known) and ``expect``, a head copied elsewhere. The first entry proven
         wrong is ``broken_at``."""
-        stored, forged = await self._stored_pins()  # before the chain: each pins an entry already written
+        stored, forged = await stored_pins(
+            self.store, self.public_key
+        )  # before the chain: each pins an entry already written
         heads_before = {r.key: r.value for r in await self.store.scan(LANE_HEADS)}  # before their entries
         lane_records = await self.store.scan(LANES)
-        entries, broken, head = await self._read_stable()  # after the lanes: it holds every lane's registration
+        entries, broken, head = await read_stable(self.store)  # after the lanes: it holds every lane's registration
         pins = [p for c in checkpoints for p in c.pins()] + ([expect] if expect is not None else []) + stored
         main_pins = [p for p in pins if not p.lane]
         if broken is not None:  # entries after a break are not the chain: only pins before it count
@@ -456,7 +392,7 @@ class AuditTrail:
         else:
             fault = earliest(head, forged, check_pins(entries, main_pins))
         last = entries[-1].hash if entries else GENESIS
-        lanes, lane_fault = await self._verify_lanes(entries, heads_before, lane_records, pins)
+        lanes, lane_fault = await trail_lanes.verify_lanes(self.store, entries, heads_before, lane_records, pins)
         if fault is not None:
             return TrailVerdict(False, len(entries), last, fault[0], fault[1], lanes=lanes)
         if lane_fault is not None:
@@ -464,163 +400,7 @@ class AuditTrail:
             return TrailVerdict(False, len(entries), last, at, why, lanes=lanes, lane=name)
         return TrailVerdict(True, len(entries), last, pinned=len({(p.lane, p.seq, p.hash) for p in pins}), lanes=lanes)
 
-    async def _verify_lanes(
-        self,
-        entries: list[TrailEntry],
-        heads_before: dict[str, Any],
-        records: list[Record],
-        pins: list[Pin],
-    ) -> tuple[tuple[tuple[str, int, str], ...], tuple[str, Break] | None]:
-        """Every lane: registered by an entry of the main chain, its chain linked to that entry, its head
-        naming its last entry, its pins matching; a registered lane with no head was deleted whole."""
-        grouped: dict[str, list[Record]] = {}
-        for record in records:
-            grouped.setdefault(record.key.rpartition("/")[0], []).append(record)
-        registered: dict[str, TrailEntry] = {}
-        for e in entries:  # two writers of one lane may both register it: the one its first entry links to
-            if e.kind == "lane" and (e.subject not in registered or _links_to(grouped.get(e.subject), e)):
-                registered[e.subject] = e
-        heads_after = {r.key: r.value for r in await self.store.scan(LANE_HEADS)}
-        names = sorted(set(registered) | set(grouped) | set(heads_before) | set(heads_after) | {p.lane for p in pins})
-        checked: list[tuple[str, int, str]] = []
-        fault: tuple[str, Break] | None = None
-        for name in (n for n in names if n):
-            reg, found = registered.get(name), grouped.get(name, [])
-            before, after = heads_before.get(name), heads_after.get(name)
-            problem: Break | None = None
-            lane_entries: list[TrailEntry] = []
-            if reg is None:
-                if found or any(p.lane == name for p in pins):
-                    problem = (1, "no entry of the main chain registers it: the lane was forged (or moved)")
-                elif after is not None and int(after.get("seq") or 0) > 0:
-                    problem = (1, "its head names entries but no entry of the main chain registers it: forged")
-                else:
-                    continue  # a lane being registered (or whose writer stopped before): nothing in it yet
-            elif before is None and after is None:
-                problem = (
-                    1,
-                    f"entry {reg.seq} of the main chain registers it, but it has no head: the whole lane was deleted",
-                )
-            else:
-                lane_entries, problem = check_chain(found, reg.hash, functools.partial(lane_key, name))
-                if problem is None:
-                    problem = await self._lane_head(name, lane_entries, before, after)
-                if problem is None:
-                    problem = check_pins(lane_entries, [p for p in pins if p.lane == name])
-            checked.append(
-                (name, len(lane_entries), lane_entries[-1].hash if lane_entries else (reg.hash if reg else GENESIS))
-            )
-            if problem is not None and fault is None:
-                fault = (name, problem)
-        return tuple(checked), fault
-
-    async def _lane_head(self, name: str, entries: list[TrailEntry], before: Any, after: Any) -> Break | None:
-        """The lane's head must name its last entry (a writer between its entry and its head is waited for).
-
-        Entries past a lane's head are not a break: a lane has one writer, and one killed between its
-        entries and its head never comes back to move it (adding them by hand is as easy as moving the head)."""
-        for attempt in range(4):
-            moved_to = int(after["seq"]) if after is not None and "seq" in after else None
-            problem = check_head(entries, before, moved_to)
-            if problem is not None and attempt == 3 and "past the head" in problem[1]:
-                return None
-            if problem is None or attempt == 3:
-                return problem
-            await asyncio.sleep(0.05 * 2**attempt)
-            record = await self.store.get(LANE_HEADS, name)
-            after = record.value if record is not None else None
-        return None
-
-    async def _read_stable(self) -> tuple[list[TrailEntry], Break | None, Break | None]:
-        """The chain, its first break and the head's problem. The head is read before the entries (see
-        :func:`check_head`) and again after them; entries past the first head are fine once the head has
-        reached them, which a writer between its entry and its head write does a moment later: the head
-        is read again a few times before they are reported."""
-        before = await self.store.get(*HEAD)
-        entries, broken = check_chain(await self.store.scan(COLLECTION))
-        if broken is not None:
-            return entries, broken, None
-        for attempt in range(4):
-            after = await self.store.get(*HEAD)
-            try:
-                moved_to = int(after.value["seq"]) if after is not None else None
-            except (KeyError, TypeError, ValueError):
-                moved_to = None
-            problem = check_head(entries, before.value if before else None, moved_to)
-            if problem is None or attempt == 3:
-                return entries, None, problem
-            await asyncio.sleep(0.05 * 2**attempt)
-        raise AssertionError("unreachable")
-
-    async def _stored_pins(self) -> tuple[list[Pin], Break | None]:
-        """The stored checkpoints signed by the known public key as pins, and the first forged one."""
-        if self.public_key is None:
-            return [], None
-        pins: list[Pin] = []
-        for record in await self.store.scan(CHECKPOINTS):
-            try:
-                checkpoint = Checkpoint.from_dict(record.value)
-            except (KeyError, TypeError, ValueError):
-                return pins, (None, f"the stored checkpoint {record.key} is not a checkpoint: it was overwritten")
-            if checkpoint.key != self.public_key.id:
-                continue  # signed with another key (an earlier one): not ours to judge
-            if not checkpoint.valid(self.public_key):
-                return pins, (
-                    checkpoint.seq,
-                    f"the checkpoint stored for entry {checkpoint.seq} does not carry a "
-                    "valid signature: it was forged or altered",
-                )
-            pins.extend(checkpoint.pins())
-        return pins, None
-
     def export_lines(self, entries: list[TrailEntry]) -> Iterator[str]:
         """JSON Lines, one entry a line."""
         for entry in entries:
             yield json.dumps(entry.to_dict(), sort_keys=True, ensure_ascii=False)
-
-
-def _links_to(records: list[Record] | None, registration: TrailEntry) -> bool:
-    """Whether the first of a lane's ``records`` links to ``registration``."""
-    return bool(records) and records[0].value.get("prev") == registration.hash  # type: ignore[index]
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
-
-
-def _change_fields(kind: str, change: Change) -> dict[str, Any]:
-    """The fields of a ``requested``, ``decided``, ``result`` (or other) entry about an approval."""
-    v = change.approval.data
-    fields: dict[str, Any] = {
-        "tool": change.approval.label,
-        "state": change.approval.state,
-        "args_digest": v.get("digest"),
-    }
-    if kind == "requested":
-        fields.update(
-            requester=v["requester"]["principal"],
-            channel=v["requester"].get("channel"),
-            kind=v["kind"],
-            quorum=change.approval.quorum,
-        )
-    elif kind == "decided":
-        voter = change.approval.votes[-1] if change.event == "voted" and change.approval.votes else {}
-        fields.update(
-            by=voter.get("principal") or v.get("rescued_by") or v.get("decided_by"),
-            name=voter.get("name") or v.get("decided_by_name"),
-            via=voter.get("via") or v.get("decided_via"),
-            note=voter.get("note") if voter else v.get("decision_note"),
-            decision=change.event,
-        )
-        standing = v.get("standing")
-        if change.event in ("lent", "stopped") and isinstance(standing, Mapping):
-            fields.update(
-                grant=standing.get("grant"),
-                receipts=[f"{r.get('operation')}@{r.get('content')}" for r in standing.get("receipts") or ()],
-            )
-    elif kind == "result":
-        result = v.get("result") or {}
-        fields.update(
-            ok=result.get("success"), code=(result.get("meta") or {}).get("code"), result_digest=_digest(result)
-        )
-    return fields

@@ -12,6 +12,7 @@ Three checks, each answering with the first entry it proves wrong:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from milpa_chat.store.base import Record
+    from milpa_chat.store.base import Record, Store
 
 __all__ = [
     "COLLECTION",
@@ -40,6 +41,7 @@ __all__ = [
     "entry_key",
     "lane_key",
     "lane_name",
+    "read_stable",
 ]
 
 COLLECTION = "audit_trail"
@@ -255,3 +257,25 @@ def earliest(*breaks: Break | None) -> Break | None:
     """The break at the smallest position (one that cannot say where comes last)."""
     found = [b for b in breaks if b is not None]
     return min(found, key=lambda b: (b[0] is None, b[0] or 0)) if found else None
+
+
+async def read_stable(store: Store) -> tuple[list[TrailEntry], Break | None, Break | None]:
+    """The chain, its first break and the head's problem. The head is read before the entries (see
+    :func:`check_head`) and again after them; entries past the first head are fine once the head has
+    reached them, which a writer between its entry and its head write does a moment later: the head
+    is read again a few times before they are reported. (The main chain: ``store``'s ``audit_trail``.)"""
+    before = await store.get(*HEAD)
+    entries, broken = check_chain(await store.scan(COLLECTION))
+    if broken is not None:
+        return entries, broken, None
+    for attempt in range(4):
+        after = await store.get(*HEAD)
+        try:
+            moved_to = int(after.value["seq"]) if after is not None else None
+        except (KeyError, TypeError, ValueError):
+            moved_to = None
+        problem = check_head(entries, before.value if before else None, moved_to)
+        if problem is None or attempt == 3:
+            return entries, None, problem
+        await asyncio.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")

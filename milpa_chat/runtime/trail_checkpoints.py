@@ -15,13 +15,16 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from milpa_chat.errors import MilpaError
-from milpa_chat.runtime.trail_chain import Pin
+from milpa_chat.runtime.trail_chain import Break, Pin
 from milpa_chat.runtime.trail_keys import PublicKey, SigningKey
 
-__all__ = ["CHECKPOINTS", "Checkpoint", "CheckpointError", "parse_checkpoints", "parse_expected_head"]
+if TYPE_CHECKING:
+    from milpa_chat.store.base import Store
+
+__all__ = ["CHECKPOINTS", "Checkpoint", "CheckpointError", "parse_checkpoints", "parse_expected_head", "stored_pins"]
 
 CHECKPOINTS = "audit_trail_checkpoints"
 _DOMAIN = b"milpa-chat audit checkpoint v1\n"
@@ -167,3 +170,26 @@ def parse_expected_head(text: str) -> Pin:
             'milpa-chat audit verify prints the head ("head 412:9f2c...")'
         )
     return Pin(int(seq_text) if seq_text else None, digest, "the expected head")
+
+
+async def stored_pins(store: Store, public_key: PublicKey | None) -> tuple[list[Pin], Break | None]:
+    """The checkpoints stored in ``store`` signed by ``public_key``, as pins, and the first forged one (none
+    without a key: nothing to check them with)."""
+    if public_key is None:
+        return [], None
+    pins: list[Pin] = []
+    for record in await store.scan(CHECKPOINTS):
+        try:
+            checkpoint = Checkpoint.from_dict(record.value)
+        except (KeyError, TypeError, ValueError):
+            return pins, (None, f"the stored checkpoint {record.key} is not a checkpoint: it was overwritten")
+        if checkpoint.key != public_key.id:
+            continue  # signed with another key (an earlier one): not ours to judge
+        if not checkpoint.valid(public_key):
+            return pins, (
+                checkpoint.seq,
+                f"the checkpoint stored for entry {checkpoint.seq} does not carry a "
+                "valid signature: it was forged or altered",
+            )
+        pins.extend(checkpoint.pins())
+    return pins, None

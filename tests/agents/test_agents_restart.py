@@ -106,7 +106,7 @@ async def paused_run(db: Path) -> dict[str, object]:
     """Once the bot kept the paused run in the SQLite file and recorded the approval's cards as sent."""
     store = SqliteStore(db)
     try:
-        for _ in range(400):
+        for _ in range(1200):
             runs, approvals = await store.scan("agent_runs"), await store.scan("approvals")
             if runs and approvals and all(c.get("message_id") for c in approvals[0].value["cards"]):
                 return dict(runs[0].value)
@@ -133,7 +133,7 @@ async def test_a_killed_bot_process_resumes_the_frameworks_run_and_the_tool_runs
         }
         async with bot_process(server, env, log) as first:
             asked = await server.send_message(ALICE.id, ALICE, "please pay ACME 120 EUR")
-            card = await server.wait_for_message(APPROVERS, since=asked, timeout=20)
+            card = await server.wait_for_message(APPROVERS, since=asked, timeout=60)
             run = await paused_run(db)
             assert run["framework"] == FRAMEWORKS[framework].framework
             first.send_signal(signal.SIGKILL)
@@ -142,22 +142,22 @@ async def test_a_killed_bot_process_resumes_the_frameworks_run_and_the_tool_runs
         approve = next(b for b in card.button_labels if "Approve" in b)
         tap = await server.tap_button(card, approve, MARIA)  # while no bot runs
         async with bot_process(server, env, log) as second:
-            await server.wait_until(lambda: server.callback_query(tap).answered, 20, what="the tap's answer")
+            await server.wait_until(lambda: server.callback_query(tap).answered, 60, what="the tap's answer")
             await server.wait_until(
                 lambda: any("Paid 120.00 EUR to ACME." in (m.text or "") for m in server.messages(ALICE.id)),
-                20,
+                60,
                 what="the result",
             )
             await server.wait_until(
                 lambda: any((m.text or "").startswith("Done") for m in server.messages(ALICE.id)),
-                20,
+                60,
                 what="the agent's answer",
             )
             again = await server.redeliver(tap)  # a retried delivery of the tap runs nothing
-            await server.wait_until(lambda: again.handed_out, 20)
+            await server.wait_until(lambda: again.handed_out, 60)
             await asyncio.sleep(0.5)
             second.send_signal(signal.SIGTERM)
-            assert await asyncio.wait_for(second.wait(), 20) == 0, log.read_text()
+            assert await asyncio.wait_for(second.wait(), 60) == 0, log.read_text()
 
     await paid_once(framework, "telegram", tmp_path)
 
@@ -183,7 +183,7 @@ async def test_a_killed_slack_app_process_resumes_the_frameworks_run_and_the_too
         }
         async with slack_process(env, log) as (first, url), SlackEvents(url, SLACK_SECRET, api=api) as slack:
             await slack.direct_message("please pay ACME 120 EUR", user=alice)
-            card = await api.wait_for_message(SLACK_APPROVERS, lambda m: bool(m.buttons()), timeout=20)
+            card = await api.wait_for_message(SLACK_APPROVERS, lambda m: bool(m.buttons()), timeout=60)
             run = await paused_run(db)
             assert run["framework"] == FRAMEWORKS[framework].framework
             first.send_signal(signal.SIGKILL)
@@ -197,13 +197,13 @@ async def test_a_killed_slack_app_process_resumes_the_frameworks_run_and_the_too
             def alice_says(words: str) -> bool:
                 return any(words in m.all_text() for m in api.messages(dm) if m.bot_id)
 
-            await until(lambda: alice_says("Paid 120.00 EUR to ACME."), "the result", 20)
-            await until(lambda: any(m.text.startswith("Done") for m in api.messages(dm)[-1:]), "the answer", 20)
+            await until(lambda: alice_says("Paid 120.00 EUR to ACME."), "the result", 60)
+            await until(lambda: any(m.text.startswith("Done") for m in api.messages(dm)[-1:]), "the answer", 60)
             again = await slack.retry(tap)  # Slack's retry of the same tap runs nothing
             assert again.status == 200
             await asyncio.sleep(0.5)
             second.send_signal(signal.SIGTERM)
-            assert await asyncio.wait_for(second.wait(), 20) == 0, log.read_text()
+            assert await asyncio.wait_for(second.wait(), 60) == 0, log.read_text()
         assert "Done" in card.text and not card.buttons()
 
     await paid_once(framework, "slack", tmp_path)

@@ -86,3 +86,21 @@ async def test_tools_is_the_same_listing_and_what_it_lists_runs(world: SlackWorl
     assert "1" in await posted(world, "notes_find milk", ALICE)
     # not listed, still callable (and, declaring no effect, confirmed like a mutation)
     assert "Confirm notes_vacuum?" in await posted(world, "notes_vacuum", ALICE)
+
+
+async def test_slacks_retries_of_a_slow_tools_command_are_answered_once(world: SlackWorld) -> None:
+    """Slack delivers a slash command again (``X-Slack-Retry-Num``) when the app was slow to answer: the person
+    sees one list, whichever menu command it was, and another command's retry is still a new command."""
+    for text in ("tools", "help", ""):
+        before = len(world.ephemeral(ALICE))
+        first = await world.slack.command("/milpa", text, user=ALICE, channel=WORK)
+        assert first.status == 200
+        for num, reason in ((1, "http_timeout"), (2, "http_error"), (3, "http_timeout")):
+            retried = await world.slack.retry(first, num=num, reason=reason)
+            assert retried.status == 200  # acknowledged, so Slack stops retrying
+        await world.bot.drain()
+        answers = world.ephemeral(ALICE)[before:]
+        assert len(answers) == 1, f"/milpa {text} was answered {len(answers)} times"
+    assert len(world.ephemeral(ALICE)) == 3
+    await world.command("tools", user=ALICE)  # typed again: a new command (a new trigger), a new answer
+    assert len(world.ephemeral(ALICE)) == 4

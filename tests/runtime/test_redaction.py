@@ -76,6 +76,21 @@ def test_ordinary_keys_are_kept() -> None:
     assert redact(value) == {"name": "ana", "tokens_used": 5, "max_tokens": 10, "key": "agent.treeBudget"}
 
 
+def test_headers_written_as_pairs_hide_their_secret_values() -> None:
+    value = {
+        "headers": [("Accept", "json"), ("Authorization", "Bearer x"), ["X-Api-Key", "k1"], ["password", "a", "b"]],
+        "har": [{"name": "Cookie", "value": "sid=1"}, {"name": "page", "value": 2}, {"key": "token", "value": "t"}],
+    }
+    assert redact(value) == {
+        "headers": [["Accept", "json"], ["Authorization", REDACTED], ["X-Api-Key", REDACTED], ["password", "a", "b"]],
+        "har": [
+            {"name": "Cookie", "value": REDACTED},
+            {"name": "page", "value": 2},
+            {"key": "token", "value": REDACTED},
+        ],
+    }
+
+
 def test_lists_and_nesting() -> None:
     value = {"items": [{"password": "p"}, {"nested": {"Authorization": "Bearer x"}}], "t": ("a", {"TOKEN": 1})}
     assert redact(value) == {

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from milpa_chat.runtime.trail import AuditTrail
-from milpa_chat.runtime.trail_chain import HEAD
+from milpa_chat.runtime.trail_chain import HEAD, LANE_HEADS
 from milpa_chat.store import Store
 from tests.runtime.conftest import backend_spec
 from tests.store._workers import open_spec
@@ -87,4 +87,39 @@ async def test_a_failed_batch_fails_its_callers_and_the_next_append_makes_the_ch
     assert after.seq == 2
     verdict = await trail.verify()
     assert verdict.ok and verdict.checked == 2, verdict
+    await store.close()
+
+
+async def test_a_lane_reads_its_head_only_once_and_still_follows_another_writer(spec: dict[str, Any]) -> None:
+    """A lane has one writer: after its first batch it knows the lane's head (the one it wrote) and reads it no
+    more, one round trip a batch less. A second writer of the same lane (a name given twice) is still followed:
+    its entries are not overwritten and the lane holds."""
+    store = open_spec(spec)
+    reads: list[str] = []
+
+    class Reads:
+        def __getattr__(self, name: str) -> Any:
+            attr = getattr(store, name)
+            if name != "get":
+                return attr
+
+            async def counted(collection: str, key: str) -> Any:
+                reads.append(collection)
+                return await attr(collection, key)
+
+            return counted
+
+    trail = AuditTrail(Reads(), lane="billing-1")
+    await trail.append("call", "first", {})  # registers the lane: reads its head
+    reads.clear()
+    for i in range(10):
+        await trail.append("call", f"t{i}", {"n": i})
+    assert LANE_HEADS not in reads, reads
+    other = AuditTrail(store, lane="billing-1")  # the same lane, from another writer
+    for i in range(3):
+        await other.append("call", f"other-{i}", {"n": i})
+    mine = await trail.append("call", "after the other", {})
+    assert mine.seq == 15  # first, t0..t9, other-0..2, then this one: nothing overwritten
+    verdict = await trail.verify()
+    assert verdict.ok and dict((name, n) for name, n, _ in verdict.lanes)["billing-1"] == 15, verdict
     await store.close()
