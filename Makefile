@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/renderers.py
 	$(BIN)/python bench/telegram.py
 	$(BIN)/python bench/slack.py
+	$(BIN)/python bench/approvals.py   # PostgreSQL too (MILPA_BENCH_POSTGRES_DSN), skipped when it does not answer
 	$(BIN)/python bench/streaming.py
 	$(BIN)/python bench/fleet.py   # PostgreSQL (MILPA_BENCH_POSTGRES_DSN) and /usr/sbin/haproxy
 

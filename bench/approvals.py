@@ -2,6 +2,8 @@
 
     PYTHONPATH=. python bench/approvals.py [--taps 200] [--sizes 10,1000,100000] [--postgres DSN]
 
+(``make bench`` runs it.)
+
 Each backend is seeded with N pending approvals (bulk-loaded, realistic records, due at their expiry,
 none due now). Then, one tap at a time, on an in-memory surface (so only the kit and its store count):
 
@@ -14,13 +16,18 @@ none due now). Then, one tap at a time, on an in-memory surface (so only the kit
   (a ticker measures its own lateness every millisecond);
 * **peer**: the bare store work of a decision, what a bot without the kit does durably for a tap (one
   ``get`` + one compare-and-set ``update``), measured
-  in the same run: the "x peer" column is tap p50 / that.
+  in the same run: the "x peer" column is tap p50 / that;
+* **the disk's floor**, measured in the same run: an ``fdatasync`` of a 4 KiB write in the SQLite files'
+  directory (what SQLite's ``synchronous=FULL`` waits for on each durable commit) and a one-row durable
+  ``INSERT`` on PostgreSQL (a round trip and a WAL flush). "over the floor" is Confirm p50 less the durable
+  writes of a tap times that floor: the kit's own time a tap, and what the targets bound.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import statistics
 import sys
@@ -186,6 +193,43 @@ async def peer(store: Store, taps: int) -> float:
     return statistics.median(times)
 
 
+def fsync_floor(directory: str, n: int = 200) -> float:
+    """p50 ms of a 4 KiB write and ``fdatasync`` in ``directory`` (SQLite syncs its WAL so on Linux)."""
+    path = Path(directory) / "floor.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    sync = getattr(os, "fdatasync", os.fsync)
+    block = secrets.token_bytes(4096)
+    times = []
+    try:
+        for i in range(n):
+            os.pwrite(fd, block, (i % 64) * 4096)
+            start = time.perf_counter()
+            sync(fd)
+            times.append((time.perf_counter() - start) * 1000)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return statistics.median(times)
+
+
+def postgres_floor(dsn: str, n: int = 200) -> float:
+    """p50 ms of a one-row durable ``INSERT`` (autocommit: a round trip and a WAL flush)."""
+    import psycopg
+
+    table = f"milpa_floor_{secrets.token_hex(4)}"  # a logged table: a temporary one writes no WAL
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (n int)")
+        times = []
+        try:
+            for i in range(n):
+                start = time.perf_counter()
+                conn.execute(f"INSERT INTO {table} VALUES (%s)", (i,))
+                times.append((time.perf_counter() - start) * 1000)
+        finally:
+            conn.execute(f"DROP TABLE {table}")
+    return statistics.median(times)
+
+
 async def measure(open_store: Callable[[], tuple[Store, dict[str, Any]]], n: int, taps: int) -> dict[str, Any]:
     store, where = open_store()
     await seed(store, n, where)
@@ -207,21 +251,23 @@ async def measure(open_store: Callable[[], tuple[Store, dict[str, Any]]], n: int
     return row
 
 
-def print_table(backend: str, rows: list[dict[str, Any]]) -> None:
+def print_table(backend: str, rows: list[dict[str, Any]], floor: float = 0.0) -> None:
+    """``floor``: ms one durable write waits for the disk at least (0: the backend syncs nothing)."""
     print(
         f"\n{backend}: ms per tap through the Assistant (p50 / p99), store calls / writes / durable writes "
         "per tap, sweeps\n"
     )
     print(
-        "| pending | Confirm p50 | p99 | calls/writes/durable | Approve p50 | p99 | calls/writes/durable "
-        "| x peer (Confirm) "
+        "| pending | Confirm p50 | p99 | calls/writes/durable | over the floor | Approve p50 | p99 "
+        "| calls/writes/durable | x peer (Confirm) "
         "| sweep, none due | stall | sweep, 20 expire | stall | peer get+CAS p50 |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         c, a = r["confirm"], r["approve"]
         print(
-            f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} / {c[4]} | {a[0]:.2f} | {a[1]:.2f} | "
+            f"| {r['pending']:,} | {c[0]:.2f} | {c[1]:.2f} | {c[2]} / {c[3]} / {c[4]} | {c[0] - c[4] * floor:.2f} "
+            f"| {a[0]:.2f} | {a[1]:.2f} | "
             f"{a[2]} / {a[3]} / {a[4]} | {c[0] / r['peer']:.1f}x | {r['sweep_idle'][0]:.2f} | "
             f"{r['sweep_idle'][1]:.2f} | "
             f"{r['sweep_20'][0]:.1f} | {r['sweep_20'][1]:.2f} | {r['peer']:.3f} |"
@@ -234,6 +280,8 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
 
     print_table("memory", [await measure(memory, n, taps) for n in sizes])
     with tempfile.TemporaryDirectory() as tmp:
+        floor = fsync_floor(tmp)
+        print(f"\nthe disk's floor: a 4 KiB write + fdatasync in {tmp}: p50 {floor:.3f} ms")
 
         def sqlite() -> tuple[Store, dict[str, Any]]:
             from milpa_chat.store.sqlite import SqliteStore
@@ -241,7 +289,7 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
             path = Path(tmp) / f"bench-{secrets.token_hex(3)}.db"
             return SqliteStore(path), {"backend": "sqlite", "path": str(path)}
 
-        print_table("sqlite (synchronous=FULL, the default)", [await measure(sqlite, n, taps) for n in sizes])
+        print_table("sqlite (synchronous=FULL, the default)", [await measure(sqlite, n, taps) for n in sizes], floor)
 
         def sqlite_normal() -> tuple[Store, dict[str, Any]]:
             from milpa_chat.store.sqlite import SqliteStore
@@ -265,7 +313,9 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
         return PostgresStore(dsn, schema=schema), {"backend": "postgres", "dsn": dsn, "schema": schema}
 
     try:
-        print_table("postgres", [await measure(postgres, n, taps) for n in sizes])
+        pg_floor = postgres_floor(dsn)
+        print(f"\nPostgreSQL's floor: a one-row durable INSERT (round trip + WAL flush): p50 {pg_floor:.3f} ms")
+        print_table("postgres", [await measure(postgres, n, taps) for n in sizes], pg_floor)
     except Exception as exc:
         print(f"PostgreSQL skipped: {exc}", file=sys.stderr)
     finally:
@@ -285,6 +335,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--taps", type=int, default=200)
     parser.add_argument("--sizes", default="10,1000,100000")
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("MILPA_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"),
+        help="PostgreSQL DSN (default: $MILPA_BENCH_POSTGRES_DSN or the local test database); '' skips it",
+    )
     args = parser.parse_args()
     asyncio.run(run([int(s) for s in args.sizes.split(",")], args.taps, args.postgres or None))

@@ -111,6 +111,8 @@ class Assistant:
         self.approvals = registry.approvals
         self.transports: dict[str, Transport] = {}
         self._recent_taps: OrderedDict[str, None] = OrderedDict()
+        #: The requester's context of each run started here, until its result is presented.
+        self._run_contexts: dict[str, ToolContext] = {}
         #: Seconds a tool runs before the chat shows "typing…" (refreshed every 4 s): a run that answers
         #: sooner costs no ``sendChatAction``, which its result would have replaced at once anyway.
         self.typing_after = 0.2
@@ -341,6 +343,9 @@ class Assistant:
         route = approval.route
         transport = self.transports.get(route["surface"]) if route else None
         ctx = self.requester_context(approval)
+        if len(self._run_contexts) >= 256:  # results never presented here (no route, another worker's sweep)
+            self._run_contexts.clear()
+        self._run_contexts[approval.id] = ctx  # its result is presented with the context it ran with
         return await typing_while(
             transport,
             route["chat_id"] if route else "",
@@ -349,9 +354,8 @@ class Assistant:
         )
 
     async def _present_result(self, transport: Transport, chat_id: str, approval: Approval, result: ToolResult) -> None:
-        await self.present(
-            transport, chat_id, approval.tool or "", approval.args, self.requester_context(approval), result
-        )
+        ctx = self._run_contexts.pop(approval.id, None) or self.requester_context(approval)
+        await self.present(transport, chat_id, approval.tool or "", approval.args, ctx, result)
 
     async def resume_agent(self, approval: Approval, result: ToolResult | None) -> None:
         """Hand a decided approval back to the agent run waiting on it, and post the agent's answer.

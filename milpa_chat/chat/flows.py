@@ -182,7 +182,7 @@ class ApprovalFlows:
         this process just wrote when it has it. A failure is logged; a sweep delivers after the hand-off."""
         try:
             current = self.desk.settled(claimed.id) or await self.desk.get(claimed.id)
-            if current is not None and current.effects():
+            if current is not None:  # (nothing owed: delivers nothing)
                 await self.outbox.deliver(current)
         except Exception as exc:
             log.warning("approval %s: its result is delivered later (%s)", claimed.id, exc)

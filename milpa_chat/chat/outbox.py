@@ -35,6 +35,9 @@ __all__ = ["ApprovalOutbox", "retry_delay"]
 
 log = logging.getLogger("milpa_chat.chat")
 
+#: States whose card differs by role (the buttons a copy offers); every other state's copies say the same.
+ROLE_STATES = frozenset({"pending", "effect_uncertain"})
+
 #: ``present(transport, chat_id, approval, result)``: post a result where the request came from.
 Presenter = Callable[[Transport, str, "Approval", "ToolResult"], Awaitable[Any]]
 #: ``resume(approval, result)``: hand a settled approval back to the agent run waiting on it.
@@ -74,10 +77,23 @@ class ApprovalOutbox:
         self.extras: list[Callable[[Approval, str], Button | None]] = []
         #: ``(approval id, card effect)`` of the cards whose first send is in flight in this process.
         self._sending: set[tuple[str, str]] = set()
+        #: The last card drawn for every role alike: ``((approval id, version, ""), message)``.
+        self._drawn: tuple[tuple[str, int, str], Message] | None = None
 
     def card(self, approval: Approval, role: str, *, failing: Mapping[str, str] | None = None) -> Message:
-        """This copy of the card (:func:`cards.approval_message`), with the buttons :attr:`extras` add."""
-        message = cards.approval_message(approval, role, failing=failing)
+        """This copy of the card (:func:`cards.approval_message`), with the buttons :attr:`extras` add.
+
+        Once decided (and unless its outcome is uncertain) every copy of a card says the same, whatever its
+        role: the card drawn for one copy is the next copy's too (one version of one approval id is one
+        content)."""
+        same = approval.state not in ROLE_STATES
+        key = (approval.id, approval.version, "" if same else role)
+        drawn = self._drawn
+        if same and drawn is not None and drawn[0] == key:
+            message = drawn[1]
+        else:
+            message = cards.approval_message(approval, role, failing=failing)
+            self._drawn = (key, message) if same else None
         extra = [b for b in (make(approval, role) for make in self.extras) if b is not None]
         if not extra:
             return message

@@ -396,6 +396,12 @@ def _secret_name(name: object, extra: tuple[str, ...]) -> bool:
     )
 
 
+#: Texts :meth:`Redaction.mask` remembers (masking is a pure function of the text), and the longest it keeps.
+_MASKED: dict[str, str] = {}
+_MASKED_KEPT: Final = 1024
+_MASKED_LONGEST: Final = 1000
+
+
 class Redaction:
     """The rule as an object: call it with a key (``True`` when secret); :meth:`mask` masks text.
 
@@ -413,7 +419,17 @@ class Redaction:
 
     @staticmethod
     def mask(text: str) -> str:
-        return mask_text(text)
+        """:func:`mask_text`, remembered for the last ``_MASKED_KEPT`` short texts: a card's texts (the tool,
+        the requester, the reason, the outcome) are masked again on every copy and every edit."""
+        if len(text) > _MASKED_LONGEST:
+            return mask_text(text)
+        masked = _MASKED.get(text)
+        if masked is None:
+            masked = mask_text(text)
+            if len(_MASKED) >= _MASKED_KEPT:
+                _MASKED.clear()
+            _MASKED[text] = masked
+        return masked
 
     def redact(self, value: Any) -> Any:
         return redact(value, self.extra)

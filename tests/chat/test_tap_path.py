@@ -55,3 +55,27 @@ async def test_one_approve_tap_and_the_functions_it_crosses() -> None:
     print(f"\none Approve tap (decide, claim, run, record, edit the cards): {functions} functions in {files} files")
     assert payments.sent == [12.0]
     assert functions > 0 and files > 0
+
+
+async def test_every_copy_of_a_decided_card_says_the_same_and_only_live_cards_differ_by_role() -> None:
+    """Maria's Approve edits the requester's copy and the approvers' copy to the same outcome, without buttons;
+    a pending card still offers each role its own buttons, whichever copy was drawn before it."""
+    registry = ToolRegistry(store=MemoryStore())
+    registry.scan(Payments())
+    identities = Identities(
+        users={"telegram:1001": ["pay:send"], "telegram:2001": ["pay:approve"]}, approvers={"telegram": ["-500"]}
+    )
+    assistant = Assistant(registry, identities)
+    telegram = RecordingTransport("telegram")
+    assistant.attach(telegram)
+    await telegram.say(assistant, ALICE, "/pay 12")
+    (pending,) = await assistant.approvals.listing()
+    roles = ("approver", "requester", "viewer", "approver")  # each drawn after another role's copy
+    labels = [[b.label for b in assistant.outbox.card(pending, role).buttons] for role in roles]
+    assert labels == [["✅ Approve", "⛔ Reject"], ["↩ Withdraw"], [], ["✅ Approve", "⛔ Reject"]]
+
+    await telegram.tap(assistant, MARIA, telegram.last("-500"), "Approve")
+    requester_copy, approver_copy = telegram.messages[ALICE.id][0], telegram.last("-500")
+    assert requester_copy.message == approver_copy.message
+    assert "Done: pay" in approver_copy.text and "Approved by Maria" in approver_copy.text
+    assert approver_copy.buttons == ()

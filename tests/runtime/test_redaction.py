@@ -97,3 +97,18 @@ def test_lists_and_nesting() -> None:
         "items": [{"password": REDACTED}, {"nested": {"Authorization": REDACTED}}],
         "t": ["a", {"TOKEN": REDACTED}],
     }
+
+
+def test_a_card_text_is_masked_every_time_it_is_shown() -> None:
+    """Renderers mask each text they show (``Redaction.mask``, remembered for short texts): the second and
+    later showings of a text are masked as the first, a long text too, and a clean text stays as it is."""
+    from milpa_chat.runtime.redaction import STANDARD
+
+    secret = "my password is rifFCI8m"
+    long_secret = "note " * 300 + secret
+    for _ in range(3):
+        assert STANDARD.mask(secret) == "my password is ***REDACTED***"
+        assert STANDARD.mask(long_secret).endswith("my password is ***REDACTED***")
+        assert STANDARD.mask("Deleted note 3") == "Deleted note 3"
+    texts = [f"token number {i}: sk-{i:04d}abcdefghijklmnopqrstuv" for i in range(3000)]  # more than it keeps
+    assert all("sk-" not in STANDARD.mask(t) for t in texts + texts[:5])
