@@ -111,3 +111,20 @@ async def test_signed_bodies_that_are_not_slack_requests_get_400(kind: str, capl
                 assert resp.status == 400 and "not" in text, (body, resp.status, text)
         no_errors(caplog)
         await bot.close()
+
+
+async def test_a_signature_that_is_not_ascii_is_refused_like_any_wrong_signature(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The signature is compared as bytes: a header with other characters is a wrong signature (401), not an error."""
+    caplog.set_level(logging.DEBUG)
+    async with served("aiohttp") as (url, bot, _api), aiohttp.ClientSession() as http:
+        body = b'{"type": "url_verification", "challenge": "c1"}'
+        headers = {**JSON, **signed(body)}
+        headers["X-Slack-Signature"] = headers["X-Slack-Signature"][:-1] + "\u00e9"
+        async with http.post(url, data=body, headers=headers) as resp:
+            assert resp.status == 401 and "signature does not match" in await resp.text()
+        async with http.post(url, data=body, headers={**JSON, **signed(body)}) as resp:
+            assert resp.status == 200 and "c1" in await resp.text()  # the same body, rightly signed, is served
+        no_errors(caplog)
+        await bot.close()
