@@ -6,6 +6,7 @@ framework saw as the tool's outcome (the tool's value, or the denial with its re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from contextlib import AsyncExitStack
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from milpa_chat.agents import ApprovalHost, approval_id
+from milpa_chat.runtime.approval import Approval
 from milpa_chat.runtime.definition import VerifyPolicy
 
 APPROVERS = -500
@@ -259,3 +261,20 @@ FRAMEWORKS: dict[str, Any] = {
     "langgraph": LangGraph,
     "langchain": LangChain,
 }
+
+
+async def pending(host: ApprovalHost, count: int) -> list[Approval]:
+    """The first ``count`` pending approvals of ``host``'s desk once they are open, by payee."""
+    for _ in range(1000):
+        found = await host.desk.listing(state="pending")
+        if len(found) >= count:
+            return sorted(found, key=lambda a: str(a.args["to"]))
+        await asyncio.sleep(0.01)
+    raise TimeoutError(f"{count} approvals were not opened")
+
+
+async def recorded(host: ApprovalHost, approval: Approval) -> Approval:
+    """``approval`` as its record says now."""
+    done = await host.desk.get(approval.id)
+    assert done is not None
+    return done

@@ -15,11 +15,10 @@ import pytest
 
 from milpa_chat import ToolContext, ToolRegistry
 from milpa_chat.agents import ApprovalHost, approval_id
-from milpa_chat.runtime.approval import Approval
 from milpa_chat.runtime.definition import VerifyPolicy
 from milpa_chat.store import MemoryStore
 
-from .frameworks import SCHEMA
+from .frameworks import SCHEMA, pending, recorded
 
 ALICE = ToolContext.web("alice", scopes=["payments:send"])
 MARIA = ToolContext.web("maria", scopes=["payments:approve"])
@@ -81,21 +80,6 @@ async def two_payments_graph(stack: AsyncExitStack, db: Path, seen: Seen, *, cor
     builder.add_edge("settle", END)
     saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(db)))
     return builder.compile(checkpointer=saver)
-
-
-async def pending(host: ApprovalHost, count: int) -> list[Approval]:
-    for _ in range(1000):
-        found = await host.desk.listing(state="pending")
-        if len(found) >= count:
-            return sorted(found, key=lambda a: str(a.args["to"]))
-        await asyncio.sleep(0.01)
-    raise TimeoutError(f"{count} approvals were not opened")
-
-
-async def recorded(host: ApprovalHost, approval: Approval) -> Approval:
-    done = await host.desk.get(approval.id)
-    assert done is not None
-    return done
 
 
 @pytest.mark.parametrize("coroutine", [False, True], ids=["def", "async-def"])

@@ -14,11 +14,10 @@ import pytest
 
 from milpa_chat import ToolContext, ToolRegistry
 from milpa_chat.agents import ApprovalHost
-from milpa_chat.runtime.approval import Approval
 from milpa_chat.runtime.definition import VerifyPolicy
 from milpa_chat.store import MemoryStore
 
-from .frameworks import SCHEMA, Ledger
+from .frameworks import SCHEMA, Ledger, pending, recorded
 
 ALICE = ToolContext.web("alice", scopes=["payments:send"])
 MARIA = ToolContext.web("maria", scopes=["payments:approve"])
@@ -83,21 +82,6 @@ def payments_agent(ledger: Ledger, mode: str, *, fail_for: str | None = None, co
         middleware=[HumanInTheLoopMiddleware({"send_payment": True}, interrupt_mode=mode)],  # type: ignore[arg-type]
         checkpointer=InMemorySaver(),
     )
-
-
-async def pending(host: ApprovalHost, count: int) -> list[Approval]:
-    for _ in range(1000):
-        found = await host.desk.listing(state="pending")
-        if len(found) >= count:
-            return sorted(found, key=lambda a: str(a.args["to"]))
-        await asyncio.sleep(0.01)
-    raise TimeoutError(f"{count} approvals were not opened")
-
-
-async def recorded(host: ApprovalHost, approval: Approval) -> Approval:
-    done = await host.desk.get(approval.id)
-    assert done is not None
-    return done
 
 
 @pytest.mark.parametrize("coroutine", [False, True], ids=["def", "async-def"])
