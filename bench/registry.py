@@ -11,11 +11,15 @@ valid and invalid input, async and sync tools:
   thread) and declared ``blocking=False`` (it runs on the event loop, no thread hop);
 * pydantic ``validate_call`` (validation + call, no pipeline);
 * ``registry.call`` with a MemoryStore and a SqliteStore (audit on: the stdlib logger at its
-  default level, as in production, every warning line formatted and written to the null device;
-  no rate limiter), and the refused call when no logging is set up (only the library's
+  default level, as in production, every warning line formatted and written to the null device by a
+  stock ``logging.FileHandler``; no rate limiter), and the refused call when no logging is set up (only the library's
   ``NullHandler``: no record is built);
 * langchain-core ``StructuredTool.invoke`` / ``ainvoke``;
-* the MCP SDK's ``MCPServer.call_tool``;
+* the MCP SDK's ``MCPServer.call_tool``. Its "add invalid" row is the same refusal (the same arguments fail
+  the same pydantic validation) but not the same work: the SDK raises ``ToolError`` with pydantic's text (the
+  bench catches it) and writes no log line, where ``registry.call`` returns a ``VALIDATION_ERROR`` result with
+  every error's path and message, and writes its audit line (the last line of output counts the lines each
+  writes per refused call);
 * pydantic-ai tool execution (``function_schema.validator`` + ``function_schema.call``).
 
 Also: ``import milpa_chat`` time in a fresh interpreter (target ≤ 150 ms).
