@@ -96,6 +96,9 @@ class SlackRenderer(MessageRenderer[SlackPayload]):
     default_limits: ClassVar[Limits] = Limits(value_chars=1000, text_chars=2500, cell_chars=80, items=100)
 
     def render_message(self, message: Message) -> SlackPayload:
+        return self._remembered(message) or self._remember(message, self._render(message))
+
+    def _render(self, message: Message) -> SlackPayload:
         actions = _actions(message.buttons)
         room = MAX_BLOCKS - len(actions) - 1  # one block stays free for the "shortened" note
         budget = MAX_TEXT - sum(_block_size(a) for a in actions) - 200

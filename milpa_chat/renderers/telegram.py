@@ -96,6 +96,9 @@ class TelegramRenderer(MessageRenderer[TelegramPayload]):
         self.max_messages = max_messages
 
     def render_message(self, message: Message) -> TelegramPayload:
+        return self._remembered(message) or self._remember(message, self._render(message))
+
+    def _render(self, message: Message) -> TelegramPayload:
         pieces = _pieces(message.blocks)
         attachment = message.full if message.truncated else None
         if message.truncated:
