@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from milpa_chat._failpoints import failpoint
+from milpa_chat.chat._alarms import alarms
 from milpa_chat.chat.cards import VERSIONED, parse_ref
 from milpa_chat.runtime.approval import ApprovalRefused
 
@@ -111,7 +112,7 @@ class ApprovalFlows:
         # The answer goes out first, as a bare handler's would: one request of this tap in flight at a time
         # (an HTTP client's pool grows to the requests in flight, and httpcore checks every pooled connection
         # on every request). A slow or failing answer holds the run back at most ``answer_grace`` seconds.
-        await asyncio.wait({answering}, timeout=self.answer_grace)
+        await _within(answering, self.answer_grace)
         try:
             await self.follow(change)
         finally:
@@ -155,16 +156,17 @@ class ApprovalFlows:
             return
         failpoint("decision.claimed")
         claimed = change.approval
-        loop = asyncio.get_running_loop()
         meanwhile: list[asyncio.Task[None]] = []
-        timer = loop.call_later(
-            self.show_running_after, lambda: meanwhile.append(loop.create_task(self._meanwhile(claimed)))
+        clock = alarms()  # one timer of the loop serves every alarm (see _alarms)
+        alarm = clock.set(
+            self.show_running_after,
+            lambda: meanwhile.append(asyncio.get_running_loop().create_task(self._meanwhile(claimed))),
         )
         try:
             async with self.desk.holding(claimed):  # a long run keeps its lease
                 await self.run(claimed)
         finally:
-            timer.cancel()
+            clock.clear(alarm)
             if meanwhile:  # its edits are recorded before the result's, so none overtakes the other
                 await meanwhile[0]
         await self._deliver_settled(claimed)
@@ -229,6 +231,27 @@ def _state_answer(a: Approval) -> str | None:
     if base and who and a.state in ("approved", "rejected", "cancelled"):
         return f"{base[:-1]} by {who}."
     return base
+
+
+async def _within(task: asyncio.Future[None], seconds: float) -> None:
+    """Wait until ``task`` ends, at most ``seconds`` (never cancelling it): :func:`asyncio.wait` with a timeout,
+    on the loop's shared alarm timer."""
+    if task.done():
+        return
+    waiter = asyncio.get_running_loop().create_future()
+
+    def release(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    task.add_done_callback(release)
+    clock = alarms()
+    alarm = clock.set(seconds, release)
+    try:
+        await waiter
+    finally:
+        clock.clear(alarm)
+        task.remove_done_callback(release)
 
 
 async def _answer(transport: Transport, inbound: Inbound, text: str, *, alert: bool = False) -> None:
