@@ -97,7 +97,17 @@ def value_text(value: Any) -> str:
     return scalar_text(value)
 
 
+#: Values a flat object holds (JSON text of one is the same at every indent).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: A flat object's members, one an indented line: what ``indent=2`` writes between them, by the C encoder.
+_FLAT = json.JSONEncoder(ensure_ascii=False, separators=(",\n  ", ": "))
+
+
 def json_text(value: Any, indent: int | None = 2) -> str:
     """Plain data as JSON text, unicode kept (not cleaned, see :func:`value_text`)."""
+    if indent == 2 and type(value) is dict and value and all(type(v) in _SCALARS for v in value.values()):
+        # a flat object (most tools' arguments): the same text as below, by the C encoder (``indent`` takes the
+        # pure-Python one), its members put on lines of their own
+        return "{\n  " + _FLAT.encode(value)[1:-1] + "\n}"
     sep = (", ", ": ") if indent is None else (",", ": ")
     return json.dumps(value, ensure_ascii=False, indent=indent, separators=sep)
