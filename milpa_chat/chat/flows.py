@@ -89,15 +89,18 @@ class ApprovalFlows:
         #: that fails or throttles answers never holds a run back longer).
         self.answer_grace = 0.5
 
-    async def on_tap(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
-        """A tap on an approval button: decide as the person who tapped, answer, then follow up."""
+    async def on_tap(
+        self, inbound: Inbound, transport: Transport, action: str, ref: str, *, ctx: ToolContext | None = None
+    ) -> None:
+        """A tap on an approval button: decide as the person who tapped (``ctx``: their context, when the caller
+        has it already: the same :attr:`context_for` the inbound gives), answer, then follow up."""
         decision = ACTIONS[action]
         aid, revision = parse_ref(ref)  # the version of the arguments the tapped card showed
         try:
             change = await self.desk.decide(
                 aid,
                 decision,
-                self.context_for(inbound),
+                ctx or self.context_for(inbound),
                 via=inbound.surface,
                 note=inbound.note,
                 follow=False,
