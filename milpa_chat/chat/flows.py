@@ -111,11 +111,12 @@ class ApprovalFlows:
             if exc.approval is not None:
                 await self.outbox.repair(exc.approval, inbound)
             return
-        answering = asyncio.ensure_future(_answer(transport, inbound, change.message))
         # The answer goes out first, as a bare handler's would: one request of this tap in flight at a time
         # (an HTTP client's pool grows to the requests in flight, and httpcore checks every pooled connection
         # on every request). A slow or failing answer holds the run back at most ``answer_grace`` seconds.
-        await _within(answering, self.answer_grace)
+        answered = asyncio.get_running_loop().create_future()
+        answering = asyncio.ensure_future(_answer(transport, inbound, change.message, done=answered))
+        await _within(answered, self.answer_grace)
         try:
             await self.follow(change)
         finally:
@@ -236,30 +237,32 @@ def _state_answer(a: Approval) -> str | None:
     return base
 
 
-async def _within(task: asyncio.Future[None], seconds: float) -> None:
-    """Wait until ``task`` ends, at most ``seconds`` (never cancelling it): :func:`asyncio.wait` with a timeout,
-    on the loop's shared alarm timer."""
-    if task.done():
+async def _within(answered: asyncio.Future[None], seconds: float) -> None:
+    """Wait until ``answered`` is set, at most ``seconds`` (:func:`asyncio.wait` with a timeout, on the loop's
+    shared alarm timer; the answer sets it itself, so the tap goes on in the loop's next turn)."""
+    if answered.done():
         return
-    waiter = asyncio.get_running_loop().create_future()
-
-    def release(_: object = None) -> None:
-        if not waiter.done():
-            waiter.set_result(None)
-
-    task.add_done_callback(release)
     clock = alarms()
-    alarm = clock.set(seconds, release)
+    alarm = clock.set(seconds, lambda: _settle(answered))
     try:
-        await waiter
+        await answered
     finally:
         clock.clear(alarm)
-        task.remove_done_callback(release)
 
 
-async def _answer(transport: Transport, inbound: Inbound, text: str, *, alert: bool = False) -> None:
-    """Answer the tap; a failure is logged and never changes or blocks anything."""
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _answer(
+    transport: Transport, inbound: Inbound, text: str, *, alert: bool = False, done: asyncio.Future[None] | None = None
+) -> None:
+    """Answer the tap; a failure is logged and never changes or blocks anything. ``done`` is set once it ends."""
     try:
         await transport.answer(inbound, text, alert=alert)
     except Exception as exc:
         log.warning("could not answer a %s tap (%s); the decision stands", inbound.surface, exc)
+    finally:
+        if done is not None:
+            _settle(done)
