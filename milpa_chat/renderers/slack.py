@@ -135,7 +135,11 @@ def _content(blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
             if f"{block.icon}{block.text}".strip():
                 yield _header(f"{block.icon} {block.text}".strip())
         elif isinstance(block, Paragraph):
-            plain = all(span.style == "plain" for span in block.spans)
+            plain = True
+            for span in block.spans:
+                if span.style != "plain":
+                    plain = False
+                    break
             if plain and _MARKERS.search(block.text):
                 yield from _plain_sections(clean(block.text))
             else:
@@ -225,6 +229,9 @@ def _styled(text: str, style: str) -> list[Seg]:
 def _split_spans(spans: tuple[Span, ...]) -> list[list[Span]]:
     lines: list[list[Span]] = [[]]
     for span in spans:
+        if "\n" not in span.text:  # (most spans: kept as they are)
+            lines[-1].append(span)
+            continue
         for i, part in enumerate(span.text.split("\n")):
             if i:
                 lines.append([])
@@ -254,6 +261,10 @@ def _bold(text: str) -> list[Seg]:
     return _styled(text, "bold")
 
 
+#: A field's label -> its bold mrkdwn line (a card's labels are the same few: "Tool", "Requested by", ...).
+_HEADS: dict[str, str] = {}
+
+
 def _fields(block: Fields) -> Iterator[dict[str, Any]]:
     """``*Label*\nvalue`` in mrkdwn; a field whose text holds mrkdwn markers (``* _ ~ `````) is
     plain text instead, so data is shown as it is rather than formatted."""
@@ -264,7 +275,12 @@ def _fields(block: Fields) -> Iterator[dict[str, Any]]:
             kept, omitted = clip(f"{label}\n{value}", FIELD_TEXT // 2 - 1)
             texts.append({"type": "plain_text", "text": kept + ("…" if omitted else ""), "emoji": False})
             continue
-        head = "".join(o + escape(t) + c for o, c, t in _styled(label, "bold")) + "\n"
+        head = _HEADS.get(label)
+        if head is None:
+            head = "".join(o + escape(t) + c for o, c, t in _styled(label, "bold")) + "\n"
+            if len(_HEADS) >= 256:
+                _HEADS.clear()
+            _HEADS[label] = head
         kept, rest = take(value, FIELD_TEXT - utf16_len(head) - 1)
         texts.append(_mrkdwn(head + escape(kept) + ("…" if rest else "")))
     for i in range(0, len(texts), SECTION_FIELDS):
