@@ -70,8 +70,21 @@ def utf16_len(text: str) -> int:
 
 def label(key: object) -> str:
     """A human label for a data key: ``"due_date"`` -> ``"Due date"``."""
+    if type(key) is str:
+        found = _LABELS.get(key)
+        if found is not None:
+            return found
     text = clean(str(key)).replace("_", " ").strip() or str(key)
-    return text[:1].upper() + text[1:]
+    text = text[:1].upper() + text[1:]
+    if type(key) is str and len(key) <= 100:  # a result's keys: the same few, result after result
+        if len(_LABELS) >= 1024:
+            _LABELS.clear()
+        _LABELS[key] = text
+    return text
+
+
+#: Data keys -> their labels (:func:`label` is a function of the key alone).
+_LABELS: dict[str, str] = {}
 
 
 def scalar_text(value: Any) -> str:

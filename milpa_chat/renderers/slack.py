@@ -149,7 +149,7 @@ def _content(blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
         elif isinstance(block, ItemList):
             yield from _sections(_items(block))
         elif isinstance(block, Table):
-            yield from _sections([_row(block, row) for row in block.rows])
+            yield from _sections([table_row(block, row, _bold) for row in block.rows])  # (as _row, a call less)
         elif isinstance(block, Code):
             yield from _code(block.text)
         elif isinstance(block, Note):
@@ -258,6 +258,8 @@ def _row(table: Table, row: tuple[str, ...]) -> list[Seg]:
 
 
 def _bold(text: str) -> list[Seg]:
+    if text and not text[0].isspace() and not text[-1].isspace():  # what _styled does with text stripped already
+        return [("*", "*", text)]
     return _styled(text, "bold")
 
 

@@ -169,7 +169,7 @@ def _lines(block: Block) -> list[list[_Seg]]:
     if isinstance(block, ItemList):
         return _items(block)
     if isinstance(block, Table):
-        return [_row(block, row) for row in block.rows]
+        return [table_row(block, row, _bold) for row in block.rows]  # (as _row, a call less)
     if isinstance(block, Note):
         return [[("<i>", "</i>", line)] for line in block.text.split("\n")]
     if isinstance(block, Divider):
