@@ -237,10 +237,14 @@ def _state_answer(a: Approval) -> str | None:
     return base
 
 
-async def _within(answered: asyncio.Future[None], seconds: float) -> None:
-    """Wait until ``answered`` is set, at most ``seconds`` (:func:`asyncio.wait` with a timeout, on the loop's
-    shared alarm timer; the answer sets it itself, so the tap goes on in the loop's next turn)."""
+async def _within(answered: asyncio.Future[None], seconds: float | None) -> None:
+    """Wait until ``answered`` is set, at most ``seconds`` (``None``: no limit) — :func:`asyncio.wait` with a
+    timeout, on the loop's shared alarm timer; the answer sets it itself, so the tap goes on in the loop's next
+    turn."""
     if answered.done():
+        return
+    if seconds is None:
+        await answered
         return
     clock = alarms()
     alarm = clock.set(seconds, lambda: _settle(answered))
