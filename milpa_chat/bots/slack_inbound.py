@@ -26,7 +26,15 @@ from typing import Any, Final
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.renderers.model import parse_callback_data
 
-__all__ = ["SURFACE", "action_inbound", "command_inbound", "decode", "event_inbound", "strip_mention"]
+__all__ = [
+    "SURFACE",
+    "action_inbound",
+    "command_inbound",
+    "decode",
+    "event_inbound",
+    "strip_mention",
+    "tap_delivery_id",
+]
 
 SURFACE: Final = "slack"
 _MENTION = re.compile(r"^\s*<@[A-Z0-9]+(?:\|[^>]*)?>[\s:,]*")
@@ -134,19 +142,27 @@ def action_inbound(body: Mapping[str, Any], action: Mapping[str, Any]) -> Inboun
         username=raw_user.get("username") or None,
         team=_team(body),
     )
-    action_ts = action.get("action_ts")
     return Inbound(
         surface=SURFACE,
         chat_id=channel,
         user=user,
         action=verb,
         ref=ref,
-        delivery_id=f"act:{message_ts}:{action_ts}:{user.id}" if action_ts else None,
+        delivery_id=tap_delivery_id(body, action),
         message_id=str(message_ts) if message_ts else None,
         chat_type=chat_type(channel),
         buttons=tapped_buttons(body),
         raw=body,
     )
+
+
+def tap_delivery_id(body: Mapping[str, Any], action: Mapping[str, Any]) -> str | None:
+    """A tap's delivery id, ``act:<message_ts>:<action_ts>:<user>`` (``None`` without an ``action_ts``)."""
+    action_ts, user = action.get("action_ts"), body.get("user") or {}
+    if not action_ts or "id" not in user:
+        return None
+    message_ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
+    return f"act:{message_ts}:{action_ts}:{user['id']}"
 
 
 def tapped_buttons(body: Mapping[str, Any]) -> tuple[str, ...] | None:
