@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.renderers.model import parse_callback_data
@@ -170,27 +170,39 @@ def tapped_buttons(body: Mapping[str, Any]) -> tuple[str, ...] | None:
     elements of ``actions`` blocks and sections' accessories); ``None`` when Slack did not send the message
     (an ephemeral message, a modal)."""
     message = body.get("message")
-    if not isinstance(message, Mapping) or (body.get("container") or {}).get("is_ephemeral"):
+    if not _is_mapping(message) or (body.get("container") or {}).get("is_ephemeral"):
         return None
     found: list[str] = []
     for block in message.get("blocks") or ():
-        if not isinstance(block, Mapping):
+        if not _is_mapping(block):
             continue
-        elements = list(block.get("elements") or ()) if block.get("type") in ("actions", "context_actions") else []
-        elements.append(block.get("accessory"))
-        for element in elements:
-            if not isinstance(element, Mapping):
-                continue
-            # a feedback element holds two buttons, each with its own value
-            parts = [element, element.get("positive_button"), element.get("negative_button")]
-            found += [str(p["value"]) for p in parts if isinstance(p, Mapping) and isinstance(p.get("value"), str)]
+        if block.get("type") in ("actions", "context_actions"):
+            for element in block.get("elements") or ():
+                _button_values(element, found)
+        accessory = block.get("accessory")
+        if accessory is not None:
+            _button_values(accessory, found)
     return tuple(found)
+
+
+def _button_values(element: Any, found: list[str]) -> None:
+    """Add an element's ``value``, and a feedback element's two buttons' (each with its own value), to ``found``."""
+    if not _is_mapping(element):
+        return
+    for part in (element, element.get("positive_button"), element.get("negative_button")):
+        if part is not None and _is_mapping(part) and isinstance(part.get("value"), str):
+            found.append(str(part["value"]))
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, without the ABC's check for the dicts a parsed body holds."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _team(body: Mapping[str, Any]) -> str | None:
     """The acting user's team: ``user.team_id`` of interactions, ``team_id`` of commands, ``team.id``."""
     user = body.get("user")
-    if isinstance(user, Mapping) and user.get("team_id"):
+    if _is_mapping(user) and user.get("team_id"):
         return str(user["team_id"])
     if body.get("team_id"):
         return str(body["team_id"])
