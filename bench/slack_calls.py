@@ -200,7 +200,9 @@ class StageCounter:
         self.counts[found or "loop, HTTP server (aiohttp, asyncio)"] += 1
 
 
-async def stages(side: Side, loop: asyncio.AbstractEventLoop, n: int, redelivered: bool, per_tap: int) -> dict[str, int]:
+async def stages(
+    side: Side, loop: asyncio.AbstractEventLoop, n: int, redelivered: bool, per_tap: int
+) -> dict[str, int]:
     counter = StageCounter()
     sys.setprofile(counter)
     try:
