@@ -193,10 +193,10 @@ class TelegramTransport(Surface):
         """``sendMessage`` / ``editMessageText`` of a rendered message to ``target`` (with flood control).
 
         The kit reads at most the message id of what Telegram returns, so on PTB's own bot classes (no
-        arbitrary callback data, no subclass overriding the typed methods) the call goes through the bot's
-        ``_post`` with the parameters the typed method sends, in its order: the same request, without
-        building a ``Message`` from the answer (the JSON dict is returned). Any other bot: its typed method
-        (a ``Message``)."""
+        ``Defaults``, no arbitrary callback data, no subclass that may override the typed methods) the call goes
+        through the bot's ``_post`` with the parameters the typed method sends, in its order: the same request,
+        without building a ``Message`` from the answer (the JSON dict is returned). Any other bot: its typed
+        method (a ``Message``)."""
         post = self._post
         if post is None:
             typed = self.bot.send_message if method == "sendMessage" else self.bot.edit_message_text
