@@ -60,7 +60,8 @@ class WalSync:
         self._directory_synced = os.name == "nt"  # (a directory cannot be opened and synced there)
         #: The WAL file, open from the first sync that finds it until close(): SQLite keeps that file (it
         #: restarts it in place after a checkpoint) while any connection is open, and a commit to sync was made
-        #: on one of the store's, open until then. Opened on the sync thread only.
+        #: on one of the store's, open until then. Opened on the sync thread only; a loop syncs it once it is
+        #: open and its directory entry synced.
         self._fd: int | None = None
         #: Held by a sync made on a loop and by close(), so that the file is not closed under that sync. A loop
         #: never waits for it: one that finds it taken syncs on the thread instead.
@@ -115,7 +116,7 @@ class WalSync:
             return False
         try:
             fd = self._fd
-            if fd is None or self._closed:
+            if fd is None or self._closed or not self._directory_synced:
                 return False
             upto = waiting.committed  # every commit counted so far was made before this sync starts
             _sync_data(fd)
@@ -135,21 +136,14 @@ class WalSync:
     def _sync(self) -> None:
         if self._fd is None:
             try:
-                fd = os.open(self.wal, os.O_RDWR)
+                self._fd = os.open(self.wal, os.O_RDWR)
             except FileNotFoundError:  # checkpointed and removed: what it held is in the database file
                 _fsync_file(self.database)
-            else:
-                if not self._directory_synced:  # the WAL file's entry in its directory, once
-                    _fsync_file(self.database.parent, os.O_RDONLY)
-                    self._directory_synced = True
-                _sync_data(fd)
-                self._fd = fd  # from now on a loop may sync it itself
-                return
-        if self._fd is not None:
-            _sync_data(self._fd)
-        if not self._directory_synced:
+        if not self._directory_synced:  # the WAL file's entry in its directory, once (then a loop may sync)
             _fsync_file(self.database.parent, os.O_RDONLY)
             self._directory_synced = True
+        if self._fd is not None:
+            _sync_data(self._fd)
 
 
 def _sync_data(fd: int) -> None:
