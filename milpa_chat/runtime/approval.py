@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -102,6 +102,28 @@ class Approval:
     data: dict[str, Any]
     version: int
     due: float | None = None
+    #: :func:`pending_effects` of ``data``, when the desk computed them for the write that made this record.
+    _effects: tuple[str, ...] | None = field(default=None, init=False, compare=False, repr=False)
+    #: ``data``'s JSON per top-level field (:func:`~milpa_chat.store.base.encode_parts`), when this process
+    #: wrote it: the next write re-encodes only the fields it changes.
+    _parts: dict[str, str] | None = field(default=None, init=False, compare=False, repr=False)
+
+    @classmethod
+    def written(
+        cls,
+        id: str,
+        data: dict[str, Any],
+        version: int,
+        due: float | None,
+        effects: list[str],
+        parts: dict[str, str],
+    ) -> Approval:
+        """The record a write of this process just stored: with its ``effects`` (:func:`pending_effects`) and
+        its JSON ``parts``, both made for that write (``dataclasses.replace`` makes a copy without them)."""
+        approval = cls(id, data, version, due)
+        object.__setattr__(approval, "_effects", tuple(effects))
+        object.__setattr__(approval, "_parts", parts)
+        return approval
 
     # a verification request reads its fields as attributes (req.decided_by, req.subject, ...)
     def __getattr__(self, name: str) -> Any:
@@ -196,7 +218,7 @@ class Approval:
 
     def effects(self) -> list[str]:
         """What is still to be delivered for the current state (see :func:`pending_effects`)."""
-        return pending_effects(self.data)
+        return pending_effects(self.data) if self._effects is None else list(self._effects)
 
     def to_dict(self) -> dict[str, Any]:
         return self.value
@@ -257,8 +279,9 @@ def active_failure(v: Mapping[str, Any], effect: str) -> Mapping[str, Any] | Non
     return failure  # type: ignore[no-any-return]
 
 
-def due_of(v: Mapping[str, Any], now: float) -> float | None:
-    """When a worker must next look at this record: expiry, lease end, a run to start, an effect to deliver."""
+def due_of(v: Mapping[str, Any], now: float, effects: list[str] | None = None) -> float | None:
+    """When a worker must next look at this record: expiry, lease end, a run to start, an effect to deliver.
+    ``effects``: :func:`pending_effects` of ``v``, when the caller has them."""
     times: list[float] = []
     state = v["state"]
     if state == "pending":
@@ -273,7 +296,7 @@ def due_of(v: Mapping[str, Any], now: float) -> float | None:
         times.append(float(v["lease"]["until"]))
     elif state == "approved" and v.get("auto_run") and v.get("tool") is not None:
         times.append(float(v.get("deliver_at") or now))
-    for effect in pending_effects(v):
+    for effect in pending_effects(v) if effects is None else effects:
         failure = active_failure(v, effect)
         times.append(float(failure["next_at"]) if failure else float(v.get("deliver_at") or now))
     return min(times) if times else None
@@ -296,6 +319,11 @@ def card_edits(v: Mapping[str, Any], effect: str) -> int:
     cards = v.get("cards", [])
     i = int(effect.partition(":")[2])
     return int(cards[i].get("edits", 0)) if i < len(cards) else 0
+
+
+def unsent_cards(cards: Any) -> bool:
+    """Whether some card of ``cards`` (a record's ``cards``) is not sent yet nor held by a sender."""
+    return bool(cards) and any(not card.get("message_id") and "sending" not in card for card in cards)
 
 
 def hold_new_cards(v: dict[str, Any], holder: str, until: float) -> None:
