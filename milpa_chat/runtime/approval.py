@@ -108,23 +108,6 @@ class Approval:
     #: wrote it: the next write re-encodes only the fields it changes.
     _parts: dict[str, str] | None = field(default=None, init=False, compare=False, repr=False)
 
-    @classmethod
-    def written(
-        cls,
-        id: str,
-        data: dict[str, Any],
-        version: int,
-        due: float | None,
-        effects: list[str],
-        parts: dict[str, str],
-    ) -> Approval:
-        """The record a write of this process just stored: with its ``effects`` (:func:`pending_effects`) and
-        its JSON ``parts``, both made for that write (``dataclasses.replace`` makes a copy without them)."""
-        approval = cls(id, data, version, due)
-        object.__setattr__(approval, "_effects", tuple(effects))
-        object.__setattr__(approval, "_parts", parts)
-        return approval
-
     # a verification request reads its fields as attributes (req.decided_by, req.subject, ...)
     def __getattr__(self, name: str) -> Any:
         try:
@@ -222,6 +205,18 @@ class Approval:
 
     def to_dict(self) -> dict[str, Any]:
         return self.value
+
+
+def as_written(
+    id: str, data: dict[str, Any], version: int, due: float | None, effects: list[str], parts: dict[str, str]
+) -> Approval:
+    """The record a write of this process just stored: with its ``effects`` (:func:`pending_effects`) and its
+    JSON ``parts`` (:func:`~milpa_chat.store.base.encode_parts`), both made for that write (a copy made with
+    ``dataclasses.replace`` has neither)."""
+    approval = Approval(id, data, version, due)
+    object.__setattr__(approval, "_effects", tuple(effects))
+    object.__setattr__(approval, "_parts", parts)
+    return approval
 
 
 def card_key(v: Mapping[str, Any]) -> str:

@@ -14,6 +14,7 @@ from milpa_chat.runtime.approval import (
     FINAL,
     Approval,
     ApprovalRefused,
+    as_written,
     due_of,
     hold_new_cards,
     pending_effects,
@@ -247,7 +248,7 @@ class DeskCore:
             )
             if rec is not None:
                 event, claimed, message = outcome
-                written = Approval.written(current.id, value, rec.version, rec.due, effects, parts)
+                written = as_written(current.id, value, rec.version, rec.due, effects, parts)
                 self._remember(written)
                 if current.state == "pending" and written.state != "pending":  # decided or expired: a slot frees
                     await self.pending_cap.free(written.requester_principal or "anonymous", written.id)

@@ -14,6 +14,7 @@ from milpa_chat.runtime.approval import (
     Approval,
     ApprovalKind,
     ApprovalRefused,
+    as_written,
     digest,
     due_of,
     hold_new_cards,
@@ -163,7 +164,7 @@ class Opening(DeskCore):
             await self.pending_cap.free(who, aid)
             aid = secrets.token_hex(16)
         failpoint("approval.opened")
-        approval = Approval.written(aid, value, rec.version, rec.due, effects, parts)
+        approval = as_written(aid, value, rec.version, rec.due, effects, parts)
         self._remember(approval)
         event = "requested" if standing is None else ("lent" if value["state"] == "approved" else "stopped")
         await self._event(Change(approval, event))

@@ -353,13 +353,13 @@ def _compact(value: Mapping[str, Any]) -> str:
 def check_text(collection: str, key: str, value: Mapping[str, Any]) -> str:
     """Validate a record value like :func:`check_value` and return it as compact JSON text (an
     :class:`Encoded` value's own text: it was checked when it was encoded)."""
-    if not isinstance(collection, str) or not collection:
+    if (collection.__class__ is not str and not isinstance(collection, str)) or not collection:
         raise StoreError(f"collection must be a non-empty string, got {collection!r}")
-    if not isinstance(key, str) or not key:
+    if (key.__class__ is not str and not isinstance(key, str)) or not key:
         raise StoreError(f"key must be a non-empty string, got {key!r} (collection {collection!r})")
     if value.__class__ is Encoded and value.text is not None:
         return value.text
-    if not isinstance(value, Mapping):
+    if value.__class__ is not dict and not isinstance(value, Mapping):
         raise StoreError(f"value of {collection}/{key} must be a JSON object (a dict), got {type(value).__name__}")
     try:
         return _compact(value)
