@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
 
 from milpa_chat.errors import MilpaError
@@ -222,9 +223,11 @@ def as_written(
 def card_key(v: Mapping[str, Any]) -> str:
     """What a card shows, as a key: a card whose ``shown`` differs needs an edit."""
     key = f"{v['state']}:{len(v.get('votes', []))}:{v.get('attempt', 0)}"
-    if v.get("noted"):  # a reassignment, a question, an answer or a comment shows on every copy
-        key = f"{key}:n{v['noted']}"
-    return f"{key}:r{v['revision']}" if v.get("revision") else key
+    noted = v.get("noted")
+    if noted:  # a reassignment, a question, an answer or a comment shows on every copy
+        key = f"{key}:n{noted}"
+    revision = v.get("revision")
+    return f"{key}:r{revision}" if revision else key
 
 
 def report_key(v: Mapping[str, Any]) -> str | None:
@@ -355,6 +358,16 @@ def mark_delivered(
         v["resumed"] = True
 
 
+def _measure() -> Callable[[Any, int], Any]:
+    """``json.dumps``' own encoder with ``default=str`` (a fresh one: an error leaves its table of containers
+    being encoded behind); the pure-Python one where the C one is missing."""
+    if c_make_encoder is None:  # pragma: no cover - CPython always has it
+        return lambda o, _: (json.dumps(o, default=str),)
+    return c_make_encoder(  # type: ignore[no-any-return]
+        {}, str, encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+
+
 def outcome_text(result: ToolResult) -> str:
     """One line for the card: the result's message, or what failed."""
     text = (result.message or "Done.") if result.success else f"Failed: {result.error}"
@@ -364,8 +377,8 @@ def outcome_text(result: ToolResult) -> str:
 def result_record(result: ToolResult) -> dict[str, Any]:
     """The result as stored (for the report and a resumed agent); huge data is left out, never cut mid-value."""
     data = result.to_dict()
-    try:
-        small = len(json.dumps(data, default=str)) <= MAX_RESULT_CHARS
+    try:  # json.dumps(data, default=str), without building an encoder object around the C one
+        small = len("".join(_measure()(data, 0))) <= MAX_RESULT_CHARS
     except (TypeError, ValueError):
         small = False
     if small:

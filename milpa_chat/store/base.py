@@ -124,18 +124,16 @@ class Record:
         expires_at: float | None,
         due: float | None,
     ) -> None:
-        for name, field in (
-            ("collection", collection),
-            ("key", key),
-            ("_value", value),
-            ("_text", text),
-            ("version", version),
-            ("created_at", created_at),
-            ("updated_at", updated_at),
-            ("expires_at", expires_at),
-            ("due", due),
-        ):
-            object.__setattr__(self, name, field)
+        set_ = object.__setattr__  # (one call per field, no loop: a record is built on every write and read)
+        set_(self, "collection", collection)
+        set_(self, "key", key)
+        set_(self, "_value", value)
+        set_(self, "_text", text)
+        set_(self, "version", version)
+        set_(self, "created_at", created_at)
+        set_(self, "updated_at", updated_at)
+        set_(self, "expires_at", expires_at)
+        set_(self, "due", due)
 
     @property
     def value(self) -> dict[str, Any]:
