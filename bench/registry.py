@@ -11,11 +11,15 @@ valid and invalid input, async and sync tools:
   thread) and declared ``blocking=False`` (it runs on the event loop, no thread hop);
 * pydantic ``validate_call`` (validation + call, no pipeline);
 * ``registry.call`` with a MemoryStore and a SqliteStore (audit on: the stdlib logger at its
-  default level, as in production, every warning line formatted and written to the null device;
-  no rate limiter), and the refused call when no logging is set up (only the library's
+  default level, as in production, every warning line formatted and written to the null device by a
+  stock ``logging.FileHandler``; no rate limiter), and the refused call when no logging is set up (only the library's
   ``NullHandler``: no record is built);
 * langchain-core ``StructuredTool.invoke`` / ``ainvoke``;
-* the MCP SDK's ``MCPServer.call_tool``;
+* the MCP SDK's ``MCPServer.call_tool``. Its "add invalid" row is the same refusal (the same arguments fail
+  the same pydantic validation) but not the same work: the SDK raises ``ToolError`` with pydantic's text (the
+  bench catches it) and writes no log line, where ``registry.call`` returns a ``VALIDATION_ERROR`` result with
+  every error's path and message, and writes its audit line (the last line of output counts the lines each
+  writes per refused call);
 * pydantic-ai tool execution (``function_schema.validator`` + ``function_schema.call``).
 
 Also: ``import milpa_chat`` time in a fresh interpreter (target ≤ 150 ms).
@@ -312,17 +316,28 @@ async def lines_per_refusal(n: int = 200) -> dict[str, float]:
     return found
 
 
-def quiet_audit() -> None:
-    """Audit stays on and every line is formatted, but written to the null device, not the terminal."""
-    handler = CountingFileHandler(os.devnull)
-    for name in ("milpa_chat", "mcp", "langchain_core", "pydantic_ai"):
+LOGGERS = ("milpa_chat", "mcp", "langchain_core", "pydantic_ai")
+
+
+def quiet_audit(handler: logging.Handler | None = None) -> logging.Handler:
+    """Audit stays on and every line is formatted, but written to the null device, not the terminal: a
+    stock ``FileHandler`` while timing (a counting one while counting lines, :func:`lines_per_refusal`)."""
+    handler = handler or logging.FileHandler(os.devnull)
+    for name in LOGGERS:
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = False
+    return handler
+
+
+def unquiet(handler: logging.Handler) -> None:
+    for name in LOGGERS:
+        logging.getLogger(name).removeHandler(handler)
+    handler.close()
 
 
 async def main(n: int) -> None:
-    quiet_audit()
+    quiet = quiet_audit()
     rows: list[Row] = []
     rows += await bench_bare(n)
     rows += await bench_pydantic(n)
@@ -356,7 +371,10 @@ async def main(n: int) -> None:
                 f"{case}: fastest peer runtime {name} {peers[name]:.2f} µs; milpa registry.call "
                 f"{milpa[case]:.2f} µs ({peers[name] / milpa[case]:.1f}× faster)"
             )
+    unquiet(quiet)
+    counting = quiet_audit(CountingFileHandler(os.devnull))
     lines = await lines_per_refusal()
+    unquiet(counting)
     print("log lines written per refused call: " + ", ".join(f"{k} {v:.2f}" for k, v in lines.items()))
 
 

@@ -45,22 +45,26 @@ def _dump(value: Any) -> str:
 class _RecordTemplates:
     """Audit records copied from one ``LogRecord`` per logger and level, then given their time,
     message and thread: the same attributes ``Logger.makeRecord`` sets, without recomputing the
-    ones that never change for an audit line (file, module, level name, process name)."""
+    ones that never change for an audit line (file, module, level name, process id and name).
+
+    The templates belong to the process that made them: a forked child forgets them (its process id
+    and name are its own), and makes them again on its first line."""
 
     def __init__(self) -> None:
-        self._made: dict[tuple[str, int], logging.LogRecord] = {}
+        self._made: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def forget(self) -> None:
+        self._made = {}
 
     def make(
         self, name: str, level: int, msg: str, args: tuple[Any, ...], extra: dict[str, Any] | None
     ) -> logging.LogRecord:
         template = self._made.get((name, level))
-        if template is None or template.process != os.getpid():
-            template = logging.LogRecord(name, level, "milpa_chat.audit", 0, "", (), None)
+        if template is None:
+            template = logging.LogRecord(name, level, "milpa_chat.audit", 0, "", (), None).__dict__
             self._made[(name, level)] = template
-        record = logging.LogRecord.__new__(logging.LogRecord)
-        fields = record.__dict__
-        fields.update(template.__dict__)
-        now = time.time_ns()
+        fields = template.copy()
+        now = _time_ns()
         created = now / 1e9
         fields["created"] = created
         fields["msecs"] = (now % 1_000_000_000) // 1_000_000 + 0.0
@@ -68,13 +72,21 @@ class _RecordTemplates:
         fields["msg"] = msg
         fields["args"] = args
         if logging.logThreads:
-            fields["thread"] = threading.get_ident()
-            fields["threadName"] = threading.current_thread().name
+            fields["thread"] = _get_ident()
+            fields["threadName"] = _current_thread().name
         if "taskName" in fields:  # Python 3.12+
             fields["taskName"] = _task_name()
         if extra:
             fields.update(extra)
+        record: logging.LogRecord = _new_record(logging.LogRecord)
+        record.__dict__ = fields
         return record
+
+
+_new_record = logging.LogRecord.__new__
+_time_ns = time.time_ns
+_get_ident = threading.get_ident
+_current_thread = threading.current_thread
 
 
 def _task_name() -> str | None:
@@ -92,6 +104,8 @@ _START: float = float(getattr(logging, "_startTime", time.time()))
 if _START > 1e15:  # nanoseconds (Python 3.13+)
     _START /= 1e9
 _records = _RecordTemplates()
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_records.forget)
 
 
 class AuditLogger:
@@ -203,20 +217,28 @@ class AuditLogger:
 
     def denied(self, ctx: ToolContext, tool: str, reason: str) -> None:
         if self.writes(logging.WARNING):
+            masked = self._masked.get(reason)
             self._emit(
                 logging.WARNING,
                 "[ToolAudit] AUTH_DENIED | %s | %s | %s | %s | reason=%s",
-                (ctx.request_id, ctx.channel, tool, ctx.principal or "anonymous", self._mask(reason)),
+                (
+                    ctx.request_id,
+                    ctx.channel,
+                    tool,
+                    ctx.principal or "anonymous",
+                    self._mask(reason) if masked is None else masked,
+                ),
             )
 
     def validation_failed(self, ctx: ToolContext, tool: str, errors: str) -> None:
         """``errors`` is the joined ``path: message; ...`` text (argument values are never in it;
         it is masked all the same, like every text a person reads)."""
         if self.writes(logging.WARNING):
+            masked = self._masked.get(errors)
             self._emit(
                 logging.WARNING,
                 "[ToolAudit] VALIDATION_FAILED | %s | %s | %s | errors=%s",
-                (ctx.request_id, ctx.channel, tool, self._mask(errors)),
+                (ctx.request_id, ctx.channel, tool, self._mask(errors) if masked is None else masked),
             )
 
     def timeout(self, ctx: ToolContext, tool: str, execution: Any, limit: Any) -> None:

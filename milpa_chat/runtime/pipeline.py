@@ -60,6 +60,10 @@ async def run_steps(steps: Sequence[Step], call: Call) -> ToolResult:
         done: ToolResult | None = await out  # type: ignore[misc]
         if done is not None:
             return done
+    return no_answer(call)
+
+
+def no_answer(call: Call) -> ToolResult:
     return call.fail(ErrorCode.INTERNAL_ERROR, f"No step answered the call of '{call.tool.name}'; nothing was run.")
 
 

@@ -28,7 +28,7 @@ from milpa_chat.runtime.definition import ToolDefinition, VerifyPolicy
 from milpa_chat.runtime.events import EventDispatcher
 from milpa_chat.runtime.execute import execute
 from milpa_chat.runtime.limits import DEFAULT_LIMITS, PayloadLimits
-from milpa_chat.runtime.pipeline import STEPS, Call, Step, resolve, run_steps, settle, validate
+from milpa_chat.runtime.pipeline import STEPS, Call, Step, no_answer, resolve, run_steps, settle, validate
 from milpa_chat.runtime.pipeline import authorize as authorize_step
 from milpa_chat.runtime.policy import PolicyGate
 from milpa_chat.runtime.result import ErrorCode, ToolResult
@@ -319,8 +319,18 @@ class ToolRegistry:
         t0 = perf_counter()
         if ctx is None:
             ctx = ToolContext.cli()
-        try:
-            return await run_steps(self.steps, Call(self.services, name, args, ctx, t0))
+        call = Call(self.services, name, args, ctx, t0)
+        try:  # run_steps, inlined: a call that is answered at once (most refusals) awaits nothing
+            for step in self.steps:
+                out = step(call)
+                if out is None:
+                    continue
+                if type(out) is ToolResult:
+                    return out
+                done: ToolResult | None = await out  # type: ignore[misc]
+                if done is not None:
+                    return done
+            return no_answer(call)
         except (StoreError, OSError) as exc:
             shown = stamps.tool_name(name)
             log.error(

@@ -40,9 +40,10 @@ def fail(
 ) -> ToolResult:
     m = base_meta(tool, ctx, t0)
     m["code"] = str(code)
-    m.update(meta)
+    if meta:
+        m.update(meta)
     m["type"] = "error"
-    return ToolResult(False, data, None, message, m)
+    return ToolResult._of(False, data, None, message, m)  # m is fresh: the result takes it over
 
 
 def finish_meta(result: ToolResult, tool: str, ctx: ToolContext, t0: float) -> ToolResult:

@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from milpa_chat import ToolContext, ToolRegistry, tool
 from milpa_chat.store import MemoryStore
 
@@ -114,3 +116,25 @@ async def test_a_remembered_message_never_carries_another_calls_value() -> None:
     assert "valid" not in (hid.error or "").replace("Input should be a", "")
     assert plain.error == again.error == "a: Input should be a valid integer"
     assert plain.data == again.data and plain.data is not again.data
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_writes_records_with_its_own_process_id() -> None:
+    """The record templates are the process's own: a child made by fork makes them anew."""
+    from milpa_chat.runtime import audit
+
+    parent = audit._records.make("milpa_chat.audit", logging.WARNING, "m", (), None)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report the process id its record carries, then leave at once
+        try:
+            child = audit._records.make("milpa_chat.audit", logging.WARNING, "m", (), None)
+            os.write(write, f"{child.process} {os.getpid()}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as got:
+        seen, actual = got.read().split()
+    os.waitpid(pid, 0)
+    assert parent.process == os.getpid()
+    assert seen == actual != str(os.getpid())
