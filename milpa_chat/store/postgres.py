@@ -77,6 +77,9 @@ _UPGRADE_1_TO_2 = [
 FIRST_WAIT = 0.5
 #: While the server is away, at most one connection attempt per this many seconds (the other calls fail at once).
 PROBE_EVERY = 0.1
+#: Calls an event loop makes on the pool before it opens connections of its own: a loop that makes only a call or
+#: two (an ``asyncio.run()`` per call) keeps to the pool instead of opening connections it would hardly use.
+LINK_AFTER = 3
 #: Seconds before an event loop tries again to open its own connection after an attempt failed.
 RELINK_AFTER = 1.0
 _TABLES = {
@@ -112,7 +115,7 @@ class _Link:
     statement is on it. ``poller`` watches its socket: an idle connection has nothing to read unless the server is
     dropping it (a terminated backend, a restart), so anything to read means "do not use"."""
 
-    __slots__ = ("busy", "closing", "conn", "loop", "opening", "poller", "retry_at")
+    __slots__ = ("busy", "closing", "conn", "loop", "opening", "poller", "pooled", "retry_at")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -123,6 +126,8 @@ class _Link:
         self.closing = False
         self.opening: asyncio.Future[None] | None = None
         self.retry_at = 0.0
+        #: Calls of this loop that went to the pool for want of a connection (see ``LINK_AFTER``).
+        self.pooled = 0
 
     def usable(self) -> psycopg.AsyncConnection[Any] | None:
         """The connection, if it is open, idle and the server has said nothing on it; else drop it."""
@@ -404,7 +409,9 @@ class PostgresStore(ThreadedStore):
         conn = link.usable()
         if conn is None:
             if link.conn is None and link.opening is None:
-                self._open_link(link, durable)
+                link.pooled += 1
+                if link.pooled >= LINK_AFTER:
+                    self._open_link(link, durable)
             return await self._run(self._pooled_row, query, params, durable)
         link.busy = True
         try:

@@ -34,14 +34,15 @@ def links(store: PostgresStore) -> dict[bool, Any]:
 
 
 async def linked(store: PostgresStore, *, lazy: bool = False) -> None:
-    """Have this loop's connections open (the first calls start opening them in the background)."""
-    await store.get("warm", "up")
-    if lazy:
-        await store.put("warm", "up", {"n": 0}, durable=False)
+    """Have this loop's connections open (a loop's first calls go to the pool; the next ones open them)."""
+    kinds = [True, False] if lazy else [True]
     for _ in range(1000):
         opened = links(store)
-        if all(opened.get(d) is not None and opened[d].conn is not None for d in ([True, False] if lazy else [True])):
+        if all(opened.get(d) is not None and opened[d].conn is not None for d in kinds):
             return
+        await store.get("warm", "up")
+        if lazy:
+            await store.put("warm", "up", {"n": 0}, durable=False)
         await asyncio.sleep(0.01)
     raise AssertionError("the loop's connections did not open in 10 s")
 
@@ -227,6 +228,22 @@ async def test_closing_the_store_closes_the_loops_connections(postgres_dsn: str,
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the server still has connections of the closed store")
+
+
+def test_a_loop_making_a_call_or_two_keeps_to_the_pool(postgres_dsn: str, pg_schema: str) -> None:
+    store = PostgresStore(postgres_dsn, schema=pg_schema)
+
+    async def twice() -> None:
+        await store.put("c", "k", {"n": 1})
+        await store.get("c", "k")
+        await asyncio.sleep(0.2)  # time enough to open a connection, had one been started
+
+    try:
+        for _ in range(5):
+            asyncio.run(twice())
+        assert all(link.conn is None and link.opening is None for link in store._links.values())
+    finally:
+        asyncio.run(store.close())
 
 
 def test_each_loop_and_thread_has_its_own_connections(postgres_dsn: str, pg_schema: str) -> None:
