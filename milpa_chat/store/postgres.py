@@ -43,7 +43,7 @@ require("psycopg", extra="postgres", feature="PostgresStore")
 require("psycopg_pool", extra="postgres", feature="PostgresStore")
 
 import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
+from psycopg import errors, sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 from psycopg.pq import TransactionStatus  # noqa: E402
 from psycopg_pool import ConnectionPool, PoolTimeout  # noqa: E402
@@ -106,6 +106,12 @@ def describe_dsn(dsn: str) -> str:
 
 
 _IDLE = TransactionStatus.IDLE
+#: The server ended the session in answer to a statement (``pg_terminate_backend``, a fast shutdown, an idle
+#: session's timeout): it does so only where no commit of that statement has been made (a commit holds the
+#: interrupt until its ``ReadyForQuery`` is sent; an immediate shutdown or a crash sends no such error, and a
+#: synchronous-replication wait that is ended says "committed locally" and sends none either). So the statement
+#: can run again elsewhere. Its commonest case: a backend terminated just before the statement reached it.
+_UNSENT = (errors.AdminShutdown, errors.IdleSessionTimeout)
 
 
 class _Link:
@@ -400,9 +406,10 @@ class PostgresStore(ThreadedStore):
     ) -> tuple[Any, ...] | None:
         """The row (if any) of one statement on one record, on the running loop's own connection; on the pool
         while that one is busy with another call, not open yet, or dropped by the server. ``params()`` gives the
-        parameters just before the statement is sent. ``read``: a statement that changes nothing, so it is tried
-        again on the pool when the connection fails under it; a write that meets a failing connection raises
-        :class:`StoreError`, as on the pool (whether it was committed is unknown)."""
+        parameters just before the statement is sent. When the connection fails under the statement: a read
+        (``read``) is asked again on the pool; so is a write that the server refused by ending the session
+        (``_UNSENT``: nothing of it was committed); any other write raises :class:`StoreError`, as on the pool
+        (whether it was committed is unknown)."""
         self._check_open()
         loop = asyncio.get_running_loop()
         link = self._links.get((loop, durable)) or self._new_link(loop, durable)
@@ -419,10 +426,10 @@ class PostgresStore(ThreadedStore):
             await cursor.execute(query, params(), prepare=True)
             row = await cursor.fetchone()
         except psycopg.Error as exc:
-            if not conn.closed:  # the statement failed, the connection is fine
+            if not conn.closed and not isinstance(exc, _UNSENT):  # the statement failed, the connection is fine
                 raise StoreError(f"{self._where} failed: {str(exc).strip()}") from exc
             link.drop()
-            if not read:
+            if not read and not isinstance(exc, _UNSENT):
                 raise StoreError(f"{self._where} failed: {str(exc).strip()}") from exc
         except BaseException:  # cancelled: psycopg has cancelled the statement; keep the connection only if idle
             if conn.pgconn.transaction_status != _IDLE:

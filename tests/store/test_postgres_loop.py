@@ -166,22 +166,66 @@ async def test_a_read_meeting_a_dropped_connection_is_answered_from_the_pool(
     assert link.conn is None  # dropped, to be opened afresh
 
 
-async def test_a_write_meeting_a_dropped_connection_fails_and_is_not_repeated(
+async def test_a_write_the_server_refused_by_ending_the_session_runs_once_on_the_pool(
     pg: PostgresStore, postgres_dsn: str, pg_schema: str
 ) -> None:
     await linked(pg)
     await pg.put("c", "k", {"n": 1})
     link = links(pg)[True]
-    link.poller = SimpleNamespace(poll=lambda timeout: [])
+    link.poller = SimpleNamespace(poll=lambda timeout: [])  # the statement itself meets the terminated backend
     pids = backends(postgres_dsn, pg_schema)
     admin_sql(postgres_dsn, "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (pids,))
     await gone(postgres_dsn, pids)
-    with pytest.raises(StoreError, match="PostgreSQL"):
-        await pg.update("c", "k", {"n": 2}, expected_version=1)
-    rec = await pg.get("c", "k")  # whether it was written is for the caller to find out, as on the pool
-    assert rec is not None and rec.version == 1
     upd = await pg.update("c", "k", {"n": 2}, expected_version=1)
-    assert upd is not None and upd.version == 2
+    assert upd is not None and upd.version == 2 and link.conn is None
+    rec = await pg.get("c", "k")
+    assert rec is not None and rec.version == 2 and rec.value == {"n": 2}  # once
+
+
+async def test_writes_right_after_their_backend_is_terminated_succeed(
+    pg: PostgresStore, postgres_dsn: str, pg_schema: str
+) -> None:
+    """As on the pool (whose check meets the drop first): the backend may not have said goodbye yet."""
+    for n in range(10):
+        await linked(pg)
+        pid = links(pg)[True].conn.pgconn.backend_pid
+        admin_sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", (pid,))
+        put = await pg.put("c", "k", {"n": n})
+        assert put.version == n + 1
+
+
+async def test_a_write_whose_connection_is_lost_without_a_word_fails_and_is_not_repeated(pg_schema: str) -> None:
+    from urllib.parse import urlsplit
+
+    from tests.conftest import POSTGRES_DSN
+    from tests.fleet.test_reconnect import CuttableProxy, through
+
+    target = urlsplit(POSTGRES_DSN)
+    proxy = CuttableProxy(target.hostname or "127.0.0.1", target.port or 5432)
+    await proxy.restore()
+    store = await asyncio.to_thread(PostgresStore, through(POSTGRES_DSN, proxy.port), schema=pg_schema)
+    try:
+        await linked(store)
+        await store.put("c", "k", {"n": 1})
+        link = links(store)[True]
+        link.poller = SimpleNamespace(poll=lambda timeout: [])  # the statement itself meets the cut
+        await proxy.cut()
+        with pytest.raises(StoreError, match="PostgreSQL"):
+            await store.update("c", "k", {"n": 2}, expected_version=1)
+        assert link.conn is None
+        await proxy.restore()
+        for _ in range(100):  # the pool comes back by itself
+            try:
+                rec = await store.get("c", "k")
+                break
+            except StoreError:
+                await asyncio.sleep(0.1)
+        assert rec is not None and rec.version == 1  # not repeated
+    finally:
+        if proxy._server is None:
+            await proxy.restore()
+        await store.close()
+        await proxy.cut()
 
 
 async def test_a_cancelled_call_leaves_the_connection_usable(
