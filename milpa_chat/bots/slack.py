@@ -26,17 +26,28 @@ import contextlib
 import dataclasses
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._extras import require
 from milpa_chat.bots.slack_edit import CALLBACK_ID, REASON_ID, field_errors, submitted
-from milpa_chat.bots.slack_inbound import SURFACE, _team, action_inbound, command_inbound, event_inbound
+from milpa_chat.bots.slack_guard import guarded_verification
+from milpa_chat.bots.slack_inbound import (
+    SURFACE,
+    _team,
+    action_inbound,
+    command_inbound,
+    event_inbound,
+    tap_delivery_id,
+)
 from milpa_chat.bots.slack_menu import MenuCommands
 from milpa_chat.bots.slack_people import SlackPeople
 from milpa_chat.bots.slack_serving import SlackServing
 from milpa_chat.bots.slack_transport import SlackTransport
 from milpa_chat.chat.inbound import ChatUser, Inbound
+from milpa_chat.chat.routes import APPROVAL_ACTIONS
+from milpa_chat.renderers.model import parse_callback_data
 
 if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp, AsyncAssistant
@@ -52,6 +63,11 @@ log = logging.getLogger("milpa_chat.bots.slack")
 
 #: Buttons drawn by the Slack renderer have ``action_id`` ``milpa:<action>:<n>``.
 ACTION_IDS = re.compile(r"^milpa:")
+#: Taps the assistant de-duplicates in its memory (``Assistant._first_delivery``): decisions and pages; and how
+#: many of their delivery ids a bot remembers to drop a redelivery before it starts a task (as many as the
+#: assistant keeps).
+TAPS_IN_MEMORY = APPROVAL_ACTIONS | {"page"}
+REMEMBERED_TAPS = 10_000
 Listener = Callable[..., Awaitable[None]]
 
 
@@ -105,6 +121,7 @@ class SlackBot(SlackServing):
             self.client: AsyncWebClient = _web_client(bot_token or "", base_url, rate_limit_retries)
             self.app: AsyncApp = _bolt_app(self.client, signing_secret or "")
             self.signing_secret = signing_secret or None
+            guarded_verification(self.app)  # what the guard verified, bolt does not verify again
         else:
             self.app, self.client = app, app.client
             self.signing_secret = signing_secret or getattr(app, "_signing_secret", None) or None
@@ -115,6 +132,7 @@ class SlackBot(SlackServing):
         # the menu is a route of the assistant's, asked first: de-duplicated (Slack's retries) like any delivery
         assistant.routes.insert(0, MenuCommands(assistant, self.transport, command, lambda: self.subcommands))
         self._tasks: set[asyncio.Task[None]] = set()
+        self._taps: OrderedDict[str, None] = OrderedDict()  # delivery ids of taps de-duplicated in memory
         self._sweeper: asyncio.Task[None] | None = None
         self._fallbacks: list[object] = []
         self._register()
@@ -140,7 +158,7 @@ class SlackBot(SlackServing):
     def _register(self) -> None:
         app = self.app
         # bolt tries listeners in order; button taps come in bursts, so their listener is checked first
-        app.action(ACTION_IDS)(self._listener(self._action_inbound))
+        app.action(ACTION_IDS)(self._tap_listener())
         app.command(self.command)(self._listener(lambda body, _: command_inbound(body)))
         app.view(CALLBACK_ID)(self._edit_submitted)
         app.view(REASON_ID)(self._edit_submitted)
@@ -160,6 +178,41 @@ class SlackBot(SlackServing):
                 self.spawn(self._handle(inbound))
 
         return listener
+
+    def _tap_listener(self) -> Listener:
+        """A button's listener: a tap this process has handed to the assistant already, of a kind the assistant
+        de-duplicates in memory (a decision, a page), is dropped here with no task started for it."""
+
+        async def listener(ack: Callable[[], Awaitable[None]], body: dict[str, Any], payload: dict[str, Any]) -> None:
+            await ack()  # at once: the work below runs after Slack has its answer
+            action = payload or {}
+            if self._redelivered(body, action):
+                return
+            self._keep_alive()
+            inbound = self._action_inbound(body, action)
+            if inbound is not None:
+                if inbound.delivery_id is not None and inbound.action in TAPS_IN_MEMORY:
+                    self._taps[inbound.delivery_id] = None
+                    if len(self._taps) > REMEMBERED_TAPS:
+                        self._taps.popitem(last=False)
+                self.spawn(self._handle(inbound))
+
+        return listener
+
+    def _redelivered(self, body: dict[str, Any], action: dict[str, Any]) -> bool:
+        """Whether this tap is one this bot handed to the assistant before and the assistant would drop now: the
+        assistant keeps the last taps of decisions and pages in memory (:data:`REMEMBERED_TAPS` of them) and drops
+        their redeliveries; the same rule here spares such a redelivery its inbound and a task, read from the
+        request before anything else. Every other kind of tap is de-duplicated in the store by the assistant."""
+        try:
+            verb, _ = parse_callback_data(str(action.get("value") or ""))
+        except ValueError:
+            return False  # not our button: refused below, as every time
+        key = tap_delivery_id(body, action) if verb in TAPS_IN_MEMORY else None
+        if key is None or key not in self._taps:
+            return False
+        log.info("Ignoring redelivered %s update %s", SURFACE, key)
+        return True
 
     async def _edit_submitted(
         self, ack: Callable[..., Awaitable[None]], body: dict[str, Any], view: dict[str, Any]
@@ -206,10 +259,7 @@ class SlackBot(SlackServing):
     def spawn(self, work: Awaitable[None]) -> None:
         """Run ``work`` after the ack, tracked so that :meth:`drain` can wait for it."""
 
-        async def run() -> None:
-            await work
-
-        task = asyncio.get_running_loop().create_task(run())
+        task = asyncio.get_running_loop().create_task(work if asyncio.iscoroutine(work) else _awaited(work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -275,6 +325,10 @@ class SlackBot(SlackServing):
         session, self.client.session = self.client.session, None
         if session is not None:
             await session.close()
+
+
+async def _awaited(work: Awaitable[None]) -> None:
+    await work
 
 
 def _check_credentials(bot_token: str, signing_secret: str | None, app_token: str | None, command: str) -> None:

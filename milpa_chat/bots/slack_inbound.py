@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from milpa_chat.chat.inbound import ChatUser, Inbound
 from milpa_chat.renderers.model import parse_callback_data
 
-__all__ = ["SURFACE", "action_inbound", "command_inbound", "decode", "event_inbound", "strip_mention"]
+__all__ = [
+    "SURFACE",
+    "action_inbound",
+    "command_inbound",
+    "decode",
+    "event_inbound",
+    "strip_mention",
+    "tap_delivery_id",
+]
 
 SURFACE: Final = "slack"
 _MENTION = re.compile(r"^\s*<@[A-Z0-9]+(?:\|[^>]*)?>[\s:,]*")
@@ -134,14 +142,13 @@ def action_inbound(body: Mapping[str, Any], action: Mapping[str, Any]) -> Inboun
         username=raw_user.get("username") or None,
         team=_team(body),
     )
-    action_ts = action.get("action_ts")
     return Inbound(
         surface=SURFACE,
         chat_id=channel,
         user=user,
         action=verb,
         ref=ref,
-        delivery_id=f"act:{message_ts}:{action_ts}:{user.id}" if action_ts else None,
+        delivery_id=tap_delivery_id(body, action),
         message_id=str(message_ts) if message_ts else None,
         chat_type=chat_type(channel),
         buttons=tapped_buttons(body),
@@ -149,32 +156,53 @@ def action_inbound(body: Mapping[str, Any], action: Mapping[str, Any]) -> Inboun
     )
 
 
+def tap_delivery_id(body: Mapping[str, Any], action: Mapping[str, Any]) -> str | None:
+    """A tap's delivery id, ``act:<message_ts>:<action_ts>:<user>`` (``None`` without an ``action_ts``)."""
+    action_ts, user = action.get("action_ts"), body.get("user") or {}
+    if not action_ts or "id" not in user:
+        return None
+    message_ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
+    return f"act:{message_ts}:{action_ts}:{user['id']}"
+
+
 def tapped_buttons(body: Mapping[str, Any]) -> tuple[str, ...] | None:
     """The ``value`` of every button of the tapped message as Slack reported it (``message.blocks``: the
     elements of ``actions`` blocks and sections' accessories); ``None`` when Slack did not send the message
     (an ephemeral message, a modal)."""
     message = body.get("message")
-    if not isinstance(message, Mapping) or (body.get("container") or {}).get("is_ephemeral"):
+    if not _is_mapping(message) or (body.get("container") or {}).get("is_ephemeral"):
         return None
     found: list[str] = []
     for block in message.get("blocks") or ():
-        if not isinstance(block, Mapping):
+        if not _is_mapping(block):
             continue
-        elements = list(block.get("elements") or ()) if block.get("type") in ("actions", "context_actions") else []
-        elements.append(block.get("accessory"))
-        for element in elements:
-            if not isinstance(element, Mapping):
-                continue
-            # a feedback element holds two buttons, each with its own value
-            parts = [element, element.get("positive_button"), element.get("negative_button")]
-            found += [str(p["value"]) for p in parts if isinstance(p, Mapping) and isinstance(p.get("value"), str)]
+        if block.get("type") in ("actions", "context_actions"):
+            for element in block.get("elements") or ():
+                _button_values(element, found)
+        accessory = block.get("accessory")
+        if accessory is not None:
+            _button_values(accessory, found)
     return tuple(found)
+
+
+def _button_values(element: Any, found: list[str]) -> None:
+    """Add an element's ``value``, and a feedback element's two buttons' (each with its own value), to ``found``."""
+    if not _is_mapping(element):
+        return
+    for part in (element, element.get("positive_button"), element.get("negative_button")):
+        if part is not None and _is_mapping(part) and isinstance(part.get("value"), str):
+            found.append(str(part["value"]))
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, without the ABC's check for the dicts a parsed body holds."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _team(body: Mapping[str, Any]) -> str | None:
     """The acting user's team: ``user.team_id`` of interactions, ``team_id`` of commands, ``team.id``."""
     user = body.get("user")
-    if isinstance(user, Mapping) and user.get("team_id"):
+    if _is_mapping(user) and user.get("team_id"):
         return str(user["team_id"])
     if body.get("team_id"):
         return str(body["team_id"])

@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.chat.inbound import ChatUser, MessageRef
+from milpa_chat.renderers.approval import ApprovalView
 from milpa_chat.runtime.approval import COLLECTION, Approval, ApprovalKind, ApprovalState
 
 if TYPE_CHECKING:
-    from milpa_chat.renderers.approval import ApprovalRole, ApprovalView
+    from milpa_chat.renderers.approval import ApprovalRole
     from milpa_chat.runtime.context import ToolContext
 
 __all__ = [
@@ -83,8 +84,6 @@ def requester_fields(ctx: ToolContext) -> dict[str, Any]:
 
 def view(a: Approval, role: ApprovalRole = "approver") -> ApprovalView:
     """The card model the renderers draw for this copy of the card."""
-    from milpa_chat.renderers.approval import ApprovalView
-
     d = a.data
     decided_at = d.get("decided_at")
     arguments = a.args if a.tool is not None else {"subject": d.get("subject"), **dict(d.get("payload") or {})}

@@ -7,6 +7,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from milpa_chat.chat.annotations import annotated
+from milpa_chat.chat.approvals import view
+from milpa_chat.renderers.approval import compose_approval
+from milpa_chat.renderers.compose import compose_result
 from milpa_chat.renderers.model import Actions, Block, Button, Heading, ItemList, Message, Note, Paragraph
 
 if TYPE_CHECKING:
@@ -33,8 +37,6 @@ def tools_message(summaries: list[dict[str, Any]], prefix: str = "/") -> Message
 
 
 def result_message(result: ToolResult) -> Message:
-    from milpa_chat.renderers.compose import compose_result
-
     return compose_result(result)
 
 
@@ -65,10 +67,6 @@ def approval_message(
 ) -> Message:
     """This copy of the approval card (``role``: approver, requester or viewer), from the record's state.
     The requester's copy of a pending verification says whether an approver could be reached."""
-    from milpa_chat.chat.annotations import annotated
-    from milpa_chat.chat.approvals import view
-    from milpa_chat.renderers.approval import compose_approval
-
     message = risk_noted(approval, versioned(approval, role, compose_approval(view(approval, role))))  # type: ignore[arg-type]
     message = annotated(approval, message)
     if role == "requester" and approval.kind == "verification" and approval.state == "pending":
@@ -105,7 +103,6 @@ def with_show_all(approval: Approval, message: Message) -> Message:
 def all_arguments(approval: Approval) -> Message:
     """Every argument of ``approval`` as it runs (secrets redacted), for "📄 Show all": as much as the chat
     can show, and the whole document as a file where even that is not enough."""
-    from milpa_chat.chat.approvals import view
     from milpa_chat.renderers._plain import json_document
     from milpa_chat.renderers._redact import redacted_plain
     from milpa_chat.renderers._text import json_text

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from milpa_chat._failpoints import failpoint
+from milpa_chat.chat._alarms import alarms
 from milpa_chat.chat.cards import VERSIONED, parse_ref
 from milpa_chat.runtime.approval import ApprovalRefused
 
@@ -88,15 +89,18 @@ class ApprovalFlows:
         #: that fails or throttles answers never holds a run back longer).
         self.answer_grace = 0.5
 
-    async def on_tap(self, inbound: Inbound, transport: Transport, action: str, ref: str) -> None:
-        """A tap on an approval button: decide as the person who tapped, answer, then follow up."""
+    async def on_tap(
+        self, inbound: Inbound, transport: Transport, action: str, ref: str, *, ctx: ToolContext | None = None
+    ) -> None:
+        """A tap on an approval button: decide as the person who tapped (``ctx``: their context, when the caller
+        has it already: the same :attr:`context_for` the inbound gives), answer, then follow up."""
         decision = ACTIONS[action]
         aid, revision = parse_ref(ref)  # the version of the arguments the tapped card showed
         try:
             change = await self.desk.decide(
                 aid,
                 decision,
-                self.context_for(inbound),
+                ctx or self.context_for(inbound),
                 via=inbound.surface,
                 note=inbound.note,
                 follow=False,
@@ -107,11 +111,12 @@ class ApprovalFlows:
             if exc.approval is not None:
                 await self.outbox.repair(exc.approval, inbound)
             return
-        answering = asyncio.ensure_future(_answer(transport, inbound, change.message))
         # The answer goes out first, as a bare handler's would: one request of this tap in flight at a time
         # (an HTTP client's pool grows to the requests in flight, and httpcore checks every pooled connection
         # on every request). A slow or failing answer holds the run back at most ``answer_grace`` seconds.
-        await asyncio.wait({answering}, timeout=self.answer_grace)
+        answered = asyncio.get_running_loop().create_future()
+        answering = asyncio.ensure_future(_answer(transport, inbound, change.message, done=answered))
+        await _within(answered, self.answer_grace)
         try:
             await self.follow(change)
         finally:
@@ -155,16 +160,17 @@ class ApprovalFlows:
             return
         failpoint("decision.claimed")
         claimed = change.approval
-        loop = asyncio.get_running_loop()
         meanwhile: list[asyncio.Task[None]] = []
-        timer = loop.call_later(
-            self.show_running_after, lambda: meanwhile.append(loop.create_task(self._meanwhile(claimed)))
+        clock = alarms()  # one timer of the loop serves every alarm (see _alarms)
+        alarm = clock.set(
+            self.show_running_after,
+            lambda: meanwhile.append(asyncio.get_running_loop().create_task(self._meanwhile(claimed))),
         )
         try:
             async with self.desk.holding(claimed):  # a long run keeps its lease
                 await self.run(claimed)
         finally:
-            timer.cancel()
+            clock.clear(alarm)
             if meanwhile:  # its edits are recorded before the result's, so none overtakes the other
                 await meanwhile[0]
         await self._deliver_settled(claimed)
@@ -231,9 +237,36 @@ def _state_answer(a: Approval) -> str | None:
     return base
 
 
-async def _answer(transport: Transport, inbound: Inbound, text: str, *, alert: bool = False) -> None:
-    """Answer the tap; a failure is logged and never changes or blocks anything."""
+async def _within(answered: asyncio.Future[None], seconds: float | None) -> None:
+    """Wait until ``answered`` is set, at most ``seconds`` (``None``: no limit) — :func:`asyncio.wait` with a
+    timeout, on the loop's shared alarm timer; the answer sets it itself, so the tap goes on in the loop's next
+    turn."""
+    if answered.done():
+        return
+    if seconds is None:
+        await answered
+        return
+    clock = alarms()
+    alarm = clock.set(seconds, lambda: _settle(answered))
+    try:
+        await answered
+    finally:
+        clock.clear(alarm)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _answer(
+    transport: Transport, inbound: Inbound, text: str, *, alert: bool = False, done: asyncio.Future[None] | None = None
+) -> None:
+    """Answer the tap; a failure is logged and never changes or blocks anything. ``done`` is set once it ends."""
     try:
         await transport.answer(inbound, text, alert=alert)
     except Exception as exc:
         log.warning("could not answer a %s tap (%s); the decision stands", inbound.surface, exc)
+    finally:
+        if done is not None:
+            _settle(done)

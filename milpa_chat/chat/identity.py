@@ -31,6 +31,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from milpa_chat.chat.inbound import ChatUser
@@ -46,8 +47,70 @@ def principal_for(surface: str, user: ChatUser) -> str:
     return f"{surface}:{user.id}"
 
 
+class _Watched(dict[str, Any]):
+    """A section of the configuration (``roles``, ``users``, ``chats``): a dict that forgets the scopes worked out
+    from it whenever it changes (``identities.users["telegram:1"] = ("writer",)`` takes effect at once)."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, items: Mapping[str, Any], cache: dict[Any, tuple[str, ...]]) -> None:
+        super().__init__(items)
+        self._cache = cache
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._cache.clear()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._cache.clear()
+        super().__delitem__(key)
+
+    def __ior__(self, other: Any) -> _Watched:  # type: ignore[override,misc]
+        self._cache.clear()
+        return super().__ior__(other)
+
+    def clear(self) -> None:
+        self._cache.clear()
+        super().clear()
+
+    def pop(self, *args: Any) -> Any:
+        self._cache.clear()
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._cache.clear()
+        return super().popitem()
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self._cache.clear()
+        return super().setdefault(key, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._cache.clear()
+        super().update(*args, **kwargs)
+
+
+#: Scopes worked out and kept per (surface, user, team, chat) at most; then they are worked out afresh.
+_SCOPES_KEPT = 4096
+#: The sections the kept scopes are worked out from (replacing one forgets them).
+_SCOPE_SECTIONS = frozenset({"roles", "users", "chats", "default_scopes"})
+
+
 class Identities:
-    """Maps platform identities to tool contexts. Unknown users get ``default_scopes`` only."""
+    """Maps platform identities to tool contexts. Unknown users get ``default_scopes`` only.
+
+    The scopes of a (surface, user, chat) are worked out once and kept until the configuration changes: a change
+    through the sections (``identities.users[...] = ...``) or a section replaced (``identities.users = {...}``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SCOPE_SECTIONS:
+            cache: dict[Any, tuple[str, ...]] | None = self.__dict__.get("_scopes")
+            if cache is not None:
+                cache.clear()
+                if name != "default_scopes" and type(value) is not _Watched:
+                    # a dict of the caller's own: changes made to it later go unseen, so nothing is kept any more
+                    self.__dict__["_keep"] = False
+        super().__setattr__(name, value)
 
     def __init__(
         self,
@@ -60,9 +123,13 @@ class Identities:
         escalation: Mapping[str, Iterable[str | int]] | None = None,
         people: Mapping[str, str] | None = None,
     ) -> None:
-        self.roles = {k: tuple(v) for k, v in (roles or {}).items()}
-        self.users = {str(k): tuple(v) for k, v in (users or {}).items()}
-        self.chats = {str(k): tuple(v) for k, v in (chats or {}).items()}
+        #: (surface, user id, team, chat id) -> scopes, while the configuration does not change.
+        self._scopes: dict[tuple[str, str, str | None, str | None], tuple[str, ...]] = {}
+        self._keep = True
+        cache = self._scopes
+        self.roles: dict[str, tuple[str, ...]] = _Watched({k: tuple(v) for k, v in (roles or {}).items()}, cache)
+        self.users: dict[str, tuple[str, ...]] = _Watched({str(k): tuple(v) for k, v in (users or {}).items()}, cache)
+        self.chats: dict[str, tuple[str, ...]] = _Watched({str(k): tuple(v) for k, v in (chats or {}).items()}, cache)
         self.default_scopes = tuple(default_scopes)
         self.approvers = {k: tuple(str(c) for c in v) for k, v in (approvers or {}).items()}
         self.escalation = {k: tuple(str(c) for c in v) for k, v in (escalation or {}).items()}
@@ -119,15 +186,29 @@ class Identities:
         return out
 
     def scopes_for(self, surface: str, user: ChatUser, chat_id: str | None = None) -> tuple[str, ...]:
+        key = (surface, user.id, user.team, chat_id)
+        kept = self._scopes.get(key)
+        if kept is not None:
+            return kept
         principal = principal_for(surface, user)
         found = self.users.get(principal)
         scopes = self._expand(found) if found is not None else list(self.default_scopes)
+        chat: Iterable[str] = ()
         if chat_id is not None:  # a thread ("<conversation>/<thread>", a Slack thread) has its conversation's
             conversation = chat_id.partition("/")[0]
-            scopes += self._expand(
-                self.chats.get(f"{surface}:{chat_id}", self.chats.get(f"{surface}:{conversation}", ()))
-            )
-        return tuple(dict.fromkeys(scopes))
+            chat = self.chats.get(f"{surface}:{chat_id}", self.chats.get(f"{surface}:{conversation}", ()))
+            scopes += self._expand(chat)
+        result = tuple(dict.fromkeys(scopes))
+        if self._keep and self._fixed(found if found is not None else self.default_scopes) and self._fixed(chat):
+            if len(self._scopes) >= _SCOPES_KEPT:
+                self._scopes.clear()
+            self._scopes[key] = result
+        return result
+
+    def _fixed(self, entries: Iterable[str]) -> bool:
+        """Whether ``entries`` and the roles they name are tuples (a list put in could change unseen)."""
+        roles = self.roles
+        return type(entries) is tuple and all(type(roles.get(e, ())) is tuple for e in entries)
 
     def context_for(self, surface: str, user: ChatUser, chat_id: str | None = None, **extra: Any) -> ToolContext:
         """The context a tool call from this user runs with. Identity comes from the platform only."""
@@ -135,14 +216,16 @@ class Identities:
             principal=principal_for(surface, user),
             channel=surface,
             scopes=self.scopes_for(surface, user, chat_id),
-            extra={
-                "chat_id": chat_id,
-                "user_id": user.id,
-                "user_name": user.display,
-                "user_username": user.username,
-                "user_team": user.team,
-                **extra,
-            },
+            extra=MappingProxyType(
+                {
+                    "chat_id": chat_id,
+                    "user_id": user.id,
+                    "user_name": user.display,
+                    "user_username": user.username,
+                    "user_team": user.team,
+                    **extra,
+                }
+            ),
         )
 
     def person_context(self, principal: str | None) -> ToolContext | None:

@@ -25,11 +25,11 @@ from milpa_chat.renderers.model import Actions, Button, Message
 from milpa_chat.runtime.approval import active_failure, card_key, report_key
 from milpa_chat.runtime.approvals import Delivery
 from milpa_chat.runtime.leases import holder_dead
+from milpa_chat.runtime.result import ToolResult
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
     from milpa_chat.runtime.approvals import ApprovalDesk
-    from milpa_chat.runtime.result import ToolResult
 
 __all__ = ["ApprovalOutbox", "retry_delay"]
 
@@ -280,8 +280,6 @@ class ApprovalOutbox:
 
 
 def _result(approval: Approval) -> ToolResult | None:
-    from milpa_chat.runtime.result import ToolResult
-
     stored = approval.data.get("result")
     if approval.state in ("executed", "failed") and stored:
         return ToolResult.from_dict(stored)

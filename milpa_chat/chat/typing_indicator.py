@@ -4,11 +4,11 @@ never for work that ends sooner (its result replaces the indicator at once anywa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
+from milpa_chat.chat._alarms import alarms
 from milpa_chat.chat.surface import Transport
 
 __all__ = ["typing_while"]
@@ -24,32 +24,38 @@ async def typing_while(transport: Transport | None, chat_id: str, work: Awaitabl
     """Await ``work``; once it has run ``after`` seconds (0: at once), ``chat_id`` shows "typing…" until it ends."""
     if transport is None:
         return await work
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
+    stop: list[asyncio.Future[None]] = []  # set once shown: work that ends sooner costs no task and no event
 
     def show() -> None:
-        task = loop.create_task(_keep_typing(transport, chat_id, stop))
+        loop = asyncio.get_running_loop()
+        stop.append(loop.create_future())
+        task = loop.create_task(_keep_typing(transport, chat_id, stop[0]))
         _SHOWING.add(task)
         task.add_done_callback(_SHOWING.discard)
 
-    timer = loop.call_later(after, show) if after > 0 else None
-    if timer is None:
+    clock = alarms() if after > 0 else None
+    if clock is not None:
+        alarm = clock.set(after, show)  # one timer of the loop serves every alarm (see _alarms)
+    else:
         show()
     try:
         return await work
     finally:
-        if timer is not None:
-            timer.cancel()
-        stop.set()  # a typing call in flight completes (cancelling it would drop a pooled connection)
+        if clock is not None:
+            clock.clear(alarm)
+        if stop and not stop[0].done():
+            stop[0].set_result(None)  # a typing call in flight completes (cancelling it would drop a pooled connection)
 
 
-async def _keep_typing(transport: Transport, chat_id: str, stop: asyncio.Event) -> None:
+async def _keep_typing(transport: Transport, chat_id: str, stop: asyncio.Future[None]) -> None:
     """Typing once, then every 4 s until ``stop`` (once: the work may end before this task first runs)."""
     while True:
         try:
             await transport.typing(chat_id)
         except Exception:  # typing is cosmetic
             log.debug("typing indicator failed", exc_info=True)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 4.0)
+        if stop.done():
+            return
+        await asyncio.wait({stop}, timeout=4.0)  # (waiting never cancels ``stop``)
+        if stop.done():
             return

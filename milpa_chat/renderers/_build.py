@@ -161,7 +161,22 @@ class Builder:
         return blocks
 
     def table(self, records: list[Mapping[Any, Any]]) -> Table:
-        rows_by_key = [{plain_key(k): v for k, v in r.items()} for r in records]
+        plain = True  # dicts keyed by strings already (most records): looked up as they are
+        for r in records:
+            if type(r) is not dict:
+                plain = False
+                break
+            for k in r:
+                if type(k) is not str:
+                    plain = False
+                    break
+            if not plain:
+                break
+        rows_by_key: list[dict[str, Any]] = (
+            records  # type: ignore[assignment]
+            if plain
+            else [{plain_key(k): v for k, v in r.items()} for r in records]
+        )
         columns = [c for c in _columns(rows_by_key) if c != "_ctx"]
         if len(columns) > self.limits.columns:
             self.truncated = True
@@ -181,7 +196,13 @@ class Builder:
             elif column in hidden:
                 cells.append(REDACTED)
             else:
-                cells.append(text(row[column], limit).replace("\n", " "))
+                value = row[column]
+                if type(value) is int:  # digits: what text() shows of it, when they fit
+                    shown = str(value)
+                    if len(shown) <= limit:
+                        cells.append(shown)
+                        continue
+                cells.append(text(value, limit).replace("\n", " "))
         return cells
 
 

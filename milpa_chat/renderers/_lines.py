@@ -32,17 +32,24 @@ def escape(text: str) -> str:
 def wrap_line(line: list[Seg], budget: int = LINE_BUDGET) -> list[str]:
     """One logical line, cleaned and escaped, cut into pieces of at most ``budget`` UTF-16
     units; each piece closes the markup it opens. Empty segments are dropped."""
-    text = "".join([raw for _, _, raw in line])
+    # (plain loops: a comprehension is a call of its own, three a line of every message)
+    text = markup = ""
+    for open_, close, raw in line:
+        text += raw
+        markup += open_ + close
     if not text.isprintable():  # (printable text is clean already, see clean)
         line = [(open_, close, clean(raw)) for open_, close, raw in line]
         text = "".join([raw for _, _, raw in line])
     # Escaping makes a character at most 5 UTF-16 units (``&amp;``): a line within budget at that rate
     # is one piece, joined without measuring it.
-    if 5 * len(text) + sum([len(open_) + len(close) for open_, close, _ in line]) > budget:
+    if 5 * len(text) + len(markup) > budget:
         return _wrap(line, budget)
-    if "&" in text or "<" in text or ">" in text:
-        return ["".join([open_ + escape(raw) + close for open_, close, raw in line if raw])]
-    return ["".join([open_ + raw + close for open_, close, raw in line if raw])]  # nothing to escape
+    escaping = "&" in text or "<" in text or ">" in text
+    out = ""
+    for open_, close, raw in line:
+        if raw:
+            out += open_ + (escape(raw) if escaping else raw) + close
+    return [out]
 
 
 def _wrap(line: list[Seg], budget: int) -> list[str]:

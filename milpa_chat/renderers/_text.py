@@ -70,8 +70,21 @@ def utf16_len(text: str) -> int:
 
 def label(key: object) -> str:
     """A human label for a data key: ``"due_date"`` -> ``"Due date"``."""
+    if type(key) is str:
+        found = _LABELS.get(key)
+        if found is not None:
+            return found
     text = clean(str(key)).replace("_", " ").strip() or str(key)
-    return text[:1].upper() + text[1:]
+    text = text[:1].upper() + text[1:]
+    if type(key) is str and len(key) <= 100:  # a result's keys: the same few, result after result
+        if len(_LABELS) >= 1024:
+            _LABELS.clear()
+        _LABELS[key] = text
+    return text
+
+
+#: Data keys -> their labels (:func:`label` is a function of the key alone).
+_LABELS: dict[str, str] = {}
 
 
 def scalar_text(value: Any) -> str:
@@ -97,7 +110,17 @@ def value_text(value: Any) -> str:
     return scalar_text(value)
 
 
+#: Values a flat object holds (JSON text of one is the same at every indent).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: A flat object's members, one an indented line: what ``indent=2`` writes between them, by the C encoder.
+_FLAT = json.JSONEncoder(ensure_ascii=False, separators=(",\n  ", ": "))
+
+
 def json_text(value: Any, indent: int | None = 2) -> str:
     """Plain data as JSON text, unicode kept (not cleaned, see :func:`value_text`)."""
+    if indent == 2 and type(value) is dict and value and all(type(v) in _SCALARS for v in value.values()):
+        # a flat object (most tools' arguments): the same text as below, by the C encoder (``indent`` takes the
+        # pure-Python one), its members put on lines of their own
+        return "{\n  " + _FLAT.encode(value)[1:-1] + "\n}"
     sep = (", ", ": ") if indent is None else (",", ": ")
     return json.dumps(value, ensure_ascii=False, indent=indent, separators=sep)

@@ -21,6 +21,7 @@ from milpa_chat.renderers._plain import json_document
 from milpa_chat.renderers._redact import hide_key, redacted_plain
 from milpa_chat.renderers._text import json_text
 from milpa_chat.renderers.model import (
+    MAX_CALLBACK_BYTES,
     Actions,
     Block,
     Button,
@@ -64,6 +65,12 @@ _HEADINGS: Final[dict[str, tuple[str, str, Tone]]] = {
     "expired": ("Expired", "⌛", "warning"),
     "effect_uncertain": ("May not have run", "⚠️", "warning"),
 }
+
+
+_KINDS: Final = frozenset(get_args(ApprovalKind))
+_STATES: Final = frozenset(get_args(ApprovalState))
+#: The longest id a Confirm button's ``confirm:<id>`` fits in (printable ASCII: one byte a character).
+_MAX_ID: Final = MAX_CALLBACK_BYTES - len("confirm:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,18 +123,19 @@ class ApprovalView:
     effect: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in get_args(ApprovalKind):
+        if self.kind not in _KINDS:
             raise ValueError(f"ApprovalView.kind must be 'confirm' or 'verification', got {self.kind!r}")
-        if self.state not in get_args(ApprovalState):
+        if self.state not in _STATES:
             raise ValueError(f"ApprovalView.state must be one of {get_args(ApprovalState)}, got {self.state!r}")
-        for name in ("expires_at", "decided_at"):
-            moment = getattr(self, name)
+        for moment, name in ((self.expires_at, "expires_at"), (self.decided_at, "decided_at")):
             if moment is not None and (not isinstance(moment, _dt.datetime) or moment.tzinfo is None):
                 raise ValueError(
                     f"ApprovalView.{name} must be a timezone-aware datetime (e.g. datetime.now(UTC)), got {moment!r}"
                 )
-        Button("x", "confirm", self.id)  # raises with the limit in the message when the id is too long
-        if not isinstance(self.arguments, Mapping):
+        ref = self.id
+        if not (ref.isascii() and ref.isprintable() and len(ref) <= _MAX_ID):  # (such an id always fits)
+            Button("x", "confirm", ref)  # raises with the limit in the message when the id is too long
+        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):
             raise TypeError(f"ApprovalView.arguments must be a mapping, got {type(self.arguments).__name__}")
 
 
@@ -135,27 +143,34 @@ def compose_approval(view: ApprovalView, *, limits: Limits | None = None) -> Mes
     """The card for ``view`` in its current state."""
     b = Builder(limits or Limits(), hide_key)
     tool = b.text(view.tool, 100)
+    who = b.text(view.requester, 100)  # shown up to three times: cleaned and masked once
+    by = _by(view, b) if view.state != "pending" else ""
     args = b.plain(view.arguments, b.limits.text_chars)
-    blocks: list[Block] = [_heading(view, tool), *_facts(view, b)]
+    heading = _heading(view, tool)
+    blocks: list[Block] = [heading, _facts(view, b, tool, who)]
     if view.reason:
         blocks.append(Paragraph.of(Span("Why: ", "bold"), b.text(view.reason)))
-    blocks.append(Paragraph.of(Span("Arguments:", "bold")))
+    blocks.append(_ARGUMENTS)
     blocks.append(Code(b.text(json_text(args) if args else "{}"), "json"))
     if view.state == "pending" and view.digest:
         verb = "Confirm" if view.kind == "confirm" else "Approve"
         blocks.append(
             Paragraph.of(
                 Span(f"On {verb}: ", "bold"),
-                f"{tool} runs once with exactly these arguments (after validation), as {b.text(view.requester, 100)}.",
+                f"{tool} runs once with exactly these arguments (after validation), as {who}.",
             )
         )
     if view.state != "pending":
-        blocks += _decision(view, b)
+        blocks += _decision(view, b, by)
     buttons = _buttons(view)
     if buttons is not None:
         blocks.append(buttons)
     full = LazyDocument("arguments.json", lambda: _document(view.arguments))
-    return Message(tuple(blocks), _summary(view, tool, b), _tone(view), b.truncated, full)
+    return Message(tuple(blocks), _summary(view, tool, who, heading, by), _tone(view), b.truncated, full)
+
+
+#: The line above the arguments (one block for every card: blocks are immutable).
+_ARGUMENTS: Final = Paragraph((Span("Arguments:", "bold"),))
 
 
 def _heading(view: ApprovalView, tool: str) -> Heading:
@@ -169,10 +184,10 @@ def _heading(view: ApprovalView, tool: str) -> Heading:
     return Heading(f"{verb}: {tool}", icon)
 
 
-def _facts(view: ApprovalView, b: Builder) -> list[Block]:
+def _facts(view: ApprovalView, b: Builder, tool: str, who: str) -> Fields:
     items = [
-        ("Tool", b.text(view.tool, 100)),
-        ("Requested by", f"{b.text(view.requester, 100)} ({b.text(view.requester_principal, 100)})"),
+        ("Tool", tool),
+        ("Requested by", f"{who} ({b.text(view.requester_principal, 100)})"),
         ("Effect", b.text(view.effect, 200))
         if view.effect
         else ("Changes data", "yes" if view.mutating else "no (read-only)"),
@@ -185,7 +200,7 @@ def _facts(view: ApprovalView, b: Builder) -> list[Block]:
         names = ", ".join(b.text(n, 60) for n in view.approved_by[:10])
         progress = f"{len(view.approved_by)} of {view.approvals_required}"
         items.append(("Approvals", f"{progress} ({names})" if names else progress))
-    return [Fields(tuple(items))]
+    return Fields(tuple(items))
 
 
 def _buttons(view: ApprovalView) -> Actions | None:
@@ -215,20 +230,19 @@ def _by(view: ApprovalView, b: Builder) -> str:
     if view.decided_via:
         via = view.decided_via.removesuffix("/batch")  # decided from a batch card (milpa_chat.runtime.batches)
         batch = " (batch)" if via != view.decided_via else ""
-        parts.append(f"via {_SURFACES.get(via, b.text(via, 40))}{batch}")
+        parts.append(f"via {_SURFACES.get(via) or b.text(via, 40)}{batch}")
     if view.decided_at is not None:
         parts.append(f"at {when(view.decided_at)}")
     return " ".join(parts)
 
 
-def _decision(view: ApprovalView, b: Builder) -> list[Block]:
+def _decision(view: ApprovalView, b: Builder, by: str) -> list[Block]:
     if view.state == "expired":
         return [Paragraph.of(Span(f"Expired at {when(view.expires_at)} without a decision. Nothing was done.", "bold"))]
     verb = "Confirmed" if view.kind == "confirm" else "Approved"
     verb = {"rejected": "Rejected", "cancelled": "Cancelled" if view.kind == "confirm" else "Withdrawn"}.get(
         view.state, verb
     )
-    by = _by(view, b)
     blocks: list[Block] = [Paragraph.of(Span(f"{verb} {by}".strip() + ".", "bold"))]
     if view.decision_note:
         blocks.append(Paragraph.of(Span("Note: ", "bold"), b.text(view.decision_note)))
@@ -250,14 +264,12 @@ def _decision(view: ApprovalView, b: Builder) -> list[Block]:
     return blocks
 
 
-def _summary(view: ApprovalView, tool: str, b: Builder) -> str:
-    who = b.text(view.requester, 100)
+def _summary(view: ApprovalView, tool: str, who: str, heading: Heading, by: str) -> str:
     if view.state == "pending":
         if view.kind == "confirm":
             return f"Confirm {tool}? (requested by {who})"
         return f"Approval needed: {who} asks to run {tool}"
-    verb = _heading(view, tool).text.split(":", 1)[0]
-    by = _by(view, b)
+    verb = heading.text.split(":", 1)[0]
     return f"{verb}: {tool}" + (f" ({by})" if by and view.state != "expired" else "")
 
 

@@ -48,6 +48,8 @@ class MessageRenderer(ABC, Generic[P]):
         self.served: frozenset[str] = frozenset(self.channels if channels is None else channels)
         self.limits = limits or self.default_limits
         self.redact = redact
+        #: The last message rendered and its payload (see :meth:`_remembered`).
+        self._last: tuple[Message, P] | None = None
 
     def supports(self, channel: str) -> bool:
         return channel in self.served
@@ -62,6 +64,17 @@ class MessageRenderer(ABC, Generic[P]):
     @abstractmethod
     def render_message(self, message: Message) -> P:
         """The channel payload for a composed message."""
+
+    def _remembered(self, message: Message) -> P | None:
+        """The payload of ``message`` when it is the very message this renderer rendered last (every copy of a
+        decided card is one message: it is rendered once for all of them). A payload is shared then: read it,
+        do not change it."""
+        last = getattr(self, "_last", None)  # (a subclass that did not call this class's __init__ has none)
+        return last[1] if last is not None and last[0] is message else None
+
+    def _remember(self, message: Message, payload: P) -> P:
+        self._last = (message, payload)
+        return payload
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(channels={sorted(self.served)!r})"

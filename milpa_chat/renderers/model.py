@@ -247,7 +247,12 @@ class Message:
 
     @property
     def buttons(self) -> tuple[Button, ...]:
-        return tuple(b for block in self.blocks if isinstance(block, Actions) for row in block.rows for b in row)
+        found: list[Button] = []  # (a loop: every renderer asks, and a generator is a call an item)
+        for block in self.blocks:
+            if isinstance(block, Actions):
+                for row in block.rows:
+                    found += row
+        return tuple(found)
 
     def document(self) -> Document | None:
         """The full-content document (built now if it was not yet), or ``None``."""

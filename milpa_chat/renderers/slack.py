@@ -96,6 +96,9 @@ class SlackRenderer(MessageRenderer[SlackPayload]):
     default_limits: ClassVar[Limits] = Limits(value_chars=1000, text_chars=2500, cell_chars=80, items=100)
 
     def render_message(self, message: Message) -> SlackPayload:
+        return self._remembered(message) or self._remember(message, self._render(message))
+
+    def _render(self, message: Message) -> SlackPayload:
         actions = _actions(message.buttons)
         room = MAX_BLOCKS - len(actions) - 1  # one block stays free for the "shortened" note
         budget = MAX_TEXT - sum(_block_size(a) for a in actions) - 200
@@ -132,7 +135,11 @@ def _content(blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
             if f"{block.icon}{block.text}".strip():
                 yield _header(f"{block.icon} {block.text}".strip())
         elif isinstance(block, Paragraph):
-            plain = all(span.style == "plain" for span in block.spans)
+            plain = True
+            for span in block.spans:
+                if span.style != "plain":
+                    plain = False
+                    break
             if plain and _MARKERS.search(block.text):
                 yield from _plain_sections(clean(block.text))
             else:
@@ -142,7 +149,7 @@ def _content(blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
         elif isinstance(block, ItemList):
             yield from _sections(_items(block))
         elif isinstance(block, Table):
-            yield from _sections([_row(block, row) for row in block.rows])
+            yield from _sections([table_row(block, row, _bold) for row in block.rows])  # (as _row, a call less)
         elif isinstance(block, Code):
             yield from _code(block.text)
         elif isinstance(block, Note):
@@ -222,6 +229,9 @@ def _styled(text: str, style: str) -> list[Seg]:
 def _split_spans(spans: tuple[Span, ...]) -> list[list[Span]]:
     lines: list[list[Span]] = [[]]
     for span in spans:
+        if "\n" not in span.text:  # (most spans: kept as they are)
+            lines[-1].append(span)
+            continue
         for i, part in enumerate(span.text.split("\n")):
             if i:
                 lines.append([])
@@ -248,7 +258,13 @@ def _row(table: Table, row: tuple[str, ...]) -> list[Seg]:
 
 
 def _bold(text: str) -> list[Seg]:
+    if text and not text[0].isspace() and not text[-1].isspace():  # what _styled does with text stripped already
+        return [("*", "*", text)]
     return _styled(text, "bold")
+
+
+#: A field's label -> its bold mrkdwn line (a card's labels are the same few: "Tool", "Requested by", ...).
+_HEADS: dict[str, str] = {}
 
 
 def _fields(block: Fields) -> Iterator[dict[str, Any]]:
@@ -261,7 +277,12 @@ def _fields(block: Fields) -> Iterator[dict[str, Any]]:
             kept, omitted = clip(f"{label}\n{value}", FIELD_TEXT // 2 - 1)
             texts.append({"type": "plain_text", "text": kept + ("…" if omitted else ""), "emoji": False})
             continue
-        head = "".join(o + escape(t) + c for o, c, t in _styled(label, "bold")) + "\n"
+        head = _HEADS.get(label)
+        if head is None:
+            head = "".join(o + escape(t) + c for o, c, t in _styled(label, "bold")) + "\n"
+            if len(_HEADS) >= 256:
+                _HEADS.clear()
+            _HEADS[label] = head
         kept, rest = take(value, FIELD_TEXT - utf16_len(head) - 1)
         texts.append(_mrkdwn(head + escape(kept) + ("…" if rest else "")))
     for i in range(0, len(texts), SECTION_FIELDS):

@@ -96,11 +96,14 @@ class TelegramRenderer(MessageRenderer[TelegramPayload]):
         self.max_messages = max_messages
 
     def render_message(self, message: Message) -> TelegramPayload:
+        return self._remembered(message) or self._remember(message, self._render(message))
+
+    def _render(self, message: Message) -> TelegramPayload:
         pieces = _pieces(message.blocks)
         attachment = message.full if message.truncated else None
         if message.truncated:
             pieces += _note_pieces(attachment)
-        pages = _pack(pieces)
+        pages = _pack(pieces) if _may_split(pieces) else _one_page(pieces)
         if len(pages) > self.max_messages:
             attachment = message.full
             pages = pages[: self.max_messages]
@@ -166,7 +169,7 @@ def _lines(block: Block) -> list[list[_Seg]]:
     if isinstance(block, ItemList):
         return _items(block)
     if isinstance(block, Table):
-        return [_row(block, row) for row in block.rows]
+        return [table_row(block, row, _bold) for row in block.rows]  # (as _row, a call less)
     if isinstance(block, Note):
         return [[("<i>", "</i>", line)] for line in block.text.split("\n")]
     if isinstance(block, Divider):
@@ -204,9 +207,21 @@ def _bold(text: str) -> list[_Seg]:
 
 
 def _code(block: Code, group: int) -> list[_Piece]:
-    language = "".join(ch for ch in block.language if ch.isalnum() or ch in "+-_")[:20]
-    wrap = ('<pre><code class="language-' + language + '">', "</code></pre>") if language else ("<pre>", "</pre>")
+    wrap = _WRAPS.get(block.language)
+    if wrap is None:
+        wrap = _wrapper(block.language)
+        if len(_WRAPS) < 64:  # (languages a program names: a handful)
+            _WRAPS[block.language] = wrap
     return [_Piece(h, group, wrap) for line in block.text.split("\n") for h in wrap_line([("", "", line)])]
+
+
+#: A code block's language -> its ``<pre>`` wrapper.
+_WRAPS: dict[str, tuple[str, str]] = {}
+
+
+def _wrapper(language: str) -> tuple[str, str]:
+    language = "".join(ch for ch in language if ch.isalnum() or ch in "+-_")[:20]
+    return ('<pre><code class="language-' + language + '">', "</code></pre>") if language else ("<pre>", "</pre>")
 
 
 # ------------------------------------------------------------------ packing into messages
@@ -230,6 +245,25 @@ def _pack(pieces: list[_Piece]) -> list[list[_Piece]]:
     if page:
         pages.append(page)
     return pages
+
+
+def _may_split(pieces: list[_Piece]) -> bool:
+    """Whether the pieces may need more than one message: an upper bound of their UTF-16 size (a character
+    is at most two units; every piece a newline and a wrapper) over the limit. Else :func:`_pack` would give
+    one page of them all (:func:`_one_page`) and is not asked."""
+    size = 0
+    for piece in pieces:
+        size += len(piece.html) + 1 + len(piece.wrap[0]) + len(piece.wrap[1])
+    return 2 * size > MAX_MESSAGE_LENGTH
+
+
+def _one_page(pieces: list[_Piece]) -> list[list[_Piece]]:
+    """:func:`_pack` of pieces that fit one message: them all, less the blank lines at its top (none at all
+    when nothing else is left)."""
+    start = 0
+    while start < len(pieces) and not pieces[start].html and pieces[start].group == -1:
+        start += 1
+    return [pieces[start:]] if start < len(pieces) else []
 
 
 def _cost(page: list[_Piece], piece: _Piece) -> int:

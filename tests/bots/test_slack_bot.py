@@ -241,6 +241,35 @@ async def test_retried_and_repeated_deliveries_run_nothing_twice(world: SlackWor
     assert tools.deleted == [8] and world.ephemeral(ALICE) == answers
 
 
+async def test_a_redelivered_decision_or_page_tap_is_dropped_before_the_assistant_is_asked(
+    world: SlackWorld, tools: Tools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Taps the assistant de-duplicates in memory (decisions, pages) are dropped by the bot when it has handed the
+    same tap over before: acknowledged, and nothing more; another tap on the same button is a new tap."""
+    asked: list[str | None] = []
+    handle = world.assistant.handle
+
+    async def counted(inbound: Inbound, transport: Any = None) -> None:
+        asked.append(inbound.delivery_id)
+        await handle(inbound, transport)
+
+    monkeypatch.setattr(world.assistant, "handle", counted)
+    await world.command("list_notes", user=ALICE)
+    page = world.last(WORK)
+    turned = await world.tap(page, "Next", user=ALICE)
+    await world.command("delete_note 3", user=ALICE)
+    confirmed = await world.tap(world.last(WORK), "Confirm", user=ALICE)
+    asked_before, calls = len(asked), len(world.api.calls())
+    for tap in (turned, confirmed):
+        for num in (1, 2):
+            assert (await world.slack.retry(tap, num=num)).status == 200
+    await world.bot.drain()
+    assert len(asked) == asked_before and len(world.api.calls()) == calls and tools.deleted == [3]
+    await world.slack.click(page, button(page, "Next")["action_id"], user=ALICE)  # a new tap on the same button
+    await world.bot.drain()
+    assert len(asked) == asked_before + 1
+
+
 async def test_progress_notices_are_ephemeral_messages_when_switched_on(tools: Tools) -> None:
     async with slack_world(memory_assistant(tools, ManualClock()), notices=True) as world:
         await world.command("delete_note 3", user=ALICE)

@@ -9,6 +9,7 @@ mrkdwn markers, secret-looking values and lines long enough to be wrapped.
 from __future__ import annotations
 
 import html
+import json
 import re
 import sys
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from milpa_chat.renderers._build import _TITLE_KEYS, Builder, Limits, _columns
 from milpa_chat.renderers._lines import LINE_BUDGET, Seg, _wrap, escape, wrap_line
 from milpa_chat.renderers._plain import REDACTED, plain_key
 from milpa_chat.renderers._redact import hide_key
-from milpa_chat.renderers._text import _HIDDEN, _visible, clean, label
+from milpa_chat.renderers._text import _HIDDEN, _visible, clean, json_text, label
 from milpa_chat.renderers.model import Table
 from milpa_chat.runtime.result import ToolResult
 
@@ -238,3 +239,23 @@ def test_table_cells_are_the_rule(records: list[Mapping[Any, Any]]) -> None:
 def test_secrets_in_cells_are_masked() -> None:
     table = Builder(Limits(), hide_key).table([{"id": 1, "note": "key sk-" + "A1b2" * 10, "token": "x"}])
     assert table.rows == (("1", f"key {REDACTED}", REDACTED),)
+
+
+# ------------------------------------------------------------------ arguments as JSON
+@EXAMPLES
+@given(st.dictionaries(st.one_of(TEXT, st.integers(), st.booleans()), VALUES, max_size=8) | VALUES)
+def test_json_text_is_the_rule(value: Any) -> None:
+    """A flat object's indented JSON (the C encoder, members on lines of their own) is ``indent=2``'s."""
+    assert json_text(value) == json.dumps(value, ensure_ascii=False, indent=2, separators=(",", ": "))
+    assert json_text(value, None) == json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+# ------------------------------------------------------------------ Telegram: a message that fits at once
+@EXAMPLES
+@given(messages())
+def test_a_telegram_message_that_surely_fits_is_packed_as_pack_would(message: Message) -> None:
+    pieces = telegram._pieces(message.blocks)
+    if not telegram._may_split(pieces):
+        assert telegram._one_page(pieces) == telegram._pack(pieces)
+    blank = [telegram._Piece("", -1)]
+    assert telegram._one_page(blank + pieces) == telegram._pack(blank + pieces) or telegram._may_split(pieces)

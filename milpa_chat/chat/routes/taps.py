@@ -61,12 +61,14 @@ class ApprovalTaps:
 
     async def handle(self, inbound: Inbound, surface: Surface) -> bool:
         action, ref = inbound.action or "", inbound.ref or ""
+        ctx = None
         if action == "approve" and not inbound.note:
-            needs = await self.editor.wants_reason(ref, self.context_for(inbound), surface)
+            ctx = self.context_for(inbound)  # (the decision is made with it too: one context for the tap)
+            needs = await self.editor.wants_reason(ref, ctx, surface)
             if needs is not None:
                 await self.editor.ask_reason(inbound, surface, needs)
                 return True
-        await self.flows.on_tap(inbound, surface, action, ref)
+        await self.flows.on_tap(inbound, surface, action, ref, ctx=ctx)
         return True
 
 
