@@ -19,6 +19,7 @@ Flood control (``RetryAfter``) is waited out and the call retried, up to ``max_r
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import warnings
 from collections import OrderedDict
@@ -38,9 +39,6 @@ from telegram import (
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     LinkPreviewOptions,
-)
-from telegram import (
-    Message as TgMessage,
 )
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, RetryAfter
@@ -86,6 +84,7 @@ class TelegramTransport(Surface):
         self.max_retry_wait = max_retry_wait
         self._remember = remember_answers
         self._answered: OrderedDict[str, None] = OrderedDict()
+        self._post: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = _raw_post(bot)
 
     @property
     def bot_username(self) -> str | None:
@@ -113,21 +112,20 @@ class TelegramTransport(Surface):
     # --------------------------------------------------------------- Transport
     async def send(self, chat_id: str, message: Message) -> MessageRef:
         payload = self.renderer.render_message(message)
-        sent: TgMessage | None = None
+        sent: int | None = None
         for part in payload.messages:
             sent = await self._send_part(chat_id, part)
         assert sent is not None  # the renderer always produces at least one message
         if payload.document is not None:
             await self._send_document(chat_id, payload.document)
-        return MessageRef(self.surface, chat_id, str(sent.message_id))
+        return MessageRef(self.surface, chat_id, str(sent))
 
     async def edit(self, ref: MessageRef, message: Message) -> None:
         payload = self._edit_renderer.render_message(message)
         part = payload.messages[0]
         try:
-            await self._retrying(
-                lambda: self.bot.edit_message_text(chat_id=ref.chat_id, message_id=int(ref.message_id), **_kwargs(part))
-            )
+            target = {"chat_id": ref.chat_id, "message_id": int(ref.message_id)}
+            await self._message_call("editMessageText", target, part)
         except BadRequest as exc:
             if _NOT_MODIFIED not in exc.message.lower():
                 raise
@@ -186,8 +184,29 @@ class TelegramTransport(Surface):
         return True
 
     # --------------------------------------------------------------- helpers
-    async def _send_part(self, chat_id: str, part: dict[str, Any]) -> TgMessage:
-        return await self._retrying(lambda: self.bot.send_message(chat_id, **_kwargs(part)))
+    async def _send_part(self, chat_id: str, part: dict[str, Any]) -> int:
+        """Send one rendered message; its message id."""
+        sent = await self._message_call("sendMessage", {"chat_id": chat_id}, part)
+        return int(sent["message_id"] if isinstance(sent, dict) else sent.message_id)
+
+    async def _message_call(self, method: str, target: dict[str, Any], part: dict[str, Any]) -> Any:
+        """``sendMessage`` / ``editMessageText`` of a rendered message to ``target`` (with flood control).
+
+        The kit reads at most the message id of what Telegram returns, so on PTB's own bot classes (no
+        ``Defaults``, no arbitrary callback data, no subclass that may override the typed methods) the call goes
+        through the bot's ``_post`` with the parameters the typed method sends, in its order: the same request,
+        without building a ``Message`` from the answer (the JSON dict is returned). Any other bot: its typed
+        method (a ``Message``)."""
+        post = self._post
+        if post is None:
+            typed = self.bot.send_message if method == "sendMessage" else self.bot.edit_message_text
+            kwargs = _kwargs(part)
+            return await self._retrying(lambda: typed(**target, **kwargs))
+        data = _wire(method, target, part)
+        try:  # the first attempt awaited here, not through _retrying: one coroutine less to resume per step
+            return await post(method, dict(data))  # _post changes the dict it is given
+        except RetryAfter as exc:
+            return await self._retrying(lambda: post(method, dict(data)), exc)
 
     async def _send_document(self, chat_id: str, document: Document) -> None:
         await self._retrying(
@@ -199,19 +218,22 @@ class TelegramTransport(Surface):
             )
         )
 
-    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run ``call``; on flood control wait the time Telegram asks (at most ``max_retry_wait``) and retry."""
+    async def _retrying(self, call: Callable[[], Awaitable[T]], failed: RetryAfter | None = None) -> T:
+        """Run ``call``; on flood control wait the time Telegram asks (at most ``max_retry_wait``) and retry.
+        ``failed``: the flood control a first attempt already met (the caller made it without this wrapper)."""
         attempt = 0
         while True:
+            if failed is not None:
+                attempt += 1
+                wait = _retry_seconds(failed)
+                if attempt > self.max_retries or wait > self.max_retry_wait:
+                    raise failed
+                log.warning("Telegram flood control: retrying in %.1f s", wait)
+                await asyncio.sleep(wait)
             try:
                 return await call()
             except RetryAfter as exc:
-                attempt += 1
-                wait = _retry_seconds(exc)
-                if attempt > self.max_retries or wait > self.max_retry_wait:
-                    raise
-                log.warning("Telegram flood control: retrying in %.1f s", wait)
-                await asyncio.sleep(wait)
+                failed = exc
 
 
 def _retry_seconds(exc: RetryAfter) -> float:
@@ -221,47 +243,86 @@ def _retry_seconds(exc: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
+def _raw_post(bot: Bot) -> Callable[[str, dict[str, Any]], Awaitable[Any]] | None:
+    """``bot._post`` when ``bot`` is PTB's own ``Bot`` or ``ExtBot`` without ``Defaults`` or arbitrary callback
+    data (whose typed message methods then only add parsing the answer into a ``Message``); else ``None``."""
+    from telegram.ext import ExtBot
+
+    if type(bot) not in (Bot, ExtBot):
+        return None
+    if getattr(bot, "defaults", None) is not None or getattr(bot, "callback_data_cache", None) is not None:
+        return None
+    post = getattr(bot, "_post", None)
+    return post if callable(post) else None
+
+
 def _kwargs(part: dict[str, Any]) -> dict[str, Any]:
     """A rendered message dict as ``send_message``/``edit_message_text`` keyword arguments."""
     kwargs: dict[str, Any] = {"text": part["text"], "parse_mode": part.get("parse_mode")}
     preview = part.get("link_preview_options")
     if preview is not None:
-        kwargs["link_preview_options"] = _preview(preview)
+        kwargs["link_preview_options"] = _preview(preview)[0]
     markup = part.get("reply_markup")
     if markup and markup.get("inline_keyboard"):
-        kwargs["reply_markup"] = _markup(markup["inline_keyboard"])
+        kwargs["reply_markup"] = _markup(markup["inline_keyboard"])[0]
     return kwargs
 
 
-#: PTB's objects are immutable (the bot copies one before filling in defaults), so one object serves every
-#: message that shows the same options or keyboard; at most this many of each are kept.
+def _wire(method: str, target: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """The parameters PTB's ``send_message`` / ``edit_message_text`` send for a rendered message, in their order;
+    options and keyboards as the JSON text PTB makes of them (a string parameter is sent as it is)."""
+    text = part["text"]
+    data = {"text": text, **target} if method == "editMessageText" else {**target, "text": text}
+    preview = part.get("link_preview_options")
+    if preview is not None:
+        data["link_preview_options"] = _preview(preview)[1]
+    if part.get("parse_mode") is not None:
+        data["parse_mode"] = part["parse_mode"]
+    markup = part.get("reply_markup")
+    if markup and markup.get("inline_keyboard"):
+        data["reply_markup"] = _markup(markup["inline_keyboard"])[1]
+    return data
+
+
+#: PTB's objects are immutable (the bot copies one before filling in defaults), so one object (and the JSON text
+#: PTB makes of it) serves every message that shows the same options or keyboard; at most this many of each kept.
 _KEYBOARDS_KEPT = 256
-_PREVIEWS: dict[tuple[tuple[str, Any], ...], LinkPreviewOptions] = {}
-_KEYBOARDS: OrderedDict[tuple[tuple[tuple[str, str, str | None], ...], ...], InlineKeyboardMarkup] = OrderedDict()
+_PREVIEWS: dict[tuple[tuple[str, Any], ...], tuple[LinkPreviewOptions, str]] = {}
+_KEYBOARDS: OrderedDict[tuple[tuple[tuple[str, str, str | None], ...], ...], tuple[InlineKeyboardMarkup, str]] = (
+    OrderedDict()
+)
 
 
-def _preview(options: dict[str, Any]) -> LinkPreviewOptions:
+def _as_sent(obj: LinkPreviewOptions | InlineKeyboardMarkup) -> str:
+    """The JSON text PTB sends for ``obj`` (``RequestParameter``: ``json.dumps`` of ``to_dict()``)."""
+    return json.dumps(obj.to_dict())
+
+
+def _preview(options: dict[str, Any]) -> tuple[LinkPreviewOptions, str]:
     key = tuple(options.items())
     try:
         found = _PREVIEWS.get(key)
     except TypeError:  # an unhashable option value: built every time
-        return LinkPreviewOptions(**options)
+        built = LinkPreviewOptions(**options)
+        return built, _as_sent(built)
     if found is None:
-        found = LinkPreviewOptions(**options)
+        built = LinkPreviewOptions(**options)
+        found = (built, _as_sent(built))
         if len(_PREVIEWS) < _KEYBOARDS_KEPT:
             _PREVIEWS[key] = found
     return found
 
 
-def _markup(keyboard: list[list[dict[str, str]]]) -> InlineKeyboardMarkup:
+def _markup(keyboard: list[list[dict[str, str]]]) -> tuple[InlineKeyboardMarkup, str]:
     key = tuple(tuple((b["text"], b["callback_data"], b.get("style")) for b in row) for row in keyboard)
     found = _KEYBOARDS.get(key)
     if found is not None:
         _KEYBOARDS.move_to_end(key)
         return found
-    found = _KEYBOARDS[key] = InlineKeyboardMarkup(
+    built = InlineKeyboardMarkup(
         [[InlineKeyboardButton(text, callback_data=data, style=style) for text, data, style in row] for row in key]
     )
+    found = _KEYBOARDS[key] = (built, _as_sent(built))
     while len(_KEYBOARDS) > _KEYBOARDS_KEPT:
         _KEYBOARDS.popitem(last=False)
     return found

@@ -1,72 +1,110 @@
-"""A read-only stand-in for the copy of a record that a rule of :meth:`ApprovalDesk._change` changes.
+"""The copy of a record that a rule of :meth:`ApprovalDesk._change` changes, copied only as far as it is read.
 
-Most decisions are refused (a tap on a decided card, someone other than the requester) and a rule
-refuses before it writes anything. So a rule is first run on a :class:`ReadOnlyView` of the record
-as read: a refusal (or "nothing to write") costs no copy of the record. The first write, or any read
-that would hand out a nested list or object the rule could change in place, raises
-:class:`NeedsCopy`, and the rule is run again, from the start and at the same time, on a deep copy.
-Rules are pure functions of the record, the actor and the time, so the second run decides what the
-first would have.
+A rule changes a few top-level fields of a ~1.5 KB record (the state, who decided, the lease...) and
+reads or changes in place only some of its nested objects (a card, the failures). So it gets a
+:class:`Draft`: a shallow copy of the record as read whose nested objects and arrays are deep-copied the
+first time the rule reads them. Whatever a rule does to what it gets, the record as read never changes,
+and a refusal (most decisions: a tap on a decided card, someone other than the requester) costs one
+shallow copy. The written record shares the nested values the rule never read with the record as read:
+records are read-only once built (an :class:`~milpa_chat.runtime.approval.Approval` is never changed in
+place), so sharing them is safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NoReturn, cast
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-__all__ = ["NeedsCopy", "ReadOnlyView", "writes_nothing"]
+from milpa_chat.store.base import _copied_dict, _copied_list, copy_value
 
-_SCALARS = (str, int, float, bool, type(None))
+__all__ = ["Draft"]
 
-
-class NeedsCopy(BaseException):
-    """The rule writes (or reads a nested value): run it on a copy. A ``BaseException`` so that no
-    ``except Exception`` of a rule can swallow it."""
+_MISSING: Any = object()
 
 
-def _scalar(value: Any) -> Any:
-    if isinstance(value, _SCALARS):
+_NESTED = (dict, list, tuple)
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a nested value, as :func:`~milpa_chat.store.base.copy_value` makes (a tuple becomes a list)."""
+    return _copied_dict(value) if value.__class__ is dict else _copied_list(value)
+
+
+class Draft(dict[str, Any]):
+    """A shallow copy of ``base`` whose nested ``dict`` and ``list`` values are deep-copied (and kept) the
+    first time they are read through it (a tuple becoming a list): ``d[k]``, ``get``, ``setdefault``, ``pop``,
+    ``popitem``, ``items``, ``values``, ``copy``, ``{**d}``, ``dict(d)``, ``d | x``, JSON encoding.
+    :meth:`plain` is the plain ``dict`` to write (it shares with ``base`` the nested values never read)."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, base: Mapping[str, Any]) -> None:
+        dict.__init__(self, base)
+        self._base = base
+
+    def _own(self, key: str, value: Any) -> Any:
+        if value.__class__ in _NESTED and value is self._base.get(key, _MISSING):
+            value = _copy(value)
+            dict.__setitem__(self, key, value)
         return value
-    raise NeedsCopy
 
-
-class ReadOnlyView:
-    """The record's top-level scalars, read-only; everything else raises :class:`NeedsCopy`."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = data
+    def _own_all(self) -> None:
+        for key, value in list(dict.items(self)):
+            self._own(key, value)
 
     def __getitem__(self, key: str) -> Any:
-        return _scalar(self._data[key])
+        return self._own(key, dict.__getitem__(self, key))
 
     def get(self, key: str, default: Any = None) -> Any:
-        return _scalar(self._data[key]) if key in self._data else default
+        value = dict.get(self, key, _MISSING)
+        return default if value is _MISSING else self._own(key, value)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        value = dict.get(self, key, _MISSING)
+        if value is _MISSING:
+            dict.__setitem__(self, key, default)
+            return default
+        return self._own(key, value)
 
-    def __getattr__(self, name: str) -> NoReturn:  # update, setdefault, pop, items, ...
-        raise NeedsCopy
+    def pop(self, key: str, *default: Any) -> Any:
+        value = dict.get(self, key, _MISSING)
+        if value is _MISSING:
+            return dict.pop(self, key, *default)
+        value = self._own(key, value)
+        dict.__delitem__(self, key)
+        return value
 
-    def __setitem__(self, key: str, value: Any) -> NoReturn:
-        raise NeedsCopy
+    def popitem(self) -> tuple[str, Any]:
+        key, value = dict.popitem(self)
+        if value.__class__ in _NESTED and value is self._base.get(key, _MISSING):
+            value = _copy(value)
+        return key, value
 
-    def __delitem__(self, key: str) -> NoReturn:
-        raise NeedsCopy
+    def items(self) -> Any:
+        self._own_all()
+        return dict.items(self)
 
-    def __iter__(self) -> NoReturn:
-        raise NeedsCopy
+    def values(self) -> Any:
+        self._own_all()
+        return dict.values(self)
 
-    def __len__(self) -> NoReturn:
-        raise NeedsCopy
+    def __iter__(self) -> Iterator[str]:
+        # defined so that ``{**d}``, ``dict(d)``, ``d | x``, ``x.update(d)`` and ``d.copy()`` read through
+        # __getitem__ (CPython copies a dict whose type keeps dict's own __iter__ without calling it)
+        return dict.__iter__(self)
 
+    def copy(self) -> dict[str, Any]:
+        return {k: self[k] for k in dict.keys(self)}
 
-def writes_nothing(rule: Callable[[Any, dict[str, Any], float], object], approval: Any, now: float) -> bool:
-    """Run ``rule`` on a read-only view of ``approval``'s record: True when it has nothing to write (it returned
-    ``None``), False when it must run on a copy; a refusal it raises goes to the caller."""
-    try:
-        return rule(approval, cast("dict[str, Any]", ReadOnlyView(approval.data)), now) is None
-    except NeedsCopy:
-        return False
+    def __copy__(self) -> dict[str, Any]:
+        return self.copy()
+
+    def __deepcopy__(self, memo: Any) -> dict[str, Any]:
+        return copy_value(self)
+
+    def __reduce__(self) -> Any:
+        return dict, (self.copy(),)
+
+    def plain(self) -> dict[str, Any]:
+        """The draft as a plain ``dict`` (nested values not read are the record's own: never change them)."""
+        return dict(dict.items(self))

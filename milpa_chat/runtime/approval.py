@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
 
 from milpa_chat.errors import MilpaError
@@ -102,6 +103,11 @@ class Approval:
     data: dict[str, Any]
     version: int
     due: float | None = None
+    #: :func:`pending_effects` of ``data``, when the desk computed them for the write that made this record.
+    _effects: tuple[str, ...] | None = field(default=None, init=False, compare=False, repr=False)
+    #: ``data``'s JSON per top-level field (:func:`~milpa_chat.store.base.encode_parts`), when this process
+    #: wrote it: the next write re-encodes only the fields it changes.
+    _parts: dict[str, str] | None = field(default=None, init=False, compare=False, repr=False)
 
     # a verification request reads its fields as attributes (req.decided_by, req.subject, ...)
     def __getattr__(self, name: str) -> Any:
@@ -196,18 +202,32 @@ class Approval:
 
     def effects(self) -> list[str]:
         """What is still to be delivered for the current state (see :func:`pending_effects`)."""
-        return pending_effects(self.data)
+        return pending_effects(self.data) if self._effects is None else list(self._effects)
 
     def to_dict(self) -> dict[str, Any]:
         return self.value
 
 
+def as_written(
+    id: str, data: dict[str, Any], version: int, due: float | None, effects: list[str], parts: dict[str, str]
+) -> Approval:
+    """The record a write of this process just stored: with its ``effects`` (:func:`pending_effects`) and its
+    JSON ``parts`` (:func:`~milpa_chat.store.base.encode_parts`), both made for that write (a copy made with
+    ``dataclasses.replace`` has neither)."""
+    approval = Approval(id, data, version, due)
+    object.__setattr__(approval, "_effects", tuple(effects))
+    object.__setattr__(approval, "_parts", parts)
+    return approval
+
+
 def card_key(v: Mapping[str, Any]) -> str:
     """What a card shows, as a key: a card whose ``shown`` differs needs an edit."""
     key = f"{v['state']}:{len(v.get('votes', []))}:{v.get('attempt', 0)}"
-    if v.get("noted"):  # a reassignment, a question, an answer or a comment shows on every copy
-        key = f"{key}:n{v['noted']}"
-    return f"{key}:r{v['revision']}" if v.get("revision") else key
+    noted = v.get("noted")
+    if noted:  # a reassignment, a question, an answer or a comment shows on every copy
+        key = f"{key}:n{noted}"
+    revision = v.get("revision")
+    return f"{key}:r{revision}" if revision else key
 
 
 def report_key(v: Mapping[str, Any]) -> str | None:
@@ -257,8 +277,9 @@ def active_failure(v: Mapping[str, Any], effect: str) -> Mapping[str, Any] | Non
     return failure  # type: ignore[no-any-return]
 
 
-def due_of(v: Mapping[str, Any], now: float) -> float | None:
-    """When a worker must next look at this record: expiry, lease end, a run to start, an effect to deliver."""
+def due_of(v: Mapping[str, Any], now: float, effects: list[str] | None = None) -> float | None:
+    """When a worker must next look at this record: expiry, lease end, a run to start, an effect to deliver.
+    ``effects``: :func:`pending_effects` of ``v``, when the caller has them."""
     times: list[float] = []
     state = v["state"]
     if state == "pending":
@@ -273,7 +294,7 @@ def due_of(v: Mapping[str, Any], now: float) -> float | None:
         times.append(float(v["lease"]["until"]))
     elif state == "approved" and v.get("auto_run") and v.get("tool") is not None:
         times.append(float(v.get("deliver_at") or now))
-    for effect in pending_effects(v):
+    for effect in pending_effects(v) if effects is None else effects:
         failure = active_failure(v, effect)
         times.append(float(failure["next_at"]) if failure else float(v.get("deliver_at") or now))
     return min(times) if times else None
@@ -296,6 +317,11 @@ def card_edits(v: Mapping[str, Any], effect: str) -> int:
     cards = v.get("cards", [])
     i = int(effect.partition(":")[2])
     return int(cards[i].get("edits", 0)) if i < len(cards) else 0
+
+
+def unsent_cards(cards: Any) -> bool:
+    """Whether some card of ``cards`` (a record's ``cards``) is not sent yet nor held by a sender."""
+    return bool(cards) and any(not card.get("message_id") and "sending" not in card for card in cards)
 
 
 def hold_new_cards(v: dict[str, Any], holder: str, until: float) -> None:
@@ -332,6 +358,16 @@ def mark_delivered(
         v["resumed"] = True
 
 
+def _measure() -> Callable[[Any, int], Any]:
+    """``json.dumps``' own encoder with ``default=str`` (a fresh one: an error leaves its table of containers
+    being encoded behind); the pure-Python one where the C one is missing."""
+    if c_make_encoder is None:  # pragma: no cover - CPython always has it
+        return lambda o, _: (json.dumps(o, default=str),)
+    return c_make_encoder(  # type: ignore[no-any-return]
+        {}, str, encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+
+
 def outcome_text(result: ToolResult) -> str:
     """One line for the card: the result's message, or what failed."""
     text = (result.message or "Done.") if result.success else f"Failed: {result.error}"
@@ -341,8 +377,8 @@ def outcome_text(result: ToolResult) -> str:
 def result_record(result: ToolResult) -> dict[str, Any]:
     """The result as stored (for the report and a resumed agent); huge data is left out, never cut mid-value."""
     data = result.to_dict()
-    try:
-        small = len(json.dumps(data, default=str)) <= MAX_RESULT_CHARS
+    try:  # json.dumps(data, default=str), without building an encoder object around the C one
+        small = len("".join(_measure()(data, 0))) <= MAX_RESULT_CHARS
     except (TypeError, ValueError):
         small = False
     if small:

@@ -8,14 +8,17 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 
-from milpa_chat.runtime._probe import writes_nothing
+from milpa_chat.runtime._probe import Draft
 from milpa_chat.runtime.approval import (
     COLLECTION,
     FINAL,
     Approval,
     ApprovalRefused,
+    as_written,
     due_of,
     hold_new_cards,
+    pending_effects,
+    unsent_cards,
 )
 from milpa_chat.runtime.approval_hooks import (
     ApprovalHooks,
@@ -31,11 +34,11 @@ from milpa_chat.runtime.approval_rules import Outcome
 from milpa_chat.runtime.caps import Cap
 from milpa_chat.runtime.events import EventDispatcher
 from milpa_chat.runtime.leases import this_holder
-from milpa_chat.store.base import copy_value
+from milpa_chat.store.base import Encoded, encode_parts
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.audit import AuditLogger
-    from milpa_chat.store.base import Store
+    from milpa_chat.store.base import Record, Store
 
 
 log = logging.getLogger("milpa_chat.approvals")
@@ -147,17 +150,26 @@ class DeskCore:
         if not isinstance(approval_id, str) or not approval_id or len(approval_id) > 200:
             return None
         rec = await self.store.get(COLLECTION, approval_id)
-        return None if rec is None else Approval(rec.key, rec.value, rec.version, rec.due)
+        return None if rec is None else self._as_read(rec)
+
+    def _as_read(self, rec: Record) -> Approval:
+        """The approval ``rec`` holds: the record this process keeps of that very version when it has one
+        (approval ids are random and never reused, so one version of one id is one content), whose JSON is
+        then not decoded again (and whose next write re-encodes only what it changes)."""
+        kept = self._live.get(rec.key) or self._settled.get(rec.key)
+        if kept is not None and kept.version == rec.version:
+            return kept
+        return Approval(rec.key, rec.value, rec.version, rec.due)
 
     async def listing(self, *, state: str | None = None) -> list[Approval]:
         """Every stored approval (or those in ``state``), by id."""
         recs = await self.store.scan(COLLECTION, where=None if state is None else {"state": state})
-        return [Approval(r.key, r.value, r.version, r.due) for r in recs]
+        return [self._as_read(r) for r in recs]
 
     async def due(self, limit: int = 200) -> list[Approval]:
         """Approvals a worker must look at now (expiry, lease end, a run to start, effects), earliest first."""
         recs = await self.store.due(COLLECTION, before=self.store.clock(), limit=limit)
-        return [Approval(r.key, r.value, r.version, r.due) for r in recs]
+        return [self._as_read(r) for r in recs]
 
     def _handoff(self) -> float:
         """Seconds this worker keeps the effects of its writes to itself: none without a follower (a decision in
@@ -188,7 +200,8 @@ class DeskCore:
         durable: bool = True,
         remembered: bool = False,
     ) -> Change:
-        """The one compare-and-set loop: read, apply ``fn`` to a copy, write at the version read; on a
+        """The one compare-and-set loop: read, apply ``fn`` to a copy (a :class:`~milpa_chat.runtime._probe.Draft`:
+        copied as far as ``fn`` reads it), write at the version read; on a
         lost race read again and re-apply (``fn`` re-checks everything). ``fn`` returning ``None``
         writes nothing. ``current``: a snapshot the caller just got from a write of its own, tried
         first without reading (a stale one only costs the lost race). ``durable=False``: the write may be
@@ -202,14 +215,9 @@ class DeskCore:
             if current is None:
                 raise ApprovalRefused(f"Unknown request {approval_id!r} (it may have been removed).", code="NOT_FOUND")
             now = self.store.clock()
+            draft = Draft(current.data)  # a refusal, or nothing to write, costs one shallow copy
             try:
-                if writes_nothing(fn, current, now):  # a refusal, or nothing to write, needs no copy of the record
-                    if remembered:
-                        current, remembered = await self._as_stored(approval_id, current), False
-                        continue
-                    return Change(current, "unchanged")
-                value = copy_value(current.data)
-                outcome = fn(current, value, now)
+                outcome = fn(current, draft, now)
             except ApprovalRefused:
                 if remembered:  # refused on a snapshot: refuse on what is stored
                     current, remembered = await self._as_stored(approval_id, current), False
@@ -221,21 +229,26 @@ class DeskCore:
                     continue
                 return Change(current, "unchanged")
             if handoff:
-                value.update(deliver_at=now + self._handoff(), writer=self.worker)
-                hold_new_cards(value, self.worker, now + self._handoff())  # cards a reminder or escalation added
+                until = now + self._handoff()
+                dict.update(draft, deliver_at=until, writer=self.worker)
+                if unsent_cards(dict.get(draft, "cards")):  # cards a reminder or escalation added
+                    hold_new_cards(draft, self.worker, until)
+            value = draft.plain()
             settled = value["state"] in FINAL and current.state not in FINAL
+            effects = pending_effects(value)
+            text, parts = encode_parts(COLLECTION, current.id, value, current.data, current._parts)
             rec = await self.store.update(
                 COLLECTION,
                 current.id,
-                value,
+                Encoded(value, text),
                 expected_version=current.version,
-                due=due_of(value, now),
+                due=due_of(value, now, effects),
                 ttl=self.retention if settled else None,
                 durable=durable,
             )
             if rec is not None:
                 event, claimed, message = outcome
-                written = Approval(current.id, value, rec.version, rec.due)
+                written = as_written(current.id, value, rec.version, rec.due, effects, parts)
                 self._remember(written)
                 if current.state == "pending" and written.state != "pending":  # decided or expired: a slot frees
                     await self.pending_cap.free(written.requester_principal or "anonymous", written.id)
@@ -251,7 +264,7 @@ class DeskCore:
             return None
         if snapshot is not None and snapshot.id == rec.key and snapshot.version == rec.version:
             return snapshot
-        return Approval(rec.key, rec.value, rec.version, rec.due)
+        return self._as_read(rec)
 
     def settled(self, approval_id: str) -> Approval | None:
         """The settled record this process last read or wrote for ``approval_id``, if it still keeps one (its

@@ -14,9 +14,11 @@ from milpa_chat.runtime.approval import (
     Approval,
     ApprovalKind,
     ApprovalRefused,
+    as_written,
     digest,
     due_of,
     hold_new_cards,
+    pending_effects,
 )
 from milpa_chat.runtime.approval_hooks import (
     Change,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from milpa_chat.runtime.definition import VerifyPolicy
 
 from milpa_chat.runtime.desk_core import DeskCore
+from milpa_chat.store.base import Encoded, encode_parts
 
 log = logging.getLogger("milpa_chat.approvals")
 
@@ -141,21 +144,28 @@ class Opening(DeskCore):
             value.update(external=True, auto_run=False)
         hold_new_cards(value, self.worker, now + self._handoff())
         who = ctx.principal or "anonymous"
+        effects = pending_effects(value)
+        due = due_of(value, now, effects)
+        aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
+        text, parts = encode_parts(COLLECTION, aid, value)  # refused before a slot is taken; the same for any id
+        encoded = Encoded(value, text)
         while True:
-            aid = secrets.token_hex(16)  # 128 bits, 32 characters: "run_again:<id>" fits 64 bytes
             if standing is not None:  # decided already: it holds no pending slot
                 ttl = self.retention if value["state"] == "rejected" else None
-                rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now), ttl=ttl)
+                rec = await self.store.insert(COLLECTION, aid, encoded, due=due, ttl=ttl)
                 if rec is not None:
                     break
+                aid = secrets.token_hex(16)
                 continue
             await self.pending_cap.take(who, aid, value["expires_at"])
-            rec = await self.store.insert(COLLECTION, aid, value, due=due_of(value, now))
+            rec = await self.store.insert(COLLECTION, aid, encoded, due=due)
             if rec is not None:
                 break
             await self.pending_cap.free(who, aid)
+            aid = secrets.token_hex(16)
         failpoint("approval.opened")
-        approval = Approval(aid, value, rec.version, rec.due)
+        approval = as_written(aid, value, rec.version, rec.due, effects, parts)
+        self._remember(approval)
         event = "requested" if standing is None else ("lent" if value["state"] == "approved" else "stopped")
         await self._event(Change(approval, event))
         return approval

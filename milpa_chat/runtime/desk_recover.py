@@ -137,6 +137,7 @@ class Recovering(DeskCore):
                     # reached the platform before or after theirs: the card is edited again
                     raced = (
                         current is not None
+                        and a is not current  # (the snapshot itself, as stored: nobody edited it since)
                         and not out.message_id
                         and card_edits(a.data, effect) != card_edits(current.data, effect)
                     )

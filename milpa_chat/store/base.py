@@ -44,6 +44,7 @@ __all__ = [
     "KEEP",
     "Clock",
     "Due",
+    "Encoded",
     "RateDecision",
     "Record",
     "Store",
@@ -52,6 +53,7 @@ __all__ = [
     "check_text",
     "check_value",
     "copy_value",
+    "encode_parts",
 ]
 
 Clock = Callable[[], float]
@@ -122,18 +124,16 @@ class Record:
         expires_at: float | None,
         due: float | None,
     ) -> None:
-        for name, field in (
-            ("collection", collection),
-            ("key", key),
-            ("_value", value),
-            ("_text", text),
-            ("version", version),
-            ("created_at", created_at),
-            ("updated_at", updated_at),
-            ("expires_at", expires_at),
-            ("due", due),
-        ):
-            object.__setattr__(self, name, field)
+        set_ = object.__setattr__  # (one call per field, no loop: a record is built on every write and read)
+        set_(self, "collection", collection)
+        set_(self, "key", key)
+        set_(self, "_value", value)
+        set_(self, "_text", text)
+        set_(self, "version", version)
+        set_(self, "created_at", created_at)
+        set_(self, "updated_at", updated_at)
+        set_(self, "expires_at", expires_at)
+        set_(self, "due", due)
 
     @property
     def value(self) -> dict[str, Any]:
@@ -349,20 +349,137 @@ def _compact(value: Mapping[str, Any]) -> str:
 
 
 def check_text(collection: str, key: str, value: Mapping[str, Any]) -> str:
-    """Validate a record value like :func:`check_value` and return it as compact JSON text."""
-    if not isinstance(collection, str) or not collection:
+    """Validate a record value like :func:`check_value` and return it as compact JSON text (an
+    :class:`Encoded` value's own text: it was checked when it was encoded)."""
+    if (collection.__class__ is not str and not isinstance(collection, str)) or not collection:
         raise StoreError(f"collection must be a non-empty string, got {collection!r}")
-    if not isinstance(key, str) or not key:
+    if (key.__class__ is not str and not isinstance(key, str)) or not key:
         raise StoreError(f"key must be a non-empty string, got {key!r} (collection {collection!r})")
-    if not isinstance(value, Mapping):
+    if value.__class__ is Encoded and value.text is not None:
+        return value.text
+    if value.__class__ is not dict and not isinstance(value, Mapping):
         raise StoreError(f"value of {collection}/{key} must be a JSON object (a dict), got {type(value).__name__}")
     try:
         return _compact(value)
     except (TypeError, ValueError) as exc:
-        raise StoreError(
-            f"value of {collection}/{key} is not JSON-serialisable ({exc}); "
-            "store only dicts, lists, strings, numbers, booleans and None"
-        ) from exc
+        raise _not_serialisable(collection, key, exc) from exc
+
+
+def _not_serialisable(collection: str, key: str, exc: Exception) -> StoreError:
+    return StoreError(
+        f"value of {collection}/{key} is not JSON-serialisable ({exc}); "
+        "store only dicts, lists, strings, numbers, booleans and None"
+    )
+
+
+class Encoded(dict[str, Any]):
+    """A record value with its compact JSON text already made (:func:`encode_parts`): a write stores ``text``
+    without encoding the value again. Build it right before the write and change nothing nested in it (a
+    change of a top-level field drops the text: the value is then encoded as any other)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: Mapping[str, Any], text: str) -> None:
+        dict.__init__(self, value)
+        self.text: str | None = text
+
+    def _changed(self) -> None:
+        self.text = None
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._changed()
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._changed()
+        dict.__delitem__(self, key)
+
+    def __ior__(self, other: Any) -> Encoded:  # type: ignore[override,misc]
+        self._changed()
+        dict.update(self, other)
+        return self
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._changed()
+        dict.update(self, *args, **kwargs)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self._changed()
+        return dict.setdefault(self, key, default)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self._changed()
+        return dict.pop(self, key, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._changed()
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        self._changed()
+        dict.clear(self)
+
+
+_MISSING: Any = object()
+
+
+def encode_parts(
+    collection: str,
+    key: str,
+    value: Mapping[str, Any],
+    base: Mapping[str, Any] | None = None,
+    parts: Mapping[str, str] | None = None,
+) -> tuple[str, dict[str, str]]:
+    """``value`` as :func:`check_text` encodes it, and its parts: per top-level key, ``"key":<its value's JSON>``.
+
+    ``parts`` are those of ``base`` (an earlier value this one was made from): a top-level value that is
+    ``base``'s own object (the same object, never changed in place) reuses its part, so a write that changes a
+    few fields of a record encodes only those. The text is byte for byte what :func:`check_text` returns;
+    anything :func:`check_text` refuses raises the same :class:`~milpa_chat.errors.StoreError`."""
+    if value.__class__ is not dict and not isinstance(value, Mapping):
+        return check_text(collection, key, value), {}
+    if base is None or parts is None:
+        base, parts = _NOTHING, _NOTHING
+    encode = c_make_encoder({}, _not_json, encode_basestring_ascii, None, ":", ",", False, False, False)
+    out: dict[str, str] = {}
+    try:
+        for k, v in value.items():
+            if k in parts and k in base and base[k] is v:
+                out[k] = parts[k]
+                continue
+            if k.__class__ is not str:  # a key JSON turns into a string: the encoder's way, in one pass
+                return check_text(collection, key, value), {}
+            prefix = _KEYS[k] if k in _KEYS else _key(k)
+            kind = v.__class__  # a scalar as the C encoder writes it, without calling it
+            if kind is str:
+                out[k] = prefix + encode_basestring_ascii(v)
+            elif v is None:
+                out[k] = prefix + "null"
+            elif kind is bool:
+                out[k] = prefix + ("true" if v else "false")
+            elif kind is int:
+                out[k] = prefix + int.__repr__(v)
+            elif kind is float and v - v == 0.0:  # finite (NaN and infinities go to the encoder, which refuses them)
+                out[k] = prefix + float.__repr__(v)
+            else:
+                out[k] = prefix + "".join(encode(v, 0))
+    except (TypeError, ValueError) as exc:
+        raise _not_serialisable(collection, key, exc) from exc
+    return "{" + ",".join(out.values()) + "}", out
+
+
+#: ``"key":`` of the top-level keys met (records have a few dozen distinct ones; at most 4,096 kept).
+_KEYS: dict[str, str] = {}
+
+
+def _key(k: str) -> str:
+    prefix = encode_basestring_ascii(k) + ":"
+    if len(_KEYS) < 4096:
+        _KEYS[k] = prefix
+    return prefix
+
+
+_NOTHING: Mapping[str, Any] = {}
 
 
 def check_due(due: Due) -> None:

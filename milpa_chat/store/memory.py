@@ -128,8 +128,10 @@ class MemoryStore:
         durable: bool = True,
     ) -> Record | None:
         text = check_text(collection, key, value)
-        expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
-        check_due(due)
+        if ttl is not None:
+            expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
+        if due is not None:
+            check_due(due)
         with self._lock:
             self._check_open()
             now = self.clock()
@@ -151,8 +153,10 @@ class MemoryStore:
         durable: bool = True,
     ) -> Record:
         text = check_text(collection, key, value)
-        expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
-        check_due(due)
+        if ttl is not None:
+            expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
+        if due is not None:
+            check_due(due)
         with self._lock:
             self._check_open()
             now = self.clock()
@@ -182,8 +186,10 @@ class MemoryStore:
         durable: bool = True,
     ) -> Record | None:
         text = check_text(collection, key, value)
-        expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
-        check_due(due)
+        if ttl is not None:
+            expiry(0.0, ttl)  # refuse a bad ttl whatever the record's state
+        if due is not None and due is not KEEP:
+            check_due(due)
         with self._lock:
             self._check_open()
             now = self.clock()

@@ -2,14 +2,15 @@
 
 Writing or reading one record runs on the event loop itself, on a connection of the loop's thread that
 commits with ``synchronous=NORMAL`` (it appends to the WAL without syncing it) and never waits for a lock:
-``get``, and ``insert``/``put``/``update``/``take``/``delete``. A durable one of those writes
-(``synchronous="FULL"``, the default, and not ``durable=False``) then waits until the WAL file has been synced
-after its commit (:mod:`milpa_chat.store._wal_sync`: one ``fsync`` on a thread of its own for every commit
-waiting when it starts), so it returns once it is on disk, as with ``synchronous=FULL``, for one thread hop per
-sync instead of a thread running its statements. When another writer holds the file, the operation goes to
-the thread pool (a write: to the writer thread) and waits there, so the loop never blocks on a lock. The loop's
-connection never checkpoints the WAL (which would write and sync the database file); the pool does, after
-every 200 of its writes.
+``get``, and ``insert``/``put``/``update``/``take``/``delete``, each one statement that is its own transaction.
+A durable one of those writes (``synchronous="FULL"``, the default, and not ``durable=False``) then waits until
+the WAL file has been synced after its commit (:mod:`milpa_chat.store._wal_sync`: one ``fdatasync``, made by the
+loop itself when nothing else of the store is in flight on it, so the loop is held for one sync at most; else
+on a thread of its own, one for every commit waiting when it starts), so it returns once it is on disk, as with
+``synchronous=FULL``. When another writer holds the file, the operation goes to the thread pool (a write: to
+the writer thread) and waits there, so the loop never blocks on a lock. The loop's connection never
+checkpoints the WAL (which would write and sync the database file); the pool does, after every 200 of its
+writes.
 
 Scans, streams and rate windows run on a small thread pool (reads, one connection per thread) and one writer
 thread that commits the writes queued while its previous commit was syncing together, one transaction and one
@@ -60,6 +61,33 @@ Ts = TypeVarTuple("Ts")
 
 _COLS = "key, value, version, created_at, updated_at, expires_at, due"
 _LIVE = "(expires_at IS NULL OR expires_at > :now)"
+# The statements of one record, built once. A write returns only the columns it cannot know (not the value it
+# just wrote, which SQLite would copy into a table of results and back).
+_GET = f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE}"
+_INSERT = (
+    "INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
+    "ON CONFLICT (collection, key) DO UPDATE SET value = :v, version = 1, created_at = :now, "
+    f"updated_at = :now, expires_at = :exp, due = :due WHERE NOT {_LIVE} RETURNING version"
+)
+_PUT = (
+    "INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
+    "ON CONFLICT (collection, key) DO UPDATE SET value = :v, "
+    f"version = CASE WHEN {_LIVE} THEN version + 1 ELSE 1 END, "
+    f"created_at = CASE WHEN {_LIVE} THEN created_at ELSE :now END, "
+    "updated_at = :now, expires_at = :exp, due = :due RETURNING version, created_at"
+)
+_UPDATE = (
+    "UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "
+    "expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END, "
+    "due = CASE WHEN :keep_due THEN due ELSE :due END "
+    f"WHERE collection = :c AND key = :k AND version = :ver AND {_LIVE} "
+    "RETURNING version, created_at, expires_at, due"
+)
+_TAKE = (
+    f"DELETE FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE} "
+    f"AND (:ver IS NULL OR version = :ver) RETURNING {_COLS}"
+)
+_DELETE = "DELETE FROM milpa_records WHERE collection = ? AND key = ? RETURNING expires_at"
 _CHECKPOINT_EVERY = 200  # writes on the event loop's connection between two checkpoints by the pool
 
 
@@ -164,6 +192,15 @@ class SqliteStore(ThreadedStore):
         """``fn(conn, *args)`` on a pool thread, with that thread's connection."""
         return await self._run(lambda: fn(self._conn(), *args))
 
+    async def _run(self, fn: Callable[[Unpack[Ts]], T], *args: *Ts) -> T:
+        """``fn(*args)`` on the pool, counted as in flight on this loop (a durable write made meanwhile syncs on
+        the sync thread rather than holding the loop)."""
+        self._wal.started()
+        try:
+            return await super()._run(fn, *args)
+        finally:
+            self._wal.finished()
+
     async def _queued(self, fn: Callable[[Unpack[Ts]], T], *args: *Ts, durable: bool = True) -> T:
         """``fn(*args)`` (a write) on the writer thread, committed with the writes queued beside it."""
         self._check_open()
@@ -171,7 +208,11 @@ class SqliteStore(ThreadedStore):
             future = self._writer.submit(lambda: fn(*args), durable=durable)
         except RuntimeError as exc:  # a concurrent close() stopped the writer
             raise StoreError(f"{self._describe()} is closed; open a new store to keep working") from exc
-        return await future
+        self._wal.started()
+        try:
+            return await future
+        finally:
+            self._wal.finished()
 
     def _begin_batch(self, durable: bool) -> sqlite3.Connection:
         """The writer thread's transaction for one batch, synced as the most demanding write in it needs."""
@@ -208,8 +249,12 @@ class SqliteStore(ThreadedStore):
                     # Our own checkpoint holds the file a moment: write here once it is done, rather than hand
                     # this write (and, while that batch holds the lock, every next one) to the writer thread.
                     retried = True
-                    with suppress(Exception):  # (it logs its own failures)
-                        await asyncio.wrap_future(checkpoint)
+                    self._wal.started()
+                    try:
+                        with suppress(Exception):  # (it logs its own failures)
+                            await asyncio.wrap_future(checkpoint)
+                    finally:
+                        self._wal.finished()
                     continue
             except sqlite3.Error as exc:
                 if conn.in_transaction:
@@ -265,8 +310,8 @@ class SqliteStore(ThreadedStore):
     @contextmanager
     def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
         """One write on ``conn`` (this thread's connection by default): in the writer thread's batch, a
-        savepoint of it (this write alone undone on failure); on the event loop's connection, one
-        ``BEGIN IMMEDIATE`` transaction (committed with its ``synchronous=NORMAL``)."""
+        savepoint of it (this write alone undone on failure); outside a transaction, one ``BEGIN IMMEDIATE``
+        transaction."""
         db: sqlite3.Connection = self._conn() if conn is None else conn
         if db.in_transaction:  # the writer thread's batch: this write alone in a savepoint of it
             db.execute("SAVEPOINT milpa_write")
@@ -287,6 +332,18 @@ class SqliteStore(ThreadedStore):
                 db.execute("ROLLBACK")
             raise
 
+    def _record_write(
+        self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | tuple[Any, ...]
+    ) -> list[Any]:
+        """The one statement of a record's write, its rows. On the event loop's connection (no transaction
+        open) it is a transaction of its own: SQLite takes the write lock for it (or fails at once, the file
+        being busy) and commits it as it finishes, the same as ``BEGIN IMMEDIATE`` … ``COMMIT`` around it, for
+        one call instead of three. In the writer thread's batch: in a savepoint of it (:meth:`_write`)."""
+        if not conn.in_transaction:
+            return conn.execute(sql, params).fetchall()
+        with self._write(conn):
+            return conn.execute(sql, params).fetchall()
+
     def _translate(self, exc: Exception) -> StoreError | None:
         return translate(exc, self.path, self.busy_timeout)
 
@@ -306,10 +363,7 @@ class SqliteStore(ThreadedStore):
         return await self._inline(self._get, collection, key)
 
     def _get(self, conn: sqlite3.Connection, collection: str, key: str) -> Record | None:
-        row = conn.execute(
-            f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE}",
-            {"c": collection, "k": key, "now": self.clock()},
-        ).fetchone()
+        row = conn.execute(_GET, {"c": collection, "k": key, "now": self.clock()}).fetchone()
         return None if row is None else to_record(collection, row)
 
     async def insert(
@@ -338,15 +392,13 @@ class SqliteStore(ThreadedStore):
         ttl: float | None,
         due: float | None,
     ) -> Record | None:
-        with self._write(conn):
-            now = self.clock()
-            rows = conn.execute(
-                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
-                f"ON CONFLICT (collection, key) DO UPDATE SET value = :v, version = 1, created_at = :now, "
-                f"updated_at = :now, expires_at = :exp, due = :due WHERE NOT {_LIVE} RETURNING {_COLS}",
-                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl), "due": due},
-            ).fetchall()
-        return to_record(collection, rows[0]) if rows else None
+        now = float(self.clock())
+        exp = expiry(now, ttl)
+        due = None if due is None else float(due)
+        params = {"c": collection, "k": key, "v": text, "now": now, "exp": exp, "due": due}
+        if not self._record_write(conn, _INSERT, params):
+            return None
+        return Record.from_text(collection, key, text, 1, now, now, exp, due)
 
     async def put(
         self,
@@ -372,17 +424,12 @@ class SqliteStore(ThreadedStore):
         ttl: float | None,
         due: float | None,
     ) -> Record:
-        with self._write(conn):
-            now = self.clock()
-            rows = conn.execute(
-                f"INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
-                f"ON CONFLICT (collection, key) DO UPDATE SET value = :v, "
-                f"version = CASE WHEN {_LIVE} THEN version + 1 ELSE 1 END, "
-                f"created_at = CASE WHEN {_LIVE} THEN created_at ELSE :now END, "
-                f"updated_at = :now, expires_at = :exp, due = :due RETURNING {_COLS}",
-                {"c": collection, "k": key, "v": text, "now": now, "exp": expiry(now, ttl), "due": due},
-            ).fetchall()
-        return to_record(collection, rows[0])
+        now = float(self.clock())
+        exp = expiry(now, ttl)
+        due = None if due is None else float(due)
+        params = {"c": collection, "k": key, "v": text, "now": now, "exp": exp, "due": due}
+        ((version, created_at),) = self._record_write(conn, _PUT, params)
+        return Record.from_text(collection, key, text, version, created_at, now, exp, due)
 
     async def update(
         self,
@@ -412,49 +459,38 @@ class SqliteStore(ThreadedStore):
         ttl: float | None,
         due: Due,
     ) -> Record | None:
-        with self._write(conn):
-            now = self.clock()
-            rows = conn.execute(
-                f"UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "
-                f"expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END, "
-                f"due = CASE WHEN :keep_due THEN due ELSE :due END "
-                f"WHERE collection = :c AND key = :k AND version = :ver AND {_LIVE} RETURNING {_COLS}",
-                {
-                    "c": collection,
-                    "k": key,
-                    "v": text,
-                    "now": now,
-                    "ver": expected,
-                    "keep": ttl is None,
-                    "exp": expiry(now, ttl),
-                    "keep_due": due is KEEP,
-                    "due": None if due is KEEP else due,
-                },
-            ).fetchall()
-        return to_record(collection, rows[0]) if rows else None
+        now = float(self.clock())
+        params = {
+            "c": collection,
+            "k": key,
+            "v": text,
+            "now": now,
+            "ver": expected,
+            "keep": ttl is None,
+            "exp": expiry(now, ttl),
+            "keep_due": due is KEEP,
+            "due": None if due is KEEP else due,
+        }
+        rows = self._record_write(conn, _UPDATE, params)
+        if not rows:
+            return None
+        ((version, created_at, expires_at, stored_due),) = rows
+        return Record.from_text(collection, key, text, version, created_at, now, expires_at, stored_due)
 
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         return await self._inline(self._take, collection, key, expected_version, write=True, durable=self._syncs())
 
     def _take(self, conn: sqlite3.Connection, collection: str, key: str, expected: int | None) -> Record | None:
-        with self._write(conn):
-            rows = conn.execute(
-                f"DELETE FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE} "
-                f"AND (:ver IS NULL OR version = :ver) RETURNING {_COLS}",
-                {"c": collection, "k": key, "now": self.clock(), "ver": expected},
-            ).fetchall()
+        params = {"c": collection, "k": key, "now": self.clock(), "ver": expected}
+        rows = self._record_write(conn, _TAKE, params)
         return to_record(collection, rows[0]) if rows else None
 
     async def delete(self, collection: str, key: str) -> bool:
         return await self._inline(self._delete, collection, key, write=True, durable=self._syncs())
 
     def _delete(self, conn: sqlite3.Connection, collection: str, key: str) -> bool:
-        with self._write(conn):
-            rows = conn.execute(
-                "DELETE FROM milpa_records WHERE collection = ? AND key = ? RETURNING expires_at",
-                (collection, key),
-            ).fetchall()
-            return bool(rows) and is_live(rows[0][0], self.clock())
+        rows = self._record_write(conn, _DELETE, (collection, key))
+        return bool(rows) and is_live(rows[0][0], self.clock())
 
     async def scan(
         self,

@@ -1,15 +1,17 @@
-"""A decision is first tried on a read-only view of the record (no copy for a refusal); the rules still see
+"""A decision runs on a copy-on-read draft of the record (no deep copy for a refusal); the rules still see
 and write exactly what they would on a copy, and nothing a rule does can reach the record as read."""
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 import pytest
 
 from milpa_chat import ToolContext, ToolRegistry, VerifyPolicy, tool
 from milpa_chat.runtime import ApprovalRefused
-from milpa_chat.runtime._probe import NeedsCopy, ReadOnlyView
+from milpa_chat.runtime._probe import Draft
 from milpa_chat.store import MemoryStore
 
 CLERK = ToolContext.telegram(1, 100, ["payments:send"])
@@ -37,28 +39,63 @@ class Tools:
         return {"deleted": note_id}
 
 
-def test_the_view_refuses_every_write_and_every_nested_value() -> None:
-    record = {"state": "pending", "votes": [{"principal": "a"}], "policy": {"quorum": 2}, "n": 3, "none": None}
-    view = ReadOnlyView(record)
-    assert (view["state"], view.get("n"), view.get("none", "x"), view.get("absent", 7)) == ("pending", 3, None, 7)
-    assert "votes" in view and "absent" not in view
-    attempts = [
-        lambda: view["votes"],
-        lambda: view.get("policy"),
-        lambda: view.__setitem__("state", "approved"),
-        lambda: view.update(state="approved"),
-        lambda: view.setdefault("x", 1),
-        lambda: view.pop("state"),
-        lambda: view.__delitem__("n"),
-        lambda: list(view),
-        lambda: len(view),
-        lambda: view.items(),
+def _record() -> dict[str, Any]:
+    return {
+        "state": "pending",
+        "votes": [{"principal": "a"}],
+        "policy": {"quorum": 2, "scopes": ["x"]},
+        "cards": [{"shown": "k", "edits": 1}],
+        "pair": (1, {"x": [2]}),
+        "n": 3,
+        "none": None,
+    }
+
+
+def test_nothing_done_to_a_draft_reaches_the_record_as_read() -> None:
+    record = _record()
+    attempts: list[Any] = [
+        lambda d: d["votes"].append({"principal": "b"}),
+        lambda d: d.get("policy").update(quorum=3),
+        lambda d: d.get("policy")["scopes"].append("y"),
+        lambda d: d.setdefault("cards", []).append({}),
+        lambda d: d["cards"][0].update(shown="other"),
+        lambda d: d.pop("votes").clear(),
+        lambda d: [c.clear() for c in d.values() if isinstance(c, dict | list)],
+        lambda d: [c.clear() for _, c in d.items() if isinstance(c, dict | list)],
+        lambda d: {**d}["policy"].clear(),
+        lambda d: dict(d)["cards"].clear(),
+        lambda d: d.copy()["votes"].clear(),
+        lambda d: (d | {"n": 4})["policy"].clear(),
+        lambda d: copy.copy(d)["cards"][0].clear(),
+        lambda d: copy.deepcopy(d)["cards"][0].clear(),
+        lambda d: d["pair"][1]["x"].append(3),
+        lambda d: d.popitem()[1],
+        lambda d: d.update(state="approved", votes=[]),
+        lambda d: d.__delitem__("n"),
+        lambda d: d.clear(),
     ]
     for attempt in attempts:
-        with pytest.raises(NeedsCopy):
-            attempt()
-    assert record == {"state": "pending", "votes": [{"principal": "a"}], "policy": {"quorum": 2}, "n": 3, "none": None}
-    assert not issubclass(NeedsCopy, Exception)  # a rule's `except Exception` cannot swallow it
+        draft = Draft(record)
+        attempt(draft)
+        assert record == _record(), attempt
+    draft = Draft(record)
+    assert draft == record and draft.plain() == record and type(draft.plain()) is dict
+    assert (draft["state"], draft.get("n"), draft.get("none", "x"), draft.get("absent", 7)) == ("pending", 3, None, 7)
+    assert json.loads(json.dumps(draft)) == json.loads(json.dumps(record))
+
+
+def test_a_draft_copies_what_is_read_and_shares_the_rest() -> None:
+    record = _record()
+    draft = Draft(record)
+    draft["cards"][0]["shown"] = "new"
+    draft["state"] = "approved"
+    plain = draft.plain()
+    assert plain["cards"] == [{"shown": "new", "edits": 1}] and record["cards"] == [{"shown": "k", "edits": 1}]
+    assert plain["policy"] is record["policy"] and plain["votes"] is record["votes"]  # never read: shared
+    assert draft["cards"] is plain["cards"]  # read once, kept: a second read sees the first one's changes
+    assert not isinstance(draft.pop("absent", None), dict) and draft.get("absent") is None
+    with pytest.raises(KeyError):
+        draft.pop("absent")
 
 
 async def test_refusals_leave_the_record_as_it_was_and_votes_accumulate_on_copies() -> None:

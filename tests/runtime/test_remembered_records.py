@@ -4,6 +4,7 @@ on the record as stored, the same as on a worker that remembers nothing. The pen
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,4 +107,36 @@ async def test_the_pending_cap_frees_on_the_version_it_wrote_and_reads_after_a_l
     assert notes.deleted == [2]
     cap = await store.get(CAPS, "pending requests:telegram:1001")
     assert cap is not None and len(cap.value["open"]) == 1  # note 1's request still counts, note 2's was freed
+    await store.close()
+
+
+async def test_what_a_worker_keeps_is_what_is_stored_and_only_changed_fields_are_encoded_again(
+    spec: dict[str, Any],
+) -> None:
+    """A write re-encodes only the fields it changed (the rest of its JSON is the last write's): whatever the
+    workers, the store holds exactly the record each worker keeps, and a read of a kept version is that record."""
+    store = open_spec(spec)
+    notes, surface = Notes(), RecordingTransport("telegram")
+    first, second = worker(store, notes, surface), worker(another(spec, store), notes, surface)
+    desks = (first.registry.approvals, second.registry.approvals)
+
+    async def stored_as_kept() -> None:
+        for desk in desks:
+            for kept in [*desk._live.values(), *desk._settled.values()]:
+                rec = await store.get("approvals", kept.id)
+                assert rec is not None
+                if rec.version == kept.version:
+                    assert rec.value == json.loads(json.dumps(kept.data)), kept.id
+                    assert await desk.get(kept.id) is kept  # a kept version is not decoded again
+
+    await surface.say(first, ALICE, "/delete_note 4")
+    await stored_as_kept()
+    pressed = confirm_button(surface)
+    await tap(second, surface, ALICE, pressed)  # the other worker decides on what it reads
+    await stored_as_kept()
+    await surface.say(second, ALICE, "/delete_note 5")
+    await tap(second, surface, ALICE, confirm_button(surface))  # decided on the version it wrote
+    await tap(first, surface, ALICE, pressed)  # a tap on a stale snapshot: refused on the stored record
+    await stored_as_kept()
+    assert notes.deleted == [4, 5]
     await store.close()

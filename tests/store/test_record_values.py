@@ -1,5 +1,6 @@
-"""Record values as callers see them: ``Record`` (built from a backend's stored text or from a dict) and
-``copy_value``, the deep copy every compare-and-set starts from."""
+"""Record values as callers see them: ``Record`` (built from a backend's stored text or from a dict),
+``copy_value`` (a deep copy as through JSON) and ``encode_parts`` (a value encoded once, re-encoding only the
+fields a write changes)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from milpa_chat.store import Record
-from milpa_chat.store.base import copy_value
+from milpa_chat.errors import StoreError
+from milpa_chat.store import MemoryStore, Record
+from milpa_chat.store.base import Encoded, check_text, copy_value, encode_parts
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -78,3 +80,72 @@ def test_records_are_immutable_and_unhashable() -> None:
     with pytest.raises(TypeError):
         hash(record)
     assert record != Record("c", "k", {"a": 2}, 1, 1.0, 1.0) and record != ("c", "k")
+
+
+# ------------------------------------------------------------------ a value encoded once, in parts
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+
+
+@given(json_objects, st.dictionaries(st.text(max_size=8), json_values, max_size=4), st.sets(st.text(max_size=8)))
+def test_encoding_in_parts_writes_what_check_text_writes(
+    base: dict[str, Any], changes: dict[str, Any], dropped: set[str]
+) -> None:
+    text, parts = encode_parts("c", "k", base)
+    assert text == check_text("c", "k", base) and json.loads(text) == json.loads(json.dumps(base))
+    value = {k: v for k, v in base.items() if k not in dropped}
+    value.update(changes)  # changed, added and removed fields; every other one is base's own object
+    again, _ = encode_parts("c", "k", value, base, parts)
+    assert again == check_text("c", "k", value)
+    assert check_text("c", "k", Encoded(value, again)) == again
+
+
+@given(json_objects, scalars)
+def test_a_part_is_reused_only_for_the_very_object_it_was_made_from(base: dict[str, Any], other: Any) -> None:
+    _, parts = encode_parts("c", "k", base)
+    value = {k: copy_value({"v": v})["v"] for k, v in base.items()}  # equal values, other objects (but None...)
+    value["x"] = other
+    # a wrong part for every field whose object is another one: never used
+    stale = {k: part if value[k] is base[k] else '"stale":0' for k, part in parts.items()}
+    assert encode_parts("c", "k", value, base, stale)[0] == check_text("c", "k", value)
+
+
+def test_encoding_in_parts_refuses_what_check_text_refuses() -> None:
+    base = {"a": 1, "b": [1, 2]}
+    _, parts = encode_parts("c", "k", base)
+    circular: dict[str, Any] = {"a": 1}
+    circular["self"] = circular
+    for bad in ({**base, "n": float("nan")}, {**base, "s": {1, 2}}, {**base, "b": [object()]}, circular):
+        with pytest.raises(StoreError, match="c/k is not JSON-serialisable"):
+            check_text("c", "k", bad)
+        with pytest.raises(StoreError, match="c/k is not JSON-serialisable"):
+            encode_parts("c", "k", bad, base, parts)
+    with pytest.raises(StoreError, match="must be a JSON object"):
+        encode_parts("c", "k", [1, 2])  # type: ignore[arg-type]
+    odd: dict[Any, Any] = {**base, 1: "one", 2.5: True, None: None}  # keys JSON makes strings of, as check_text
+    assert encode_parts("c", "k", odd, base, parts)[0] == check_text("c", "k", odd)
+
+
+async def test_an_encoded_value_is_stored_as_its_text_unless_changed_at_the_top() -> None:
+    store = MemoryStore()
+    value = {"state": "pending", "cards": [{"shown": None}]}
+    text, _ = encode_parts("c", "k", value)
+    encoded = Encoded(value, text)
+    assert encoded == value and json.loads(json.dumps(encoded)) == value
+    await store.insert("c", "k", encoded)
+    stored = await store.get("c", "k")
+    assert stored is not None and stored.value == value
+    for change in (
+        lambda e: e.__setitem__("state", "approved"),
+        lambda e: e.update(state="approved"),
+        lambda e: e.pop("cards"),
+        lambda e: e.setdefault("new", 1),
+        lambda e: e.__delitem__("cards"),
+        lambda e: e.clear(),
+        lambda e: e.popitem(),
+        lambda e: e.__ior__({"state": "approved"}),
+    ):
+        changed = Encoded(value, text)
+        change(changed)
+        await store.put("c", "k", changed)
+        stored = await store.get("c", "k")
+        assert stored is not None and stored.value == json.loads(json.dumps(dict(changed)))
