@@ -1,18 +1,25 @@
 """``PostgresStore``: one database shared by several bot workers.
 
-psycopg 3 connections in a small pool, driven from a dedicated thread pool so the event loop never
-blocks. Every write that must happen once is one atomic statement (``INSERT ... ON CONFLICT``,
+Reading or writing one record (``get``, ``insert``, ``put``, ``update``, ``take``, ``delete``) runs on the
+event loop itself, on an asynchronous psycopg connection that loop owns (two: one for durable statements,
+one opened with ``synchronous_commit = off`` for ``durable=False`` writes), each statement prepared once:
+no thread hop, no pool check, one round trip. While the loop's connection is busy with another call, not
+open yet, or found dropped, the call goes to the pool. Everything else (scans, streams, rate windows,
+purges) runs on psycopg connections in a small pool, driven from a dedicated thread pool so the event loop
+never blocks. Every write that must happen once is one atomic statement (``INSERT ... ON CONFLICT``,
 ``UPDATE ... WHERE version = ...``, ``DELETE ... RETURNING``) or, for rate windows, a short
 transaction holding a per-key advisory lock. Tables are named ``milpa_*`` in the given schema.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import select
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from milpa_chat._extras import require
@@ -36,8 +43,9 @@ require("psycopg", extra="postgres", feature="PostgresStore")
 require("psycopg_pool", extra="postgres", feature="PostgresStore")
 
 import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
+from psycopg import errors, sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
+from psycopg.pq import TransactionStatus  # noqa: E402
 from psycopg_pool import ConnectionPool, PoolTimeout  # noqa: E402
 
 __all__ = ["PostgresStore"]
@@ -69,6 +77,11 @@ _UPGRADE_1_TO_2 = [
 FIRST_WAIT = 0.5
 #: While the server is away, at most one connection attempt per this many seconds (the other calls fail at once).
 PROBE_EVERY = 0.1
+#: Calls an event loop makes on the pool before it opens connections of its own: a loop that makes only a call or
+#: two (an ``asyncio.run()`` per call) keeps to the pool instead of opening connections it would hardly use.
+LINK_AFTER = 3
+#: Seconds before an event loop tries again to open its own connection after an attempt failed.
+RELINK_AFTER = 1.0
 _TABLES = {
     "meta": "milpa_meta",
     "records": "milpa_records",
@@ -90,6 +103,59 @@ def describe_dsn(dsn: str) -> str:
     except psycopg.ProgrammingError:
         return "<unparsable DSN>"
     return f"{info.get('user', '')}@{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+_IDLE = TransactionStatus.IDLE
+#: The server ended the session in answer to a statement (``pg_terminate_backend``, a fast shutdown, an idle
+#: session's timeout): it does so only where no commit of that statement has been made (a commit holds the
+#: interrupt until its ``ReadyForQuery`` is sent; an immediate shutdown or a crash sends no such error, and a
+#: synchronous-replication wait that is ended says "committed locally" and sends none either). So the statement
+#: can run again elsewhere. Its commonest case: a backend terminated just before the statement reached it.
+_UNSENT = (errors.AdminShutdown, errors.IdleSessionTimeout)
+
+
+class _Link:
+    """One event loop's own connection of one kind (durable, or ``synchronous_commit = off``).
+
+    Used only from that loop's thread (closing the store aside), by one call at a time: ``busy`` while a
+    statement is on it. ``poller`` watches its socket: an idle connection has nothing to read unless the server is
+    dropping it (a terminated backend, a restart), so anything to read means "do not use"."""
+
+    __slots__ = ("busy", "closing", "conn", "loop", "opening", "poller", "pooled", "retry_at")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.conn: psycopg.AsyncConnection[Any] | None = None
+        self.poller: Any = None
+        self.busy = False
+        #: The store was closed during a call on it: drop it after that call.
+        self.closing = False
+        self.opening: asyncio.Future[None] | None = None
+        self.retry_at = 0.0
+        #: Calls of this loop that went to the pool for want of a connection (see ``LINK_AFTER``).
+        self.pooled = 0
+
+    def usable(self) -> psycopg.AsyncConnection[Any] | None:
+        """The connection, if it is open, idle and the server has said nothing on it; else drop it."""
+        conn = self.conn
+        if conn is None or self.busy:
+            return None
+        if conn.closed or conn.pgconn.transaction_status != _IDLE or self.poller.poll(0):
+            self.drop()
+            return None
+        return conn
+
+    def attach(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN)
+        self.conn, self.poller = conn, poller
+
+    def drop(self) -> None:
+        """Close the connection (at once: ``finish`` sends no query and waits for nothing)."""
+        conn, self.conn, self.poller = self.conn, None, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.pgconn.finish()
 
 
 class PostgresStore(ThreadedStore):
@@ -133,6 +199,9 @@ class PostgresStore(ThreadedStore):
         #: made with ``durable=False``; opened on the first such write.
         self._lazy_pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._lazy_lock = threading.Lock()
+        #: Each event loop's own connections, by (loop, durable); the last pair looked up, to skip the dict.
+        self._links: dict[tuple[asyncio.AbstractEventLoop, bool], _Link] = {}
+        self._links_lock = threading.Lock()
         try:
             self._pool.open(wait=True, timeout=30.0)
         except Exception as exc:
@@ -217,15 +286,17 @@ class PostgresStore(ThreadedStore):
         return 0, schema_exists is not None
 
     # ------------------------------------------------------- connections
+    def _conn_kwargs(self, *, lazy: bool) -> dict[str, Any]:
+        """Connection options; ``lazy``: commits that return before the WAL is flushed (see _lazy_connection)."""
+        return {**self._kwargs, "options": "-c synchronous_commit=off"} if lazy else self._kwargs
+
     def _new_pool(self, *, lazy: bool = False) -> ConnectionPool[psycopg.Connection[Any]]:
         # check=: a connection the server dropped (a restart, pg_terminate_backend) is replaced before use.
-        # lazy: commits that return before the WAL is flushed (see _lazy_connection)
-        kwargs = {**self._kwargs, "options": "-c synchronous_commit=off"} if lazy else self._kwargs
         return ConnectionPool(
             self._dsn,
             min_size=1 if lazy else self._sizes[0],
             max_size=max(1, self._sizes[1] // 2) if lazy else self._sizes[1],
-            kwargs=kwargs,
+            kwargs=self._conn_kwargs(lazy=lazy),
             open=False,
             name=f"milpa-{self.schema}{'-lazy' if lazy else ''}",
             check=ConnectionPool.check_connection,
@@ -326,11 +397,87 @@ class PostgresStore(ThreadedStore):
             row: tuple[Any, ...] | None = conn.execute(query, params).fetchone()
             return row
 
-    def _record(
-        self, collection: str, query: bytes, params: Mapping[str, Any], *, durable: bool = True
-    ) -> Record | None:
-        row = self._one(query, params, durable=durable)
-        return None if row is None else to_record(collection, row)
+    def _pooled_row(self, query: bytes, params: Callable[[], dict[str, Any]], durable: bool) -> tuple[Any, ...] | None:
+        return self._one(query, params(), durable=durable)
+
+    # ------------------------------------------------- the loop's own connections
+    async def _row(
+        self, query: bytes, params: Callable[[], dict[str, Any]], *, durable: bool = True, read: bool = False
+    ) -> tuple[Any, ...] | None:
+        """The row (if any) of one statement on one record, on the running loop's own connection; on the pool
+        while that one is busy with another call, not open yet, or dropped by the server. ``params()`` gives the
+        parameters just before the statement is sent. When the connection fails under the statement: a read
+        (``read``) is asked again on the pool; so is a write that the server refused by ending the session
+        (``_UNSENT``: nothing of it was committed); any other write raises :class:`StoreError`, as on the pool
+        (whether it was committed is unknown)."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        link = self._links.get((loop, durable)) or self._new_link(loop, durable)
+        conn = link.usable()
+        if conn is None:
+            if link.conn is None and link.opening is None:
+                link.pooled += 1
+                if link.pooled >= LINK_AFTER:
+                    self._open_link(link, durable)
+            return await self._run(self._pooled_row, query, params, durable)
+        link.busy = True
+        try:
+            cursor = conn.cursor()
+            await cursor.execute(query, params(), prepare=True)
+            row = await cursor.fetchone()
+        except psycopg.Error as exc:
+            if not conn.closed and not isinstance(exc, _UNSENT):  # the statement failed, the connection is fine
+                raise StoreError(f"{self._where} failed: {str(exc).strip()}") from exc
+            link.drop()
+            if not read and not isinstance(exc, _UNSENT):
+                raise StoreError(f"{self._where} failed: {str(exc).strip()}") from exc
+        except BaseException:  # cancelled: psycopg has cancelled the statement; keep the connection only if idle
+            if conn.pgconn.transaction_status != _IDLE:
+                link.drop()
+            raise
+        else:
+            return row
+        finally:
+            link.busy = False
+            if link.closing:
+                link.drop()
+        return await self._run(self._pooled_row, query, params, durable)
+
+    def _new_link(self, loop: asyncio.AbstractEventLoop, durable: bool) -> _Link:
+        with self._links_lock:
+            for (other, kind), old in list(self._links.items()):
+                if other.is_closed():  # an asyncio.run() that ended: nothing will use its connections again
+                    old.drop()
+                    del self._links[(other, kind)]
+            return self._links.setdefault((loop, durable), _Link(loop))
+
+    def _open_link(self, link: _Link, durable: bool) -> None:
+        """Start opening the loop's connection in the background (the calls meanwhile go to the pool)."""
+        if self._away is None and time.monotonic() >= link.retry_at:
+            link.opening = asyncio.ensure_future(self._connect_link(link, durable))
+
+    async def _connect_link(self, link: _Link, durable: bool) -> None:
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._dsn, **self._conn_kwargs(lazy=not durable))
+        except Exception:  # unreachable, refused, ...: the pool's calls report it; try again later
+            link.retry_at = time.monotonic() + RELINK_AFTER
+            return
+        finally:
+            link.opening = None
+        if self._closed:
+            await conn.close()
+        else:
+            link.attach(conn)
+
+    def _close_links(self) -> None:
+        """Close every loop's connections: at once when idle, else as soon as the call on it has its answer."""
+        with self._links_lock:
+            links = list(self._links.values())
+            self._links.clear()
+        for link in links:
+            link.closing = True
+            if not link.busy:
+                link.drop()
 
     async def close(self) -> None:
         def close_pools() -> None:
@@ -339,15 +486,16 @@ class PostgresStore(ThreadedStore):
                 lazy.close()
             self._pool.close()
 
+        closing = not self._closed
         await self._shutdown(close_pools)
+        if closing:
+            self._close_links()
 
     # ----------------------------------------------------------- records
     async def get(self, collection: str, key: str) -> Record | None:
         query = self._sql(f"SELECT {_COLS} FROM {{records}} WHERE collection = %(c)s AND key = %(k)s AND {{live}}")
-        return await self._run(self._now_record, collection, query, {"c": collection, "k": key})
-
-    def _now_record(self, collection: str, query: bytes, params: dict[str, Any]) -> Record | None:
-        return self._record(collection, query, {**params, "now": self.clock()})
+        row = await self._row(query, lambda: {"c": collection, "k": key, "now": self.clock()}, read=True)
+        return None if row is None else to_record(collection, row)
 
     async def insert(
         self,
@@ -371,14 +519,17 @@ class PostgresStore(ThreadedStore):
             f"due = EXCLUDED.due WHERE NOT {_LIVE.format(t='r')} RETURNING {_COLS}"
         )
         params = {"c": collection, "k": key, "v": text, "due": due}
-        return await self._run(self._write_record, collection, query, params, ttl, durable)
+        return await self._write(collection, query, params, ttl, durable)
 
-    def _write_record(
-        self, collection: str, query: bytes, params: dict[str, Any], ttl: float | None, durable: bool = True
+    async def _write(
+        self, collection: str, query: bytes, params: dict[str, Any], ttl: float | None, durable: bool
     ) -> Record | None:
-        now = self.clock()
-        values = {**params, "now": now, "exp": expiry(now, ttl), "keep": ttl is None}
-        return self._record(collection, query, values, durable=durable)
+        def stamped() -> dict[str, Any]:
+            now = self.clock()
+            return {**params, "now": now, "exp": expiry(now, ttl), "keep": ttl is None}
+
+        row = await self._row(query, stamped, durable=durable)
+        return None if row is None else to_record(collection, row)
 
     async def put(
         self,
@@ -404,7 +555,7 @@ class PostgresStore(ThreadedStore):
             f"RETURNING {_COLS}"
         )
         params = {"c": collection, "k": key, "v": text, "due": due}
-        record = await self._run(self._write_record, collection, query, params, ttl, durable)
+        record = await self._write(collection, query, params, ttl, durable)
         assert record is not None
         return record
 
@@ -437,22 +588,19 @@ class PostgresStore(ThreadedStore):
             "keep_due": due is KEEP,
             "due": None if due is KEEP else due,
         }
-        return await self._run(self._write_record, collection, query, params, ttl, durable)
+        return await self._write(collection, query, params, ttl, durable)
 
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         version = "" if expected_version is None else " AND version = %(ver)s"
         query = self._sql(
             f"DELETE FROM {{records}} WHERE collection = %(c)s AND key = %(k)s AND {{live}}{version} RETURNING {_COLS}"
         )
-        params = {"c": collection, "k": key, "ver": expected_version}
-        return await self._run(self._now_record, collection, query, params)
+        row = await self._row(query, lambda: {"c": collection, "k": key, "ver": expected_version, "now": self.clock()})
+        return None if row is None else to_record(collection, row)
 
     async def delete(self, collection: str, key: str) -> bool:
         query = self._sql("DELETE FROM {records} WHERE collection = %(c)s AND key = %(k)s RETURNING expires_at")
-        return await self._run(self._delete, query, {"c": collection, "k": key})
-
-    def _delete(self, query: bytes, params: dict[str, Any]) -> bool:
-        row = self._one(query, params)
+        row = await self._row(query, lambda: {"c": collection, "k": key})
         return row is not None and is_live(row[0], self.clock())
 
     async def scan(
