@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from milpa_chat._failpoints import failpoint
-from milpa_chat.chat._alarms import alarms
 from milpa_chat.chat.cards import VERSIONED, parse_ref
+from milpa_chat.runtime._alarms import alarms
 from milpa_chat.runtime.approval import ApprovalRefused
 
 if TYPE_CHECKING:

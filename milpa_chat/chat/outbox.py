@@ -168,7 +168,7 @@ class ApprovalOutbox:
                     outcomes[effect] = done
             if not outcomes:
                 return approval
-            before = bool(cards.unreached(approval))
+            before = approval.kind == "verification" and bool(cards.unreached(approval))  # (what _retell reads)
             delivered = await self.desk.delivered(approval.id, outcomes, current=approval)
         finally:
             self._sending.difference_update(sending)

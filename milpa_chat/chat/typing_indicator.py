@@ -8,8 +8,8 @@ import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from milpa_chat.chat._alarms import alarms
 from milpa_chat.chat.surface import Transport
+from milpa_chat.runtime._alarms import alarms
 
 __all__ = ["typing_while"]
 

@@ -49,7 +49,8 @@ def when(value: Any) -> str:
     if isinstance(moment, _dt.datetime):
         if moment.tzinfo is not None:
             moment = moment.astimezone(_dt.UTC)
-        return moment.strftime("%Y-%m-%d %H:%M UTC")
+        # ``strftime("%Y-%m-%d %H:%M UTC")``, without the C library's strftime (a card shows one or two)
+        return f"{moment.year}-{moment.month:02d}-{moment.day:02d} {moment.hour:02d}:{moment.minute:02d} UTC"
     text, omitted = clip(clean(str(value)), 80)
     return text + "…" if omitted else text
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 __all__ = ["clean", "clip", "joins_previous", "json_text", "label", "scalar_text", "utf16_len", "value_text"]
@@ -112,8 +113,13 @@ def value_text(value: Any) -> str:
 
 #: Values a flat object holds (JSON text of one is the same at every indent).
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-#: A flat object's members, one an indented line: what ``indent=2`` writes between them, by the C encoder.
-_FLAT = json.JSONEncoder(ensure_ascii=False, separators=(",\n  ", ": "))
+#: A flat object's members, one an indented line: what ``indent=2`` writes between them, by the C encoder (made
+#: once: ``JSONEncoder.encode`` makes one on every call; no circular check, a flat object holds no container).
+_FLAT: Any = (
+    c_make_encoder(None, json.JSONEncoder().default, encode_basestring, None, ": ", ",\n  ", False, False, True)
+    if c_make_encoder is not None
+    else json.JSONEncoder(ensure_ascii=False, separators=(",\n  ", ": ")).iterencode  # pragma: no cover
+)
 
 
 def json_text(value: Any, indent: int | None = 2) -> str:
@@ -121,6 +127,6 @@ def json_text(value: Any, indent: int | None = 2) -> str:
     if indent == 2 and type(value) is dict and value and all(type(v) in _SCALARS for v in value.values()):
         # a flat object (most tools' arguments): the same text as below, by the C encoder (``indent`` takes the
         # pure-Python one), its members put on lines of their own
-        return "{\n  " + _FLAT.encode(value)[1:-1] + "\n}"
+        return "{\n  " + "".join(_FLAT(value, 0))[1:-1] + "\n}"
     sep = (", ", ": ") if indent is None else (",", ": ")
     return json.dumps(value, ensure_ascii=False, indent=indent, separators=sep)

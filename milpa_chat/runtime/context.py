@@ -86,6 +86,24 @@ class ToolContext:
         """The same caller, acting through a model: every decision and token redemption is refused."""
         return self if self.by_model else replace(self, by_model=True)
 
+    def with_idempotency_key(self, key: str | None) -> ToolContext:
+        """The same caller running the approved call ``key`` names (``replace(ctx, idempotency_key=key)``, made
+        without :func:`~dataclasses.replace`'s field-by-field lookups: a run of every approval makes one)."""
+        if self.__class__ is not ToolContext:  # a subclass may have fields of its own
+            return replace(self, idempotency_key=key)
+        return ToolContext(
+            self.principal,
+            self.channel,
+            self.scopes,
+            self.request_id,
+            self.ip,
+            self.user_agent,
+            self.extra,
+            self.mode,
+            key,
+            self.by_model,
+        )
+
     def with_extra(self, **items: Any) -> ToolContext:
         merged = dict(self.extra)
         merged.update(items)

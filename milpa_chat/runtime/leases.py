@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from milpa_chat.runtime._alarms import alarms
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.approval import Approval
@@ -127,12 +129,42 @@ class Renews(Protocol):
     async def renew(self, claimed: Approval) -> bool: ...
 
 
-@contextlib.asynccontextmanager
-async def holding(desk: Renews, claimed: Approval) -> AsyncIterator[None]:
+def holding(desk: Renews, claimed: Approval) -> contextlib.AbstractAsyncContextManager[None]:
     """:meth:`ApprovalDesk.holding`: a keeper renews ``claimed``'s lease every third of the lease, started
     only once the run outlives a third of the lease (most runs end long before: no write for them)."""
+    return _Holding(desk, claimed)
 
-    async def keep() -> None:
+
+class _Holding:
+    """What :func:`holding` returns (a class, not a generator-based context manager: a run of every approval
+    enters one). The keeper's start is an alarm of the loop's shared timer (no timer handle made and cancelled
+    per run); the keeper runs in the context the run entered it in, as a timer of its own would have."""
+
+    __slots__ = ("alarm", "claimed", "desk", "keeper")
+
+    def __init__(self, desk: Renews, claimed: Approval) -> None:
+        self.desk = desk
+        self.claimed = claimed
+        self.keeper: list[asyncio.Task[None]] = []
+        self.alarm: int | None = None
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        self.alarm = alarms().set(
+            self.desk.lease / 3, lambda: self.keeper.append(loop.create_task(self._keep(), context=context))
+        )
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.alarm is not None:
+            alarms().clear(self.alarm)
+        for task in self.keeper:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _keep(self) -> None:
+        desk, claimed = self.desk, self.claimed
         while True:
             try:
                 if not await desk.renew(claimed):
@@ -147,15 +179,3 @@ async def holding(desk: Renews, claimed: Approval) -> AsyncIterator[None]:
                 log.warning("approval %s: lease not renewed yet, trying again (%s)", claimed.id, exc)
                 wait = min(1.0, desk.lease / 10)
             await asyncio.sleep(wait)
-
-    loop = asyncio.get_running_loop()
-    keeper: list[asyncio.Task[None]] = []
-    timer = loop.call_later(desk.lease / 3, lambda: keeper.append(loop.create_task(keep())))
-    try:
-        yield
-    finally:
-        timer.cancel()
-        for task in keeper:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -371,7 +371,7 @@ class ToolRegistry:
         """
         t0 = perf_counter()
         name = claimed.tool or ""
-        call = Call(self.services, name, claimed.args, replace(ctx, idempotency_key=claimed.id), t0)
+        call = Call(self.services, name, claimed.args, ctx.with_idempotency_key(claimed.id), t0)
         try:
             result = await run_steps(APPROVED_STEPS, call)
             if result.code == ErrorCode.TOOL_NOT_FOUND:
