@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from milpa_chat.chat._alarms import alarms
+from milpa_chat.runtime._alarms import alarms
 
 
 async def test_alarms_go_off_in_order_and_cleared_ones_never() -> None:
