@@ -310,12 +310,33 @@ async def test_taps_are_answered_at_once_when_asked_to() -> None:
         h.assert_every_tap_answered_once()
 
 
+class HeldStore(SqliteStore):
+    """A SQLite store whose compare-and-set writes wait, once ``hold`` is set, until ``release`` is: the
+    assistant is as slow to decide a tap as a store that takes long to answer."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.hold = False
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def update(self, *args: Any, **kwargs: Any) -> Any:
+        if self.hold:
+            self.held.set()
+            await self.release.wait()
+        return await super().update(*args, **kwargs)
+
+
 async def test_a_tap_the_assistant_is_slow_to_answer_gets_an_answer_in_time(tmp_path: Path) -> None:
-    # with SQLite every store call leaves the event loop, so a microsecond passes before the assistant answers
-    async with running_bot(store=SqliteStore(tmp_path / "bot.db"), answer_within=1e-6) as h:
+    store = HeldStore(tmp_path / "bot.db")
+    async with running_bot(store=store, answer_within=0.05) as h:
         card = await h.say(ALICE, "/delete_note 8")
-        tap = await h.tap(card, "Confirm", ALICE)
-        assert h.answer(tap) == "Working on it…"
+        store.hold = True
+        update = await h.tap(card, "Confirm", ALICE)  # returns once the tap is answered
+        assert store.held.is_set() and not store.release.is_set()  # answered while the decision was still being made
+        assert h.answer(update) == "Working on it…"
+        assert h.runs == []
+        store.release.set()
         await h.server.wait_until(lambda: "Deleted note 8" in (h.current(card).text or ""))
         assert h.runs == ["delete_note"]
         h.assert_every_tap_answered_once()
