@@ -270,7 +270,9 @@ async def start(member: Member, stack: AsyncExitStack, tmp: Path, number: int) -
     path = tmp / f"app{number}.json"
     path.write_text(json.dumps(config))
     args = ["-m", "bench._telegram_app", str(path)]
-    member.app = await stack.enter_async_context(app_process(args, member.name, env={"PYTHONPATH": str(ROOT)}))
+    member.app = await stack.enter_async_context(
+        app_process(args, member.name, env={"PYTHONPATH": str(ROOT)})
+    )
 
 
 async def card_for(server: BotApiServer, note: int) -> tuple[TelegramMessage, str]:
@@ -295,17 +297,27 @@ async def decided_and_reported(server: BotApiServer, card: TelegramMessage, outc
 
 
 async def pending_cards(server: BotApiServer, count: int) -> list[TelegramMessage]:
-    """``count`` pending delete_note cards of the assistant, asked for with a window of messages in flight."""
+    """``count`` pending delete_note cards of the assistant, asked for with at most ``WINDOW[0]`` messages waiting
+    for their card (as many as taps in flight: a burst of asks would open more pooled connections to the server
+    than the taps ever use, and every later call of the app would pay for looking over the idle ones)."""
     first = max((m.message_id for m in server.messages(ALICE.id)), default=0)
-    for start in range(0, count, 50):
-        for note in range(100 + start, 100 + min(count, start + 50)):
-            await server.send_message(ALICE.id, ALICE, f"/delete_note {note}")
 
-        def cards(upto: int = min(count, start + 50)) -> list[TelegramMessage] | None:
-            found = [m for m in server.messages(ALICE.id) if m.buttons and m.message_id > first]
-            return found if len(found) >= upto else None
+    def made() -> list[TelegramMessage]:
+        return [m for m in server.messages(ALICE.id) if m.buttons and m.message_id > first]
 
-        found = await server.wait_until(cards, timeout=120, what="the pending cards")
+    asked = 0
+    while asked < count:
+        have = len(made())
+        while asked < count and asked - have < WINDOW[0]:
+            await server.send_message(ALICE.id, ALICE, f"/delete_note {100 + asked}")
+            asked += 1
+        await server.wait_until(lambda have=have: len(made()) > have, timeout=120, what="a pending card")
+
+    def enough() -> list[TelegramMessage] | None:
+        cards = made()
+        return cards if len(cards) >= count else None
+
+    found = await server.wait_until(enough, timeout=120, what="the pending cards")
     return sorted(found, key=lambda m: m.message_id)[:count]
 
 
