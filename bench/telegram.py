@@ -270,9 +270,7 @@ async def start(member: Member, stack: AsyncExitStack, tmp: Path, number: int) -
     path = tmp / f"app{number}.json"
     path.write_text(json.dumps(config))
     args = ["-m", "bench._telegram_app", str(path)]
-    member.app = await stack.enter_async_context(
-        app_process(args, member.name, env={"PYTHONPATH": str(ROOT)})
-    )
+    member.app = await stack.enter_async_context(app_process(args, member.name, env={"PYTHONPATH": str(ROOT)}))
 
 
 async def card_for(server: BotApiServer, note: int) -> tuple[TelegramMessage, str]:
