@@ -49,6 +49,9 @@ MAX_MESSAGE_LENGTH: Final = 4096
 MAX_ROW_BUTTONS: Final = 8
 MAX_BUTTONS: Final = 100
 _TAG: Final = re.compile(r"<[^>]*>")
+#: A character shown outside the tags (at the start or after a ``>``, before any ``<``): found at once in a page
+#: that shows anything, where taking every tag out of it to look walks the whole page.
+_VISIBLE: Final = re.compile(r"(?:^|>)\s*[^<\s]")
 _STYLE_TAGS: Final = {
     "plain": ("", ""),
     "bold": ("<b>", "</b>"),
@@ -108,13 +111,19 @@ class TelegramRenderer(MessageRenderer[TelegramPayload]):
             attachment = message.full
             pages = pages[: self.max_messages]
             _fit_note(pages[-1], _note_pieces(attachment))
-        texts = [t for t in (_page_html(p) for p in pages) if _TAG.sub("", t).strip()]
+        texts = [t for t in (_page_html(p) for p in pages) if _shows(t)]
         texts = texts or [_esc(clean(message.summary)[:200]).strip() or "…"]
         messages = [_message(t) for t in texts]
         keyboard = _keyboard(message.buttons)
         if keyboard:
             messages[-1]["reply_markup"] = {"inline_keyboard": keyboard}
         return TelegramPayload(tuple(messages), attachment)
+
+
+def _shows(html: str) -> bool:
+    """Whether ``html`` shows anything once its tags are taken out (``_TAG.sub("", html).strip()``): a character
+    :data:`_VISIBLE` finds is outside every tag; without one, only a ``<`` no tag closes could still show."""
+    return _VISIBLE.search(html) is not None or bool(_TAG.sub("", html).strip())
 
 
 def _message(text: str) -> dict[str, Any]:
@@ -146,12 +155,16 @@ def _pieces(blocks: tuple[Block, ...]) -> list[_Piece]:
         if isinstance(block, Actions):
             continue
         if pieces:
-            pieces.append(_Piece("", -1))
+            pieces.append(_BLANK)
         if isinstance(block, Code):
             pieces += _code(block, index)
         else:
             pieces += [_Piece(h, -1) for line in _lines(block) for h in wrap_line(line)]
     return pieces
+
+
+#: The blank line between two blocks (pieces are never changed once made: one serves every message).
+_BLANK: Final = _Piece("", -1)
 
 
 def _lines(block: Block) -> list[list[_Seg]]:
@@ -162,6 +175,9 @@ def _lines(block: Block) -> list[list[_Seg]]:
     if isinstance(block, Fields):
         out: list[list[_Seg]] = []
         for name, value in block.items:
+            if "\n" not in value:  # (most values: one line, no split)
+                out.append([("<b>", "</b>", f"{name}:"), ("", "", f" {value}")])
+                continue
             first, *rest = value.split("\n")
             out.append([("<b>", "</b>", f"{name}:"), ("", "", f" {first}")])
             out += [[("", "", f"  {line}")] for line in rest]
@@ -251,9 +267,11 @@ def _may_split(pieces: list[_Piece]) -> bool:
     """Whether the pieces may need more than one message: an upper bound of their UTF-16 size (a character
     is at most two units; every piece a newline and a wrapper) over the limit. Else :func:`_pack` would give
     one page of them all (:func:`_one_page`) and is not asked."""
-    size = 0
+    size = len(pieces)  # (a newline each)
     for piece in pieces:
-        size += len(piece.html) + 1 + len(piece.wrap[0]) + len(piece.wrap[1])
+        size += len(piece.html)
+        if piece.group != -1:  # (only a code block's pieces have a wrapper)
+            size += len(piece.wrap[0]) + len(piece.wrap[1])
     return 2 * size > MAX_MESSAGE_LENGTH
 
 
