@@ -169,11 +169,13 @@ class ApprovalOutbox:
                     outcomes[effect] = done
             if not outcomes:
                 return approval
-            before = approval.kind == "verification" and bool(cards.unreached(approval))  # (what _retell reads)
+            verification = approval.data["kind"] == "verification"
+            before = verification and bool(cards.unreached(approval))  # (what _retell reads)
             delivered = await self.desk.delivered(approval.id, outcomes, current=approval)
         finally:
             self._sending.difference_update(sending)
-        delivered = await self._retell(delivered, before, sent={e for e, d in outcomes.items() if d.message_id})
+        if verification:  # (only a verification's requester is told whether an approver has the card)
+            delivered = await self._retell(delivered, before, sent={e for e, d in outcomes.items() if d.message_id})
         still = delivered.effects()
         raced = [e for e, d in outcomes.items() if e.startswith("card:") and d.ok and not d.message_id and e in still]
         # a card sent showing a state the record has since left (a decision landed during its send): nobody

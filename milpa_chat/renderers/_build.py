@@ -78,7 +78,9 @@ class Builder:
         kind = type(value)
         if kind is str:
             if len(value) <= limit:  # a short string: masked and cleaned, never clipped
-                shown = clean(value if self.mask is None else self.mask(value))
+                shown = value if self.mask is None else self.mask(value)
+                if not shown.isprintable():  # (printable text is clean already, see clean)
+                    shown = clean(shown)
                 if len(shown) <= limit:
                     return shown
         elif kind is int or kind is bool or value is None:  # nothing to convert, mask or clean: a word or digits

@@ -135,7 +135,7 @@ class Paragraph:
     @classmethod
     def of(cls, *parts: str | Span) -> Paragraph:
         """``Paragraph.of("Run ", Span("delete", "code"), "?")``."""
-        return cls(tuple(p if isinstance(p, Span) else Span(p) for p in parts))
+        return cls(tuple([p if isinstance(p, Span) else Span(p) for p in parts]))  # (a list: no call an item)
 
     @property
     def text(self) -> str:

@@ -249,11 +249,13 @@ def pending_effects(v: Mapping[str, Any]) -> list[str]:
             out.append("report")
         if v.get("troubles"):
             out.append("trouble")
-        if len(v.get("notices", [])) > int(v.get("told", 0)):
+        notices = v.get("notices")
+        if notices and len(notices) > int(v.get("told", 0)):  # (``told`` counts notices: never below 0)
             out.append("notice")
-    settled = v["state"] in FINAL or (v["state"] == "approved" and v.get("tool") is None)
-    if v.get("resume") and not v.get("resumed") and settled:
-        out.append("resume")
+    if v.get("resume") and not v.get("resumed"):
+        state = v["state"]
+        if state in FINAL or (state == "approved" and v.get("tool") is None):  # settled
+            out.append("resume")
     return out
 
 
@@ -294,8 +296,9 @@ def due_of(v: Mapping[str, Any], now: float, effects: list[str] | None = None) -
         times.append(float(v["lease"]["until"]))
     elif state == "approved" and v.get("auto_run") and v.get("tool") is not None:
         times.append(float(v.get("deliver_at") or now))
+    failing = bool(v.get("failures"))  # (no failure held: no effect's to look up)
     for effect in pending_effects(v) if effects is None else effects:
-        failure = active_failure(v, effect)
+        failure = active_failure(v, effect) if failing else None
         times.append(float(failure["next_at"]) if failure else float(v.get("deliver_at") or now))
     return min(times) if times else None
 

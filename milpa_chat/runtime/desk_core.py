@@ -234,7 +234,8 @@ class DeskCore:
                 if unsent_cards(dict.get(draft, "cards")):  # cards a reminder or escalation added
                     hold_new_cards(draft, self.worker, until)
             value = draft.plain()
-            settled = value["state"] in FINAL and current.state not in FINAL
+            was = current.data["state"]  # (the fields read directly: this loop runs on every write)
+            settled = value["state"] in FINAL and was not in FINAL
             effects = pending_effects(value)
             text, parts = encode_parts(COLLECTION, current.id, value, current.data, current._parts)
             rec = await self.store.update(
@@ -250,7 +251,7 @@ class DeskCore:
                 event, claimed, message = outcome
                 written = as_written(current.id, value, rec.version, rec.due, effects, parts)
                 self._remember(written)
-                if current.state == "pending" and written.state != "pending":  # decided or expired: a slot frees
+                if was == "pending" and value["state"] != "pending":  # decided or expired: a slot frees
                     await self.pending_cap.free(written.requester_principal or "anonymous", written.id)
                 return Change(written, event, claimed, message)
             current = None
@@ -276,7 +277,7 @@ class DeskCore:
         one (as many) for deciding it without reading it first."""
         if approval is None:
             return
-        if approval.state not in FINAL:
+        if approval.data["state"] not in FINAL:
             self._live[approval.id] = approval
             self._live.move_to_end(approval.id)
             if len(self._live) > SETTLED_KEPT:
@@ -310,7 +311,7 @@ class DeskCore:
             except Exception:  # the change itself stands; a gap in the trail is what verify reports
                 log.exception("approval %s: the audit trail could not record %s", a.id, change.event)
         name = _EVENTS.get(change.event)
-        if a.kind == "verification" and name and self.hooks.dispatcher.has_listeners(f"verification.{name}"):
+        if name and a.data["kind"] == "verification" and self.hooks.dispatcher.has_listeners(f"verification.{name}"):
             await self.hooks.dispatcher.dispatch(f"verification.{name}", {"event": a})
 
 
