@@ -44,12 +44,22 @@ from milpa_chat.store._sql import (
     encode,
     is_live,
     matches,
-    prefilters,
-    prefix_upper,
     rate_decision,
     to_record,
 )
 from milpa_chat.store._sqlite_file import check_header, initialise, translate
+from milpa_chat.store._sqlite_sql import (
+    DELETE,
+    DUE,
+    GET,
+    INSERT,
+    PUT,
+    TAKE,
+    TAKE_VERSION,
+    UPDATE,
+    UPDATE_ANY,
+    scan_query,
+)
 from milpa_chat.store._wal_sync import WalSync
 from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
 
@@ -59,35 +69,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
-_COLS = "key, value, version, created_at, updated_at, expires_at, due"
-_LIVE = "(expires_at IS NULL OR expires_at > :now)"
-# The statements of one record, built once. A write returns only the columns it cannot know (not the value it
-# just wrote, which SQLite would copy into a table of results and back).
-_GET = f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE}"
-_INSERT = (
-    "INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
-    "ON CONFLICT (collection, key) DO UPDATE SET value = :v, version = 1, created_at = :now, "
-    f"updated_at = :now, expires_at = :exp, due = :due WHERE NOT {_LIVE} RETURNING version"
-)
-_PUT = (
-    "INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
-    "ON CONFLICT (collection, key) DO UPDATE SET value = :v, "
-    f"version = CASE WHEN {_LIVE} THEN version + 1 ELSE 1 END, "
-    f"created_at = CASE WHEN {_LIVE} THEN created_at ELSE :now END, "
-    "updated_at = :now, expires_at = :exp, due = :due RETURNING version, created_at"
-)
-_UPDATE = (
-    "UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "
-    "expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END, "
-    "due = CASE WHEN :keep_due THEN due ELSE :due END "
-    f"WHERE collection = :c AND key = :k AND version = :ver AND {_LIVE} "
-    "RETURNING version, created_at, expires_at, due"
-)
-_TAKE = (
-    f"DELETE FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE} "
-    f"AND (:ver IS NULL OR version = :ver) RETURNING {_COLS}"
-)
-_DELETE = "DELETE FROM milpa_records WHERE collection = ? AND key = ? RETURNING expires_at"
 _CHECKPOINT_EVERY = 200  # writes on the event loop's connection between two checkpoints by the pool
 
 
@@ -333,16 +314,19 @@ class SqliteStore(ThreadedStore):
             raise
 
     def _record_write(
-        self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | tuple[Any, ...]
+        self, conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, rows: bool = True
     ) -> list[Any]:
-        """The one statement of a record's write, its rows. On the event loop's connection (no transaction
-        open) it is a transaction of its own: SQLite takes the write lock for it (or fails at once, the file
-        being busy) and commits it as it finishes, the same as ``BEGIN IMMEDIATE`` … ``COMMIT`` around it, for
-        one call instead of three. In the writer thread's batch: in a savepoint of it (:meth:`_write`)."""
+        """The one statement of a record's write: its rows, or (``rows=False``, a statement returning none)
+        one per record it changed. On the event loop's connection (no transaction open) it is a transaction of
+        its own: SQLite takes the write lock for it (or fails at once, the file being busy) and commits it as
+        it finishes, the same as ``BEGIN IMMEDIATE`` … ``COMMIT`` around it, for one call instead of three.
+        In the writer thread's batch: in a savepoint of it (:meth:`_write`)."""
         if not conn.in_transaction:
-            return conn.execute(sql, params).fetchall()
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if rows else [None] * cursor.rowcount
         with self._write(conn):
-            return conn.execute(sql, params).fetchall()
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if rows else [None] * cursor.rowcount
 
     def _translate(self, exc: Exception) -> StoreError | None:
         return translate(exc, self.path, self.busy_timeout)
@@ -363,7 +347,7 @@ class SqliteStore(ThreadedStore):
         return await self._inline(self._get, collection, key)
 
     def _get(self, conn: sqlite3.Connection, collection: str, key: str) -> Record | None:
-        row = conn.execute(_GET, {"c": collection, "k": key, "now": self.clock()}).fetchone()
+        row = conn.execute(GET, (collection, key, self.clock())).fetchone()
         return None if row is None else to_record(collection, row)
 
     async def insert(
@@ -395,8 +379,7 @@ class SqliteStore(ThreadedStore):
         now = float(self.clock())
         exp = expiry(now, ttl)
         due = None if due is None else float(due)
-        params = {"c": collection, "k": key, "v": text, "now": now, "exp": exp, "due": due}
-        if not self._record_write(conn, _INSERT, params):
+        if not self._record_write(conn, INSERT, (collection, key, text, now, exp, due), rows=False):
             return None
         return Record.from_text(collection, key, text, 1, now, now, exp, due)
 
@@ -427,8 +410,7 @@ class SqliteStore(ThreadedStore):
         now = float(self.clock())
         exp = expiry(now, ttl)
         due = None if due is None else float(due)
-        params = {"c": collection, "k": key, "v": text, "now": now, "exp": exp, "due": due}
-        ((version, created_at),) = self._record_write(conn, _PUT, params)
+        ((version, created_at),) = self._record_write(conn, PUT, (collection, key, text, now, exp, due))
         return Record.from_text(collection, key, text, version, created_at, now, exp, due)
 
     async def update(
@@ -460,36 +442,52 @@ class SqliteStore(ThreadedStore):
         due: Due,
     ) -> Record | None:
         now = float(self.clock())
-        params = {
-            "c": collection,
-            "k": key,
-            "v": text,
-            "now": now,
-            "ver": expected,
-            "keep": ttl is None,
-            "exp": expiry(now, ttl),
-            "keep_due": due is KEEP,
-            "due": None if due is KEEP else due,
-        }
-        rows = self._record_write(conn, _UPDATE, params)
-        if not rows:
-            return None
-        ((version, created_at, expires_at, stored_due),) = rows
-        return Record.from_text(collection, key, text, version, created_at, now, expires_at, stored_due)
+        keeps = (ttl is None, due is KEEP)
+        params: tuple[Any, ...] = (text, now, collection, key, expected)
+        if ttl is not None:
+            exp = expiry(now, ttl)
+            params += (exp,)
+        if due is not KEEP:
+            due = None if due is None else float(due)
+            params += (due,)
+        if expected.__class__ is int:  # the new version is the next one: not read back
+            rows = self._record_write(conn, UPDATE[keeps], params)
+            if not rows:
+                return None
+            row = rows[0]
+            version = expected + 1
+        else:
+            rows = self._record_write(conn, UPDATE_ANY[keeps], params)
+            if not rows:
+                return None
+            row = rows[0]
+            version = row[-1]
+        return Record.from_text(
+            collection,
+            key,
+            text,
+            version,
+            row[0],
+            now,
+            row[1] if ttl is None else exp,
+            row[1 + (ttl is None)] if due is KEEP else due,
+        )
 
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         return await self._inline(self._take, collection, key, expected_version, write=True, durable=self._syncs())
 
     def _take(self, conn: sqlite3.Connection, collection: str, key: str, expected: int | None) -> Record | None:
-        params = {"c": collection, "k": key, "now": self.clock(), "ver": expected}
-        rows = self._record_write(conn, _TAKE, params)
+        if expected is None:
+            rows = self._record_write(conn, TAKE, (collection, key, self.clock()))
+        else:
+            rows = self._record_write(conn, TAKE_VERSION, (collection, key, self.clock(), expected))
         return to_record(collection, rows[0]) if rows else None
 
     async def delete(self, collection: str, key: str) -> bool:
         return await self._inline(self._delete, collection, key, write=True, durable=self._syncs())
 
     def _delete(self, conn: sqlite3.Connection, collection: str, key: str) -> bool:
-        rows = self._record_write(conn, _DELETE, (collection, key))
+        rows = self._record_write(conn, DELETE, (collection, key))
         return bool(rows) and is_live(rows[0][0], self.clock())
 
     async def scan(
@@ -505,17 +503,9 @@ class SqliteStore(ThreadedStore):
     def _scan(self, collection: str, where: dict[str, Any], prefix: str, limit: int | None) -> list[Record]:
         if limit is not None and limit <= 0:
             return []
-        sql = f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key >= :lo AND {_LIVE}"
-        params: dict[str, Any] = {"c": collection, "lo": prefix, "now": self.clock()}
-        upper = prefix_upper(prefix)
-        if upper is not None:
-            sql += " AND key < :hi"
-            params["hi"] = upper
-        for i, needle in enumerate(prefilters(where)):
-            sql += f" AND instr(value, :w{i}) > 0"
-            params[f"w{i}"] = needle
+        sql, params = scan_query(collection, where, prefix, self.clock())
         out: list[Record] = []
-        cursor = self._conn().execute(sql + " ORDER BY key", params)
+        cursor = self._conn().execute(sql, params)
         try:
             for row in cursor:
                 record = to_record(collection, row)
@@ -531,15 +521,7 @@ class SqliteStore(ThreadedStore):
         return await self._run(self._due, collection, before, limit)
 
     def _due(self, collection: str, before: float, limit: int) -> list[Record]:
-        rows = (
-            self._conn()
-            .execute(
-                f"SELECT {_COLS} FROM milpa_records INDEXED BY milpa_records_due WHERE collection = :c "
-                f"AND due IS NOT NULL AND due <= :before AND {_LIVE} ORDER BY due, key LIMIT :limit",
-                {"c": collection, "before": before, "now": self.clock(), "limit": max(0, limit)},
-            )
-            .fetchall()
-        )
+        rows = self._conn().execute(DUE, (collection, before, self.clock(), max(0, limit))).fetchall()
         return [to_record(collection, row) for row in rows]
 
     # ----------------------------------------------------------- streams
