@@ -171,29 +171,23 @@ class SqliteStore(SqliteConnections):
         now = float(self.clock())
         keeps = (ttl is None, due is KEEP)
         params: tuple[Any, ...] = (text, now, collection, key, expected)
+        exp = None
         if ttl is not None:
             exp = expiry(now, ttl)
             params += (exp,)
         if due is not KEEP:
             due = None if due is None else float(due)
             params += (due,)
-        if expected.__class__ is int:  # the new version is the next one: not read back
-            rows = self._record_write(conn, UPDATE[keeps], params)
-            if not rows:
-                return None
-            row = rows[0]
-            version = expected + 1
-        else:
-            rows = self._record_write(conn, UPDATE_ANY[keeps], params)
-            if not rows:
-                return None
-            row = rows[0]
-            version = row[-1]
+        exact = expected.__class__ is int  # the new version is the next one: not read back
+        rows = self._record_write(conn, (UPDATE if exact else UPDATE_ANY)[keeps], params)
+        if not rows:
+            return None
+        row = rows[0]
         return Record.from_text(
             collection,
             key,
             text,
-            version,
+            expected + 1 if exact else row[-1],
             row[0],
             now,
             row[1] if ttl is None else exp,
