@@ -84,18 +84,19 @@ def requester_fields(ctx: ToolContext) -> dict[str, Any]:
 
 def view(a: Approval, role: ApprovalRole = "approver") -> ApprovalView:
     """The card model the renderers draw for this copy of the card."""
-    d = a.data
+    d = a.data  # (read directly: a card is drawn on every decision, and each property is a call)
     decided_at = d.get("decided_at")
-    arguments = a.args if a.tool is not None else {"subject": d.get("subject"), **dict(d.get("payload") or {})}
+    runs_tool = d.get("tool") is not None
+    arguments = dict(d["args"]) if runs_tool else {"subject": d.get("subject"), **dict(d.get("payload") or {})}
     return ApprovalView(
         id=a.id,
-        kind=a.kind,
+        kind=d["kind"],
         tool=a.label,
         arguments=arguments,
         requester=requester_user(a).display,
-        requester_principal=a.requester_principal,
-        expires_at=datetime.fromtimestamp(a.expires_at, UTC),
-        state=a.state,
+        requester_principal=str(d["requester"]["principal"]),
+        expires_at=datetime.fromtimestamp(float(d["expires_at"]), UTC),
+        state=d["state"],
         reason=d.get("reason"),
         mutating=bool(d.get("mutating", True)),
         decided_by=d.get("decided_by_name") or d.get("decided_by"),
@@ -103,9 +104,9 @@ def view(a: Approval, role: ApprovalRole = "approver") -> ApprovalView:
         decided_via=d.get("decided_via"),
         decision_note=d.get("decision_note"),
         outcome=d.get("outcome"),
-        approvals_required=a.quorum,
-        approved_by=tuple(v["name"] for v in a.votes),
+        approvals_required=int(d["policy"]["quorum"]),
+        approved_by=tuple([v["name"] for v in d.get("votes", ())]),
         role=role,
-        digest=d.get("digest") if a.tool is not None else None,
+        digest=d.get("digest") if runs_tool else None,
         effect=d.get("effect"),
     )

@@ -147,9 +147,10 @@ class ApprovalOutbox:
         outcomes: dict[str, Delivery] = {}
         failing: dict[str, str] = {}  # this pass's errors, for the requester's card sent after them
         sending: set[tuple[str, str]] = set()  # the first sends of cards this pass makes (until their ids are kept)
+        held = approval.data.get("failures")  # (none held back: no effect has a failure to look up)
         try:
             for effect in approval.effects():
-                failure = active_failure(approval.data, effect)
+                failure = active_failure(approval.data, effect) if held else None
                 if failure and float(failure["next_at"]) > now:
                     continue  # waiting out a retry time
                 if self._sent_elsewhere(approval, effect, now):

@@ -54,6 +54,29 @@ def json_document(value: Any) -> bytes:
     return text.encode("utf-8", "replace")
 
 
+#: Whether a key is hidden, per :class:`Redaction` rule (its ``extra`` names): a pure function of the key and
+#: the names, so every walk under the same rule shares what it found (a card and a result convert the same few
+#: keys again each time); at most ``_KNOWN_KEPT`` keys a rule, for at most ``_KNOWN_KEPT`` rules.
+_KNOWN: dict[tuple[str, ...], dict[str, bool]] = {}
+_KNOWN_KEPT: Final = 4096
+
+
+def _known(hide: Callable[[str], bool] | None) -> dict[str, bool]:
+    """The keys a walk with ``hide`` knows already: the shared ones of a :class:`Redaction` (a subclass may
+    decide otherwise, and any other callable may change its mind: a walk of its own for them)."""
+    if type(hide) is not Redaction:
+        return {}
+    try:
+        known = _KNOWN.get(hide.extra)
+        if known is None or len(known) >= _KNOWN_KEPT:
+            if len(_KNOWN) >= _KNOWN_KEPT:
+                _KNOWN.clear()
+            known = _KNOWN[hide.extra] = {}
+    except TypeError:  # names that are not strings (unhashable): nothing shared
+        return {}
+    return known
+
+
 class Walker:
     """One walk over the data. Exact types are tested first and leaves inline: most of a big
     result is plain dicts, lists and strings, and ``isinstance`` against ABCs is slow."""
@@ -66,7 +89,7 @@ class Walker:
         self.left = _UNLIMITED if budget is None else budget
         self.cut = False
         self.seen: set[int] = set()
-        self.known: dict[str, bool] = {}  # key -> hidden
+        self.known: dict[str, bool] = _known(hide)  # key -> hidden
 
     def plain(self, value: Any, depth: int) -> Any:
         kind = type(value)

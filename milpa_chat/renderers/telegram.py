@@ -16,6 +16,7 @@ the last message, ``reply_markup`` with the ``inline_keyboard``. Guarantees:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -49,6 +50,9 @@ MAX_MESSAGE_LENGTH: Final = 4096
 MAX_ROW_BUTTONS: Final = 8
 MAX_BUTTONS: Final = 100
 _TAG: Final = re.compile(r"<[^>]*>")
+#: A character shown outside the tags (at the start or after a ``>``, before any ``<``): found at once in a page
+#: that shows anything, where taking every tag out of it to look walks the whole page.
+_VISIBLE: Final = re.compile(r"(?:^|>)\s*[^<\s]")
 _STYLE_TAGS: Final = {
     "plain": ("", ""),
     "bold": ("<b>", "</b>"),
@@ -108,13 +112,19 @@ class TelegramRenderer(MessageRenderer[TelegramPayload]):
             attachment = message.full
             pages = pages[: self.max_messages]
             _fit_note(pages[-1], _note_pieces(attachment))
-        texts = [t for t in (_page_html(p) for p in pages) if _TAG.sub("", t).strip()]
+        texts = [t for t in (_page_html(p) for p in pages) if _shows(t)]
         texts = texts or [_esc(clean(message.summary)[:200]).strip() or "…"]
         messages = [_message(t) for t in texts]
         keyboard = _keyboard(message.buttons)
         if keyboard:
             messages[-1]["reply_markup"] = {"inline_keyboard": keyboard}
         return TelegramPayload(tuple(messages), attachment)
+
+
+def _shows(html: str) -> bool:
+    """Whether ``html`` shows anything once its tags are taken out (``_TAG.sub("", html).strip()``): a character
+    :data:`_VISIBLE` finds is outside every tag; without one, only a ``<`` no tag closes could still show."""
+    return _VISIBLE.search(html) is not None or bool(_TAG.sub("", html).strip())
 
 
 def _message(text: str) -> dict[str, Any]:
@@ -143,38 +153,60 @@ def _button(button: Button) -> dict[str, str]:
 def _pieces(blocks: tuple[Block, ...]) -> list[_Piece]:
     pieces: list[_Piece] = []
     for index, block in enumerate(blocks):
-        if isinstance(block, Actions):
+        drawn = type(block) in _LINES  # (a text block of the model's own types: neither Actions nor Code)
+        if not drawn and isinstance(block, Actions):
             continue
         if pieces:
-            pieces.append(_Piece("", -1))
-        if isinstance(block, Code):
+            pieces.append(_BLANK)
+        if not drawn and isinstance(block, Code):
             pieces += _code(block, index)
         else:
             pieces += [_Piece(h, -1) for line in _lines(block) for h in wrap_line(line)]
     return pieces
 
 
+#: The blank line between two blocks (pieces are never changed once made: one serves every message).
+_BLANK: Final = _Piece("", -1)
+
+
 def _lines(block: Block) -> list[list[_Seg]]:
-    if isinstance(block, Heading):
-        return [[("<b>", "</b>", f"{block.icon} {t}".strip())] for t in block.text.split("\n")]
-    if isinstance(block, Paragraph):
-        return _paragraph(block)
-    if isinstance(block, Fields):
-        out: list[list[_Seg]] = []
-        for name, value in block.items:
-            first, *rest = value.split("\n")
-            out.append([("<b>", "</b>", f"{name}:"), ("", "", f" {first}")])
-            out += [[("", "", f"  {line}")] for line in rest]
-        return out
-    if isinstance(block, ItemList):
-        return _items(block)
-    if isinstance(block, Table):
-        return [table_row(block, row, _bold) for row in block.rows]  # (as _row, a call less)
-    if isinstance(block, Note):
-        return [[("<i>", "</i>", line)] for line in block.text.split("\n")]
-    if isinstance(block, Divider):
-        return [[("", "", "────────")]]
+    make = _LINES.get(type(block))  # (a block of the model's own types: one look-up, no isinstance chain)
+    if make is not None:
+        return make(block)
+    for kind, make in _LINES.items():  # a subclass of one of them
+        if isinstance(block, kind):
+            return make(block)
     return []
+
+
+def _heading(block: Heading) -> list[list[_Seg]]:
+    if "\n" not in block.text:
+        return [[("<b>", "</b>", f"{block.icon} {block.text}".strip())]]
+    return [[("<b>", "</b>", f"{block.icon} {t}".strip())] for t in block.text.split("\n")]
+
+
+def _fields(block: Fields) -> list[list[_Seg]]:
+    out: list[list[_Seg]] = []
+    for name, value in block.items:
+        if "\n" not in value:  # (most values: one line, no split)
+            out.append([("<b>", "</b>", f"{name}:"), ("", "", f" {value}")])
+            continue
+        first, *rest = value.split("\n")
+        out.append([("<b>", "</b>", f"{name}:"), ("", "", f" {first}")])
+        out += [[("", "", f"  {line}")] for line in rest]
+    return out
+
+
+def _table(block: Table) -> list[list[_Seg]]:
+    return [table_row(block, row, _bold) for row in block.rows]
+
+
+def _note(block: Note) -> list[list[_Seg]]:
+    return [[("<i>", "</i>", line)] for line in block.text.split("\n")]
+
+
+def _divider(block: Divider) -> list[list[_Seg]]:
+    return [[("", "", "────────")]]
 
 
 def _paragraph(block: Paragraph) -> list[list[_Seg]]:
@@ -195,6 +227,18 @@ def _items(block: ItemList) -> list[list[_Seg]]:
         out.append([("", "", f"{n}. " if block.ordered else "• "), ("", "", first)])
         out += [[("", "", f"   {line}")] for line in rest]
     return out
+
+
+#: Each text block type's lines, in the order a subclass is matched.
+_LINES: Final[dict[type[Any], Callable[[Any], list[list[_Seg]]]]] = {
+    Heading: _heading,
+    Paragraph: _paragraph,
+    Fields: _fields,
+    ItemList: _items,
+    Table: _table,
+    Note: _note,
+    Divider: _divider,
+}
 
 
 def _row(table: Table, row: tuple[str, ...]) -> list[_Seg]:
@@ -251,9 +295,10 @@ def _may_split(pieces: list[_Piece]) -> bool:
     """Whether the pieces may need more than one message: an upper bound of their UTF-16 size (a character
     is at most two units; every piece a newline and a wrapper) over the limit. Else :func:`_pack` would give
     one page of them all (:func:`_one_page`) and is not asked."""
-    size = 0
+    size = len(pieces) + len("".join([piece.html for piece in pieces]))  # (a newline each)
     for piece in pieces:
-        size += len(piece.html) + 1 + len(piece.wrap[0]) + len(piece.wrap[1])
+        if piece.group != -1:  # (only a code block's pieces have a wrapper)
+            size += len(piece.wrap[0]) + len(piece.wrap[1])
     return 2 * size > MAX_MESSAGE_LENGTH
 
 
@@ -279,11 +324,13 @@ def _size(page: list[_Piece]) -> int:
 def _page_html(page: list[_Piece]) -> str:
     while page and not page[-1].html and page[-1].group == -1:
         page = page[:-1]
-    lines = []
+    lines = [piece.html for piece in page]
+    last = len(page) - 1
     for i, piece in enumerate(page):
-        opens = piece.group != -1 and (i == 0 or page[i - 1].group != piece.group)
-        closes = piece.group != -1 and (i == len(page) - 1 or page[i + 1].group != piece.group)
-        lines.append((piece.wrap[0] if opens else "") + piece.html + (piece.wrap[1] if closes else ""))
+        if piece.group != -1:  # a code block's line: opened by its first, closed by its last
+            opens = i == 0 or page[i - 1].group != piece.group
+            closes = i == last or page[i + 1].group != piece.group
+            lines[i] = (piece.wrap[0] if opens else "") + piece.html + (piece.wrap[1] if closes else "")
     return "\n".join(lines)
 
 

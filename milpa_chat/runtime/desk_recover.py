@@ -129,7 +129,13 @@ class Recovering(DeskCore):
         def change(a: Approval, v: dict[str, Any], now: float) -> Outcome | None:
             if not outcomes:
                 return None
-            failures = v.setdefault("failures", {})
+            # the failures are copied (and written) only when one is recorded or cleared
+            held = dict.get(v, "failures") or {}
+            failures = (
+                v.setdefault("failures", {})
+                if any(not out.ok or effect in held for effect, out in outcomes.items())
+                else {}
+            )
             for effect, out in outcomes.items():
                 if out.ok:
                     failures.pop(effect, None)
