@@ -45,11 +45,11 @@ test: lint types pytest
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python bench/registry.py
-	$(BIN)/python bench/store.py
+	$(BIN)/python bench/store.py   # store operations; PostgreSQL too (MILPA_BENCH_POSTGRES_DSN), skipped when it does not answer
 	$(BIN)/python bench/renderers.py
 	$(BIN)/python bench/telegram.py
 	$(BIN)/python bench/slack.py
-	$(BIN)/python bench/approvals.py   # PostgreSQL too (MILPA_BENCH_POSTGRES_DSN), skipped when it does not answer
+	$(BIN)/python bench/approvals.py   # approvals end to end; PostgreSQL too (MILPA_BENCH_POSTGRES_DSN), skipped when it does not answer
 	$(BIN)/python bench/streaming.py
 	$(BIN)/python bench/fleet.py   # PostgreSQL (MILPA_BENCH_POSTGRES_DSN) and /usr/sbin/haproxy
 

@@ -1,12 +1,14 @@
-"""The app process of ``bench/telegram.py``: the assistant (``TelegramBot``) or a bare PTB handler, polling a
-local Bot API server that lives in the harness's process. Run by the harness as
-``python -m bench._telegram_app CONFIG_JSON``; it answers on stdin/stdout (``bench/_apps.py``).
+"""The app process of ``bench/telegram.py``: the assistant (``TelegramBot``), a bare PTB handler, or a fair peer
+(a bot written without the kit), polling a local Bot API server that lives in the harness's process. Run by the
+harness as ``python -m bench._telegram_app CONFIG_JSON``; it answers on stdin/stdout (``bench/_apps.py``).
 
-Config keys: ``app`` ("kit" or "bare"), ``token``, ``base_url``, ``base_file_url``, ``store`` ("memory", a SQLite
-path, or null), ``notes`` (notes 100.. inserted into the store before start), ``poll_timeout``; for "bare":
-``calls`` (the Bot API calls replayed for every tap), ``like`` (the card copied), ``cards`` (copies sent),
-``book`` (null, "memory" or a SQLite path: a fair peer's pending calls), ``confirm`` (the peer claims the call,
-runs the tool and stores the result before the calls).
+Config keys: ``app`` ("kit", "bare" or "peer"), ``token``, ``base_url``, ``base_file_url``, ``store`` ("memory",
+a SQLite path, or null), ``notes`` (notes 100.. inserted into the store before start), ``poll_timeout``; for
+"bare" and "peer": ``calls`` (the assistant's recorded Bot API calls for the row's kind of tap: replayed for
+every tap by "bare"), ``like`` (the card copied), ``cards`` (copies sent); for "peer": ``kind`` ("refused",
+"decided" or "confirm"), ``learn`` (the assistant's recorded calls of every kind of tap: what the peer learns
+its wording from, see ``PeerMessages``), ``sample`` (the arguments of the recorded confirm, Alice's own
+``delete_note`` card), ``book`` ("memory" or a SQLite path: the peer's pending calls).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,14 @@ from telegram import Bot, CallbackQuery, InlineKeyboardMarkup, LinkPreviewOption
 from telegram.ext import Application, CallbackQueryHandler, ContextTypes
 
 from bench._apps import serve_control
+from bench._telegram_peer import TIME_FORMAT, PeerMessages, PendingBook, Tapped
 from milpa_chat import ToolRegistry
 from milpa_chat.chat import Assistant, Identities
 from milpa_chat.examples import ExampleTools
 from milpa_chat.store import MemoryStore, Store
 from milpa_chat.store.sqlite import SqliteStore
 
-ALICE_ID = 1001
+ALICE_ID, ALICE_NAME = 1001, "Alice"
 IDENTITIES = {"users": {"telegram:1001": ["notes:read", "notes:write"], "telegram:1002": ["notes:read"]}}
 Call = tuple[str, dict[str, str]]  # a Bot API method and its parameters as sent
 
@@ -86,61 +89,6 @@ class Replay:
         raise ValueError(f"the assistant now calls {method} for a tap; teach Replay to make that call too")
 
 
-class PendingBook:
-    """Where a bot written without the kit keeps its pending calls: a dict (beside the in-memory rows), or a
-    table in the same SQLite file as the tool's store, in WAL mode with the same ``synchronous=FULL`` as the
-    assistant's store (beside the SQLite rows): a card's call is written when the card is sent, claimed
-    (compare-and-set on its state, committed: on disk) when Confirm is tapped, and its result written
-    (committed) after the run."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.rows: dict[str, dict[str, Any]] = {}
-        self.conn: sqlite3.Connection | None = None
-        if path is not None:
-            self.conn = sqlite3.connect(path, isolation_level=None)
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = FULL")
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS bare_pending "
-                "(id TEXT PRIMARY KEY, requester INTEGER, args TEXT, state TEXT, result TEXT)"
-            )
-
-    def add(self, key: str, requester: int, args: dict[str, Any]) -> None:
-        if self.conn is None:
-            self.rows[key] = {"requester": requester, "args": args, "state": "pending"}
-            return
-        self.conn.execute(
-            "INSERT OR REPLACE INTO bare_pending VALUES (?, ?, ?, 'pending', NULL)", (key, requester, json.dumps(args))
-        )
-
-    def read(self, key: str) -> tuple[int, str] | None:
-        """(requester, state) of the call a card asks for."""
-        if self.conn is None:
-            row = self.rows.get(key)
-            return (row["requester"], row["state"]) if row else None
-        found = self.conn.execute("SELECT requester, state FROM bare_pending WHERE id = ?", (key,)).fetchone()
-        return (int(found[0]), str(found[1])) if found else None
-
-    def claim(self, key: str) -> dict[str, Any] | None:
-        """The call's arguments, to exactly one tap (its state moves from pending to running)."""
-        if self.conn is None:
-            row = self.rows.get(key)
-            if row is None or row["state"] != "pending":
-                return None
-            row["state"] = "running"
-            return dict(row["args"])
-        found = self.conn.execute(
-            "UPDATE bare_pending SET state = 'running' WHERE id = ? AND state = 'pending' RETURNING args", (key,)
-        ).fetchone()
-        return json.loads(found[0]) if found else None
-
-    def finish(self, key: str, result: dict[str, Any]) -> None:
-        if self.conn is None:
-            self.rows[key].update(state="done", result=result)
-            return
-        self.conn.execute("UPDATE bare_pending SET state = 'done', result = ? WHERE id = ?", (json.dumps(result), key))
-
-
 def card_key(query: CallbackQuery) -> str:
     assert query.message is not None
     return f"{query.message.chat.id}:{query.message.message_id}"
@@ -158,33 +106,7 @@ async def add_notes(store: Store | None, count: int) -> None:
         await store.insert("notes", f"{number:08d}", {"id": number, "text": f"note {number}"})
 
 
-async def bare(config: dict[str, Any], stopped: asyncio.Event) -> None:
-    """A bare handler: it replays the calls for every tap on a copy of the card (same HTML and keyboard, so
-    PTB and the server parse and serialize updates of the same size as in the assistant's rows). With a book
-    (a fair peer) it first does what a bot without the kit does for that tap: looks up the call the card asks
-    for (who asked, whether it is still pending); with ``confirm`` it claims the call in the book, runs the same
-    tool function on the store (``ExampleTools.delete_note``) and writes the result to the book."""
-    store = open_store(config["store"])
-    await add_notes(store, config["notes"])
-    book = None if config["book"] is None else PendingBook(None if config["book"] == "memory" else Path(config["book"]))
-    tools = ExampleTools(store) if config["confirm"] and store is not None else None
-    replay: list[Replay] = []
-
-    async def on_button(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        query = update.callback_query
-        assert query is not None
-        if book is not None and tools is not None:
-            key = card_key(query)
-            args = book.claim(key)
-            if args is None:
-                await query.answer("Already done.", show_alert=True)
-                return
-            result = await tools.delete_note(**args)
-            book.finish(key, {"success": result.success, "data": result.data, "message": result.message})
-        elif book is not None:
-            book.read(card_key(query))
-        await replay[0](query)
-
+def application(config: dict[str, Any], handler: Callable[[Update, ContextTypes.DEFAULT_TYPE], Awaitable[None]]) -> Any:
     app = (
         Application.builder()
         .token(config["token"])
@@ -193,8 +115,12 @@ async def bare(config: dict[str, Any], stopped: asyncio.Event) -> None:
         .concurrent_updates(True)
         .build()
     )
-    app.add_handler(CallbackQueryHandler(on_button))
-    replay.append(Replay(app.bot, [(m, p) for m, p in config["calls"]]))
+    app.add_handler(CallbackQueryHandler(handler))
+    return app
+
+
+async def serve(app: Any, config: dict[str, Any], stopped: asyncio.Event, sent: Callable[[int, int], None]) -> None:
+    """Send ``cards`` copies of the card (``sent(note, message_id)`` for each), poll, and wait until the end."""
     like = config["like"]
     keyboard = InlineKeyboardMarkup.de_json(like["reply_markup"], app.bot) if like["reply_markup"] else None
     async with app:
@@ -204,13 +130,87 @@ async def bare(config: dict[str, Any], stopped: asyncio.Event) -> None:
                 ALICE_ID, like["source"], parse_mode=like["parse_mode"], reply_markup=keyboard
             )
             cards.append(message.message_id)
-            if book is not None:
-                book.add(f"{message.chat.id}:{message.message_id}", ALICE_ID, {"note_id": number})
+            sent(number, message.message_id)
         await app.start()
         assert app.updater is not None
         await app.updater.start_polling(timeout=config["poll_timeout"])
         serve_control(json.dumps({"cards": cards}))
         await stopped.wait()
+
+
+async def bare(config: dict[str, Any], stopped: asyncio.Event) -> None:
+    """A bare handler: it replays the calls for every tap on a copy of the card (same HTML and keyboard, so
+    PTB and the server parse and serialize updates of the same size as in the assistant's rows)."""
+    replay: list[Replay] = []
+
+    async def on_button(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        assert update.callback_query is not None
+        await replay[0](update.callback_query)
+
+    app = application(config, on_button)
+    replay.append(Replay(app.bot, [(m, p) for m, p in config["calls"]]))
+    await serve(app, config, stopped, lambda number, message_id: None)
+
+
+async def peer(config: dict[str, Any], stopped: asyncio.Event) -> None:
+    """A fair peer: what a bot written without the kit does for a tap on a copy of the card, with its own pending
+    calls (``PendingBook``: Alice's ``delete_note`` of the card's note, pending, or done for the "decided" kind)
+    and its own messages (``PeerMessages``). For every tap it looks the call up in its book and answers from it:
+    "refused" and "decided" read the call (requester, name, state) and answer with an alert formatted for the tap
+    (someone else tapped a pending card: who may confirm it; a decided card: that it is done). "confirm" claims
+    the call for the tapping requester (a compare-and-set), runs the same tool function on the store
+    (``ExampleTools.delete_note``), writes the result to the book, then answers, edits the card to the decided
+    card (the requester, the arguments' digest and JSON, who confirmed it and when, the outcome) and sends the
+    result (the outcome and the result's fields), all formatted for the tap."""
+    kind = config["kind"]
+    store = open_store(config["store"])
+    await add_notes(store, config["notes"])
+    book = PendingBook(None if config["book"] == "memory" else Path(config["book"]))
+    tools = ExampleTools(store) if store is not None else None
+    args = config["sample"]
+    scratch = MemoryStore()  # the sample's result, from the same tool on a note like the sample's
+    await scratch.insert("notes", f"{args['note_id']:08d}", {"id": args["note_id"], "text": f"note {args['note_id']}"})
+    done = await ExampleTools(scratch).delete_note(**args)
+    sample = Tapped(ALICE_ID, ALICE_NAME, args, ALICE_NAME, "", {"message": done.message, "data": done.data})
+    messages = PeerMessages.learn({k: [(m, p) for m, p in calls] for k, calls in config["learn"].items()}, sample)
+    refused, decided, confirm = (messages.calls[k] for k in ("refused", "decided", "confirm"))
+
+    async def explain(query: CallbackQuery, key: str) -> None:
+        found = book.read(key)
+        assert found is not None, f"no call for the card {key}"
+        requester, name, state = found
+        tapped = Tapped(requester, name, {}, query.from_user.first_name, "")
+        for call in refused if state == "pending" and query.from_user.id != requester else decided:
+            await call.send(app.bot, query, tapped)
+
+    async def on_button(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        query = update.callback_query
+        assert query is not None
+        key = card_key(query)
+        if kind != "confirm":
+            await explain(query, key)
+            return
+        claimed = book.claim(key, query.from_user.id)
+        if claimed is None:
+            await explain(query, key)
+            return
+        assert tools is not None
+        name, call_args = claimed
+        result = await tools.delete_note(**call_args)
+        done = {"success": result.success, "data": result.data, "message": result.message}
+        book.finish(key, done)
+        at = datetime.now(UTC).strftime(TIME_FORMAT)
+        tapped = Tapped(query.from_user.id, name, call_args, query.from_user.first_name, at, done)
+        for call in confirm:
+            await call.send(app.bot, query, tapped)
+
+    state = "done" if kind == "decided" else "pending"
+
+    def sent(note: int, message_id: int) -> None:  # Alice's delete_note of the card's note
+        book.add(f"{ALICE_ID}:{message_id}", ALICE_ID, ALICE_NAME, {"note_id": note}, state)
+
+    app = application(config, on_button)
+    await serve(app, config, stopped, sent)
 
 
 async def kit(config: dict[str, Any], stopped: asyncio.Event) -> None:
@@ -231,7 +231,9 @@ async def kit(config: dict[str, Any], stopped: asyncio.Event) -> None:
 
 async def main(config: dict[str, Any]) -> None:
     logging.basicConfig(level=logging.ERROR)
-    await (kit if config["app"] == "kit" else bare)(config, asyncio.Event())  # runs until the harness is done
+    await {"kit": kit, "bare": bare, "peer": peer}[config["app"]](
+        config, asyncio.Event()
+    )  # runs until the harness is done
 
 
 if __name__ == "__main__":

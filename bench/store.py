@@ -1,11 +1,10 @@
-"""Microseconds per store operation, one awaited call at a time, for each backend; then approvals end to end.
+"""Microseconds per store operation, one awaited call at a time, for each backend.
 
-    PYTHONPATH=. python bench/store.py [--n 2000] [--postgres postgresql://postgres@127.0.0.1:5432/test]
-                                       [--taps 200] [--sizes 10,1000,100000]
+    PYTHONPATH=. python bench/store.py [--n 2000] [--postgres DSN]
 
-SQLite runs on a temporary file; PostgreSQL (skipped when unreachable) in a temporary schema
-that is dropped afterwards. Prints Markdown tables: the store operations, then (``bench/approvals.py``)
-Confirm and Approve taps through the ``Assistant`` and sweeps at 10 / 1,000 / 100,000 pending.
+SQLite runs on a temporary file; PostgreSQL (skipped when unreachable, or with ``--postgres ''``) in a
+temporary schema that is dropped afterwards. Prints a Markdown table of the store operations. Approvals end
+to end (Confirm and Approve taps through the ``Assistant``, sweeps) are ``bench/approvals.py``'s.
 """
 
 from __future__ import annotations
@@ -19,9 +18,6 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from approvals import run as approvals
 
 from milpa_chat.store import MemoryStore, Store
 from milpa_chat.store.sqlite import SqliteStore
@@ -75,14 +71,16 @@ def open_postgres(dsn: str) -> tuple[Store, Callable[[], None]] | None:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=2000, help="operations per measurement")
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
-    parser.add_argument("--taps", type=int, default=200, help="taps per approval measurement")
-    parser.add_argument("--sizes", default="10,1000,100000", help="pending approvals to measure the taps at")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("MILPA_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"),
+        help="PostgreSQL DSN (default: $MILPA_BENCH_POSTGRES_DSN or the local test database); '' skips it",
+    )
     args = parser.parse_args()
     rows: dict[str, dict[str, float]] = {"memory": await measure(MemoryStore(), args.n)}
     with tempfile.TemporaryDirectory() as tmp:
         rows["sqlite"] = await measure(SqliteStore(Path(tmp) / "bench.db"), args.n)
-    pg = open_postgres(args.postgres)
+    pg = open_postgres(args.postgres) if args.postgres else None
     if pg is not None:
         store, drop = pg
         try:
@@ -94,7 +92,6 @@ async def main() -> None:
     print("|---|" + "---:|" * len(OPS))
     for name, result in rows.items():
         print(f"| {name} | " + " | ".join(f"{result[op]:.0f}" for op in OPS) + " |")
-    await approvals([int(s) for s in args.sizes.split(",")], args.taps, args.postgres or None)
 
 
 if __name__ == "__main__":

@@ -25,14 +25,23 @@ set up and frozen with ``gc.freeze()`` together, then tapped in turn, round afte
   and the result sent — bare making the same calls, the assistant and its fair peer in memory, and with SQLite
   (``synchronous=FULL``: the decision and every step of the run are durable before the tap's next step).
 
-Every assistant row has a **fair peer**: a bare PTB handler doing the work a bot written without the kit does
-for that tap, and making the same calls. Its pending calls live in a ``PendingBook``: a dict beside the
-in-memory rows, a table in a SQLite file beside the SQLite rows (WAL, ``synchronous=FULL``, the same sync level
-as the assistant's store, and the tool's store in the same file). A refused tap or a tap on a decided card: the
-peer looks up the call the card asks for (who asked, its state), then answers with the same alert. Confirm and
-run: the peer claims the call (a compare-and-set of its state, committed before the run), runs the same tool
-function (``ExampleTools.delete_note`` on a store of the same kind), writes the result (committed), and makes
-the same calls.
+Every assistant row has a **fair peer**: a bare PTB app doing the work a bot written without the kit does for that
+tap, and making the same calls, built by itself for every tap (``bench/_telegram_peer.py``). Its pending calls (who
+asked, by id and name, and the arguments) live in a ``PendingBook``: a dict beside the in-memory rows, a table in a
+SQLite file beside the SQLite rows (WAL, ``synchronous=FULL``, the same sync level as the assistant's store, and
+the tool's store in the same file). A refused tap (Bob's, as the assistant's) or a tap on a decided card: the peer
+looks up the call the card asks for (who asked, its state), decides from it, and answers with the alert text
+formatted for the tap (the requester's name from its book: "Only Alice can confirm this."; "Already done.").
+Confirm and run: the peer claims the call for the requester tapping (a compare-and-set of its state, committed
+before the run), runs the same tool function (``ExampleTools.delete_note`` on a store of the same kind), writes the
+result (committed), then answers, edits the card to its decided text and sends the result. Every text is formatted
+for the tap from the book's row, the tapper, the clock and the tool's result (the requester, the arguments' SHA-256
+digest and JSON, who confirmed and when, the outcome, the result's fields; ``html.escape`` in HTML), and the link
+preview options (and any keyboard) are PTB objects made for the tap. The peer takes the wording between those parts
+from the assistant's recorded calls, and checks at start-up that its calls for the recorded tap are the
+assistant's as PTB serializes them (texts byte for byte, JSON objects of the same value and size; a clear error if
+the assistant's wording changed); the cards of both are for notes 100 on, so the texts of a tap are the same size
+on both sides.
 
 A round taps every app of a group (``--taps`` taps, or ``--runs`` for confirm and run) in ``--slices`` slices,
 the apps taking turns slice by slice, an assistant row next to its fair peer (in the listed order, reversed every
@@ -89,6 +98,7 @@ POLLING = frozenset({"getUpdates", "getMe", "deleteWebhook", "setMyCommands", "g
 Call = tuple[str, dict[str, str]]  # a Bot API method and its parameters as sent
 Tap = Callable[[], Awaitable[TelegramUpdate]]
 NUMBERS = itertools.count()  # of the apps: their tokens and config files
+SAMPLE_NOTE = 100  # the note of the pending card whose taps are recorded
 
 
 @dataclass
@@ -205,9 +215,9 @@ BARE_REFUSED = "bare PTB, same call as a refused tap (alert answer)"
 BARE_DECIDED = "bare PTB, answer only: decided card"
 BARE_DECIDED_SAME = "bare PTB, same call as a tap on a decided card (alert answer)"
 BARE_CONFIRM = "bare PTB, same calls as confirm and run"
-PEER_REFUSED = "bare PTB, fair peer of a refused tap: looks the call up, same alert answer"
-PEER_DECIDED = "bare PTB, fair peer of a tap on a decided card: looks the call up, same alert answer"
-PEER_CONFIRM = "bare PTB, fair peer of confirm and run: claims, runs the tool, stores the result, same calls"
+PEER_REFUSED = "bare PTB, fair peer of a refused tap: looks the call up, builds the same alert answer"
+PEER_DECIDED = "bare PTB, fair peer of a tap on a decided card: looks the call up, builds the same alert answer"
+PEER_CONFIRM = "bare PTB, fair peer of confirm and run: claims, runs the tool, stores the result, builds the same calls"
 
 
 @dataclass
@@ -233,26 +243,28 @@ def kit(name: str, store: str, notes: int = 0, *, peer: str, answer_only: str, s
 
 
 def bare(
-    name: str,
-    like: TelegramMessageVersion,
-    calls: list[Call],
-    *,
-    cards: int = 1,
-    book: str | None = None,
-    store: str | None = None,
-    answer_only: str = "",
+    name: str, like: TelegramMessageVersion, calls: list[Call], *, cards: int = 1, answer_only: str = ""
 ) -> Member:
     config = {
         "app": "bare",
         "calls": calls,
         "like": {"source": like.source or "", "parse_mode": like.parse_mode, "reply_markup": like.reply_markup},
         "cards": cards,
-        "book": book,
-        "store": store,
-        "notes": cards if store is not None else 0,
-        "confirm": cards > 1,
     }
     return Member(name, config, answer_only)
+
+
+def fair_peer(
+    name: str, kind: str, like: TelegramMessageVersion, got: Sample, cards: int, book: str, only: str
+) -> Member:
+    """A bare PTB app doing a bot's work for the tap, its pending calls in ``book`` (and, to confirm and run, the
+    tool's store in the same place); it learns its wording from every recorded call (bench/_telegram_peer.py)."""
+    member = bare(name, like, got.calls[kind], cards=cards, answer_only=only)
+    store = book if kind == "confirm" else None
+    sample = {"note_id": SAMPLE_NOTE}
+    notes = cards if store is not None else 0
+    member.config.update(app="peer", kind=kind, learn=got.calls, sample=sample, book=book, store=store, notes=notes)
+    return member
 
 
 async def start(member: Member, stack: AsyncExitStack, tmp: Path, number: int) -> None:
@@ -345,8 +357,9 @@ async def set_up(member: Member, kind: str, taps: int, rounds: int, got: Sample)
                 [(lambda c=c: server.tap(c.chat.id, c.message_id, ALICE, got.data)) for c in cards[i::rounds]]
                 for i in range(rounds)
             ]
-        else:
-            member.rounds = [taps_on(server, cards[0], got.data, ALICE, taps) for _ in range(rounds)]
+        else:  # a fair peer's refused tap is someone else's, as the assistant's
+            user = BOB if kind == "refused" and member.config["app"] == "peer" else ALICE
+            member.rounds = [taps_on(server, cards[0], got.data, user, taps) for _ in range(rounds)]
     member.per_tap = len(got.calls[kind])
     member.results = kind == "confirm"
     await app.freeze()
@@ -371,12 +384,11 @@ async def run_group(kind: str, members: list[Member], taps: int, rounds: int, tm
                     )
             for member in members:
                 member.rows.append(merged(member.name, parts[member.name]))
-        if kind == "refused":
-            assert members[2].server is not None
-            assert members[2].server.callback_queries[-1].answer_text == "Only Alice can confirm this."
-        if kind == "decided":
-            assert members[2].server is not None
-            assert members[2].server.callback_queries[-1].answer_text == "Already done."
+        if kind != "confirm":  # the assistant's answer, and its fair peers' (formatted by them for the tap)
+            said = "Only Alice can confirm this." if kind == "refused" else "Already done."
+            for member in members[2:]:
+                assert member.server is not None
+                assert member.server.callback_queries[-1].answer_text == said, (member.name, said)
 
 
 async def sample(tmp: Path) -> Sample:
@@ -387,14 +399,14 @@ async def sample(tmp: Path) -> Sample:
         await start(member, stack, tmp, next(NUMBERS))
         server = member.server
         assert server is not None
-        card, data = await card_for(server, 100)
+        card, data = await card_for(server, SAMPLE_NOTE)
         got = Sample(card.versions[0], card.versions[0], data)
         mark = server.mark()
         await push_and_wait(server, taps_on(server, card, data, BOB, 1))
         got.calls["refused"] = work_calls(server, mark)
         mark = server.mark()
         await push_and_wait(server, taps_on(server, card, data, ALICE, 1))
-        await decided_and_reported(server, card, "Deleted note 100")
+        await decided_and_reported(server, card, f"Deleted note {SAMPLE_NOTE}")
         await server.wait_until(
             lambda: all(c.status for c in server.calls[mark:] if c.method not in POLLING), what="the confirm's calls"
         )
@@ -437,15 +449,7 @@ def groups(got: Sample, taps: int, runs: int, rounds: int, tmp: Path) -> list[tu
                 kit(
                     kit_name, kit_store, cards if confirm else 0, peer=peer, answer_only=only_name, same_calls=same_name
                 ),
-                bare(
-                    peer,
-                    like,
-                    got.calls[kind],
-                    cards=cards,
-                    book=peer_book,
-                    store=peer_book if confirm else None,
-                    answer_only=only_name,
-                ),
+                fair_peer(peer, kind, like, got, cards, peer_book, only_name),
             ]
             members += pair if store == "memory" else pair[::-1]
             PAIRS.append((kit_name, peer))
@@ -535,8 +539,8 @@ async def main(taps: int, runs: int, rounds: int) -> None:
     )
     print(ratios(members))
     print(
-        "\nBot API calls the assistant made for one tap (recorded, and replayed by the bare handlers; parameter "
-        "bytes as sent):"
+        "\nBot API calls the assistant made for one tap (recorded; replayed by the bare handlers, built for every tap "
+        "by the fair peers; parameter bytes as sent):"
     )
     print(describe(got.calls))
 

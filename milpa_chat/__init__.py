@@ -8,21 +8,34 @@ subpackages (``milpa_chat.bots.telegram``, ``milpa_chat.renderers``, ``milpa_cha
 from __future__ import annotations
 
 import logging
+from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat.errors import DeclarationError, ToolError
-from milpa_chat.runtime import ErrorCode, ToolContext, ToolRegistry, ToolResult, VerifyPolicy
 
 if TYPE_CHECKING:
-    from milpa_chat.runtime.declare import Param, tool
+    from milpa_chat.runtime import ErrorCode, Param, ToolContext, ToolRegistry, ToolResult, VerifyPolicy, tool
+
+#: The runtime's names, loaded on first use: ``import milpa_chat`` loads neither the runtime nor the store.
+_FROM_RUNTIME = frozenset({"ErrorCode", "Param", "ToolContext", "ToolRegistry", "ToolResult", "VerifyPolicy", "tool"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("tool", "Param"):
-        from milpa_chat.runtime import declare
+    if name in _FROM_RUNTIME:
+        from milpa_chat import runtime
 
-        return getattr(declare, name)
-    raise AttributeError(f"module 'milpa_chat' has no attribute {name!r}")
+        value = getattr(runtime, name)
+    elif name in ("runtime", "store"):
+        # the subpackages ``import milpa_chat`` once loaded, still reachable as its attributes
+        value = _import_module(f"milpa_chat.{name}")
+    else:
+        raise AttributeError(f"module 'milpa_chat' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

@@ -85,6 +85,7 @@ _FILE: Final = re.compile(
     r"(?:~|\.{1,2})?/\S*|[\w.-]+\.(?:json|toml|ya?ml|txt|env|pem|key|crt|cfg|ini|conf|csv|py|md|log|db|sqlite)",
     re.IGNORECASE,
 )  # a path or a file name: "--tokens tokens.json"
+_RUN: Final = re.compile(r"[A-Za-z0-9]{8,}")
 _NUMBER: Final = re.compile(r"[0-9](?:[0-9 -]*[0-9])?")
 _UNITS: Final = re.compile(
     r"[ \t]+(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|bytes?|bits?|long|old|or|to|and|"
@@ -225,13 +226,22 @@ def _sentence(text: str, start: int, end: int, quoted: bool) -> bool:
 
 def _looks(value: str) -> bool:
     """A value written directly after a secret word is a secret when it looks like one."""
-    if len(value) < 6 or _FILE.fullmatch(value):
+    if len(value) < 6 or (_FILE.fullmatch(value) and not _keyish(value)):
         return False
     if value[0] in "([{<@":  # "(TELEGRAM_TOKEN)", "<token>", "@BotFather" name a place; "[b1kPJ9w..." is a value
         return _NAME.fullmatch(value[1:].rstrip(")]}>")) is None and _looks(value[1:])
     if value.isalpha():  # a word in one case is a word ("bucket", "Reset"); mixed case is not ("rifFCIm")
         return not (value.islower() or value.istitle() or value.isupper())
     return _PLAIN.fullmatch(value) is None and _ALNUM.search(value) is not None
+
+
+def _keyish(value: str) -> bool:
+    """Whether ``value`` holds a run of 8 or more letters and digits with a digit, a capital and a small letter:
+    what a generated secret looks like, even where the rest looks like a path (``passphrase /0Fz30klK``)."""
+    for run in _RUN.findall(value):
+        if any(c.isdigit() for c in run) and any(c.isupper() for c in run) and any(c.islower() for c in run):
+            return True
+    return False
 
 
 def _digits(value: str) -> int:

@@ -8,26 +8,22 @@ open yet, or found dropped, the call goes to the pool. Everything else (scans, s
 purges) runs on psycopg connections in a small pool, driven from a dedicated thread pool so the event loop
 never blocks. Every write that must happen once is one atomic statement (``INSERT ... ON CONFLICT``,
 ``UPDATE ... WHERE version = ...``, ``DELETE ... RETURNING``) or, for rate windows, a short
-transaction holding a per-key advisory lock. Tables are named ``milpa_*`` in the given schema.
+transaction holding a per-key advisory lock. Tables are named ``milpa_*`` in the given schema (created or
+upgraded by ``_postgres_schema``); the loop's own connections are ``_postgres_loop``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import select
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from milpa_chat._extras import require
-from milpa_chat.errors import StoreError, StoreSchemaError
+from milpa_chat.errors import StoreError
 from milpa_chat.store._sql import (
-    SCHEMA_VERSION,
-    ThreadedStore,
-    check_meta,
     decode,
     encode,
     is_live,
@@ -43,57 +39,21 @@ require("psycopg", extra="postgres", feature="PostgresStore")
 require("psycopg_pool", extra="postgres", feature="PostgresStore")
 
 import psycopg  # noqa: E402
-from psycopg import errors, sql  # noqa: E402
+from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
-from psycopg.pq import TransactionStatus  # noqa: E402
 from psycopg_pool import ConnectionPool, PoolTimeout  # noqa: E402
+
+from milpa_chat.store._postgres_loop import Link, LoopLinks  # noqa: E402
+from milpa_chat.store._postgres_schema import TABLES, initialise, lock_id  # noqa: E402
 
 __all__ = ["PostgresStore"]
 
 _COLS = "key, value::text, version, created_at, updated_at, expires_at, due"
 _LIVE = "({t}.expires_at IS NULL OR {t}.expires_at > %(now)s)"
-_SCHEMA = [
-    'CREATE TABLE {meta} (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)',
-    'CREATE TABLE {records} (collection text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, '
-    "value json NOT NULL, version bigint NOT NULL, created_at double precision NOT NULL, "
-    "updated_at double precision NOT NULL, expires_at double precision, due double precision, "
-    "PRIMARY KEY (collection, key))",
-    "CREATE INDEX ON {records} (expires_at) WHERE expires_at IS NOT NULL",
-    "CREATE INDEX milpa_records_due ON {records} (collection, due) WHERE due IS NOT NULL",
-    'CREATE TABLE {heads} (stream text COLLATE "C" PRIMARY KEY, seq bigint NOT NULL)',
-    'CREATE TABLE {streams} (stream text COLLATE "C" NOT NULL, seq bigint NOT NULL, value json NOT NULL, '
-    "at double precision NOT NULL, PRIMARY KEY (stream, seq))",
-    'CREATE TABLE {hits} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text COLLATE "C" NOT NULL, '
-    "at double precision NOT NULL, cost bigint NOT NULL, expires_at double precision NOT NULL)",
-    "CREATE INDEX ON {hits} (key, at)",
-    "CREATE INDEX ON {hits} (expires_at)",
-]
-_UPGRADE_1_TO_2 = [
-    "ALTER TABLE {records} ADD COLUMN due double precision",
-    "CREATE INDEX milpa_records_due ON {records} (collection, due) WHERE due IS NOT NULL",
-    "UPDATE {meta} SET value = '2' WHERE key = 'schema_version'",
-]
 #: Seconds a call waits for a pooled connection before checking whether the server is there at all.
 FIRST_WAIT = 0.5
 #: While the server is away, at most one connection attempt per this many seconds (the other calls fail at once).
 PROBE_EVERY = 0.1
-#: Calls an event loop makes on the pool before it opens connections of its own: a loop that makes only a call or
-#: two (an ``asyncio.run()`` per call) keeps to the pool instead of opening connections it would hardly use.
-LINK_AFTER = 3
-#: Seconds before an event loop tries again to open its own connection after an attempt failed.
-RELINK_AFTER = 1.0
-_TABLES = {
-    "meta": "milpa_meta",
-    "records": "milpa_records",
-    "heads": "milpa_stream_heads",
-    "streams": "milpa_streams",
-    "hits": "milpa_hits",
-}
-
-
-def _lock_id(*parts: str) -> int:
-    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 def describe_dsn(dsn: str) -> str:
@@ -105,60 +65,7 @@ def describe_dsn(dsn: str) -> str:
     return f"{info.get('user', '')}@{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-_IDLE = TransactionStatus.IDLE
-#: The server ended the session in answer to a statement (``pg_terminate_backend``, a fast shutdown, an idle
-#: session's timeout): it does so only where no commit of that statement has been made (a commit holds the
-#: interrupt until its ``ReadyForQuery`` is sent; an immediate shutdown or a crash sends no such error, and a
-#: synchronous-replication wait that is ended says "committed locally" and sends none either). So the statement
-#: can run again elsewhere. Its commonest case: a backend terminated just before the statement reached it.
-_UNSENT = (errors.AdminShutdown, errors.IdleSessionTimeout)
-
-
-class _Link:
-    """One event loop's own connection of one kind (durable, or ``synchronous_commit = off``).
-
-    Used only from that loop's thread (closing the store aside), by one call at a time: ``busy`` while a
-    statement is on it. ``poller`` watches its socket: an idle connection has nothing to read unless the server is
-    dropping it (a terminated backend, a restart), so anything to read means "do not use"."""
-
-    __slots__ = ("busy", "closing", "conn", "loop", "opening", "poller", "pooled", "retry_at")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.conn: psycopg.AsyncConnection[Any] | None = None
-        self.poller: Any = None
-        self.busy = False
-        #: The store was closed during a call on it: drop it after that call.
-        self.closing = False
-        self.opening: asyncio.Future[None] | None = None
-        self.retry_at = 0.0
-        #: Calls of this loop that went to the pool for want of a connection (see ``LINK_AFTER``).
-        self.pooled = 0
-
-    def usable(self) -> psycopg.AsyncConnection[Any] | None:
-        """The connection, if it is open, idle and the server has said nothing on it; else drop it."""
-        conn = self.conn
-        if conn is None or self.busy:
-            return None
-        if conn.closed or conn.pgconn.transaction_status != _IDLE or self.poller.poll(0):
-            self.drop()
-            return None
-        return conn
-
-    def attach(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        poller = select.poll()
-        poller.register(conn.pgconn.socket, select.POLLIN)
-        self.conn, self.poller = conn, poller
-
-    def drop(self) -> None:
-        """Close the connection (at once: ``finish`` sends no query and waits for nothing)."""
-        conn, self.conn, self.poller = self.conn, None, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.pgconn.finish()
-
-
-class PostgresStore(ThreadedStore):
+class PostgresStore(LoopLinks):
     """Durable store in PostgreSQL; creates ``schema`` and its ``milpa_*`` tables when absent.
 
     Raises :class:`StoreError` when the server cannot be reached and :class:`StoreSchemaError`
@@ -182,8 +89,8 @@ class PostgresStore(ThreadedStore):
         self.schema = schema
         self._where = f"PostgreSQL {describe_dsn(dsn)} schema {schema!r}"
         self._cache: dict[str, bytes] = {}
-        self._q = {name: sql.Identifier(schema, table) for name, table in _TABLES.items()}
-        self._initialise(dsn)
+        self._q = {name: sql.Identifier(schema, table) for name, table in TABLES.items()}
+        initialise(dsn, schema, self._q, self._where)
         self._dsn, self._wait, self._sizes = dsn, wait, (min_size, max_size)
         self._kwargs: dict[str, Any] = {
             "autocommit": True,
@@ -200,7 +107,7 @@ class PostgresStore(ThreadedStore):
         self._lazy_pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._lazy_lock = threading.Lock()
         #: Each event loop's own connections, by (loop, durable); the last pair looked up, to skip the dict.
-        self._links: dict[tuple[asyncio.AbstractEventLoop, bool], _Link] = {}
+        self._links: dict[tuple[asyncio.AbstractEventLoop, bool], Link] = {}
         self._links_lock = threading.Lock()
         try:
             self._pool.open(wait=True, timeout=30.0)
@@ -223,67 +130,6 @@ class PostgresStore(ThreadedStore):
             query = sql.SQL(template.replace("{live}", live)).format(**self._q).as_bytes(None)
             self._cache[template] = query
         return query
-
-    # ----------------------------------------------------------- opening
-    def _initialise(self, dsn: str) -> None:
-        try:
-            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"cannot connect to {self._where}: {' '.join(str(exc).split())}. Check that the server is running "
-                "and that the DSN (postgresql://user@host:port/dbname) is right."
-            ) from exc
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_id("milpa-init", self.schema),))
-                version, schema_exists = self._inspect(conn)
-                if version == 1:
-                    for statement in _UPGRADE_1_TO_2:
-                        conn.execute(sql.SQL(statement).format(**self._q))
-                if version == 0:
-                    if not schema_exists:
-                        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
-                    for statement in _SCHEMA:
-                        conn.execute(sql.SQL(statement).format(**self._q))
-                    conn.execute(
-                        sql.SQL("INSERT INTO {} VALUES ('application', 'milpa-chat'), ('schema_version', %s)").format(
-                            self._q["meta"]
-                        ),
-                        (str(SCHEMA_VERSION),),
-                    )
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot prepare {self._where}: {str(exc).strip()}") from exc
-        finally:
-            conn.close()
-
-    def _inspect(self, conn: psycopg.Connection[Any]) -> tuple[int, bool]:
-        """``(schema version, 0 when fresh; schema_exists)``; raises when the schema holds foreign milpa tables."""
-        schema_exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone()
-        tables = sorted(
-            row[0]
-            for row in conn.execute(
-                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname LIKE 'milpa\\_%%'",
-                (self.schema,),
-            )
-        )
-        if "milpa_meta" in tables:
-            try:
-                with conn.transaction():
-                    rows = conn.execute(sql.SQL("SELECT key::text, value::text FROM {}").format(self._q["meta"]))
-                    meta = {str(k): str(v) for k, v in rows}
-            except psycopg.Error as exc:
-                raise StoreSchemaError(
-                    f"{self._where} has a milpa_meta table milpa-chat cannot read ({str(exc).strip()}); "
-                    "it will not touch it. Use another schema: PostgresStore(dsn, schema=...)."
-                ) from exc
-            return check_meta(meta, self._where), True
-        if tables:
-            raise StoreSchemaError(
-                f"{self._where} already has tables {', '.join(tables)} but no milpa_meta table; they were not "
-                "made by milpa-chat, which will not touch them. Use another schema: PostgresStore(dsn, schema=...)."
-            )
-        return 0, schema_exists is not None
 
     # ------------------------------------------------------- connections
     def _conn_kwargs(self, *, lazy: bool) -> dict[str, Any]:
@@ -396,88 +242,6 @@ class PostgresStore(ThreadedStore):
         with self._connection() if durable else self._lazy_connection() as conn:
             row: tuple[Any, ...] | None = conn.execute(query, params).fetchone()
             return row
-
-    def _pooled_row(self, query: bytes, params: Callable[[], dict[str, Any]], durable: bool) -> tuple[Any, ...] | None:
-        return self._one(query, params(), durable=durable)
-
-    # ------------------------------------------------- the loop's own connections
-    async def _row(
-        self, query: bytes, params: Callable[[], dict[str, Any]], *, durable: bool = True, read: bool = False
-    ) -> tuple[Any, ...] | None:
-        """The row (if any) of one statement on one record, on the running loop's own connection; on the pool
-        while that one is busy with another call, not open yet, or dropped by the server. ``params()`` gives the
-        parameters just before the statement is sent. When the connection fails under the statement: a read
-        (``read``) is asked again on the pool; so is a write that the server refused by ending the session
-        (``_UNSENT``: nothing of it was committed); any other write raises :class:`StoreError`, as on the pool
-        (whether it was committed is unknown)."""
-        self._check_open()
-        loop = asyncio.get_running_loop()
-        link = self._links.get((loop, durable)) or self._new_link(loop, durable)
-        conn = link.usable()
-        if conn is None:
-            if link.conn is None and link.opening is None:
-                link.pooled += 1
-                if link.pooled >= LINK_AFTER:
-                    self._open_link(link, durable)
-            return await self._run(self._pooled_row, query, params, durable)
-        link.busy = True
-        try:
-            cursor = conn.cursor()
-            await cursor.execute(query, params(), prepare=True)
-            row = await cursor.fetchone()
-        except psycopg.Error as exc:
-            if not conn.closed and not isinstance(exc, _UNSENT):  # the statement failed, the connection is fine
-                raise StoreError(f"{self._where} failed: {str(exc).strip()}") from exc
-            link.drop()
-            if not read and not isinstance(exc, _UNSENT):
-                raise StoreError(f"{self._where} failed: {str(exc).strip()}") from exc
-        except BaseException:  # cancelled: psycopg has cancelled the statement; keep the connection only if idle
-            if conn.pgconn.transaction_status != _IDLE:
-                link.drop()
-            raise
-        else:
-            return row
-        finally:
-            link.busy = False
-            if link.closing:
-                link.drop()
-        return await self._run(self._pooled_row, query, params, durable)
-
-    def _new_link(self, loop: asyncio.AbstractEventLoop, durable: bool) -> _Link:
-        with self._links_lock:
-            for (other, kind), old in list(self._links.items()):
-                if other.is_closed():  # an asyncio.run() that ended: nothing will use its connections again
-                    old.drop()
-                    del self._links[(other, kind)]
-            return self._links.setdefault((loop, durable), _Link(loop))
-
-    def _open_link(self, link: _Link, durable: bool) -> None:
-        """Start opening the loop's connection in the background (the calls meanwhile go to the pool)."""
-        if self._away is None and time.monotonic() >= link.retry_at:
-            link.opening = asyncio.ensure_future(self._connect_link(link, durable))
-
-    async def _connect_link(self, link: _Link, durable: bool) -> None:
-        try:
-            conn = await psycopg.AsyncConnection.connect(self._dsn, **self._conn_kwargs(lazy=not durable))
-        except Exception:  # unreachable, refused, ...: the pool's calls report it; try again later
-            link.retry_at = time.monotonic() + RELINK_AFTER
-            return
-        finally:
-            link.opening = None
-        if self._closed:
-            await conn.close()
-        else:
-            link.attach(conn)
-
-    def _close_links(self) -> None:
-        """Close every loop's connections: at once when idle, else as soon as the call on it has its answer."""
-        with self._links_lock:
-            links = list(self._links.values())
-            self._links.clear()
-        for link in links:
-            link.closing = True
-            if not link.busy:
-                link.drop()
 
     async def close(self) -> None:
         def close_pools() -> None:
@@ -706,7 +470,7 @@ class PostgresStore(ThreadedStore):
 
     def _hit(self, key: str, cost: int, limit: int, window: float) -> RateDecision:
         with self._connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_id("milpa-hit", self.schema, key),))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("milpa-hit", self.schema, key),))
             now = self.clock()
             params = {"k": key, "now": now, "cut": now - window, "cost": cost, "exp": now + window}
             conn.execute(self._sql("DELETE FROM {hits} WHERE key = %(k)s AND at <= %(cut)s"), params)

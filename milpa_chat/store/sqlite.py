@@ -10,7 +10,7 @@ on a thread of its own, one for every commit waiting when it starts), so it retu
 ``synchronous=FULL``. When another writer holds the file, the operation goes to the thread pool (a write: to
 the writer thread) and waits there, so the loop never blocks on a lock. The loop's connection never
 checkpoints the WAL (which would write and sync the database file); the pool does, after every 200 of its
-writes.
+writes (:mod:`milpa_chat.store._sqlite_conn`).
 
 Scans, streams and rate windows run on a small thread pool (reads, one connection per thread) and one writer
 thread that commits the writes queued while its previous commit was syncing together, one transaction and one
@@ -24,74 +24,37 @@ earlier write, durable or not; a ``durable=False`` one survives a crash of the p
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future
-from contextlib import contextmanager, suppress
-from pathlib import Path
-from typing import Any, TypeVar, TypeVarTuple, Unpack
+from collections.abc import Mapping
+from typing import Any
 
-from milpa_chat.errors import StoreError
-from milpa_chat.store._group_commit import GroupCommit
 from milpa_chat.store._sql import (
-    ThreadedStore,
     decode,
     encode,
     is_live,
     matches,
-    prefilters,
-    prefix_upper,
     rate_decision,
     to_record,
 )
-from milpa_chat.store._sqlite_file import check_header, initialise, translate
-from milpa_chat.store._wal_sync import WalSync
-from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
+from milpa_chat.store._sqlite_conn import SqliteConnections
+from milpa_chat.store._sqlite_sql import (
+    DELETE,
+    DUE,
+    GET,
+    INSERT,
+    PUT,
+    TAKE,
+    TAKE_VERSION,
+    UPDATE,
+    UPDATE_ANY,
+    scan_query,
+)
+from milpa_chat.store.base import KEEP, Due, RateDecision, Record, StreamEntry, check_due, expiry
 
 __all__ = ["SqliteStore"]
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
-Ts = TypeVarTuple("Ts")
 
-_COLS = "key, value, version, created_at, updated_at, expires_at, due"
-_LIVE = "(expires_at IS NULL OR expires_at > :now)"
-# The statements of one record, built once. A write returns only the columns it cannot know (not the value it
-# just wrote, which SQLite would copy into a table of results and back).
-_GET = f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE}"
-_INSERT = (
-    "INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
-    "ON CONFLICT (collection, key) DO UPDATE SET value = :v, version = 1, created_at = :now, "
-    f"updated_at = :now, expires_at = :exp, due = :due WHERE NOT {_LIVE} RETURNING version"
-)
-_PUT = (
-    "INSERT INTO milpa_records VALUES (:c, :k, :v, 1, :now, :now, :exp, :due) "
-    "ON CONFLICT (collection, key) DO UPDATE SET value = :v, "
-    f"version = CASE WHEN {_LIVE} THEN version + 1 ELSE 1 END, "
-    f"created_at = CASE WHEN {_LIVE} THEN created_at ELSE :now END, "
-    "updated_at = :now, expires_at = :exp, due = :due RETURNING version, created_at"
-)
-_UPDATE = (
-    "UPDATE milpa_records SET value = :v, version = version + 1, updated_at = :now, "
-    "expires_at = CASE WHEN :keep THEN expires_at ELSE :exp END, "
-    "due = CASE WHEN :keep_due THEN due ELSE :due END "
-    f"WHERE collection = :c AND key = :k AND version = :ver AND {_LIVE} "
-    "RETURNING version, created_at, expires_at, due"
-)
-_TAKE = (
-    f"DELETE FROM milpa_records WHERE collection = :c AND key = :k AND {_LIVE} "
-    f"AND (:ver IS NULL OR version = :ver) RETURNING {_COLS}"
-)
-_DELETE = "DELETE FROM milpa_records WHERE collection = ? AND key = ? RETURNING expires_at"
-_CHECKPOINT_EVERY = 200  # writes on the event loop's connection between two checkpoints by the pool
-
-
-class SqliteStore(ThreadedStore):
+class SqliteStore(SqliteConnections):
     """Durable store in one SQLite file (created with its tables when absent).
 
     ``busy_timeout`` is how long a write waits for another writer before failing. ``synchronous``:
@@ -103,258 +66,6 @@ class SqliteStore(ThreadedStore):
     :class:`StoreSchemaError` when it belongs to another application; neither touches the file.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        clock: Clock = time.time,
-        busy_timeout: float = 30.0,
-        synchronous: str = "FULL",
-    ) -> None:
-        self.path = Path(path)
-        self.busy_timeout = float(busy_timeout)
-        if synchronous.upper() not in ("FULL", "NORMAL"):
-            raise StoreError(f"SqliteStore(synchronous=...) is 'FULL' or 'NORMAL', got {synchronous!r}")
-        self.synchronous = synchronous.upper()
-        self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
-        self._unsynced = 0  # writes on event-loop connections since the pool last checkpointed
-        self._checkpointing: Future[None] | None = None  # the pool's checkpoint under way, if any
-        self._open_file()
-        super().__init__(clock=clock, workers=4, name="milpa-sqlite")
-        self._writer = GroupCommit("milpa-sqlite-writer", self._begin_batch, self._translate)
-        self._wal = WalSync(self.path)
-
-    def __repr__(self) -> str:
-        return f"SqliteStore({str(self.path)!r})"
-
-    def _describe(self) -> str:
-        return repr(self)
-
-    # ----------------------------------------------------------- opening
-    def _connect(self, timeout: float | None = None) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout if timeout is None else timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.OperationalError as exc:
-            raise StoreError(
-                f"cannot open SQLite store {str(self.path)!r}: {exc}. Check that the directory "
-                f"{str(self.path.parent)!r} exists and is writable."
-            ) from exc
-        try:
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-        except sqlite3.Error as exc:
-            conn.close()
-            raise self._translate(exc) or exc from exc
-        return conn
-
-    def _open_file(self) -> None:
-        """Check the file is a milpa-chat store (or empty, then create the tables) without writing
-        anything to a file that turns out to be foreign."""
-        check_header(self.path)
-        conn = self._connect()
-        try:
-            initialise(conn, self.path)
-        except sqlite3.Error as exc:
-            raise self._translate(exc) or exc from exc
-        finally:
-            conn.close()  # rolls back anything left uncommitted
-
-    # ------------------------------------------------------- connections
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
-            with self._conns_lock:
-                self._conns.append(conn)
-        return conn
-
-    def _loop_conn(self) -> sqlite3.Connection:
-        """This thread's connection for statements run on its event loop: it never waits for a lock,
-        never checkpoints, and commits with ``synchronous=NORMAL``."""
-        conn: sqlite3.Connection | None = getattr(self._local, "loop_conn", None)
-        if conn is None:
-            conn = self._connect(timeout=0.0)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
-            self._local.loop_conn = conn
-            with self._conns_lock:
-                self._conns.append(conn)
-        return conn
-
-    async def _pooled(self, fn: Callable[[sqlite3.Connection, Unpack[Ts]], T], *args: *Ts) -> T:
-        """``fn(conn, *args)`` on a pool thread, with that thread's connection."""
-        return await self._run(lambda: fn(self._conn(), *args))
-
-    async def _run(self, fn: Callable[[Unpack[Ts]], T], *args: *Ts) -> T:
-        """``fn(*args)`` on the pool, counted as in flight on this loop (a durable write made meanwhile syncs on
-        the sync thread rather than holding the loop)."""
-        self._wal.started()
-        try:
-            return await super()._run(fn, *args)
-        finally:
-            self._wal.finished()
-
-    async def _queued(self, fn: Callable[[Unpack[Ts]], T], *args: *Ts, durable: bool = True) -> T:
-        """``fn(*args)`` (a write) on the writer thread, committed with the writes queued beside it."""
-        self._check_open()
-        try:
-            future = self._writer.submit(lambda: fn(*args), durable=durable)
-        except RuntimeError as exc:  # a concurrent close() stopped the writer
-            raise StoreError(f"{self._describe()} is closed; open a new store to keep working") from exc
-        self._wal.started()
-        try:
-            return await future
-        finally:
-            self._wal.finished()
-
-    def _begin_batch(self, durable: bool) -> sqlite3.Connection:
-        """The writer thread's transaction for one batch, synced as the most demanding write in it needs."""
-        conn = self._conn()
-        level = self.synchronous if durable else "NORMAL"
-        if getattr(self._local, "level", self.synchronous) != level:
-            conn.execute(f"PRAGMA synchronous = {level}")
-            self._local.level = level
-        conn.execute("BEGIN IMMEDIATE")
-        return conn
-
-    async def _inline(
-        self,
-        fn: Callable[[sqlite3.Connection, Unpack[Ts]], T],
-        *args: *Ts,
-        write: bool = False,
-        durable: bool = False,
-    ) -> T:
-        """``fn(conn, *args)`` on the event loop's connection; on the pool (a write: on the writer thread)
-        when the file is locked. ``durable``: a write that returns once the WAL holding it is synced."""
-        self._check_open()
-        conn = self._loop_conn()
-        retried = False
-        while True:
-            try:
-                result = fn(conn, *args)
-            except sqlite3.OperationalError as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if not getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
-                    raise self._translate(exc) or exc from exc
-                checkpoint = self._checkpointing
-                if write and not retried and checkpoint is not None and not checkpoint.done():
-                    # Our own checkpoint holds the file a moment: write here once it is done, rather than hand
-                    # this write (and, while that batch holds the lock, every next one) to the writer thread.
-                    retried = True
-                    self._wal.started()
-                    try:
-                        with suppress(Exception):  # (it logs its own failures)
-                            await asyncio.wrap_future(checkpoint)
-                    finally:
-                        self._wal.finished()
-                    continue
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise self._translate(exc) or exc from exc
-            else:
-                if write:
-                    self._wrote_inline()
-                if durable:
-                    await self._synced()
-                return result
-            break
-        if write:
-            return await self._queued(lambda: fn(self._conn(), *args), durable=durable)
-        return await self._pooled(fn, *args)
-
-    def _syncs(self, durable: bool = True) -> bool:
-        """Whether a write waits for the disk: a durable one on a ``synchronous="FULL"`` store."""
-        return durable and self.synchronous == "FULL"
-
-    async def _synced(self) -> None:
-        """Wait until the commit just made on the loop's connection is on disk (the WAL synced after it)."""
-        try:
-            await self._wal.committed()
-        except OSError as exc:
-            raise StoreError(
-                f"{self._describe()}: the write was made but syncing it to disk failed ({exc}); "
-                "check the disk and the file's permissions"
-            ) from exc
-
-    def _wrote_inline(self) -> None:
-        """Count a commit made on an event-loop connection; every ``_CHECKPOINT_EVERY`` of them, have the
-        pool checkpoint the WAL (those connections never do, so that no sync happens on the loop)."""
-        self._unsynced += 1
-        if self._unsynced < _CHECKPOINT_EVERY:
-            return
-        self._unsynced = 0
-        with suppress(RuntimeError):  # closing: the pool's own commits checkpoint
-            self._checkpointing = self._executor.submit(self._checkpoint)
-
-    def _checkpoint(self) -> None:
-        """Copy the WAL into the database and have the next writer start it over (``RESTART``: writers
-        wait meanwhile, at most 100 ms; a passive checkpoint would never catch up with a busy loop)."""
-        conn = self._conn()
-        try:
-            conn.execute("PRAGMA busy_timeout = 100")
-            conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
-        except sqlite3.Error as exc:  # another checkpoint or a long reader: the next one will do it
-            log.debug("WAL checkpoint of %s skipped: %s", self.path, exc)
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-
-    @contextmanager
-    def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
-        """One write on ``conn`` (this thread's connection by default): in the writer thread's batch, a
-        savepoint of it (this write alone undone on failure); outside a transaction, one ``BEGIN IMMEDIATE``
-        transaction."""
-        db: sqlite3.Connection = self._conn() if conn is None else conn
-        if db.in_transaction:  # the writer thread's batch: this write alone in a savepoint of it
-            db.execute("SAVEPOINT milpa_write")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK TO milpa_write")
-                db.execute("RELEASE milpa_write")
-                raise
-            db.execute("RELEASE milpa_write")
-            return
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-
-    def _record_write(
-        self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | tuple[Any, ...]
-    ) -> list[Any]:
-        """The one statement of a record's write, its rows. On the event loop's connection (no transaction
-        open) it is a transaction of its own: SQLite takes the write lock for it (or fails at once, the file
-        being busy) and commits it as it finishes, the same as ``BEGIN IMMEDIATE`` … ``COMMIT`` around it, for
-        one call instead of three. In the writer thread's batch: in a savepoint of it (:meth:`_write`)."""
-        if not conn.in_transaction:
-            return conn.execute(sql, params).fetchall()
-        with self._write(conn):
-            return conn.execute(sql, params).fetchall()
-
-    def _translate(self, exc: Exception) -> StoreError | None:
-        return translate(exc, self.path, self.busy_timeout)
-
-    def _release(self) -> None:
-        self._writer.stop()  # the writes queued before close() are committed first
-        self._wal.close()
-        with self._conns_lock:
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
-
     async def close(self) -> None:
         await self._shutdown(self._release)
 
@@ -363,7 +74,7 @@ class SqliteStore(ThreadedStore):
         return await self._inline(self._get, collection, key)
 
     def _get(self, conn: sqlite3.Connection, collection: str, key: str) -> Record | None:
-        row = conn.execute(_GET, {"c": collection, "k": key, "now": self.clock()}).fetchone()
+        row = conn.execute(GET, (collection, key, self.clock())).fetchone()
         return None if row is None else to_record(collection, row)
 
     async def insert(
@@ -395,8 +106,7 @@ class SqliteStore(ThreadedStore):
         now = float(self.clock())
         exp = expiry(now, ttl)
         due = None if due is None else float(due)
-        params = {"c": collection, "k": key, "v": text, "now": now, "exp": exp, "due": due}
-        if not self._record_write(conn, _INSERT, params):
+        if not self._record_write(conn, INSERT, (collection, key, text, now, exp, due), rows=False):
             return None
         return Record.from_text(collection, key, text, 1, now, now, exp, due)
 
@@ -427,8 +137,7 @@ class SqliteStore(ThreadedStore):
         now = float(self.clock())
         exp = expiry(now, ttl)
         due = None if due is None else float(due)
-        params = {"c": collection, "k": key, "v": text, "now": now, "exp": exp, "due": due}
-        ((version, created_at),) = self._record_write(conn, _PUT, params)
+        ((version, created_at),) = self._record_write(conn, PUT, (collection, key, text, now, exp, due))
         return Record.from_text(collection, key, text, version, created_at, now, exp, due)
 
     async def update(
@@ -460,36 +169,46 @@ class SqliteStore(ThreadedStore):
         due: Due,
     ) -> Record | None:
         now = float(self.clock())
-        params = {
-            "c": collection,
-            "k": key,
-            "v": text,
-            "now": now,
-            "ver": expected,
-            "keep": ttl is None,
-            "exp": expiry(now, ttl),
-            "keep_due": due is KEEP,
-            "due": None if due is KEEP else due,
-        }
-        rows = self._record_write(conn, _UPDATE, params)
+        keeps = (ttl is None, due is KEEP)
+        params: tuple[Any, ...] = (text, now, collection, key, expected)
+        exp = None
+        if ttl is not None:
+            exp = expiry(now, ttl)
+            params += (exp,)
+        if due is not KEEP:
+            due = None if due is None else float(due)
+            params += (due,)
+        exact = expected.__class__ is int  # the new version is the next one: not read back
+        rows = self._record_write(conn, (UPDATE if exact else UPDATE_ANY)[keeps], params)
         if not rows:
             return None
-        ((version, created_at, expires_at, stored_due),) = rows
-        return Record.from_text(collection, key, text, version, created_at, now, expires_at, stored_due)
+        row = rows[0]
+        return Record.from_text(
+            collection,
+            key,
+            text,
+            expected + 1 if exact else row[-1],
+            row[0],
+            now,
+            row[1] if ttl is None else exp,
+            row[1 + (ttl is None)] if due is KEEP else due,
+        )
 
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         return await self._inline(self._take, collection, key, expected_version, write=True, durable=self._syncs())
 
     def _take(self, conn: sqlite3.Connection, collection: str, key: str, expected: int | None) -> Record | None:
-        params = {"c": collection, "k": key, "now": self.clock(), "ver": expected}
-        rows = self._record_write(conn, _TAKE, params)
+        if expected is None:
+            rows = self._record_write(conn, TAKE, (collection, key, self.clock()))
+        else:
+            rows = self._record_write(conn, TAKE_VERSION, (collection, key, self.clock(), expected))
         return to_record(collection, rows[0]) if rows else None
 
     async def delete(self, collection: str, key: str) -> bool:
         return await self._inline(self._delete, collection, key, write=True, durable=self._syncs())
 
     def _delete(self, conn: sqlite3.Connection, collection: str, key: str) -> bool:
-        rows = self._record_write(conn, _DELETE, (collection, key))
+        rows = self._record_write(conn, DELETE, (collection, key))
         return bool(rows) and is_live(rows[0][0], self.clock())
 
     async def scan(
@@ -505,17 +224,9 @@ class SqliteStore(ThreadedStore):
     def _scan(self, collection: str, where: dict[str, Any], prefix: str, limit: int | None) -> list[Record]:
         if limit is not None and limit <= 0:
             return []
-        sql = f"SELECT {_COLS} FROM milpa_records WHERE collection = :c AND key >= :lo AND {_LIVE}"
-        params: dict[str, Any] = {"c": collection, "lo": prefix, "now": self.clock()}
-        upper = prefix_upper(prefix)
-        if upper is not None:
-            sql += " AND key < :hi"
-            params["hi"] = upper
-        for i, needle in enumerate(prefilters(where)):
-            sql += f" AND instr(value, :w{i}) > 0"
-            params[f"w{i}"] = needle
+        sql, params = scan_query(collection, where, prefix, self.clock())
         out: list[Record] = []
-        cursor = self._conn().execute(sql + " ORDER BY key", params)
+        cursor = self._conn().execute(sql, params)
         try:
             for row in cursor:
                 record = to_record(collection, row)
@@ -531,15 +242,7 @@ class SqliteStore(ThreadedStore):
         return await self._run(self._due, collection, before, limit)
 
     def _due(self, collection: str, before: float, limit: int) -> list[Record]:
-        rows = (
-            self._conn()
-            .execute(
-                f"SELECT {_COLS} FROM milpa_records INDEXED BY milpa_records_due WHERE collection = :c "
-                f"AND due IS NOT NULL AND due <= :before AND {_LIVE} ORDER BY due, key LIMIT :limit",
-                {"c": collection, "before": before, "now": self.clock(), "limit": max(0, limit)},
-            )
-            .fetchall()
-        )
+        rows = self._conn().execute(DUE, (collection, before, self.clock(), max(0, limit))).fetchall()
         return [to_record(collection, row) for row in rows]
 
     # ----------------------------------------------------------- streams

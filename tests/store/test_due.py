@@ -9,6 +9,7 @@ import pytest
 
 from milpa_chat.errors import StoreError
 from milpa_chat.store import KEEP, Store
+from milpa_chat.store.base import Due
 from milpa_chat.testing import ManualClock
 from tests.store.conftest import BACKENDS, admin_sql
 
@@ -47,6 +48,24 @@ async def test_update_moves_keeps_or_clears_the_due_time(store: Store, clock: Ma
     assert await store.due("jobs", before=now + 1000) == []
     got = await store.get("jobs", "a")
     assert got is not None and got.due is None
+
+
+@every_backend
+@pytest.mark.parametrize("ttl", [None, 60.0], ids=["expiry-kept", "expiry-set"])
+@pytest.mark.parametrize("due", [KEEP, None, 7], ids=["due-kept", "due-cleared", "due-moved"])
+async def test_update_returns_the_record_as_stored(
+    store: Store, clock: ManualClock, ttl: float | None, due: Due
+) -> None:
+    rec = await store.insert("jobs", "a", {"n": 1}, ttl=30, due=clock.now + 5)
+    assert rec is not None
+    clock.advance(2)
+    new_due = due if due is KEEP or due is None else clock.now + due  # (an int: stored as a time all the same)
+    updated = await store.update("jobs", "a", {"n": 2}, expected_version=1, ttl=ttl, due=new_due)
+    assert updated is not None
+    assert updated == await store.get("jobs", "a")
+    assert (updated.version, updated.created_at, updated.updated_at) == (2, clock.now - 2, clock.now)
+    assert updated.expires_at == (rec.expires_at if ttl is None else clock.now + ttl)
+    assert updated.due == (rec.due if due is KEEP else new_due)
 
 
 @every_backend
