@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._failpoints import failpoint
+from milpa_chat._hop import to_worker
 from milpa_chat.errors import ToolError
 from milpa_chat.runtime.events import InterceptionSlot, ToolExecuted, ToolExecuting, ToolFailed
 from milpa_chat.runtime.result import ErrorCode, ToolResult
@@ -40,7 +40,7 @@ async def execute(call: Call) -> ToolResult:
         elif not tool.blocking:  # declared cheap: called on the loop, no worker-thread hop
             value = tool.invoke(args.call, ctx)
         else:
-            value = await asyncio.to_thread(tool.invoke, args.call, ctx)
+            value = await to_worker(tool.invoke, args.call, ctx)
     except ToolError as exc:
         result = fail(tool.name, ctx, t0, exc.code, str(exc), exc.data)
         return await _finish(services, tool, args.wire, ctx, result, False)

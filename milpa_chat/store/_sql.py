@@ -8,9 +8,9 @@ import json
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, TypeVarTuple, Unpack
 
+from milpa_chat._hop import Workers
 from milpa_chat.errors import StoreError, StoreSchemaError
 from milpa_chat.store.base import Clock, RateDecision, Record, check_text
 
@@ -44,13 +44,13 @@ _MISSING = object()
 
 
 class ThreadedStore(ABC):
-    """Runs a backend's blocking work on a dedicated thread pool, off the event loop."""
+    """Runs a backend's blocking work on a dedicated pool of threads, off the event loop."""
 
     clock: Clock
 
     def __init__(self, *, clock: Clock, workers: int, name: str) -> None:
         self.clock = clock
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        self._executor = Workers(workers, name)
         self._closed = False
 
     @abstractmethod
@@ -75,10 +75,9 @@ class ThreadedStore(ABC):
 
     async def _run(self, fn: Callable[[Unpack[Ts]], T], *args: *Ts) -> T:
         self._check_open()
-        loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(self._executor, self._guarded, fn, *args)
-        except RuntimeError as exc:  # the executor was shut down by a concurrent close()
+            future = self._executor.run(self._guarded, fn, *args)
+        except RuntimeError as exc:  # the pool was shut down by a concurrent close()
             raise StoreError(f"{self._describe()} is closed; open a new store to keep working") from exc
         return await future
 
@@ -89,7 +88,7 @@ class ThreadedStore(ABC):
         self._closed = True
 
         def stop() -> None:
-            self._executor.shutdown(wait=True)
+            self._executor.close(wait=True)
             release()
 
         await asyncio.to_thread(stop)

@@ -27,9 +27,10 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from milpa_chat._hop import Workers
 
 __all__ = ["WalSync"]
 
@@ -55,7 +56,7 @@ class WalSync:
     def __init__(self, database: Path) -> None:
         self.database = database
         self.wal = Path(f"{database}-wal")
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="milpa-sqlite-sync")
+        self._executor = Workers(1, "milpa-sqlite-sync")
         self._local = threading.local()
         self._directory_synced = os.name == "nt"  # (a directory cannot be opened and synced there)
         #: The WAL file, open from the first sync that finds it until close(): SQLite keeps that file (it
@@ -96,7 +97,7 @@ class WalSync:
             waiting.operations -= 1
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True)
+        self._executor.close(wait=True)
         with self._inline_lock:
             self._closed = True
             if self._fd is not None:
@@ -128,7 +129,7 @@ class WalSync:
     async def _round(self, waiting: _Waiting) -> None:
         upto = waiting.committed  # every commit counted so far was made before this sync starts
         try:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self._sync)
+            await self._executor.run(self._sync)
             waiting.synced = max(waiting.synced, upto)
         finally:
             waiting.round = None
