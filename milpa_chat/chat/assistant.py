@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ from milpa_chat.chat.routing import approver_targets, nudge_cards, route
 from milpa_chat.chat.streaming import FEEDBACK, waiting_title
 from milpa_chat.chat.surface import Transport
 from milpa_chat.chat.typing_indicator import typing_while
+from milpa_chat.chat.views import PageViews
 from milpa_chat.renderers.model import Message
 from milpa_chat.runtime.context import ToolContext
 from milpa_chat.runtime.result import ToolResult
@@ -147,6 +147,8 @@ class Assistant:
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
         #: What handles an inbound event, asked in order (:mod:`milpa_chat.chat.routes`); see :meth:`add_route`.
+        #: The page views of paginated results (their page buttons' tool, arguments and person).
+        self.views = PageViews(registry.store)
         self.routes: list[Route] = self._default_routes()
         bind = getattr(agent, "bind", None)
         if callable(bind):  # an agent that pauses for approvals (milpa_chat.gateway.ChatAgent) needs the assistant
@@ -219,7 +221,7 @@ class Assistant:
             ForgedTaps(self.flows),
             ApprovalTaps(self.flows, self.editor, self.context_for),
             EditTaps(self.editor),
-            PageTaps(self.registry, self.context_for, self._stored_once, self.open_approval, self.present),
+            PageTaps(self.registry, self.views, self.context_for, self._stored_once, self.open_approval, self.present),
             ShowAllTaps(self.approvals, self.outbox, self.context_for),
             FeedbackTaps(self.answer_feedback, self.context_for),
             GrantRoutes(lambda: self.grants),
@@ -394,11 +396,7 @@ class Assistant:
         if result.pagination is not None and view is not None:
             result = result.with_meta(ref=view)  # the same tool, arguments and person: only the page changes
         elif result.pagination is not None:
-            view = secrets.token_urlsafe(9)
-            # a page view lost on a power cut only makes its page buttons say "no longer available"
-            await self.store.put(
-                "views", view, {"tool": name, "args": args, "principal": ctx.principal}, ttl=7 * 86400, durable=False
-            )
+            view = await self.views.open(name, args, ctx.principal)
             result = result.with_meta(ref=view)
         message = cards.result_message(result)
         if edit is not None:

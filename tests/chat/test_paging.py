@@ -7,6 +7,7 @@ from typing import Annotated
 
 from milpa_chat import Param, ToolRegistry, ToolResult, tool
 from milpa_chat.chat import Assistant, Identities
+from milpa_chat.chat.views import KEEP, PageViews
 from milpa_chat.store import MemoryStore
 from milpa_chat.testing.transport import RecordingTransport
 from tests.chat.conftest import ALICE, BOB
@@ -81,3 +82,66 @@ async def test_a_page_of_a_tool_with_effects_asks_once_when_the_tap_reaches_two_
     assert pages.archived == [1]  # nothing ran without its decision
     await tg.tap(first, ALICE, asking[0], "Confirm")
     assert pages.archived == [1, 2]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_page_view_stops_working_after_its_week_also_on_the_worker_that_showed_it() -> None:
+    clock = Clock()
+    store, pages, tg = MemoryStore(clock=clock), Pages(), RecordingTransport("telegram")
+    assistant = assistant_on(store, pages)
+    await tg.say(assistant, ALICE, "/list_notes")
+    card = tg.last(ALICE.id)
+    await tg.tap(assistant, ALICE, card, "Next")
+    assert "note 11" in card.text
+    clock.now += KEEP + 1  # a week later: the view has expired, in memory as in the store
+    await tg.tap(assistant, ALICE, card, "Next")
+    assert "no longer available" in tg.answers_to(ALICE)[-1] and pages.listed == [1, 2]
+
+
+async def test_a_view_shown_by_one_worker_pages_on_another_and_keeps_its_person() -> None:
+    store, pages, tg = MemoryStore(), Pages(), RecordingTransport("telegram")
+    first, second = assistant_on(store, pages), assistant_on(store, pages)
+    await tg.say(first, ALICE, "/list_notes")
+    card = tg.last(ALICE.id)
+    await tg.tap(second, BOB, card, "Next")  # the other worker reads the view from the store: still Alice's
+    assert "Only the person who ran this" in tg.answers_to(BOB)[-1]
+    await tg.tap(second, ALICE, card, "Next")
+    await tg.tap(first, ALICE, card, "Next")
+    assert pages.listed == [1, 2, 3] and "note 21" in card.text
+
+
+async def test_views_beyond_the_ones_kept_in_memory_page_from_the_store() -> None:
+    store, pages, tg = MemoryStore(), Pages(), RecordingTransport("telegram")
+    assistant = assistant_on(store, pages)
+    assistant.views.size = 2
+    cards = []
+    for _ in range(4):  # four results: the first two views are no longer kept in memory
+        await tg.say(assistant, ALICE, "/list_notes")
+        cards.append(tg.last(ALICE.id))
+    for card in cards:
+        await tg.tap(assistant, ALICE, card, "Next")
+        assert "note 11" in card.text
+    assert pages.listed == [1, 1, 1, 1, 2, 2, 2, 2] and len(await store.scan("views")) == 4
+
+
+async def test_a_view_keeps_the_arguments_it_was_shown_with() -> None:
+    store = MemoryStore()
+    views = PageViews(store)
+    args = {"query": "milk", "tags": ["a"]}
+    view = await views.open("search_notes", args, "telegram:1001")
+    args["tags"].append("b")  # the caller's dict changes afterwards: the view does not
+    args["query"] = "eggs"
+    assert (await views.find(view)) == {
+        "tool": "search_notes",
+        "args": {"query": "milk", "tags": ["a"]},
+        "principal": "telegram:1001",
+    }
+    assert (await PageViews(store).find(view)) == await views.find(view)  # as stored, for any other worker
+    assert await views.find("no-such-view") is None

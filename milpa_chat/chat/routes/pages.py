@@ -10,6 +10,7 @@ from milpa_chat.chat.inbound import MessageRef
 if TYPE_CHECKING:
     from milpa_chat.chat.inbound import Inbound
     from milpa_chat.chat.surface import Surface
+    from milpa_chat.chat.views import PageViews
     from milpa_chat.runtime.context import ToolContext
     from milpa_chat.runtime.registry import ToolRegistry
     from milpa_chat.runtime.result import ToolResult
@@ -30,13 +31,14 @@ class PageTaps:
     def __init__(
         self,
         registry: ToolRegistry,
+        views: PageViews,
         context_for: ContextFor,
         once: Callable[[Inbound], Awaitable[bool]],
         open_approval: OpenApproval,
         present: Present,
     ) -> None:
         self.registry = registry
-        self.store = registry.store
+        self.views = views
         self.context_for = context_for
         self.once = once
         self.open_approval = open_approval
@@ -47,28 +49,28 @@ class PageTaps:
 
     async def handle(self, inbound: Inbound, surface: Surface) -> bool:
         view_id, _, page_text = (inbound.ref or "").rpartition(":")
-        view = await self.store.get("views", view_id) if view_id else None
+        view = await self.views.find(view_id) if view_id else None
         ctx = self.context_for(inbound)
         if view is None or not page_text.isdigit():
             await surface.answer(inbound, "These results are no longer available; run the command again.", alert=True)
             return True
-        if view.value["principal"] != ctx.principal:
+        if view["principal"] != ctx.principal:
             await surface.answer(inbound, "Only the person who ran this can page through it.", alert=True)
             return True
-        definition = self.registry.get(view.value["tool"])
+        definition = self.registry.get(view["tool"])
         effects = definition is None or definition.mutating
         if effects and inbound.delivery_id is not None and not await self.once(inbound):
             return True  # a page of a tool with effects asks for a decision again: once per tap, on any worker
         await surface.answer(inbound, f"Page {page_text}")
-        args: dict[str, Any] = {**view.value["args"], "page": int(page_text)}
-        result = await self.registry.call(view.value["tool"], args, ctx)
-        if await self.open_approval(inbound, view.value["tool"], result):
+        args: dict[str, Any] = {**view["args"], "page": int(page_text)}
+        result = await self.registry.call(view["tool"], args, ctx)
+        if await self.open_approval(inbound, view["tool"], result):
             return True  # this page is a call of its own that asks for a decision: a card of its own
         ref_msg = MessageRef(inbound.surface, inbound.chat_id, inbound.message_id) if inbound.message_id else None
         await self.present(
             surface,
             inbound.chat_id,
-            view.value["tool"],
+            view["tool"],
             args,
             ctx,
             result,
