@@ -26,16 +26,19 @@ the default of a deployment), each worker in a lane of its own (the default) or 
 (``MILPA_AUDIT_LANE=""``), and without it (``--audit-trail on|chain|off|both|all``). The workers' cap on
 pending requests a requester may have open is raised to ``--runs`` (``MILPA_MAX_PENDING``).
 
-Prints three Markdown tables. The first (medians of the rounds): taps per second and the ratio against 1
+Prints four Markdown tables. The first (medians of the rounds): taps per second and the ratio against 1
 worker, and confirmations per CPU-second of the workers (every round added up), which does not depend on how
 many cores were left for them: flat from 1 to 4 workers means nothing the workers share (a row, the trail's
 head, a lock) costs them more as they are more; falling means it does. The second: where the CPU went while
 confirming, per role, from ``/proc/PID/stat`` (``bench/_cpu.py``): the workers, HAProxy, the harness (this
 process: the Bot API server and the users), the fleet's PostgreSQL backends and PostgreSQL's own processes,
 each as cores kept busy and CPU milliseconds a confirmation, with the whole machine's busy cores (what else
-ran). The third: what the fleet's PostgreSQL backends waited for (``pg_stat_activity``, every 20 ms). The
-harness, HAProxy, PostgreSQL and every worker share the machine's cores: a fleet scales only as far as cores
-are left for its workers, and one worker (one Python process) uses one core at most.
+ran). The third: how far this machine lets a fleet go: with every role's CPU a confirmation added up, the most
+its cores could confirm (cores / CPU a confirmation), against what 1 worker measured, and the cores that 3x the
+confirmations of 1 worker would take at that CPU a confirmation. The fourth: what the fleet's PostgreSQL backends
+waited for (``pg_stat_activity``, every 20 ms). The harness, HAProxy, PostgreSQL and every worker share the
+machine's cores: a fleet scales only as far as cores are left for its workers, and one worker (one Python
+process) uses one core at most.
 
 Then, unless ``--chaos 0``: the decision latency under chaos, the run ``tests/fleet/test_chaos.py`` makes (its
 harness, seed 16) for ``--chaos`` seconds (10 by default, about 45 s with the fleet's start-up and settling;
@@ -468,6 +471,27 @@ async def main(
     )
     cpu_rows = {f"{trail}, {size}": (cpu[trail, size], runs * rounds) for trail in trails for size in sizes}
     print("\n".join(table(cpu_rows, ROLES)))
+    cores = os.cpu_count() or 1
+    print(
+        f"\nHow far this machine lets a fleet go: every role above shares its {cores} cores, so at a size's CPU a "
+        "confirmation (all roles added up) the most it could confirm is cores / that CPU; and the cores 3x the "
+        f"confirmations of {base} worker would take at that CPU a confirmation\n"
+    )
+    print(
+        f"| fleet | confirmations/s | CPU ms a confirmation, all roles | at most on {cores} cores, /s | "
+        f"that vs {base} worker measured | cores for 3x {base} worker |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for trail in trails:
+        for size in sizes:
+            w, done = cpu[trail, size], runs * rounds
+            per = w.ours / max(done, 1)
+            most = cores / per if per > 0 else float("inf")
+            rate_1 = confirmed[trail, base]
+            print(
+                f"| {trail}, {size} | {done / w.wall:,.0f} | {per * 1000:.1f} | {most:,.0f} | {most / rate_1:.2f}x | "
+                f"{3 * rate_1 * per:.1f} |"
+            )
     print(
         "\nThe fleet's PostgreSQL backends while confirming (sampled every 20 ms): backends busy on average, by "
         "what they waited for (CPU: waiting for nothing)\n"

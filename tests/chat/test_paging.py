@@ -3,7 +3,7 @@ and a page of a tool with effects asks for its decision once even when the tap r
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from milpa_chat import Param, ToolRegistry, ToolResult, tool
 from milpa_chat.chat import Assistant, Identities
@@ -134,7 +134,7 @@ async def test_views_beyond_the_ones_kept_in_memory_page_from_the_store() -> Non
 async def test_a_view_keeps_the_arguments_it_was_shown_with() -> None:
     store = MemoryStore()
     views = PageViews(store)
-    args = {"query": "milk", "tags": ["a"]}
+    args: dict[str, Any] = {"query": "milk", "tags": ["a"]}
     view = await views.open("search_notes", args, "telegram:1001")
     args["tags"].append("b")  # the caller's dict changes afterwards: the view does not
     args["query"] = "eggs"
