@@ -7,11 +7,11 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from milpa_chat._failpoints import failpoint
-from milpa_chat._hop import to_worker
 from milpa_chat.errors import ToolError
 from milpa_chat.runtime.events import InterceptionSlot, ToolExecuted, ToolExecuting, ToolFailed
 from milpa_chat.runtime.result import ErrorCode, ToolResult
 from milpa_chat.runtime.stamps import base_meta, fail
+from milpa_chat.store._hop import to_worker
 
 if TYPE_CHECKING:
     from milpa_chat.runtime.context import ToolContext

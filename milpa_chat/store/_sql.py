@@ -10,8 +10,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, TypeVarTuple, Unpack
 
-from milpa_chat._hop import Workers
 from milpa_chat.errors import StoreError, StoreSchemaError
+from milpa_chat.store._hop import Workers
 from milpa_chat.store.base import Clock, RateDecision, Record, check_text
 
 __all__ = [

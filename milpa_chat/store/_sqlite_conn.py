@@ -118,9 +118,12 @@ class SqliteConnections(ThreadedStore):
         never checkpoints, and commits with ``synchronous=NORMAL``."""
         conn: sqlite3.Connection | None = getattr(self._local, "loop_conn", None)
         if conn is None:
-            conn = self._connect(timeout=0.0)
+            # opened waiting for locks like any connection (its first statement reads the schema, which waits
+            # while another connection recovers the WAL or checkpoints it); then it never waits
+            conn = self._connect()
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA wal_autocheckpoint = 0")
+            conn.execute("PRAGMA busy_timeout = 0")
             self._local.loop_conn = conn
             with self._conns_lock:
                 self._conns.append(conn)

@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from milpa_chat._hop import Workers
+from milpa_chat.store._hop import Workers
 
 __all__ = ["WalSync"]
 

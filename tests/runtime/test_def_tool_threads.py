@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from milpa_chat import ToolRegistry, tool
-from milpa_chat._hop import Workers, to_worker
 from milpa_chat.errors import ToolError
 from milpa_chat.runtime.result import ErrorCode
 from milpa_chat.store import MemoryStore
+from milpa_chat.store._hop import Workers, to_worker
 
 REQUEST_TAG: contextvars.ContextVar[str] = contextvars.ContextVar("request_tag", default="unset")
 GUARD = 30  # seconds a test waits for what must happen before it calls the run broken (never reached when it works)
@@ -239,7 +239,7 @@ def test_the_interpreter_exits_after_finishing_a_tool_its_caller_left(tmp_path: 
         textwrap.dedent(
             """
             import asyncio, threading, time
-            from milpa_chat._hop import to_worker
+            from milpa_chat.store._hop import to_worker
 
             started, release = threading.Event(), threading.Event()
 

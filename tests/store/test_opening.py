@@ -191,3 +191,23 @@ async def test_open_store_urls(tmp_path: Path) -> None:
         open_store("sqlite://relative.db")
     with pytest.raises(ValueError, match="unknown scheme"):
         open_store("redis://localhost")
+
+
+async def test_a_first_call_while_another_connection_holds_the_file_waits_instead_of_failing(tmp_path: Path) -> None:
+    """The event loop's own connection never waits for a lock once open, but opening it reads the schema, which
+    must wait like any connection (another one may be recovering or checkpointing the WAL that moment)."""
+    import threading
+
+    path = tmp_path / "store.db"
+    store = SqliteStore(path)
+    try:
+        holder = sqlite3.connect(path, check_same_thread=False)
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")  # (nobody else can even read until it is closed)
+        threading.Timer(0.3, holder.close).start()
+        assert await store.get("notes", "a") is None
+        await store.put("notes", "a", {"n": 1})
+        record = await store.get("notes", "a")
+        assert record is not None and record.value == {"n": 1}
+    finally:
+        await store.close()
