@@ -146,9 +146,9 @@ class Assistant:
         self.answers = AgentAnswers(lambda: self.agent, self.context_for, self.answer_feedback, lambda: self.feedback)
         if edits:  # cards offer Edit to the requester of a confirm and to approvers of a verification
             self.outbox.extras.append(cards.edit_button)
-        #: What handles an inbound event, asked in order (:mod:`milpa_chat.chat.routes`); see :meth:`add_route`.
         #: The page views of paginated results (their page buttons' tool, arguments and person).
         self.views = PageViews(registry.store)
+        #: What handles an inbound event, asked in order (:mod:`milpa_chat.chat.routes`); see :meth:`add_route`.
         self.routes: list[Route] = self._default_routes()
         bind = getattr(agent, "bind", None)
         if callable(bind):  # an agent that pauses for approvals (milpa_chat.gateway.ChatAgent) needs the assistant
