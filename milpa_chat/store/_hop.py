@@ -145,10 +145,8 @@ def _work(jobs: queue.SimpleQueue[_Job | None], idle: deque[None]) -> None:
                 settle = _succeed
             except BaseException as exc:
                 outcome, settle = exc, _fail
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting for this answer
                 call_soon_threadsafe(settle, future, outcome)
-            except RuntimeError:  # the loop is closed: nobody is waiting for this answer
-                settle = _fail
             del outcome  # (an exception's traceback holds this frame: no cycle, no result kept while idle)
         del call_soon_threadsafe, future, run, fn, args
         ready(None)
