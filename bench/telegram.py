@@ -3,7 +3,7 @@
 the same Bot API calls the assistant makes for that kind of tap, and a fair peer that also does the same work
 (described below) — with per-round ratios of each assistant row to its fair peer, by CPU per tap.
 
-    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 150] [--rounds 7] [--slices 4] [--window 8]
+    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 300] [--rounds 7] [--window 3]
 
 Every app (the assistant, each bare handler) runs in an OS process of its own and polls its own local
 ``BotApiServer``; the servers and the taps live in the bench's process, pinned to one CPU, and every app is
@@ -43,9 +43,15 @@ assistant's as PTB serializes them (texts byte for byte, JSON objects of the sam
 the assistant's wording changed); the cards of both are for notes 100 on, so the texts of a tap are the same size
 on both sides.
 
-A round taps every app of a group (``--taps`` taps, or ``--runs`` for confirm and run) in ``--slices`` slices,
-the apps taking turns slice by slice, an assistant row next to its fair peer (in the listed order, reversed every
-slice: A B B A ...), so both meet the same moments of the machine. The first round warms up and is left out.
+A round taps every app of a group (``--taps`` taps, or ``--runs`` for confirm and run) a slice at a time: one
+window of taps (``--window``, 3), all tapped at once and done before the next app's turn, the apps taking turns
+slice by slice in an order rotated by one every slice (A B C, B C A, ...: no app runs twice in a row, every app
+goes at every place), so each app's slices and its fair peer's meet the same moments of the machine, a few
+milliseconds apart. Measured on two copies of the same app in one group: with 4 slices of ~40 taps a round
+their ratio moved 12-18 points from round to round (the machine's speed drifts by 20-40 % over seconds, alike for
+every app running then), with slices of 3 taps and 300 taps a round 1-1.3 points. The harness collects its young
+garbage before every slice and all of it once a round (a full collection before every slice cost more time than
+the slices). The first round warms up and is left out.
 Each counted round gives the ratio peer CPU per tap / assistant CPU per tap, and the second table prints every
 round's ratio, the median and the spread (decided under 5 points; the target is ≥ 90 %). A tap is *done* once
 every Bot API call it caused has been answered by the server; a slice's CPU runs until then too. The first
@@ -91,8 +97,7 @@ from milpa_chat.testing import (
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = TelegramUser(1001, "Alice", "alice")
 BOB = TelegramUser(1002, "Bob", "bob")
-WINDOW = [8]  # taps in flight at most; --window
-SLICES = [4]  # a round's taps go in this many slices, the apps of a group taking turns slice by slice; --slices
+WINDOW = [3]  # taps in flight at most, and the taps of one app's turn (a slice); --window
 POLL_TIMEOUT = 10  # an app waiting for its turn asks for updates once in this many seconds
 POLLING = frozenset({"getUpdates", "getMe", "deleteWebhook", "setMyCommands", "getMyCommands"})
 Call = tuple[str, dict[str, str]]  # a Bot API method and its parameters as sent
@@ -159,7 +164,7 @@ async def push_and_wait(
         answered.extend(done)
         return bool(done) or not outstanding
 
-    gc.collect()  # the harness collects its garbage before, not during, a row
+    gc.collect(1)  # the harness collects its young garbage before, not during, a slice (the rest: once a round)
     cpu = await app.cpu() if app is not None else 0.0
     start = time.perf_counter()
     while waiting or outstanding:
@@ -371,15 +376,22 @@ async def run_group(kind: str, members: list[Member], taps: int, rounds: int, tm
         await asyncio.gather(*(start(m, stack, tmp, next(NUMBERS)) for m in members))
         for member in members:
             await set_up(member, kind, taps, rounds, got)
+        window = WINDOW[0]
         for number in range(rounds):
             parts: dict[str, list[Row]] = {m.name: [] for m in members}
-            for part in range(SLICES[0]):  # a round's taps in slices, the apps in turn slice by slice
-                for member in in_turn(members, number * SLICES[0] + part):
+            gc.collect()
+            slices = -(-taps // window)
+            for part in range(slices):  # a round's taps a window at a time, the apps in turn slice by slice
+                for member in in_turn(members, number * slices + part):
                     assert member.server is not None
-                    taps = member.rounds[number][part :: SLICES[0]]
+                    taps_now = member.rounds[number][part * window : (part + 1) * window]
                     parts[member.name].append(
                         await push_and_wait(
-                            member.server, taps, member.per_tap, len(taps) if member.results else 0, member.app
+                            member.server,
+                            taps_now,
+                            member.per_tap,
+                            len(taps_now) if member.results else 0,
+                            member.app,
                         )
                     )
             for member in members:
@@ -528,14 +540,15 @@ async def main(taps: int, runs: int, rounds: int) -> None:
             await run_group(kind, group, n, rounds, Path(tmp), got)
             members += group
     print(
-        f"{rounds} rounds (the first warms up and is left out), {WINDOW[0]} taps in flight at most; Python "
+        f"{rounds} rounds (the first warms up and is left out), {WINDOW[0]} taps in flight at most and an app's "
+        f"turn; Python "
         f"{sys.version.split()[0]}, python-telegram-bot {ptb_version}; every app in a process of its own, {cpus}; "
         f"CPU is the app process's; {time.perf_counter() - started:.0f} s\n"
     )
     print(table(members))
     print(
         "\nEvery assistant row against its fair peer, round by round (CPU per tap of each app's own process; the "
-        "two ran next to each other, alternating which went first):\n"
+        "apps took turns a slice at a time, in an order rotated every slice):\n"
     )
     print(ratios(members))
     print(
@@ -548,16 +561,18 @@ async def main(taps: int, runs: int, rounds: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--taps", type=int, default=400, help="taps a round of a one-call row (default 400)")
-    parser.add_argument("--runs", type=int, default=150, help="taps a round of a confirm-and-run row (default 150)")
+    parser.add_argument("--runs", type=int, default=300, help="taps a round of a confirm-and-run row (default 300)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds, the first a warm-up (default 7)")
-    parser.add_argument("--window", type=int, default=WINDOW[0], help=f"taps in flight at most (default {WINDOW[0]})")
     parser.add_argument(
-        "--slices", type=int, default=SLICES[0], help=f"slices of a round, apps taking turns (default {SLICES[0]})"
+        "--window",
+        type=int,
+        default=WINDOW[0],
+        help=f"taps in flight at most, and taps of an app's turn (default {WINDOW[0]})",
     )
     args = parser.parse_args()
-    if args.slices < 1 or min(args.taps, args.runs) < args.slices:
-        parser.error("--slices must be at least 1 and at most --taps and --runs")
+    if not 1 <= args.window <= min(args.taps, args.runs):
+        parser.error("--window must be at least 1 and at most --taps and --runs")
     if args.rounds < 3:
         parser.error("--rounds must be at least 3: the first warms up, and a spread needs two more")
-    WINDOW[0], SLICES[0] = args.window, args.slices
+    WINDOW[0] = args.window
     asyncio.run(main(args.taps, args.runs, args.rounds))
