@@ -3,7 +3,7 @@ slack-bolt handlers — one that only acks, and a fair peer that acks and then d
 Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios
 by CPU per tap.
 
-    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 7] [--slices 4] [--stores memory,sqlite]
+    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 7] [--stores memory,sqlite]
 
 The harness: each app runs in an OS process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
 signature verification on), and calls a local Slack Web API (``SlackApiServer``, one per app) that lives, with the
@@ -31,9 +31,12 @@ keep-alive session, as ``SlackBot`` does:
 Every case starts its apps together — the bare app acking only, the fair peer, the full app on each store of
 ``--stores`` (default both: in memory, and SQLite on a temporary file with ``synchronous=FULL``) — warms each up
 with 50 taps and freezes what start-up allocated (``gc.freeze()``, in every app alike). Then come ``--rounds``
-rounds: a round gives every app ``--n`` taps in ``--slices`` slices, the apps taking turns slice by slice, a full
-app next to its peer (the order reversed every slice: A B B A ...), so both meet the same moments of the machine.
-The first round warms up and is left out. Each other round gives the full app's ratio to its fair peer, peer CPU
+rounds: a round gives every app ``--n`` taps a slice at a time (``--concurrency`` taps, all in flight at once,
+done before the next app's turn), the apps taking turns slice by slice in an order rotated by one every slice (A B
+C, B C A, ...: no app runs twice in a row, every app goes at every place), so a full app's slices and its peer's
+meet the same moments of the machine, well under a second apart (with 4 slices a round, the rows' ratios moved up
+to 25 points from round to round; with slices of 16 taps, 1.5-4 points). The first round warms up and is left
+out. Each other round gives the full app's ratio to its fair peer, peer CPU
 per tap / full CPU per tap: the second table prints every round's ratio, the median and the spread (a row is
 decided when the spread is under 5 points; the target is ≥ 90 %).
 
@@ -421,7 +424,7 @@ async def run_case(
         for bare in members:
             bare.card, bare.action = await bare_card(bare.api, tapped), fulls[0].action
             await tap(bare, WARMUP, concurrency)
-        # a full app next to its fair peer (or, without calls, to the bare app acking only): in turn, ABBA...
+        # a full app next to its fair peer (or, without calls, to the bare app acking only), in a rotated order
         order = [only, fulls[0], members[-1], *fulls[1:]] if made else [fulls[0], only, *fulls[1:]]
         for member in order:
             await member.app.freeze()
@@ -582,7 +585,6 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=1200, help="taps a round of every app (default 1200)")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight (default 16)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds of every case, the first a warm-up (default 7)")
-    parser.add_argument("--slices", type=int, default=4, help="slices of a round, apps taking turns (default 4)")
     parser.add_argument(
         "--stores",
         default="memory,sqlite",
@@ -607,6 +609,7 @@ if __name__ == "__main__":
             unknown = [st for st in stores if st not in ("memory", "sqlite")]
             if unknown or not stores:
                 parser.error(f"--stores takes memory and/or sqlite, comma-separated; got {args.stores!r}")
-            if args.rounds < 3 or not 1 <= args.slices <= args.n:
-                parser.error("--rounds must be at least 3 (a warm-up and two more) and --slices from 1 to --n")
-            asyncio.run(main(args.n, args.concurrency, args.rounds, args.slices, stores, Path(tmp)))
+            if args.rounds < 3 or not 1 <= args.concurrency <= args.n:
+                parser.error("--rounds must be at least 3 (a warm-up and two more) and --concurrency from 1 to --n")
+            slices = -(-args.n // args.concurrency)  # an app's turn: one slice of --concurrency taps
+            asyncio.run(main(args.n, args.concurrency, args.rounds, slices, stores, Path(tmp)))
