@@ -12,10 +12,6 @@ and an app talk over the app's stdin/stdout, one line a message:
 * ``freeze`` -> ``gc.collect()`` then ``gc.freeze()``: what start-up allocated leaves the collector's view, in
   the kit's app and its peers alike, once their set-up is over;
 * end of input -> the app exits.
-
-Every app runs with the same ``PYTHONHASHSEED`` (``0``): string hashes, and so the layout of every dict and set,
-are then the same in each run, where a random seed per process gave two copies of one app up to 4-6 % apart in
-some runs and not in others.
 """
 
 from __future__ import annotations
@@ -111,7 +107,7 @@ async def app_process(args: Sequence[str], what: str, env: dict[str, str] | None
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONHASHSEED": "0", **(env or {})},
+        env={**os.environ, **(env or {})},
     )
     pin(proc.pid, EVERY_CPU)
     try:

@@ -3,7 +3,7 @@ slack-bolt handlers — one that only acks, and a fair peer that acks and then d
 Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios
 by CPU per tap.
 
-    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 7] [--stores memory,sqlite]
+    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 6] [--stores memory,sqlite]
 
 The harness: each app runs in an OS process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
 signature verification on), and calls a local Slack Web API (``SlackApiServer``, one per app) that lives, with the
@@ -28,17 +28,19 @@ keep-alive session, as ``SlackBot`` does:
   ``list_notes_async``, awaited), builds the page with slack_sdk's Block Kit models (header, items, page line,
   Previous/Next buttons) and ``chat.update``-s the tapped message.
 
-Every case starts its apps together — the bare app acking only, the fair peer, the full app on each store of
-``--stores`` (default both: in memory, and SQLite on a temporary file with ``synchronous=FULL``) — warms each up
-with 50 taps and freezes what start-up allocated (``gc.freeze()``, in every app alike). Then come ``--rounds``
-rounds: a round gives every app ``--n`` taps a slice at a time (``--concurrency`` taps, all in flight at once,
-done before the next app's turn), the apps taking turns slice by slice in an order rotated by one every slice (A B
-C, B C A, ...: no app runs twice in a row, every app goes at every place), so a full app's slices and its peer's
-meet the same moments of the machine, well under a second apart (with 4 slices a round, the rows' ratios moved up
-to 25 points from round to round; with slices of 16 taps, 1.5-4 points). The first round warms up and is left
-out. Each other round gives the full app's ratio to its fair peer, peer CPU
-per tap / full CPU per tap: the second table prints every round's ratio, the median and the spread (a row is
-decided when the spread is under 5 points; the target is ≥ 90 %).
+Every round of a case starts its apps anew and together — the bare app acking only, the fair peer, the full app on
+each store of ``--stores`` (default both: in memory, and SQLite on a temporary file of the round's own with
+``synchronous=FULL``) — warms each up with 50 taps and freezes what start-up allocated (``gc.freeze()``, in every
+app alike). A process keeps its layout (hash seed, addresses) as long as it runs, and two processes of the same app
+can differ by a few points: so each of the ``--rounds`` rounds is another set of processes, the median is over them
+and the spread shows how far they differ. A round gives every app ``WARM_SLICES`` slices not counted, then ``--n``
+taps a slice at a time (``--concurrency`` taps, all in flight at once, done before the next app's turn), the apps
+taking turns slice by slice in an order rotated by one every slice (A B C, B C A, ...: no app runs twice in a row,
+every app goes at every place), so a full app's slices and its peer's meet the same moments of the machine, well
+under a second apart (with 4 slices a round, the rows' ratios moved up to 25 points from round to round; with slices
+of 16 taps, 1.5-4 points). Each round gives the full app's ratio to its fair peer, peer CPU per tap / full CPU per
+tap: the second table prints every round's ratio, the median and the spread (a row is decided when the spread is
+under 5 points; the target is ≥ 90 %).
 
 Columns (medians of the counted rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts
 HTTP answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
 
 TOKEN, SECRET, CHANNEL, USER = "xoxb-bench", "bench-signing-secret", "C0BENCH", "U1001"
 WARMUP = 50
+WARM_SLICES = 10  # slices of every app after its warm-up taps, in turn as the counted ones, not counted
 _RETRIES = itertools.count(1)
 SETUP_METHODS = frozenset({"auth.test"})  # calls that are not a tap's work
 
@@ -388,16 +391,17 @@ async def started(
 
 
 async def run_case(
-    case: Case, stores: list[str], n: int, concurrency: int, rounds: int, slices: int, tmp: Path
+    case: Case, stores: list[str], n: int, concurrency: int, number: int, slices: int, tmp: Path
 ) -> tuple[list[Member], list[dict[str, Any]]]:
-    """Start the case's apps, set them up, then tap each in turn, slice by slice, round after round."""
+    """Round ``number`` of the case: start its apps anew, set them up and warm them up, then tap each in turn,
+    slice by slice (the first ``WARM_SLICES`` slices not counted)."""
     redelivered = case.kind == "redelivered"
     async with AsyncExitStack() as stack:
 
         async def start(name: str, kind: str, store_url: str, per_tap: int, extra: list[str]) -> Member:
             return await stack.enter_async_context(started(name, kind, store_url, per_tap, redelivered, extra))
 
-        urls = {st: "memory://" if st == "memory" else str(tmp / f"{case.kind}.db") for st in stores}
+        urls = {st: "memory://" if st == "memory" else str(tmp / f"{case.kind}.{number}.db") for st in stores}
         fulls = await asyncio.gather(
             *(start(f"full SlackBot ({st})", "full", urls[st], case.per_tap, []) for st in stores)
         )
@@ -428,14 +432,15 @@ async def run_case(
         order = [only, fulls[0], members[-1], *fulls[1:]] if made else [fulls[0], only, *fulls[1:]]
         for member in order:
             await member.app.freeze()
-        for number in range(rounds):
-            parts: dict[str, list[Measured]] = {m.name: [] for m in order}
-            for part in range(slices):
-                for member in in_turn(order, number * slices + part):
-                    size = n // slices + (1 if part < n % slices else 0)
-                    parts[member.name].append(await tap(member, size, concurrency))
-            for member in order:
-                member.rounds.append(functools.reduce(operator.add, parts[member.name]))
+        parts: dict[str, list[Measured]] = {m.name: [] for m in order}
+        for part in range(-WARM_SLICES, slices):
+            for member in in_turn(order, part):
+                size = concurrency if part < 0 else n // slices + (1 if part < n % slices else 0)
+                measured = await tap(member, size, concurrency)
+                if part >= 0:
+                    parts[member.name].append(measured)
+        for member in order:
+            member.rounds.append(functools.reduce(operator.add, parts[member.name]))
         return [only, *members[1:], *fulls], made
 
 
@@ -499,7 +504,7 @@ CASES = [
 
 def table(results: dict[str, list[Member]], stores: list[str]) -> str:
     def med(member: Member, value: Callable[[Measured], float]) -> float:
-        return statistics.median(value(m) for m in member.rounds[1:])  # the first round warms up
+        return statistics.median(value(m) for m in member.rounds)
 
     def ratio(row: Member, base: Member) -> str:
         return (
@@ -530,8 +535,8 @@ def table(results: dict[str, list[Member]], stores: list[str]) -> str:
             )
     lines += [
         "",
-        "Every full app against its fair peer, round by round (CPU per tap of each app's own process; the first "
-        "round warms up and is left out):",
+        "Every full app against its fair peer, round by round (CPU per tap of each app's own process; every round "
+        "with its apps started anew):",
         "",
     ]
     lines += header()
@@ -539,7 +544,7 @@ def table(results: dict[str, list[Member]], stores: list[str]) -> str:
         members = results[case.kind]
         peer = members[1] if members[1].name == PEER else members[0]
         for full in (m for m in members if m.name.startswith("full")):
-            each = [p.cpu_us / f.cpu_us for f, p in zip(full.rounds[1:], peer.rounds[1:], strict=True)]
+            each = [p.cpu_us / f.cpu_us for f, p in zip(full.rounds, peer.rounds, strict=True)]
             store = next(st for st in stores if st in full.name)
             lines.append(line(f"{case.title} ({store})", PEER_DOES[case.kind], each))
     return "\n".join(lines)
@@ -559,12 +564,19 @@ async def main(n: int, concurrency: int, rounds: int, slices: int, stores: list[
     results: dict[str, list[Member]] = {}
     calls: dict[str, list[dict[str, Any]]] = {}
     for case in CASES:
-        results[case.kind], calls[case.kind] = await run_case(case, stores, n, concurrency, rounds, slices, tmp)
+        for number in range(rounds):  # every round with its apps started anew
+            members, calls[case.kind] = await run_case(case, stores, n, concurrency, number, slices, tmp)
+            if number == 0:
+                results[case.kind] = members
+            else:
+                for kept, member in zip(results[case.kind], members, strict=True):
+                    kept.rounds += member.rounds
     bare_us, full_us = await dispatch_us(n)
     print(
         f"Python {sys.version.split()[0]}, {n} taps a round in {slices} slices, {concurrency} in flight, stores: "
-        f"{', '.join(stores)}; {rounds} rounds, the first a warm-up, medians of the others; every app in a process "
-        f"of its own, {cpus}; {time.perf_counter() - started_at:.0f} s\n"
+        f"{', '.join(stores)}; {rounds} rounds, every app started anew each round and warmed up with {WARMUP} taps "
+        f"and {WARM_SLICES} slices not counted, medians of the rounds; every app in a process of its own, {cpus}; "
+        f"{time.perf_counter() - started_at:.0f} s\n"
     )
     print(table(results, stores))
     print(
@@ -584,7 +596,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1200, help="taps a round of every app (default 1200)")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight (default 16)")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds of every case, the first a warm-up (default 7)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of every case, apps started anew (default 6)")
     parser.add_argument(
         "--stores",
         default="memory,sqlite",
@@ -609,7 +621,7 @@ if __name__ == "__main__":
             unknown = [st for st in stores if st not in ("memory", "sqlite")]
             if unknown or not stores:
                 parser.error(f"--stores takes memory and/or sqlite, comma-separated; got {args.stores!r}")
-            if args.rounds < 3 or not 1 <= args.concurrency <= args.n:
-                parser.error("--rounds must be at least 3 (a warm-up and two more) and --concurrency from 1 to --n")
+            if args.rounds < 2 or not 1 <= args.concurrency <= args.n:
+                parser.error("--rounds must be at least 2 (a spread needs two) and --concurrency from 1 to --n")
             slices = -(-args.n // args.concurrency)  # an app's turn: one slice of --concurrency taps
             asyncio.run(main(args.n, args.concurrency, args.rounds, slices, stores, Path(tmp)))

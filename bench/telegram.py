@@ -3,7 +3,7 @@
 the same Bot API calls the assistant makes for that kind of tap, and a fair peer that also does the same work
 (described below) — with per-round ratios of each assistant row to its fair peer, by CPU per tap.
 
-    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 300] [--rounds 7] [--window 3]
+    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 300] [--rounds 6] [--window 3]
 
 Every app (the assistant, each bare handler) runs in an OS process of its own and polls its own local
 ``BotApiServer``; the servers and the taps live in the bench's process, pinned to one CPU, and every app is
@@ -14,8 +14,8 @@ Users tap with at most ``--window`` taps unanswered at a time; every app process
 First the assistant is tapped once of each kind, and the Bot API calls it makes for the tap are recorded
 (method and parameters as sent). The "same calls" bare handlers replay those calls for every tap: the same
 methods with the same parameters (text, parse mode, keyboard, link preview options; built once), sent through
-PTB's typed methods to the tapped message's chat. Rows, in three groups (the apps of a group are started,
-set up and frozen with ``gc.freeze()`` together, then tapped in turn, round after round):
+PTB's typed methods to the tapped message's chat. Rows, in three groups (every round, the apps of a group are
+started anew, set up and frozen with ``gc.freeze()`` together, then tapped in turn):
 
 * a refused tap: someone other than the requester taps Confirm (delivery de-duplication, approval read,
   identity mapping, one alert answer) — bare answering only, bare making the same call, the assistant and its
@@ -51,11 +51,17 @@ milliseconds apart. Measured on two copies of the same app in one group: with 4 
 their ratio moved 12-18 points from round to round (the machine's speed drifts by 20-40 % over seconds, alike for
 every app running then), with slices of 3 taps and 300 taps a round 1-1.3 points. The harness collects its young
 garbage before every slice and all of it once a round (a full collection before every slice cost more time than
-the slices). The first round warms up and is left out.
-Each counted round gives the ratio peer CPU per tap / assistant CPU per tap, and the second table prints every
+the slices).
+
+Every round starts its apps anew, each a process of its own with its own layout (hash seed, addresses): a process
+keeps it for as long as it runs, and the same app differed by up to 6-11 points from one process to the next
+(apps kept for a whole run: the same rows' medians moved that much between runs whose spreads were 1-3 points).
+So a round's ratio is that of one pair of processes, the median is over as many pairs as rounds, and the spread
+shows how far processes differ. Each app is warmed up with ``WARM_SLICES`` slices after it starts, not counted.
+Each round gives the ratio peer CPU per tap / assistant CPU per tap, and the second table prints every
 round's ratio, the median and the spread (decided under 5 points; the target is ≥ 90 %). A tap is *done* once
 every Bot API call it caused has been answered by the server; a slice's CPU runs until then too. The first
-table prints medians of the counted rounds.
+table prints medians of the rounds.
 """
 
 from __future__ import annotations
@@ -98,6 +104,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ALICE = TelegramUser(1001, "Alice", "alice")
 BOB = TelegramUser(1002, "Bob", "bob")
 WINDOW = [3]  # taps in flight at most, and the taps of one app's turn (a slice); --window
+WARM_SLICES = 10  # slices every app is tapped after it starts, before the round's counted ones
 POLL_TIMEOUT = 10  # an app waiting for its turn asks for updates once in this many seconds
 POLLING = frozenset({"getUpdates", "getMe", "deleteWebhook", "setMyCommands", "getMyCommands"})
 Call = tuple[str, dict[str, str]]  # a Bot API method and its parameters as sent
@@ -371,36 +378,46 @@ async def set_up(member: Member, kind: str, taps: int, rounds: int, got: Sample)
 
 
 async def run_group(kind: str, members: list[Member], taps: int, rounds: int, tmp: Path, got: Sample) -> None:
-    """Start every app of the group, set them up, then tap each in turn for every round."""
-    async with AsyncExitStack() as stack:
-        await asyncio.gather(*(start(m, stack, tmp, next(NUMBERS)) for m in members))
-        for member in members:
-            await set_up(member, kind, taps, rounds, got)
-        window = WINDOW[0]
-        for number in range(rounds):
+    """Every round: start every app of the group anew (a process of its own, so a round's ratio carries that
+    process's layout and the next round's another), set them up, warm each up with ``WARM_SLICES`` slices that
+    are not counted, then tap each in turn, a slice at a time."""
+    window = WINDOW[0]
+    configs = {m.name: dict(m.config) for m in members}
+    for number in range(rounds):
+        async with AsyncExitStack() as stack:
+            for member in members:  # a SQLite file of the round's own
+                member.config = {k: _round_file(v, number) for k, v in configs[member.name].items()}
+            await asyncio.gather(*(start(m, stack, tmp, next(NUMBERS)) for m in members))
+            for member in members:
+                await set_up(member, kind, WARM_SLICES * window + taps, 1, got)
             parts: dict[str, list[Row]] = {m.name: [] for m in members}
             gc.collect()
-            slices = -(-taps // window)
-            for part in range(slices):  # a round's taps a window at a time, the apps in turn slice by slice
-                for member in in_turn(members, number * slices + part):
+            slices = WARM_SLICES + -(-taps // window)
+            for part in range(slices):  # the taps a window at a time, the apps in turn slice by slice
+                for member in in_turn(members, part):
                     assert member.server is not None
-                    taps_now = member.rounds[number][part * window : (part + 1) * window]
-                    parts[member.name].append(
-                        await push_and_wait(
-                            member.server,
-                            taps_now,
-                            member.per_tap,
-                            len(taps_now) if member.results else 0,
-                            member.app,
-                        )
+                    taps_now = member.rounds[0][part * window : (part + 1) * window]
+                    row = await push_and_wait(
+                        member.server,
+                        taps_now,
+                        member.per_tap,
+                        len(taps_now) if member.results else 0,
+                        member.app,
                     )
+                    if part >= WARM_SLICES:
+                        parts[member.name].append(row)
             for member in members:
                 member.rows.append(merged(member.name, parts[member.name]))
-        if kind != "confirm":  # the assistant's answer, and its fair peers' (formatted by them for the tap)
-            said = "Only Alice can confirm this." if kind == "refused" else "Already done."
-            for member in members[2:]:
-                assert member.server is not None
-                assert member.server.callback_queries[-1].answer_text == said, (member.name, said)
+            if kind != "confirm":  # the assistant's answer, and its fair peers' (formatted by them for the tap)
+                said = "Only Alice can confirm this." if kind == "refused" else "Already done."
+                for member in members[2:]:
+                    assert member.server is not None
+                    assert member.server.callback_queries[-1].answer_text == said, (member.name, said)
+
+
+def _round_file(value: Any, number: int) -> Any:
+    """A SQLite file's path (``...db``) with the round's number in it; any other value as it is."""
+    return f"{value[:-3]}.{number}.db" if isinstance(value, str) and value.endswith(".db") else value
 
 
 async def sample(tmp: Path) -> Sample:
@@ -449,7 +466,7 @@ def groups(got: Sample, taps: int, runs: int, rounds: int, tmp: Path) -> list[tu
             "confirm": "confirm and run the tool",
         }[kind]
         n = runs if confirm else taps
-        cards = n * rounds if confirm else 1
+        cards = WARM_SLICES * WINDOW[0] + n if confirm else 1  # a round's: its apps start anew every round
         members = [] if confirm else [bare(only_name, like, ANSWER_ONLY)]
         members.append(bare(same_name, like, got.calls[kind], cards=cards, answer_only=only_name))
         for label, store, book in (("", "memory", "memory"), (" (SQLite store)", "sqlite", "sqlite")):
@@ -477,7 +494,7 @@ def table(members: list[Member]) -> str:
     def median(rows: list[Row], value: Callable[[Row], float]) -> float:
         return statistics.median(value(r) for r in rows)
 
-    counted = {m.name: m.rows[1:] for m in members}
+    counted = {m.name: m.rows for m in members}
     done = {name: median(rs, lambda r: r.taps / r.seconds) for name, rs in counted.items()}
     cpu_us = {name: median(rs, lambda r: r.cpu_seconds / r.taps * 1e6) for name, rs in counted.items()}
 
@@ -507,8 +524,8 @@ def table(members: list[Member]) -> str:
 
 
 def ratios(members: list[Member]) -> str:
-    """Every assistant row against its fair peer, round by round (CPU per tap), the warm-up round left out."""
-    by_name = {m.name: m.rows[1:] for m in members}
+    """Every assistant row against its fair peer, round by round (CPU per tap)."""
+    by_name = {m.name: m.rows for m in members}
     lines = header()
     for kit_name, peer in PAIRS:
         each = [
@@ -540,8 +557,8 @@ async def main(taps: int, runs: int, rounds: int) -> None:
             await run_group(kind, group, n, rounds, Path(tmp), got)
             members += group
     print(
-        f"{rounds} rounds (the first warms up and is left out), {WINDOW[0]} taps in flight at most and an app's "
-        f"turn; Python "
+        f"{rounds} rounds, every app started anew each round and warmed up with {WARM_SLICES} slices not counted; "
+        f"{WINDOW[0]} taps in flight at most and an app's turn; Python "
         f"{sys.version.split()[0]}, python-telegram-bot {ptb_version}; every app in a process of its own, {cpus}; "
         f"CPU is the app process's; {time.perf_counter() - started:.0f} s\n"
     )
@@ -562,7 +579,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--taps", type=int, default=400, help="taps a round of a one-call row (default 400)")
     parser.add_argument("--runs", type=int, default=300, help="taps a round of a confirm-and-run row (default 300)")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds, the first a warm-up (default 7)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds, each with its apps started anew (default 6)")
     parser.add_argument(
         "--window",
         type=int,
@@ -572,7 +589,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if not 1 <= args.window <= min(args.taps, args.runs):
         parser.error("--window must be at least 1 and at most --taps and --runs")
-    if args.rounds < 3:
-        parser.error("--rounds must be at least 3: the first warms up, and a spread needs two more")
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2: a spread needs two rounds")
     WINDOW[0] = args.window
     asyncio.run(main(args.taps, args.runs, args.rounds))
