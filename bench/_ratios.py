@@ -2,11 +2,12 @@
 
 Every app runs in an OS process of its own, pinned to a CPU that no server, load or other app uses while it is tapped
 (``bench/_apps.py``); a round taps the kit's app and its fair peer a slice of a few taps at a time, taking turns in an
-order rotated every slice (A B C, B C A, ...), after a warm-up round that is left out. Each round gives one ratio, the
-peer's CPU seconds per tap over the kit's (each its own process's ``time.process_time()``, over the same wall-clock
-seconds as the row's rates): 100 % means the kit does the tap on the same CPU as a handler written without it. The row
-reports the median ratio and its spread (the largest minus the smallest ratio of the rounds, in percentage points); a
-row is *decided* when the spread is under 5 points, and meets the target when its median is at least 90 %.
+order rotated every slice (A B C, B C A, ...), every round with its apps started anew and warmed up. Each round gives
+one ratio, the peer's CPU seconds per tap over the kit's (each its own process's ``time.process_time()``, over the
+same wall-clock seconds as the row's rates): 100 % means the kit does the tap on the same CPU as a handler written
+without it. The row reports the median ratio and its spread (the largest minus the smallest ratio of the rounds, in
+percentage points); a row is *decided* when the spread is under 5 points, and meets the target when its median is at
+least 90 %.
 """
 
 from __future__ import annotations
