@@ -243,7 +243,7 @@ class Member:
     peer: str = ""  # an assistant row's fair peer
     server: BotApiServer | None = None
     app: AppProcess | None = None
-    rounds: list[list[Tap]] = field(default_factory=list)  # the taps of every round
+    taps: list[Tap] = field(default_factory=list)  # the taps of the round under way
     per_tap: int = 1
     results: bool = False  # confirm and run: wait for a result of every tap
     rows: list[Row] = field(default_factory=list)
@@ -343,35 +343,29 @@ async def pending_cards(server: BotApiServer, count: int) -> list[TelegramMessag
     return sorted(found, key=lambda m: m.message_id)[:count]
 
 
-async def set_up(member: Member, kind: str, taps: int, rounds: int, got: Sample) -> None:
-    """The cards a member's taps go to, round by round."""
+async def set_up(member: Member, kind: str, taps: int, got: Sample) -> None:
+    """The cards a member's ``taps`` taps of this round go to (its apps are started anew every round)."""
     server, app = member.server, member.app
     assert server is not None and app is not None
     if member.config["app"] == "kit":
         if kind == "confirm":
-            cards = await pending_cards(server, taps * rounds)
-            member.rounds = [
-                [(lambda c=c: server.tap(ALICE.id, c.message_id, ALICE, confirm_data(c))) for c in cards[i::rounds]]
-                for i in range(rounds)
-            ]
+            cards = await pending_cards(server, taps)
+            member.taps = [(lambda c=c: server.tap(ALICE.id, c.message_id, ALICE, confirm_data(c))) for c in cards]
         else:
             card, data = await card_for(server, 1)
             user = BOB if kind == "refused" else ALICE
             if kind == "decided":
                 await push_and_wait(server, taps_on(server, card, data, ALICE, 1))
                 await decided_and_reported(server, card, "Deleted note 1")
-            member.rounds = [taps_on(server, card, data, user, taps) for _ in range(rounds)]
+            member.taps = taps_on(server, card, data, user, taps)
     else:
         ids = json.loads(app.ready)["cards"]
         cards = [server.message(ALICE.id, i) for i in ids]
         if kind == "confirm":
-            member.rounds = [
-                [(lambda c=c: server.tap(c.chat.id, c.message_id, ALICE, got.data)) for c in cards[i::rounds]]
-                for i in range(rounds)
-            ]
+            member.taps = [(lambda c=c: server.tap(c.chat.id, c.message_id, ALICE, got.data)) for c in cards]
         else:  # a fair peer's refused tap is someone else's, as the assistant's
             user = BOB if kind == "refused" and member.config["app"] == "peer" else ALICE
-            member.rounds = [taps_on(server, cards[0], got.data, user, taps) for _ in range(rounds)]
+            member.taps = taps_on(server, cards[0], got.data, user, taps)
     member.per_tap = len(got.calls[kind])
     member.results = kind == "confirm"
     await app.freeze()
@@ -389,14 +383,14 @@ async def run_group(kind: str, members: list[Member], taps: int, rounds: int, tm
                 member.config = {k: _round_file(v, number) for k, v in configs[member.name].items()}
             await asyncio.gather(*(start(m, stack, tmp, next(NUMBERS)) for m in members))
             for member in members:
-                await set_up(member, kind, WARM_SLICES * window + taps, 1, got)
+                await set_up(member, kind, WARM_SLICES * window + taps, got)
             parts: dict[str, list[Row]] = {m.name: [] for m in members}
             gc.collect()
             slices = WARM_SLICES + -(-taps // window)
             for part in range(slices):  # the taps a window at a time, the apps in turn slice by slice
                 for member in in_turn(members, part):
                     assert member.server is not None
-                    taps_now = member.rounds[0][part * window : (part + 1) * window]
+                    taps_now = member.taps[part * window : (part + 1) * window]
                     row = await push_and_wait(
                         member.server,
                         taps_now,
