@@ -13,20 +13,22 @@ the fields, so the entry's hash is computed over what is stored and the chain ve
 
 Appending is safe from any number of workers on one database: an entry is written with
 ``insert`` at the next position, which exactly one writer gets; a writer that loses reads the
-winner's hash and tries the next position. A head record (advisory, compare-and-set) remembers
-the last position, so appends start near the end and a truncated tail is detected; it only ever
-moves forward, and a writer whose compare-and-set lost reads it again until it is at or past its
-own entry, so the head never falls behind under contention (a head that lags makes every later
-append walk the chain forward one read per entry). Within one process, appends take turns (one
-lock per trail) and start from the last position this process saw, so concurrent calls in a worker
-never race each other for a position.
+winner's hash and tries the next position. A head record (compare-and-set) remembers the last
+position, so appends start near the end and a truncated tail is detected; it only ever moves forward.
+Within one process, appends take turns (one lock per trail) and start from the last position this
+process saw, so concurrent calls in a worker never race each other for a position.
 
-Appends made while this process is writing wait for it and are then written together (a batch of up to 64:
-one read of the head, the entries, one head write). Every entry of a batch but the last is written without
-waiting for the disk, and the last and the head durably: a durable write puts every write before it on
-disk too (:mod:`milpa_chat.store.base`), so when an append returns its entry is on disk as before, for two
-syncs a batch instead of two an entry. A crash or a power cut between the entries and the head leaves
-entries past the head, as a writer stopped between its two writes always could (the next append moves it).
+Appends made while this process is writing wait for it and are then written together (a batch of up to 64).
+Once the head exists, a batch is one write: its entries, the head moved to the last of them and any checkpoint
+due, in one transaction (:meth:`~milpa_chat.store.base.Store.update_with`), so one wait for the disk a batch, and
+a crash or a power cut leaves all of the batch or none of it: never entries past the head. When the head moved
+or a position was taken meanwhile (another writer of the same chain), that transaction writes nothing and the
+batch is written as the first one is: each entry inserted at the next free position (every one but the last
+without waiting for the disk: a durable write puts every write before it on disk too,
+:mod:`milpa_chat.store.base`), then the head moved with a compare-and-set that a writer whose compare-and-set
+lost retries until the head is at or past its own entry (a head that lags makes every later append walk the
+chain forward one read per entry). A crash between those entries and that head leaves entries past the head,
+which the next append covers.
 
 The chain shows tampering by anyone who does not rewrite all of it. To detect even that, give the
 trail an Ed25519 signing key (``key=``, else ``MILPA_AUDIT_KEY_FILE`` / ``MILPA_AUDIT_KEY``): it signs
@@ -232,21 +234,23 @@ class AuditTrail:
         seq, prev = self._last
         if head is not None and int(head.value["seq"]) > seq:
             seq, prev = int(head.value["seq"]), str(head.value["hash"])
+        if head is not None:
+            # the batch's entries and the head naming the last, in one transaction
+            together = await self._write_with_head(batch, head, seq, prev)
+            if together is not None:
+                return together
+            # another writer moved the head or took a position first: read where the chain is, one entry at a time
+            self._head = None
+            head = await self.store.get(*where)
+            if head is not None and int(head.value["seq"]) > seq:
+                seq, prev = int(head.value["seq"]), str(head.value["hash"])
         written: list[TrailEntry] = []
         signed: float | None = None
         for number, wanted in enumerate(batch, 1):
             # the batch's last entry is written durably, and with it every one before it (see the module doc)
             durable = number == len(batch)
             while True:
-                body = {
-                    "seq": seq + 1,
-                    "at": self.store.clock(),
-                    "kind": wanted.kind,
-                    "subject": wanted.subject,
-                    "fields": wanted.fields,
-                    "prev": prev,
-                }
-                entry = TrailEntry(**body, hash=entry_hash(body))  # type: ignore[arg-type]
+                entry = self._entry(wanted, seq, prev)
                 stored = await self.store.insert(collection, self._key(entry.seq), entry.to_dict(), durable=durable)
                 if stored is not None:
                     break
@@ -262,29 +266,77 @@ class AuditTrail:
             seq, prev = entry.seq, entry.hash
             self._last = (seq, prev)
             written.append(entry)
-            signed = await self._checkpoint_if_due(head, entry) or signed
+            due = self._checkpoint_due(head, entry, signed)
+            if due is not None:
+                where_signed, checkpoint = due
+                await self.store.insert(CHECKPOINTS, where_signed, checkpoint)
+                signed = self._checkpointed_at = checkpoint["at"]
         moved = await self._advance_head(head, written[-1], signed)
         self._head = moved if self.lane else None
         return written
 
+    def _entry(self, wanted: _Wanted, seq: int, prev: str) -> TrailEntry:
+        """The entry for ``wanted`` after position ``seq`` (whose hash is ``prev``)."""
+        body = {
+            "seq": seq + 1,
+            "at": self.store.clock(),
+            "kind": wanted.kind,
+            "subject": wanted.subject,
+            "fields": wanted.fields,
+            "prev": prev,
+        }
+        return TrailEntry(**body, hash=entry_hash(body))  # type: ignore[arg-type]
+
+    async def _write_with_head(
+        self, batch: list[_Wanted], head: Record, seq: int, prev: str
+    ) -> list[TrailEntry] | None:
+        """Write the batch after position ``seq`` with the head moved to its last entry (and any checkpoint due),
+        all in one transaction (:meth:`~milpa_chat.store.base.Store.update_with`): one write and one wait for the
+        disk a batch. ``None``, having written nothing, when the head moved or a position was taken meanwhile."""
+        collection, where = self._where
+        written: list[TrailEntry] = []
+        records: list[tuple[str, str, Mapping[str, Any]]] = []
+        signed: float | None = None
+        for wanted in batch:
+            entry = self._entry(wanted, seq, prev)
+            seq, prev = entry.seq, entry.hash
+            written.append(entry)
+            records.append((collection, self._key(entry.seq), entry.to_dict()))
+            due = self._checkpoint_due(head, entry, signed)
+            if due is not None:
+                where_signed, checkpoint = due
+                records.append((CHECKPOINTS, where_signed, checkpoint))
+                signed = checkpoint["at"]
+        position = self._position(head, written[-1], signed)
+        moved = await self.store.update_with(*where, position, expected_version=head.version, inserts=records)
+        if moved is None:
+            return None
+        self._last = (seq, prev)
+        if signed is not None:
+            self._checkpointed_at = signed
+        self._head = moved if self.lane else None
+        return written
+
+    def _position(self, head: Record | None, entry: TrailEntry, signed: float | None) -> dict[str, Any]:
+        """The head's value naming ``entry``: its position, hash and link, and when the last checkpoint was signed
+        (``checkpoint_at``), so every worker knows when the next one is due."""
+        known = dict(head.value) if head is not None else {}
+        at = max(float(known.get("checkpoint_at") or 0), signed or 0)
+        return {
+            **known,
+            "seq": entry.seq,
+            "hash": entry.hash,
+            "prev": entry.prev,
+            **({"checkpoint_at": at} if at else {}),
+        }
+
     async def _advance_head(self, head: Record | None, entry: TrailEntry, signed: float | None) -> Record | None:
         """Move the head to ``entry`` unless another writer already moved it at or past it; the head written
-        (``None`` when another writer's was kept).
-
-        The head names the entry's position, hash and link, and carries when the last checkpoint was
-        signed (``checkpoint_at``), so every worker knows when the next one is due."""
+        (``None`` when another writer's was kept)."""
         while True:
-            known = dict(head.value) if head is not None else {}
-            if head is not None and int(known["seq"]) >= entry.seq:  # another writer is already at or past it
+            if head is not None and int(head.value["seq"]) >= entry.seq:  # another writer is already at or past it
                 return None
-            at = max(float(known.get("checkpoint_at") or 0), signed or 0)
-            position = {
-                **known,
-                "seq": entry.seq,
-                "hash": entry.hash,
-                "prev": entry.prev,
-                **({"checkpoint_at": at} if at else {}),
-            }
+            position = self._position(head, entry, signed)
             where = self._where[1]
             if head is None:
                 written = await self.store.insert(*where, position)
@@ -294,12 +346,15 @@ class AuditTrail:
                 return written
             head = await self.store.get(*where)
 
-    async def _checkpoint_if_due(self, head: Record | None, entry: TrailEntry) -> float | None:
-        """Sign ``entry`` when a checkpoint is due (one more write, only then); when it was signed."""
+    def _checkpoint_due(
+        self, head: Record | None, entry: TrailEntry, signed: float | None
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The checkpoint record signing ``entry`` (its key and value) when one is due, else ``None``; ``signed``:
+        when this batch last signed one."""
         if self.key is None:
             return None
         now = self.store.clock()
-        last = max(self._checkpointed_at, float((head.value if head else {}).get("checkpoint_at") or 0))
+        last = max(self._checkpointed_at, signed or 0, float((head.value if head else {}).get("checkpoint_at") or 0))
         due = (self.checkpoint_every and entry.seq % self.checkpoint_every == 0) or (
             self.checkpoint_minutes and now - last >= self.checkpoint_minutes * 60
         )
@@ -308,12 +363,9 @@ class AuditTrail:
         if self._registered is not None:  # a lane: its entry, with the main chain's entry that registered it
             reg = self._registered
             checkpoint = Checkpoint.sign(self.key, reg.seq, reg.hash, now, {self.lane: (entry.seq, entry.hash)})
-            await self.store.insert(CHECKPOINTS, f"{entry_key(reg.seq)}/{self._key(entry.seq)}", checkpoint.to_dict())
-        else:
-            checkpoint = Checkpoint.sign(self.key, entry.seq, entry.hash, now)
-            await self.store.insert(CHECKPOINTS, entry_key(entry.seq), checkpoint.to_dict())
-        self._checkpointed_at = now
-        return now
+            return f"{entry_key(reg.seq)}/{self._key(entry.seq)}", checkpoint.to_dict()
+        checkpoint = Checkpoint.sign(self.key, entry.seq, entry.hash, now)
+        return entry_key(entry.seq), checkpoint.to_dict()
 
     async def checkpoint(self) -> Checkpoint:
         """Sign the last entry now, once the whole trail verifies (a broken trail is never signed)."""

@@ -19,6 +19,7 @@ __all__ = [
     "DUE",
     "GET",
     "INSERT",
+    "INSERT_NEW",
     "PUT",
     "TAKE",
     "TAKE_VERSION",
@@ -43,6 +44,8 @@ INSERT = (
     "ON CONFLICT (collection, key) DO UPDATE SET value = ?3, version = 1, created_at = ?4, "
     f"updated_at = ?4, expires_at = ?5, due = ?6 WHERE NOT {_live('?4')}"
 )
+# Parameters: (collection, key, value, now). Fails (IntegrityError) when the key holds a record, live or expired.
+INSERT_NEW = "INSERT INTO milpa_records VALUES (?1, ?2, ?3, 1, ?4, ?4, NULL, NULL)"
 # Parameters: as INSERT; returns (version, created_at).
 PUT = (
     "INSERT INTO milpa_records VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, ?6) "

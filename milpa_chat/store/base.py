@@ -6,7 +6,9 @@ single atomic operation of the backend:
 
 * :meth:`Store.insert` — create only if absent (dedup claims, new requests);
 * :meth:`Store.update` — compare-and-set on the record's ``version`` (decide an approval);
-* :meth:`Store.take` — delete and return, to exactly one caller (consume a token).
+* :meth:`Store.take` — delete and return, to exactly one caller (consume a token);
+* :meth:`Store.update_with` — compare-and-set one record and create others, all or nothing, in one
+  transaction (move a log's head and write the entries it now names).
 
 Every write is durable once it returns (it survives a power cut), except an ``insert``, ``put`` or
 ``update`` made with ``durable=False``: such a write survives any crash of the process but may be
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from types import EllipsisType
@@ -50,6 +52,7 @@ __all__ = [
     "Store",
     "StreamEntry",
     "check_due",
+    "check_inserts",
     "check_text",
     "check_value",
     "copy_value",
@@ -247,6 +250,23 @@ class Store(Protocol):
         """
         ...
 
+    async def update_with(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        inserts: Sequence[tuple[str, str, Mapping[str, Any]]],
+        durable: bool = True,
+    ) -> Record | None:
+        """Compare-and-set ``key`` as :meth:`update` does (keeping its expiry and due time) and create every
+        record of ``inserts`` (``(collection, key, value)``, none expiring), in one transaction: all of it, or
+        nothing when the record is gone or at another version, or when a key of ``inserts`` holds a record (live,
+        or expired and not yet purged: the records made here are new keys, such as a log's entries). Returns the
+        updated record, or ``None`` when nothing was written. One write, one wait for the disk when ``durable``."""
+        ...
+
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         """Delete the live record and return it; at most one concurrent caller gets it."""
         ...
@@ -294,6 +314,27 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release connections. The store must not be used afterwards."""
         ...
+
+
+def check_inserts(
+    collection: str, key: str, inserts: Sequence[tuple[str, str, Mapping[str, Any]]]
+) -> Sequence[tuple[str, str, Mapping[str, Any]]]:
+    """The ``inserts`` of :meth:`Store.update_with`, once checked: each a ``(collection, key, value)``, no key
+    twice and none the updated record's; a :class:`~milpa_chat.errors.StoreError` naming what is wrong
+    otherwise, before anything is written."""
+    seen = {(collection, key)}
+    for item in inserts:
+        if not (isinstance(item, tuple) and len(item) == 3 and isinstance(item[0], str) and isinstance(item[1], str)):
+            raise StoreError(
+                f"update_with({collection!r}, {key!r}, inserts=...) takes (collection, key, value) tuples, got {item!r}"
+            )
+        if (item[0], item[1]) in seen:
+            raise StoreError(
+                f"update_with({collection!r}, {key!r}, inserts=...) names {item[0]!r}/{item[1]!r} twice (or it is "
+                "the record being updated): give every record once"
+            )
+        seen.add((item[0], item[1]))
+    return inserts
 
 
 def check_value(collection: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:

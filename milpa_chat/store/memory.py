@@ -10,7 +10,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from milpa_chat.store.base import (
     Record,
     StreamEntry,
     check_due,
+    check_inserts,
     check_text,
     check_value,
     copy_value,
@@ -206,6 +207,32 @@ class MemoryStore:
                 old.expires_at if ttl is None else expiry(now, ttl),
                 old.due if due is ... else due,
             )
+            self._store(rec, old)
+            return rec.record()
+
+    async def update_with(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        inserts: Sequence[tuple[str, str, Mapping[str, Any]]],
+        durable: bool = True,
+    ) -> Record | None:
+        text = check_text(collection, key, value)
+        made = [(c, k, check_text(c, k, v)) for c, k, v in check_inserts(collection, key, inserts)]
+        with self._lock:
+            self._check_open()
+            now = self.clock()
+            old = self._live(collection, key, now)
+            if old is None or old.version != expected_version:
+                return None
+            if any(k in self._records.get(c, ()) for c, k, _ in made):  # a key taken, even by an expired record
+                return None
+            for c, k, t in made:
+                self._store(_Row(c, k, t, 1, now, now, None, None), None)
+            rec = _Row(collection, key, text, old.version + 1, old.created_at, now, old.expires_at, old.due)
             self._store(rec, old)
             return rec.record()
 

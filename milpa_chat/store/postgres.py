@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from milpa_chat._extras import require
@@ -33,7 +33,17 @@ from milpa_chat.store._sql import (
     rate_decision,
     to_record,
 )
-from milpa_chat.store.base import KEEP, Clock, Due, RateDecision, Record, StreamEntry, check_due, expiry
+from milpa_chat.store.base import (
+    KEEP,
+    Clock,
+    Due,
+    RateDecision,
+    Record,
+    StreamEntry,
+    check_due,
+    check_inserts,
+    expiry,
+)
 
 require("psycopg", extra="postgres", feature="PostgresStore")
 require("psycopg_pool", extra="postgres", feature="PostgresStore")
@@ -353,6 +363,45 @@ class PostgresStore(LoopLinks):
             "due": None if due is KEEP else due,
         }
         return await self._write(collection, query, params, ttl, durable)
+
+    async def update_with(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        inserts: Sequence[tuple[str, str, Mapping[str, Any]]],
+        durable: bool = True,
+    ) -> Record | None:
+        # one statement: the compare-and-set, then the inserts only if it moved the record; a key already taken
+        # fails the whole statement (a plain INSERT's unique violation), so nothing of it is written
+        text = encode(collection, key, value)
+        made = [(c, k, encode(c, k, v)) for c, k, v in check_inserts(collection, key, inserts)]
+        query = self._sql(
+            "WITH moved AS (UPDATE {records} SET value = %(v)s::json, version = version + 1, updated_at = %(now)s "
+            f"WHERE collection = %(c)s AND key = %(k)s AND version = %(ver)s AND {{live}} RETURNING {_COLS}), "
+            "made AS (INSERT INTO {records} (collection, key, value, version, created_at, updated_at) "
+            "SELECT x.c, x.k, x.v::json, 1, %(now)s, %(now)s "
+            "FROM unnest(%(cs)s::text[], %(ks)s::text[], %(vs)s::text[]) AS x(c, k, v) "
+            "WHERE EXISTS (SELECT FROM moved)) "
+            "SELECT * FROM moved"
+        )
+        params = {
+            "c": collection,
+            "k": key,
+            "v": text,
+            "ver": expected_version,
+            "cs": [c for c, _, _ in made],
+            "ks": [k for _, k, _ in made],
+            "vs": [t for _, _, t in made],
+        }
+        try:
+            return await self._write(collection, query, params, None, durable)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):  # a key taken: nothing was written
+                return None
+            raise
 
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         version = "" if expected_version is None else " AND version = %(ver)s"

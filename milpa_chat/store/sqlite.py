@@ -25,7 +25,7 @@ earlier write, durable or not; a ``durable=False`` one survives a crash of the p
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from milpa_chat.store._sql import (
@@ -42,6 +42,7 @@ from milpa_chat.store._sqlite_sql import (
     DUE,
     GET,
     INSERT,
+    INSERT_NEW,
     PUT,
     TAKE,
     TAKE_VERSION,
@@ -49,9 +50,13 @@ from milpa_chat.store._sqlite_sql import (
     UPDATE_ANY,
     scan_query,
 )
-from milpa_chat.store.base import KEEP, Due, RateDecision, Record, StreamEntry, check_due, expiry
+from milpa_chat.store.base import KEEP, Due, RateDecision, Record, StreamEntry, check_due, check_inserts, expiry
 
 __all__ = ["SqliteStore"]
+
+
+class _Lost(Exception):
+    """An ``update_with`` whose record moved or is gone: its transaction is rolled back."""
 
 
 class SqliteStore(SqliteConnections):
@@ -193,6 +198,45 @@ class SqliteStore(SqliteConnections):
             row[1] if ttl is None else exp,
             row[1 + (ttl is None)] if due is KEEP else due,
         )
+
+    async def update_with(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int,
+        inserts: Sequence[tuple[str, str, Mapping[str, Any]]],
+        durable: bool = True,
+    ) -> Record | None:
+        text = encode(collection, key, value)
+        made = [(c, k, encode(c, k, v)) for c, k, v in check_inserts(collection, key, inserts)]
+        return await self._inline(
+            self._update_with, collection, key, text, expected_version, made, write=True, durable=self._syncs(durable)
+        )
+
+    def _update_with(
+        self,
+        conn: sqlite3.Connection,
+        collection: str,
+        key: str,
+        text: str,
+        expected: int,
+        made: list[tuple[str, str, str]],
+    ) -> Record | None:
+        now = float(self.clock())
+        try:
+            with self._write(conn) as db:  # one transaction (a savepoint of the writer thread's batch)
+                rows = db.execute(
+                    UPDATE_ANY[True, True], (text, now, collection, key, expected)
+                ).fetchall()  # returns (created_at, expires_at, due, version)
+                if not rows:
+                    raise _Lost
+                db.executemany(INSERT_NEW, [(c, k, t, now) for c, k, t in made])
+        except (_Lost, sqlite3.IntegrityError):  # moved, gone, or a key taken: rolled back, nothing written
+            return None
+        created_at, expires_at, due, version = rows[0]
+        return Record.from_text(collection, key, text, version, created_at, now, expires_at, due)
 
     async def take(self, collection: str, key: str, *, expected_version: int | None = None) -> Record | None:
         return await self._inline(self._take, collection, key, expected_version, write=True, durable=self._syncs())

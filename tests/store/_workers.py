@@ -20,6 +20,7 @@ from milpa_chat.store import MemoryStore, Store
 
 COLLECTION = "tokens"
 KEY = "tok-1"
+MADE = "made"  # where the records of an update_with contest are created
 RATE_LIMIT = 10
 
 # Per-instance PostgreSQL connections are capped so the whole suite stays far below the
@@ -44,7 +45,7 @@ def open_spec(spec: dict[str, Any], **kwargs: Any) -> Store:
 
 async def prepare(store: Store, op: str) -> None:
     """Put the shared state a contest of ``op`` races on."""
-    if op in ("take", "update"):
+    if op in ("take", "update", "update_with"):
         await store.insert(COLLECTION, KEY, {"state": "pending"})
 
 
@@ -55,6 +56,10 @@ async def attempt(store: Store, op: str, who: int) -> bool:
     if op == "update":
         value = {"state": "decided", "by": who}
         return await store.update(COLLECTION, KEY, value, expected_version=1) is not None
+    if op == "update_with":  # every consumer also creates a record of its own and one all of them name
+        value = {"state": "decided", "by": who}
+        made = [(MADE, f"by-{who}", {"by": who}), (MADE, "shared", {"by": who})]
+        return await store.update_with(COLLECTION, KEY, value, expected_version=1, inserts=made) is not None
     if op == "insert":
         return await store.insert(COLLECTION, KEY, {"claimed_by": who}) is not None
     if op == "hit":

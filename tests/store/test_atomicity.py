@@ -14,6 +14,7 @@ from milpa_chat.store import Store
 from tests.store._workers import (
     COLLECTION,
     KEY,
+    MADE,
     RATE_LIMIT,
     attempt,
     contend_in_process,
@@ -23,7 +24,7 @@ from tests.store._workers import (
 )
 from tests.store.conftest import BACKENDS, DURABLE
 
-OPS = ["take", "update", "insert", "hit"]
+OPS = ["take", "update", "update_with", "insert", "hit"]
 
 
 def expected_winners(op: str) -> int:
@@ -38,6 +39,14 @@ async def check_final_state(store: Store, op: str, winners: list[int]) -> None:
     elif op == "update":
         assert record is not None and record.value == {"state": "decided", "by": winners[0]}
         assert record.version == 2
+    elif op == "update_with":  # the winner's update and its records, and nobody else's
+        assert record is not None and record.value == {"state": "decided", "by": winners[0]}
+        assert record.version == 2
+        made = await store.scan(MADE)
+        assert [(r.key, r.value, r.version) for r in made] == [
+            (f"by-{winners[0]}", {"by": winners[0]}, 1),
+            ("shared", {"by": winners[0]}, 1),
+        ]
     elif op == "insert":
         assert record is not None and record.value == {"claimed_by": winners[0]} and record.version == 1
     else:
