@@ -8,7 +8,8 @@ and an app talk over the app's stdin/stdout, one line a message:
 
 * the app's first line says it is ready (a URL, or JSON about what it set up);
 * ``cpu`` -> the app's ``time.process_time()`` (every thread of the process, nanosecond resolution, which the
-  10 ms ticks of ``/proc/PID/stat`` are not);
+  10 ms ticks of ``/proc/PID/stat`` are not), and how many times so far it waited for something (its voluntary
+  context switches: each a sleep and a wake-up, whose cost is in its CPU);
 * ``freeze`` -> ``gc.collect()`` then ``gc.freeze()``: what start-up allocated leaves the collector's view, in
   the kit's app and its peers alike, once their set-up is over;
 * end of input -> the app exits.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import resource
 import sys
 import threading
 import time
@@ -55,7 +57,7 @@ def serve_control(ready: str) -> None:
         while line := sys.stdin.readline():
             command = line.strip()
             if command == "cpu":
-                said = repr(time.process_time())
+                said = f"{time.process_time()!r} {resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw}"
             elif command == "freeze":
                 gc.collect()
                 gc.freeze()
@@ -87,7 +89,12 @@ class AppProcess:
 
     async def cpu(self) -> float:
         """CPU seconds the app process has used so far."""
-        return float(await self.ask("cpu"))
+        return (await self.usage())[0]
+
+    async def usage(self) -> tuple[float, int]:
+        """CPU seconds the app process has used so far, and how many times it waited (voluntary context switches)."""
+        cpu, sleeps = (await self.ask("cpu")).split()
+        return float(cpu), int(sleeps)
 
     async def freeze(self) -> None:
         said = await self.ask("freeze")

@@ -105,6 +105,9 @@ ALICE = TelegramUser(1001, "Alice", "alice")
 BOB = TelegramUser(1002, "Bob", "bob")
 WINDOW = [3]  # taps in flight at most, and the taps of one app's turn (a slice); --window
 WARM_SLICES = 10  # slices every app is tapped after it starts, before the round's counted ones
+CALL_ROUNDS = 4  # rounds of a one-call row; --call-rounds
+SETS = 12  # sets of processes a round of a one-call row; --sets
+KINDS = ("refused", "decided", "confirm")  # the groups; --groups
 POLL_TIMEOUT = 10  # an app waiting for its turn asks for updates once in this many seconds
 POLLING = frozenset({"getUpdates", "getMe", "deleteWebhook", "setMyCommands", "getMyCommands"})
 Call = tuple[str, dict[str, str]]  # a Bot API method and its parameters as sent
@@ -120,6 +123,7 @@ class Row:
     answered_seconds: float  # until the last callback query was answered
     seconds: float  # until every call the taps caused was answered by the server
     cpu_seconds: float  # of the app's process
+    sleeps: int  # times the app's process waited (voluntary context switches)
     latencies: list[float]
     calls_per_tap: float
 
@@ -172,7 +176,7 @@ async def push_and_wait(
         return bool(done) or not outstanding
 
     gc.collect(1)  # the harness collects its young garbage before, not during, a slice (the rest: once a round)
-    cpu = await app.cpu() if app is not None else 0.0
+    cpu, sleeps = await app.usage() if app is not None else (0.0, 0)
     start = time.perf_counter()
     while waiting or outstanding:
         while waiting and len(outstanding) < window:
@@ -188,14 +192,16 @@ async def push_and_wait(
     work = [c for c in server.calls[mark:] if c.method not in POLLING]
     await server.wait_until(lambda: all(c.status for c in work), timeout=60, what="the server's answers")
     seconds = time.perf_counter() - start
-    cpu_seconds = (await app.cpu() - cpu) if app is not None else 0.0
+    if app is not None:
+        cpu_then, sleeps_then = await app.usage()
+        cpu, sleeps = cpu_then - cpu, sleeps_then - sleeps
     # an edit to what the card already shows is refused by the server and ignored by the assistant (it still
     # counts in calls a tap): not a failure of the tap
     failed = [c for c in work if not c.ok and "message is not modified" not in (c.error or "")]
     if failed:
         raise RuntimeError(f"{len(failed)} of the taps' calls failed, e.g. {failed[0].method}: {failed[0].error}")
     latencies = [q.answer_latency or 0.0 for q in answered]
-    return Row("", len(answered), answered_seconds, seconds, cpu_seconds, latencies, len(work) / len(answered))
+    return Row("", len(answered), answered_seconds, seconds, cpu, sleeps, latencies, len(work) / len(answered))
 
 
 def merged(name: str, parts: list[Row]) -> Row:
@@ -207,6 +213,7 @@ def merged(name: str, parts: list[Row]) -> Row:
         sum(r.answered_seconds for r in parts),
         sum(r.seconds for r in parts),
         sum(r.cpu_seconds for r in parts),
+        sum(r.sleeps for r in parts),
         [x for r in parts for x in r.latencies],
         sum(r.calls_per_tap * r.taps for r in parts) / taps,
     )
@@ -371,46 +378,52 @@ async def set_up(member: Member, kind: str, taps: int, got: Sample) -> None:
     await app.freeze()
 
 
-async def run_group(kind: str, members: list[Member], taps: int, rounds: int, tmp: Path, got: Sample) -> None:
-    """Every round: start every app of the group anew (a process of its own, so a round's ratio carries that
-    process's layout and the next round's another), set them up, warm each up with ``WARM_SLICES`` slices that
-    are not counted, then tap each in turn, a slice at a time."""
+async def run_group(
+    kind: str, members: list[Member], taps: int, rounds: int, tmp: Path, got: Sample, sets: int = 1
+) -> None:
+    """Every round: ``sets`` times in a row, start every app of the group anew (a process of its own, so a round's
+    ratio carries those processes' layouts and the next round's others), set them up, warm each up with
+    ``WARM_SLICES`` slices that are not counted, then tap each in turn, a slice at a time, for its share of the
+    round's ``taps``; a round's row sums its sets'."""
     window = WINDOW[0]
     configs = {m.name: dict(m.config) for m in members}
+    share = -(-taps // sets)
     for number in range(rounds):
-        async with AsyncExitStack() as stack:
-            for member in members:  # a SQLite file of the round's own
-                member.config = {k: _round_file(v, number) for k, v in configs[member.name].items()}
-            await asyncio.gather(*(start(m, stack, tmp, next(NUMBERS)) for m in members))
-            for member in members:
-                await set_up(member, kind, WARM_SLICES * window + taps, got)
-            parts: dict[str, list[Row]] = {m.name: [] for m in members}
-            gc.collect()
-            slices = WARM_SLICES + -(-taps // window)
-            for part in range(slices):  # the taps a window at a time, the apps in turn slice by slice
-                for member in in_turn(members, part):
-                    assert member.server is not None
-                    taps_now = member.taps[part * window : (part + 1) * window]
-                    row = await push_and_wait(
-                        member.server,
-                        taps_now,
-                        member.per_tap,
-                        len(taps_now) if member.results else 0,
-                        member.app,
-                    )
-                    if part >= WARM_SLICES:
-                        parts[member.name].append(row)
-            for member in members:
-                member.rows.append(merged(member.name, parts[member.name]))
-            if kind != "confirm":  # the assistant's answer, and its fair peers' (formatted by them for the tap)
-                said = "Only Alice can confirm this." if kind == "refused" else "Already done."
-                for member in members[2:]:
-                    assert member.server is not None
-                    assert member.server.callback_queries[-1].answer_text == said, (member.name, said)
+        parts: dict[str, list[Row]] = {m.name: [] for m in members}
+        for one in range(sets):
+            async with AsyncExitStack() as stack:
+                for member in members:  # a SQLite file of the set's own
+                    member.config = {k: _round_file(v, number * sets + one) for k, v in configs[member.name].items()}
+                await asyncio.gather(*(start(m, stack, tmp, next(NUMBERS)) for m in members))
+                for member in members:
+                    await set_up(member, kind, WARM_SLICES * window + share, got)
+                gc.collect()
+                await tap_in_turn(members, WARM_SLICES + -(-share // window), parts)
+                if kind != "confirm":  # the assistant's answer, and its fair peers' (formatted by them for the tap)
+                    said = "Only Alice can confirm this." if kind == "refused" else "Already done."
+                    for member in members[2:]:
+                        assert member.server is not None
+                        assert member.server.callback_queries[-1].answer_text == said, (member.name, said)
+        for member in members:
+            member.rows.append(merged(member.name, parts[member.name]))
+
+
+async def tap_in_turn(members: list[Member], slices: int, parts: dict[str, list[Row]]) -> None:
+    """Tap the apps a window at a time, in turn slice by slice; the slices after the warm-up go in ``parts``."""
+    window = WINDOW[0]
+    for part in range(slices):
+        for member in in_turn(members, part):
+            assert member.server is not None
+            taps_now = member.taps[part * window : (part + 1) * window]
+            row = await push_and_wait(
+                member.server, taps_now, member.per_tap, len(taps_now) if member.results else 0, member.app
+            )
+            if part >= WARM_SLICES:
+                parts[member.name].append(row)
 
 
 def _round_file(value: Any, number: int) -> Any:
-    """A SQLite file's path (``...db``) with the round's number in it; any other value as it is."""
+    """A SQLite file's path (``...db``) with the set's number in it; any other value as it is."""
     return f"{value[:-3]}.{number}.db" if isinstance(value, str) and value.endswith(".db") else value
 
 
@@ -445,7 +458,7 @@ async def sample(tmp: Path) -> Sample:
 PAIRS: list[tuple[str, str]] = []
 
 
-def groups(got: Sample, taps: int, runs: int, rounds: int, tmp: Path) -> list[tuple[str, int, list[Member]]]:
+def groups(got: Sample, taps: int, runs: int, tmp: Path) -> list[tuple[str, int, list[Member]]]:
     """(kind, taps a round, apps) of every group; an assistant row is listed next to its fair peer."""
     found = []
     for kind, like, same_name, only_name, peer_name in (
@@ -460,7 +473,7 @@ def groups(got: Sample, taps: int, runs: int, rounds: int, tmp: Path) -> list[tu
             "confirm": "confirm and run the tool",
         }[kind]
         n = runs if confirm else taps
-        cards = WARM_SLICES * WINDOW[0] + n if confirm else 1  # a round's: its apps start anew every round
+        cards = WARM_SLICES * WINDOW[0] + n if confirm else 1  # a set's: its apps start anew every set
         members = [] if confirm else [bare(only_name, like, ANSWER_ONLY)]
         members.append(bare(same_name, like, got.calls[kind], cards=cards, answer_only=only_name))
         for label, store, book in (("", "memory", "memory"), (" (SQLite store)", "sqlite", "sqlite")):
@@ -498,8 +511,8 @@ def table(members: list[Member]) -> str:
     lines = [
         "| scenario | calls a tap | taps a round | answered/s | done/s | vs bare answering only (wall / CPU) "
         "| vs bare making the same calls (wall / CPU) | vs fair peer (wall / CPU) | app CPU µs a tap "
-        "| kit CPU µs a tap (vs fair peer) | answer p50 / p95 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| kit CPU µs a tap (vs fair peer) | waits a tap (fewest / most of a round) | answer p50 / p95 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for member in members:
         name, rows = member.name, counted[member.name]
@@ -512,9 +525,16 @@ def table(members: list[Member]) -> str:
         lines.append(
             f"| {name} | {median(rows, lambda r: r.calls_per_tap):g} | {rows[0].taps} | "
             f"{median(rows, lambda r: r.taps / r.answered_seconds):,.0f} | {done[name]:,.0f} | {only} | {same} | "
-            f"{peer} | {cpu_us[name]:,.0f} | {kit_us} | {p50:.1f} / {p95:.1f} |"
+            f"{peer} | {cpu_us[name]:,.0f} | {kit_us} | {waits(rows)} | {p50:.1f} / {p95:.1f} |"
         )
     return "\n".join(lines)
+
+
+def waits(rows: list[Row]) -> str:
+    """The app's voluntary context switches a tap (each a sleep and a wake-up), median (fewest / most) of the
+    rounds: a process settles at start-up into waiting ~1.5 or ~5 times a tap and keeps it for its life."""
+    each = [r.sleeps / r.taps for r in rows]
+    return f"{statistics.median(each):.1f} ({min(each):.1f} / {max(each):.1f})"
 
 
 def ratios(members: list[Member]) -> str:
@@ -522,6 +542,8 @@ def ratios(members: list[Member]) -> str:
     by_name = {m.name: m.rows for m in members}
     lines = header()
     for kit_name, peer in PAIRS:
+        if kit_name not in by_name:  # a group not run (--groups)
+            continue
         each = [
             p.cpu_seconds / p.taps / (k.cpu_seconds / k.taps)
             for k, p in zip(by_name[kit_name], by_name[peer], strict=True)
@@ -540,18 +562,25 @@ def describe(calls: dict[str, list[Call]]) -> str:
     return "\n".join(f"* {titles[kind]}: {', '.join(one(c) for c in made)}" for kind, made in calls.items())
 
 
-async def main(taps: int, runs: int, rounds: int) -> None:
+async def main(taps: int, runs: int, rounds: int, call_rounds: int, sets: int, kinds: list[str]) -> None:
     logging.basicConfig(level=logging.ERROR)
     cpus = pin_harness()
     started = time.perf_counter()
     members: list[Member] = []
     with tempfile.TemporaryDirectory() as tmp:
         got = await sample(Path(tmp))
-        for kind, n, group in groups(got, taps, runs, rounds, Path(tmp)):
-            await run_group(kind, group, n, rounds, Path(tmp), got)
+        for kind, n, group in groups(got, taps, runs, Path(tmp)):
+            if kind not in kinds:
+                continue
+            if kind == "confirm":
+                await run_group(kind, group, n, rounds, Path(tmp), got)
+            else:
+                await run_group(kind, group, n, call_rounds, Path(tmp), got, sets)
             members += group
     print(
-        f"{rounds} rounds, every app started anew each round and warmed up with {WARM_SLICES} slices not counted; "
+        f"one-call rows: {call_rounds} rounds, each starting the apps of the group anew {sets} times in a row (the "
+        f"round's taps shared among those sets of processes); confirm and run: {rounds} rounds, each starting its "
+        f"apps anew once; every app warmed up with {WARM_SLICES} slices not counted; "
         f"{WINDOW[0]} taps in flight at most and an app's turn; Python "
         f"{sys.version.split()[0]}, python-telegram-bot {ptb_version}; every app in a process of its own, {cpus}; "
         f"CPU is the app process's; {time.perf_counter() - started:.0f} s\n"
@@ -573,7 +602,26 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--taps", type=int, default=400, help="taps a round of a one-call row (default 400)")
     parser.add_argument("--runs", type=int, default=300, help="taps a round of a confirm-and-run row (default 300)")
-    parser.add_argument("--rounds", type=int, default=6, help="rounds, each with its apps started anew (default 6)")
+    parser.add_argument(
+        "--rounds", type=int, default=6, help="rounds of confirm and run, each with its apps started anew (default 6)"
+    )
+    parser.add_argument(
+        "--call-rounds",
+        type=int,
+        default=CALL_ROUNDS,
+        help=f"rounds of the one-call rows, each of --sets sets of processes (default {CALL_ROUNDS})",
+    )
+    parser.add_argument(
+        "--sets",
+        type=int,
+        default=SETS,
+        help=f"sets of processes a round of a one-call row, each tapped for its share of --taps (default {SETS})",
+    )
+    parser.add_argument(
+        "--groups",
+        default=",".join(KINDS),
+        help=f"the groups to run, of {','.join(KINDS)} (default all)",
+    )
     parser.add_argument(
         "--window",
         type=int,
@@ -583,7 +631,12 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if not 1 <= args.window <= min(args.taps, args.runs):
         parser.error("--window must be at least 1 and at most --taps and --runs")
-    if args.rounds < 2:
-        parser.error("--rounds must be at least 2: a spread needs two rounds")
+    if args.rounds < 2 or args.call_rounds < 2:
+        parser.error("--rounds and --call-rounds must be at least 2: a spread needs two rounds")
+    if not 1 <= args.sets <= args.taps // args.window:
+        parser.error("--sets must be at least 1 and leave every set at least one window of --taps")
+    kinds = args.groups.split(",")
+    if not kinds or set(kinds) - set(KINDS):
+        parser.error(f"--groups takes names of {','.join(KINDS)}, comma-separated; got {args.groups!r}")
     WINDOW[0] = args.window
-    asyncio.run(main(args.taps, args.runs, args.rounds))
+    asyncio.run(main(args.taps, args.runs, args.rounds, args.call_rounds, args.sets, kinds))
