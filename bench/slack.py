@@ -3,7 +3,7 @@ slack-bolt handlers — one that only acks, and a fair peer that acks and then d
 Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios
 by CPU per tap.
 
-    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 6] [--stores memory,sqlite]
+    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 4] [--sets 2] [--stores memory,sqlite]
 
 The harness: each app runs in an OS process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
 signature verification on), and calls a local Slack Web API (``SlackApiServer``, one per app) that lives, with the
@@ -28,19 +28,20 @@ keep-alive session, as ``SlackBot`` does:
   ``list_notes_async``, awaited), builds the page with slack_sdk's Block Kit models (header, items, page line,
   Previous/Next buttons) and ``chat.update``-s the tapped message.
 
-Every round of a case starts its apps anew and together — the bare app acking only, the fair peer, the full app on
-each store of ``--stores`` (default both: in memory, and SQLite on a temporary file of the round's own with
+Every set of a case starts its apps anew and together — the bare app acking only, the fair peer, the full app on
+each store of ``--stores`` (default both: in memory, and SQLite on a temporary file of the set's own with
 ``synchronous=FULL``) — warms each up with 50 taps and freezes what start-up allocated (``gc.freeze()``, in every
-app alike). A process keeps its layout (hash seed, addresses) as long as it runs, and two processes of the same app
-can differ by a few points: so each of the ``--rounds`` rounds is another set of processes, the median is over them
-and the spread shows how far they differ. A round gives every app ``WARM_SLICES`` slices not counted, then ``--n``
-taps a slice at a time (``--concurrency`` taps, all in flight at once, done before the next app's turn), the apps
-taking turns slice by slice in an order rotated by one every slice (A B C, B C A, ...: no app runs twice in a row,
-every app goes at every place), so a full app's slices and its peer's meet the same moments of the machine, well
-under a second apart (with 4 slices a round, the rows' ratios moved up to 25 points from round to round; with slices
-of 16 taps, 1.5-4 points). Each round gives the full app's ratio to its fair peer, peer CPU per tap / full CPU per
-tap: the second table prints every round's ratio, the median and the spread (a row is decided when the spread is
-under 5 points; the target is ≥ 90 %).
+app alike). A process keeps for its life what it settled into at start-up, and two processes of the same app can
+differ by a few points (``bench/telegram.py`` says what moves with it): so each of the ``--rounds`` rounds starts
+its apps anew ``--sets`` times in a row, each set tapped for its share of the round's ``--n`` taps, the round's ratio
+is over those sets, and the spread shows how far rounds differ. A set gives every app ``WARM_SLICES`` slices not
+counted, then its share of ``--n`` taps a slice at a time (``--concurrency`` taps, all in flight at once, done
+before the next app's turn), the apps taking turns slice by slice in an order rotated by one every slice (A B C,
+B C A, ...: no app runs twice in a row, every app goes at every place), so a full app's slices and its peer's meet
+the same moments of the machine, well under a second apart (with 4 slices a round, the rows' ratios moved up to 25
+points from round to round; with slices of 16 taps, 1.5-4 points). Each round gives the full app's ratio to its
+fair peer, peer CPU per tap / full CPU per tap: the second table prints every round's ratio, the median and the
+spread (a row is decided when the spread is under 5 points; the target is ≥ 90 %).
 
 Columns (medians of the counted rounds): *calls/tap* counts the Web API calls the taps caused; *acks/s* counts
 HTTP answers (what Slack waits for); *done/s* also waits until every call caused by the taps has reached the Web
@@ -558,24 +559,32 @@ PEER_DOES = {
 }
 
 
-async def main(n: int, concurrency: int, rounds: int, slices: int, stores: list[str], tmp: Path) -> None:
+async def main(n: int, concurrency: int, rounds: int, sets: int, stores: list[str], tmp: Path) -> None:
     cpus = pin_harness()
     started_at = time.perf_counter()
     results: dict[str, list[Member]] = {}
     calls: dict[str, list[dict[str, Any]]] = {}
+    share = -(-n // sets)  # the taps of one set of processes
+    slices = -(-share // concurrency)  # an app's turn: one slice of --concurrency taps
     for case in CASES:
-        for number in range(rounds):  # every round with its apps started anew
-            members, calls[case.kind] = await run_case(case, stores, n, concurrency, number, slices, tmp)
-            if number == 0:
-                results[case.kind] = members
-            else:
-                for kept, member in zip(results[case.kind], members, strict=True):
-                    kept.rounds += member.rounds
+        for number in range(rounds):  # every round: --sets sets of processes, each started anew
+            for one in range(sets):
+                made = await run_case(case, stores, share, concurrency, number * sets + one, slices, tmp)
+                members, calls[case.kind] = made
+                if case.kind not in results:
+                    results[case.kind] = members
+                else:
+                    for kept, member in zip(results[case.kind], members, strict=True):
+                        kept.rounds += member.rounds
+            for kept in results[case.kind]:  # the round's sets, added up
+                kept.rounds[-sets:] = [functools.reduce(operator.add, kept.rounds[-sets:])]
     bare_us, full_us = await dispatch_us(n)
     print(
-        f"Python {sys.version.split()[0]}, {n} taps a round in {slices} slices, {concurrency} in flight, stores: "
-        f"{', '.join(stores)}; {rounds} rounds, every app started anew each round and warmed up with {WARMUP} taps "
-        f"and {WARM_SLICES} slices not counted, medians of the rounds; every app in a process of its own, {cpus}; "
+        f"Python {sys.version.split()[0]}, {n} taps a round in {sets} sets of {slices} slices, {concurrency} in "
+        "flight, stores: "
+        f"{', '.join(stores)}; {rounds} rounds, each starting every app anew {sets} times in a row (the round's taps "
+        f"shared among those sets of processes), every app warmed up with {WARMUP} taps and {WARM_SLICES} slices not "
+        f"counted, medians of the rounds; every app in a process of its own, {cpus}; "
         f"{time.perf_counter() - started_at:.0f} s\n"
     )
     print(table(results, stores))
@@ -596,7 +605,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1200, help="taps a round of every app (default 1200)")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight (default 16)")
-    parser.add_argument("--rounds", type=int, default=6, help="rounds of every case, apps started anew (default 6)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of every case (default 4)")
+    parser.add_argument(
+        "--sets",
+        type=int,
+        default=2,
+        help="sets of processes a round, each started anew and tapped for its share of --n (default 2)",
+    )
     parser.add_argument(
         "--stores",
         default="memory,sqlite",
@@ -623,5 +638,6 @@ if __name__ == "__main__":
                 parser.error(f"--stores takes memory and/or sqlite, comma-separated; got {args.stores!r}")
             if args.rounds < 2 or not 1 <= args.concurrency <= args.n:
                 parser.error("--rounds must be at least 2 (a spread needs two) and --concurrency from 1 to --n")
-            slices = -(-args.n // args.concurrency)  # an app's turn: one slice of --concurrency taps
-            asyncio.run(main(args.n, args.concurrency, args.rounds, slices, stores, Path(tmp)))
+            if not 1 <= args.sets <= args.n // args.concurrency:
+                parser.error("--sets must be at least 1 and leave every set at least --concurrency taps of --n")
+            asyncio.run(main(args.n, args.concurrency, args.rounds, args.sets, stores, Path(tmp)))

@@ -3,7 +3,8 @@
 the same Bot API calls the assistant makes for that kind of tap, and a fair peer that also does the same work
 (described below) — with per-round ratios of each assistant row to its fair peer, by CPU per tap.
 
-    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 300] [--rounds 6] [--window 3]
+    PYTHONPATH=. python bench/telegram.py [--taps 400] [--runs 300] [--rounds 4] [--sets 12] [--run-sets 2]
+                                          [--window 3] [--groups refused,decided,confirm]
 
 Every app (the assistant, each bare handler) runs in an OS process of its own and polls its own local
 ``BotApiServer``; the servers and the taps live in the bench's process, pinned to one CPU, and every app is
@@ -14,8 +15,8 @@ Users tap with at most ``--window`` taps unanswered at a time; every app process
 First the assistant is tapped once of each kind, and the Bot API calls it makes for the tap are recorded
 (method and parameters as sent). The "same calls" bare handlers replay those calls for every tap: the same
 methods with the same parameters (text, parse mode, keyboard, link preview options; built once), sent through
-PTB's typed methods to the tapped message's chat. Rows, in three groups (every round, the apps of a group are
-started anew, set up and frozen with ``gc.freeze()`` together, then tapped in turn):
+PTB's typed methods to the tapped message's chat. Rows, in three groups (every set of processes, the apps of a
+group are started anew, set up and frozen with ``gc.freeze()`` together, then tapped in turn):
 
 * a refused tap: someone other than the requester taps Confirm (delivery de-duplication, approval read,
   identity mapping, one alert answer) — bare answering only, bare making the same call, the assistant and its
@@ -43,7 +44,7 @@ assistant's as PTB serializes them (texts byte for byte, JSON objects of the sam
 the assistant's wording changed); the cards of both are for notes 100 on, so the texts of a tap are the same size
 on both sides.
 
-A round taps every app of a group (``--taps`` taps, or ``--runs`` for confirm and run) a slice at a time: one
+A set taps every app of a group (its share of ``--taps``, or of ``--runs`` for confirm and run) a slice at a time: one
 window of taps (``--window``, 3), all tapped at once and done before the next app's turn, the apps taking turns
 slice by slice in an order rotated by one every slice (A B C, B C A, ...: no app runs twice in a row, every app
 goes at every place), so each app's slices and its fair peer's meet the same moments of the machine, a few
@@ -53,11 +54,18 @@ every app running then), with slices of 3 taps and 300 taps a round 1-1.3 points
 garbage before every slice and all of it once a round (a full collection before every slice cost more time than
 the slices).
 
-Every round starts its apps anew, each a process of its own with its own layout (hash seed, addresses): a process
-keeps it for as long as it runs, and the same app differed by up to 6-11 points from one process to the next
-(apps kept for a whole run: the same rows' medians moved that much between runs whose spreads were 1-3 points).
-So a round's ratio is that of one pair of processes, the median is over as many pairs as rounds, and the spread
-shows how far processes differ. Each app is warmed up with ``WARM_SLICES`` slices after it starts, not counted.
+Every set starts its apps anew, each a process of its own: a process keeps what it settled into at start-up
+for as long as it runs, and the same app differs by up to 6-11 points from one process to the next. Measured
+with two copies of one app, four quarters of one round agree within a point or two while rounds of fresh
+processes differ by 10; fixing the hash seed and turning address randomization off (``setarch -R``) changed
+nothing. What moves with it is how often a process waits (its voluntary context switches, each a sleep and a
+wake-up): a process settles at start-up into waiting ~1.5 or ~5 times a tap and keeps it (the table prints the
+waits a tap, median and the fewest and most of a round). So each of the ``--rounds`` rounds (4) starts the apps
+of a group anew several times in a row, each set of processes tapped for its share of the round's taps: a
+one-call round ``--sets`` times (12), a confirm-and-run round, whose ~4 ms taps feel it less than ~2.5 ms ones,
+``--run-sets`` times (2). A round's ratio is over that many pairs of processes, and the spread shows how far such
+rounds differ. Each app is warmed up with
+``WARM_SLICES`` slices after it starts, not counted.
 Each round gives the ratio peer CPU per tap / assistant CPU per tap, and the second table prints every
 round's ratio, the median and the spread (decided under 5 points; the target is ≥ 90 %). A tap is *done* once
 every Bot API call it caused has been answered by the server; a slice's CPU runs until then too. The first
@@ -105,8 +113,8 @@ ALICE = TelegramUser(1001, "Alice", "alice")
 BOB = TelegramUser(1002, "Bob", "bob")
 WINDOW = [3]  # taps in flight at most, and the taps of one app's turn (a slice); --window
 WARM_SLICES = 10  # slices every app is tapped after it starts, before the round's counted ones
-CALL_ROUNDS = 4  # rounds of a one-call row; --call-rounds
 SETS = 12  # sets of processes a round of a one-call row; --sets
+RUN_SETS = 2  # sets of processes a round of confirm and run; --run-sets
 KINDS = ("refused", "decided", "confirm")  # the groups; --groups
 POLL_TIMEOUT = 10  # an app waiting for its turn asks for updates once in this many seconds
 POLLING = frozenset({"getUpdates", "getMe", "deleteWebhook", "setMyCommands", "getMyCommands"})
@@ -250,7 +258,7 @@ class Member:
     peer: str = ""  # an assistant row's fair peer
     server: BotApiServer | None = None
     app: AppProcess | None = None
-    taps: list[Tap] = field(default_factory=list)  # the taps of the round under way
+    taps: list[Tap] = field(default_factory=list)  # the taps of the set under way
     per_tap: int = 1
     results: bool = False  # confirm and run: wait for a result of every tap
     rows: list[Row] = field(default_factory=list)
@@ -351,7 +359,7 @@ async def pending_cards(server: BotApiServer, count: int) -> list[TelegramMessag
 
 
 async def set_up(member: Member, kind: str, taps: int, got: Sample) -> None:
-    """The cards a member's ``taps`` taps of this round go to (its apps are started anew every round)."""
+    """The cards a member's ``taps`` taps of this set go to (its apps are started anew every set)."""
     server, app = member.server, member.app
     assert server is not None and app is not None
     if member.config["app"] == "kit":
@@ -458,7 +466,7 @@ async def sample(tmp: Path) -> Sample:
 PAIRS: list[tuple[str, str]] = []
 
 
-def groups(got: Sample, taps: int, runs: int, tmp: Path) -> list[tuple[str, int, list[Member]]]:
+def groups(got: Sample, taps: int, runs: int, run_sets: int, tmp: Path) -> list[tuple[str, int, list[Member]]]:
     """(kind, taps a round, apps) of every group; an assistant row is listed next to its fair peer."""
     found = []
     for kind, like, same_name, only_name, peer_name in (
@@ -473,7 +481,7 @@ def groups(got: Sample, taps: int, runs: int, tmp: Path) -> list[tuple[str, int,
             "confirm": "confirm and run the tool",
         }[kind]
         n = runs if confirm else taps
-        cards = WARM_SLICES * WINDOW[0] + n if confirm else 1  # a set's: its apps start anew every set
+        cards = WARM_SLICES * WINDOW[0] + -(-n // run_sets) if confirm else 1  # a set's: its apps start anew
         members = [] if confirm else [bare(only_name, like, ANSWER_ONLY)]
         members.append(bare(same_name, like, got.calls[kind], cards=cards, answer_only=only_name))
         for label, store, book in (("", "memory", "memory"), (" (SQLite store)", "sqlite", "sqlite")):
@@ -562,25 +570,21 @@ def describe(calls: dict[str, list[Call]]) -> str:
     return "\n".join(f"* {titles[kind]}: {', '.join(one(c) for c in made)}" for kind, made in calls.items())
 
 
-async def main(taps: int, runs: int, rounds: int, call_rounds: int, sets: int, kinds: list[str]) -> None:
+async def main(taps: int, runs: int, rounds: int, sets: int, run_sets: int, kinds: list[str]) -> None:
     logging.basicConfig(level=logging.ERROR)
     cpus = pin_harness()
     started = time.perf_counter()
     members: list[Member] = []
     with tempfile.TemporaryDirectory() as tmp:
         got = await sample(Path(tmp))
-        for kind, n, group in groups(got, taps, runs, Path(tmp)):
-            if kind not in kinds:
-                continue
-            if kind == "confirm":
-                await run_group(kind, group, n, rounds, Path(tmp), got)
-            else:
-                await run_group(kind, group, n, call_rounds, Path(tmp), got, sets)
+        for kind, n, group in groups(got, taps, runs, run_sets, Path(tmp)):
+            if kind in kinds:
+                await run_group(kind, group, n, rounds, Path(tmp), got, run_sets if kind == "confirm" else sets)
             members += group
     print(
-        f"one-call rows: {call_rounds} rounds, each starting the apps of the group anew {sets} times in a row (the "
-        f"round's taps shared among those sets of processes); confirm and run: {rounds} rounds, each starting its "
-        f"apps anew once; every app warmed up with {WARM_SLICES} slices not counted; "
+        f"{rounds} rounds, each starting the apps of a group anew {sets} times in a row for a one-call row and "
+        f"{run_sets} times for confirm and run (the round's taps shared among those sets of processes); every app "
+        f"warmed up with {WARM_SLICES} slices not counted; "
         f"{WINDOW[0]} taps in flight at most and an app's turn; Python "
         f"{sys.version.split()[0]}, python-telegram-bot {ptb_version}; every app in a process of its own, {cpus}; "
         f"CPU is the app process's; {time.perf_counter() - started:.0f} s\n"
@@ -602,20 +606,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--taps", type=int, default=400, help="taps a round of a one-call row (default 400)")
     parser.add_argument("--runs", type=int, default=300, help="taps a round of a confirm-and-run row (default 300)")
-    parser.add_argument(
-        "--rounds", type=int, default=6, help="rounds of confirm and run, each with its apps started anew (default 6)"
-    )
-    parser.add_argument(
-        "--call-rounds",
-        type=int,
-        default=CALL_ROUNDS,
-        help=f"rounds of the one-call rows, each of --sets sets of processes (default {CALL_ROUNDS})",
-    )
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of every group (default 4)")
     parser.add_argument(
         "--sets",
         type=int,
         default=SETS,
         help=f"sets of processes a round of a one-call row, each tapped for its share of --taps (default {SETS})",
+    )
+    parser.add_argument(
+        "--run-sets",
+        type=int,
+        default=RUN_SETS,
+        help=f"sets of processes a round of confirm and run, each tapped for its share of --runs (default {RUN_SETS})",
     )
     parser.add_argument(
         "--groups",
@@ -631,12 +633,12 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if not 1 <= args.window <= min(args.taps, args.runs):
         parser.error("--window must be at least 1 and at most --taps and --runs")
-    if args.rounds < 2 or args.call_rounds < 2:
-        parser.error("--rounds and --call-rounds must be at least 2: a spread needs two rounds")
-    if not 1 <= args.sets <= args.taps // args.window:
-        parser.error("--sets must be at least 1 and leave every set at least one window of --taps")
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2: a spread needs two rounds")
+    if not 1 <= args.sets <= args.taps // args.window or not 1 <= args.run_sets <= args.runs // args.window:
+        parser.error("--sets and --run-sets must be at least 1 and leave every set at least one window of taps")
     kinds = args.groups.split(",")
     if not kinds or set(kinds) - set(KINDS):
         parser.error(f"--groups takes names of {','.join(KINDS)}, comma-separated; got {args.groups!r}")
     WINDOW[0] = args.window
-    asyncio.run(main(args.taps, args.runs, args.rounds, args.call_rounds, args.sets, kinds))
+    asyncio.run(main(args.taps, args.runs, args.rounds, args.sets, args.run_sets, kinds))

@@ -216,6 +216,7 @@ STORE_CALLS = frozenset(
         "insert",
         "put",
         "update",
+        "update_with",
         "take",
         "delete",
         "scan",
