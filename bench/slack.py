@@ -3,7 +3,7 @@ slack-bolt handlers — one that only acks, and a fair peer that acks and then d
 Web API calls the full app makes for that tap (described below) — through the same harness, with per-round ratios
 by CPU per tap.
 
-    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 4] [--sets 2] [--stores memory,sqlite]
+    PYTHONPATH=. python bench/slack.py [--n 1200] [--concurrency 16] [--rounds 4] [--sets 3] [--stores memory,sqlite]
 
 The harness: each app runs in an OS process of its own, served over HTTP on 127.0.0.1 (bolt's aiohttp adapter,
 signature verification on), and calls a local Slack Web API (``SlackApiServer``, one per app) that lives, with the
@@ -609,8 +609,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--sets",
         type=int,
-        default=2,
-        help="sets of processes a round, each started anew and tapped for its share of --n (default 2)",
+        default=3,
+        help="sets of processes a round, each started anew and tapped for its share of --n (default 3)",
     )
     parser.add_argument(
         "--stores",
