@@ -212,6 +212,15 @@ def fsync_floor(directory: str, n: int = 200) -> float:
     return statistics.median(times)
 
 
+def syscall_us(n: int = 100_000) -> float:
+    """µs of the cheapest system call (``getppid``): what entering the kernel costs on this machine, which every
+    write, sync, socket call and wait of a tap pays (it has measured 0.1-0.3 µs on some machines, 1.7 on others)."""
+    start = time.perf_counter()
+    for _ in range(n):
+        os.getppid()
+    return (time.perf_counter() - start) / n * 1e6
+
+
 def postgres_floor(dsn: str, n: int = 200) -> float:
     """p50 ms of a one-row durable ``INSERT`` (autocommit: a round trip and a WAL flush)."""
     import psycopg
@@ -278,6 +287,7 @@ async def run(sizes: list[int], taps: int, dsn: str | None) -> None:
     def memory() -> tuple[Store, dict[str, Any]]:
         return MemoryStore(), {"backend": "memory"}
 
+    print(f"this machine: a system call (getppid) takes {syscall_us():.2f} µs\n")
     print_table("memory", [await measure(memory, n, taps) for n in sizes])
     with tempfile.TemporaryDirectory() as tmp:
         floor = fsync_floor(tmp)
