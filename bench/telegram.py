@@ -64,8 +64,8 @@ waits a tap, median and the fewest and most of a round). So each of the ``--roun
 of a group anew several times in a row, each set of processes tapped for its share of the round's taps: a
 one-call round ``--sets`` times (12), a confirm-and-run round, whose ~4 ms taps feel it less than ~2.5 ms ones,
 ``--run-sets`` times (2). A round's ratio is over that many pairs of processes, and the spread shows how far such
-rounds differ. Each app is warmed up with
-``WARM_SLICES`` slices after it starts, not counted.
+rounds differ. Each app is warmed up with ``WARM_SLICES`` slices after it starts, not counted.
+
 Each round gives the ratio peer CPU per tap / assistant CPU per tap, and the second table prints every
 round's ratio, the median and the spread (decided under 5 points; the target is ≥ 90 %). A tap is *done* once
 every Bot API call it caused has been answered by the server; a slice's CPU runs until then too. The first
@@ -578,9 +578,9 @@ async def main(taps: int, runs: int, rounds: int, sets: int, run_sets: int, kind
     with tempfile.TemporaryDirectory() as tmp:
         got = await sample(Path(tmp))
         for kind, n, group in groups(got, taps, runs, run_sets, Path(tmp)):
-            if kind in kinds:
+            if kind in kinds:  # --groups
                 await run_group(kind, group, n, rounds, Path(tmp), got, run_sets if kind == "confirm" else sets)
-            members += group
+                members += group
     print(
         f"{rounds} rounds, each starting the apps of a group anew {sets} times in a row for a one-call row and "
         f"{run_sets} times for confirm and run (the round's taps shared among those sets of processes); every app "
