@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from milpa_chat.store.base import _copied_dict, _copied_list, copy_value
+from milpa_chat.store._values import _copied_dict, _copied_list, copy_value
 
 __all__ = ["Draft"]
 
