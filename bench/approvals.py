@@ -386,22 +386,33 @@ def _median_of(values: list[Any]) -> Any:
 
 
 def merged(runs: list[tuple[list[Table], float]]) -> tuple[list[Table], float]:
-    """The tables of several processes as one: every cell the median of the processes' (the counts agree), and
-    each row's every Confirm p50 kept (``confirm_each``)."""
-    tables: list[Table] = []
-    for i, first in enumerate(runs[0][0]):
+    """The tables of several processes as one: every cell the median of the processes', each row's every Confirm
+    p50 kept (``confirm_each``). A backend missing from a process (PostgreSQL did not answer) is left out; store
+    calls, writes and durable writes a tap are the same code in every process, and a row whose counts differ says
+    so on stderr (the first process's are shown)."""
+    by_backend = [{t["backend"]: t for t in tables} for tables, _ in runs]
+    merged_tables: list[Table] = []
+    for first in runs[0][0]:
+        label = first["backend"]
+        if any(label not in tables for tables in by_backend):
+            print(f"{label}: not measured in every process, left out", file=sys.stderr)
+            continue
         rows = []
         for j, row in enumerate(first["rows"]):
-            each = [tables_[i]["rows"][j] for tables_, _ in runs]
+            each = [tables[label]["rows"][j] for tables in by_backend]
             out = {key: _median_of([r[key] for r in each]) for key in row}
             out["pending"] = row["pending"]
-            out["confirm"][2:] = row["confirm"][2:]  # the counts are the same in every process
-            out["approve"][2:] = row["approve"][2:]
+            for kind in ("confirm", "approve"):
+                counts = {tuple(r[kind][2:]) for r in each}
+                if len(counts) > 1:
+                    differ = f"{label}, {row['pending']:,} pending: {kind} counts differ: {sorted(counts)}"
+                    print(differ, file=sys.stderr)
+                out[kind][2:] = row[kind][2:]
             out["confirm_each"] = [r["confirm"][0] for r in each]
             rows.append(out)
-        floor = statistics.median(tables_[i]["floor"] for tables_, _ in runs)
-        tables.append({**first, "floor": floor, "rows": rows})
-    return tables, statistics.median(syscall for _, syscall in runs)
+        floor = statistics.median(tables[label]["floor"] for tables in by_backend)
+        merged_tables.append({**first, "floor": floor, "rows": rows})
+    return merged_tables, statistics.median(syscall for _, syscall in runs)
 
 
 def in_processes(n: int, argv: list[str]) -> tuple[list[Table], float]:
