@@ -80,7 +80,8 @@ class SlackBot(SlackServing):
     app-level token (``xapp-…``, scope ``connections:write``) for Socket Mode. ``command``: the slash
     command's name. ``notices``: also show progress answers to taps ("Confirmed — running it now.",
     "Page 2") as ephemeral messages; by default only refusals and errors are (the card itself shows
-    progress). ``sweep_interval``: how often pending approvals are checked for expiry while serving.
+    progress). ``sweep_interval``: how often pending approvals are checked for expiry while serving
+    (``None``: no sweeper, when another part of your app runs :meth:`Assistant.run_sweeper`).
     ``rate_limit_retries``: how often a Web API call answered 429 is retried after ``Retry-After``.
     ``pane``: also serve Slack's assistant pane (the app needs the "Agents & AI Apps" feature, the
     ``assistant:write`` scope and the ``assistant_thread_started``, ``assistant_thread_context_changed`` and
@@ -100,7 +101,7 @@ class SlackBot(SlackServing):
         command: str = "/milpa",
         path: str = "/slack/events",
         notices: bool = False,
-        sweep_interval: float = 15.0,
+        sweep_interval: float | None = 15.0,
         rate_limit_retries: int = 2,
         configure: Callable[[AsyncApp], object] | None = None,
         pane: bool | AsyncAssistant = False,
@@ -309,7 +310,10 @@ class SlackBot(SlackServing):
 
     # --------------------------------------------------------------- sweeper
     def start_sweeper(self) -> None:
-        """Expire overdue approvals every ``sweep_interval`` seconds (started by every serving method)."""
+        """Expire overdue approvals every ``sweep_interval`` seconds (started by every serving method; none
+        when ``sweep_interval`` is ``None``)."""
+        if self.sweep_interval is None:
+            return
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.get_running_loop().create_task(self.assistant.run_sweeper(self.sweep_interval))
 

@@ -128,7 +128,8 @@ class World:
 async def world(
     db: Path, clock: ManualClock, payments: Payments, *, slack: bool = True, direct_chats: bool = True
 ) -> AsyncIterator[World]:
-    """One assistant with both surfaces (or Telegram alone) on the SQLite file ``db``."""
+    """One assistant with both surfaces (or Telegram alone) on the SQLite file ``db``; neither bot runs a
+    sweeper: the tests sweep themselves and count what each sweep did (a background one would race them)."""
     store = SqliteStore(db, clock=clock)
     registry = ToolRegistry(store=store)
     registry.scan(payments)
@@ -148,7 +149,7 @@ async def world(
                 return
             async with SlackApiServer(TOKEN, team_id=TEAM, channels=[WORK, APPROVERS, SLACK_ESCALATION]) as api:
                 api.add_user(MATEO, "mateo", real_name="Mateo")
-                slack_bot = SlackBot(assistant, TOKEN, SECRET, api.base_url)
+                slack_bot = SlackBot(assistant, TOKEN, SECRET, api.base_url, sweep_interval=None)
                 async with serve_bolt_app(slack_bot.web_app()) as url, SlackEvents(url, SECRET, api=api) as events:
                     yield World(tg, api, events, assistant, telegram_bot, slack_bot, payments, clock)
                     await slack_bot.drain()

@@ -132,6 +132,23 @@ async def test_expiry_edits_every_card_and_late_taps_are_refused(
     assert tools.paid == [] and "expired" in world.ephemeral(MARIA)[-1]
 
 
+async def test_without_a_sweeper_only_your_own_sweep_expires(tools: Tools, clock: ManualClock) -> None:
+    """``sweep_interval=None``: the bot serves without a sweeper (the app runs its own elsewhere), so a request
+    overdue when it starts serving stays as it is until that sweep, which then acts on it alone."""
+    assistant = memory_assistant(tools, clock)
+    async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}) as api:
+        async with slack_world(assistant, api=api, sweep_interval=None) as before:
+            await before.command("pay ACME 3", user=ALICE)
+            group = before.last(APPROVERS)
+        clock.now += 601  # overdue while nothing served
+        async with slack_world(assistant, api=api, sweep_interval=None):
+            await asyncio.sleep(0.3)  # a sweeper sweeps as soon as the bot serves
+            assert "Expired" not in group.text and group.buttons()
+            assert await assistant.sweep() == 1
+            await eventually(lambda: "Expired" in group.text)
+        assert tools.paid == []
+
+
 async def test_a_restart_between_request_and_decision(tools: Tools, clock: ManualClock, tmp_path: Path) -> None:
     db = tmp_path / "assistant.db"
     async with SlackApiServer(TOKEN, team_id=TEAM, channels={WORK: "work", APPROVERS: "approvers"}) as api:
