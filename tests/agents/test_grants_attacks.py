@@ -76,13 +76,18 @@ async def ask(k: Kit, framework: str, stack: AsyncExitStack, tmp_path: Path, ctx
     """One run of ``framework``'s payment agent for ``ctx`` (its model proposes the payment once)."""
     driver = FRAMEWORKS[framework]()
     approvals, _ = await driver.build(k.host, k.ledger, None, stack, tmp_path)
+    await run_once(approvals, framework, ctx)
+    return driver
+
+
+async def run_once(approvals: Any, framework: str, ctx: ToolContext) -> None:
+    """One run, on a thread of its own, of the payment agent ``approvals`` wraps."""
     if framework in ("pydantic-ai", "openai-agents"):
         await approvals.run("please pay ACME 120 EUR", ctx)
-    else:
-        thread = {"configurable": {"thread_id": secrets.token_hex(8)}}
-        start = {"request": "pay"} if framework == "langgraph" else {"messages": [{"role": "user", "content": "pay"}]}
-        await approvals.run(start, ctx, config=thread)
-    return driver
+        return
+    thread = {"configurable": {"thread_id": secrets.token_hex(8)}}
+    start = {"request": "pay"} if framework == "langgraph" else {"messages": [{"role": "user", "content": "pay"}]}
+    await approvals.run(start, ctx, config=thread)
 
 
 async def test_the_model_drafts_signs_lifts_and_suspends_nothing() -> None:
@@ -205,8 +210,9 @@ async def test_twenty_concurrent_lent_calls_each_run_once_and_the_use_count_adds
                 await asyncio.gather(k.host.run(asked.id, runner), k.host.run(asked.id, runner))  # two runners
 
             await asyncio.gather(*(one() for _ in range(20)))
-        else:
-            await asyncio.gather(*(ask(k, through, stack, tmp_path, ALICE) for _ in range(20)))
+        else:  # one app: one agent (and one checkpointer), twenty runs of it at once
+            approvals, _ = await FRAMEWORKS[through]().build(k.host, k.ledger, None, stack, tmp_path)
+            await asyncio.gather(*(run_once(approvals, through, ALICE) for _ in range(20)))
         records = await payments(k)
         uses = (await k.desk.get(grant_id)).uses  # type: ignore[union-attr]
         started = [e for e in await k.trail.entries() if e.kind == "started"]
