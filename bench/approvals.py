@@ -415,6 +415,9 @@ def merged(runs: list[tuple[list[Table], float]]) -> tuple[list[Table], float]:
     return merged_tables, statistics.median(syscall for _, syscall in runs)
 
 
+ROOT = str(Path(__file__).resolve().parent.parent)  # the checkout: the children import bench's own helpers from it
+
+
 def in_processes(n: int, argv: list[str]) -> tuple[list[Table], float]:
     """Run the whole bench ``n`` times, one fresh process after another, and merge what they measured."""
     runs = []
@@ -424,7 +427,7 @@ def in_processes(n: int, argv: list[str]) -> tuple[list[Table], float]:
             check=True,
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))},
         )
         sys.stderr.write(child.stderr)
         tables, syscall = json.loads(child.stdout)
